@@ -1,0 +1,367 @@
+"""Typed, printable experiment configuration: the one object every trial is built from.
+
+An `ExperimentConfig` holds four plain dataclasses (data, model, train, tracking). It round-trips
+through dicts, JSON and YAML, flattens to dotted keys (``data.max_digits``) for MLflow params and
+``--set key=value`` overrides, and `validate()` rejects impossible settings before anything trains.
+
+The names of tasks, formats, position schemes and model presets live here, so that the data layer,
+the model, the sweeps and the analysis all agree on one spelling.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# ---------------------------------------------------------------------------------------------------------
+# Registries of names (single source of truth)
+# ---------------------------------------------------------------------------------------------------------
+
+#: task -> formats. `mul`, `add_scratchpad`, `reverse`, `add`, `dialogue` follow the paper's sections.
+TASK_FORMATS: dict[str, tuple[str, ...]] = {
+    "mul": ("basic", "reverse_product", "padding", "padding_reverse"),
+    "add_scratchpad": ("basic", "random_space", "recursive_scratchpad"),
+    "reverse": ("basic",),
+    "add": ("basic", "random_space", "padding_reverse"),
+    "dialogue": ("basic",),
+}
+#: multiplication augmentations (appendix A): every third sample becomes n x 1, or a first-step `%` line.
+AUGMENTS: tuple[str, ...] = ("none", "n_times_1", "first_step")
+#: arithmetic data mixed into the dialogue data for the nl_mix experiment (section 4): dia, dia+basic,
+#: dia+random_space.
+MIX_FORMATS: tuple[str, ...] = ("none", "basic", "random_space")
+#: position schemes of the model. `learned`/`none`/`random_embed` are the paper's; `randomized` (Ruoss et
+#: al. 2023) and `abacus` (McLeish et al. 2024) go beyond it.
+POSITION_SCHEMES: tuple[str, ...] = ("learned", "none", "random_embed", "randomized", "abacus")
+INITS: tuple[str, ...] = ("random", "pretrained")
+#: model size presets: name -> (n_layer, n_head, n_embd). `gpt2-small` is the paper's model.
+MODEL_PRESETS: dict[str, tuple[int, int, int]] = {
+    "gpt2-small": (12, 12, 768),
+    "gpt2-mini": (6, 8, 256),
+    "tiny": (4, 4, 128),
+    "nano": (2, 2, 64),
+}
+LOSS_ON: tuple[str, ...] = ("answer", "all")
+SCHEDULES: tuple[str, ...] = ("linear", "cosine", "constant")
+PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16")
+DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
+
+DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be trained. The message names the field and the valid choices."""
+
+
+def _choice(name: str, value: str, choices: typing.Iterable[str]) -> None:
+    choices = tuple(choices)
+    if value not in choices:
+        raise ConfigError(f"{name}={value!r} is not valid; choose one of: {', '.join(choices)}")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The four sections
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class DataConfig:
+    """What the model is trained and tested on. Defaults follow the paper's appendix where it has one."""
+
+    task: str = "add"
+    format: str = "padding_reverse"
+    #: training digit counts per operand are drawn from min_digits..max_digits
+    min_digits: int = 1
+    max_digits: int = 3
+    #: weight of 1 in the digit-count distribution {alpha, 1, ..., 1} (multiplication, tb:padding_10_ratio)
+    one_digit_weight: float = 1.0
+    augment: str = "none"
+    #: recursive scratchpad with the addends written least-significant digit first (section 3.1)
+    reverse_addends: bool = False
+    #: probability of a random extra space at each position (add_scratchpad random_space)
+    random_space_prob: float = 0.3
+    train_samples: int = 120_000
+    #: nl_mix: arithmetic data mixed into the dialogues (`none` = dialogue data alone)
+    mix_format: str = "none"
+    mix_samples: int = 120_000
+    #: nl_mix: dialogue counts on 2-3-digit and on 4-5-digit sums (appendix C)
+    dialogue_easy: int = 12_200
+    dialogue_hard: int = 1_040
+    #: a user's own dialogue data (JSONL with a `text` field, or one dialogue a line); replaces the generator
+    dialogue_file: str = ""
+    #: digit counts of the test cells; empty = the task's default (the paper's test protocol)
+    test_digits: list[int] = field(default_factory=list)
+    test_per_cell: int = 100
+    seed: int = 0
+
+
+@dataclass
+class ModelConfig:
+    """A GPT-2 (transformers' GPT2LMHeadModel) with an interchangeable position scheme."""
+
+    preset: str = "tiny"
+    #: explicit sizes override the preset; None = take the preset's
+    n_layer: int | None = None
+    n_head: int | None = None
+    n_embd: int | None = None
+    n_positions: int = 1024
+    position: str = "learned"
+    #: random_embed: dimensions of the Gaussian tag; 0 = n_embd // 4 (rounded to a multiple of n_head)
+    n_hash: int = 0
+    #: randomized: position ids are drawn from 0..randomized_max_position-1; 0 = n_positions
+    randomized_max_position: int = 0
+    #: abacus: largest random offset added to the digit positions during training
+    abacus_max_offset: int = 20
+    init: str = "random"
+    #: init=pretrained: a local directory or a hub name
+    pretrained: str = "gpt2"
+    dropout: float = 0.0
+
+    def sizes(self) -> tuple[int, int, int]:
+        """(n_layer, n_head, n_embd) after applying explicit overrides to the preset."""
+        n_layer, n_head, n_embd = MODEL_PRESETS[self.preset]
+        return (self.n_layer or n_layer, self.n_head or n_head, self.n_embd or n_embd)
+
+    def resolved_n_hash(self) -> int:
+        _, n_head, n_embd = self.sizes()
+        if self.n_hash:
+            return self.n_hash
+        return max(n_head, (n_embd // 4) // n_head * n_head)
+
+
+@dataclass
+class TrainConfig:
+    """Optimisation, evaluation schedule and hardware. `epochs` as in the paper; `max_steps` caps a budget."""
+
+    epochs: int = 300
+    #: stop after this many optimiser steps (0 = no cap); the schedule is laid over min(epochs, steps)
+    max_steps: int = 0
+    batch_size: int = 32
+    lr: float = 2e-5
+    weight_decay: float = 0.0
+    schedule: str = "linear"
+    warmup_steps: int = 0
+    warmup_ratio: float = 0.0
+    grad_clip: float = 1.0
+    #: loss on the answer tokens only, or on the whole line (the paper fine-tunes on whole lines)
+    loss_on: str = "answer"
+    #: epochs after which the test grids are evaluated (the final epoch always is); the paper reads the
+    #: nl_mix runs at 50 and 100
+    eval_epochs: list[int] = field(default_factory=list)
+    #: epochs between checkpoints (0 = only at evaluations and the end)
+    checkpoint_every: int = 1
+    #: evaluation batch size and the number of failure examples kept per cell
+    eval_batch_size: int = 256
+    failures_per_cell: int = 3
+    #: when the answer's exact-match on a held-out probe reaches this, training stops early (0 = never)
+    target_accuracy: float = 0.0
+    seed: int = 0
+    device: str = "auto"
+    precision: str = "auto"
+    compile: bool = False
+    #: torch threads on a CPU; 0 = the CPUs this process may use (Ray sets them per trial)
+    num_threads: int = 0
+    log_every_steps: int = 50
+
+
+@dataclass
+class TrackingConfig:
+    """Where the trial logs. The trial owns its MLflow run; sweeps pass the parent run and tags."""
+
+    enabled: bool = True
+    #: empty = $MLFLOW_TRACKING_URI, else a local SQLite store (sqlite:///mlflow.db)
+    tracking_uri: str = ""
+    experiment: str = "arith"
+    run_name: str = ""
+    parent_run_id: str = ""
+    tags: dict[str, str] = field(default_factory=dict)
+
+    def resolved_uri(self) -> str:
+        return self.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
+
+
+@dataclass
+class ExperimentConfig:
+    """One trial: data x model x training x tracking."""
+
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    tracking: TrackingConfig = field(default_factory=TrackingConfig)
+
+    # --- serialisation -----------------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ExperimentConfig:
+        unknown = set(d) - {f.name for f in dataclasses.fields(cls)}
+        if unknown:
+            raise ConfigError(f"unknown config section(s) {sorted(unknown)}; valid: data, model, train, tracking")
+        cfg = cls()
+        for section, values in d.items():
+            for key, value in (values or {}).items():
+                cfg = cfg.with_overrides({f"{section}.{key}": value})
+        return cfg
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> ExperimentConfig:
+        """Read a YAML or JSON file holding some or all of the sections."""
+        text = Path(path).read_text()
+        if str(path).endswith((".yaml", ".yml")):
+            import yaml
+
+            return cls.from_dict(yaml.safe_load(text) or {})
+        return cls.from_dict(json.loads(text))
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=False)
+
+    def __str__(self) -> str:
+        return "\n".join(f"{k} = {v!r}" for k, v in self.flat().items())
+
+    def flat(self) -> dict[str, Any]:
+        """Dotted keys -> values, e.g. ``{"data.task": "mul", ...}`` (MLflow params, --set keys)."""
+        out: dict[str, Any] = {}
+        for section in dataclasses.fields(self):
+            for f in dataclasses.fields(getattr(self, section.name)):
+                out[f"{section.name}.{f.name}"] = getattr(getattr(self, section.name), f.name)
+        return out
+
+    @classmethod
+    def keys(cls) -> list[str]:
+        return list(cls().flat())
+
+    def with_overrides(self, overrides: dict[str, Any]) -> ExperimentConfig:
+        """A copy with dotted-key overrides applied; string values are parsed to the field's type."""
+        sections = {f.name: dataclasses.replace(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        for key, value in overrides.items():
+            section_name, _, field_name = key.partition(".")
+            section = sections.get(section_name)
+            fields = {f.name: f for f in dataclasses.fields(section)} if section is not None else {}
+            if field_name not in fields:
+                raise ConfigError(f"unknown config key {key!r}; valid keys: {', '.join(self.keys())}")
+            hint = typing.get_type_hints(type(section))[field_name]
+            setattr(section, field_name, coerce(value, hint, key))
+        return ExperimentConfig(**sections)
+
+    # --- validation --------------------------------------------------------------------------------------
+
+    def validate(self) -> ExperimentConfig:
+        """Raise ConfigError for any setting that cannot train; return self so calls can chain."""
+        d, m, t = self.data, self.model, self.train
+        _choice("data.task", d.task, TASK_FORMATS)
+        _choice("data.format", d.format, TASK_FORMATS[d.task])
+        _choice("data.augment", d.augment, AUGMENTS)
+        _choice("data.mix_format", d.mix_format, MIX_FORMATS)
+        if d.augment != "none" and d.task != "mul":
+            raise ConfigError(f"data.augment={d.augment!r} applies to task 'mul' only (task is {d.task!r})")
+        if d.mix_format != "none" and d.task != "dialogue":
+            raise ConfigError("data.mix_format mixes arithmetic into dialogues; it needs data.task='dialogue'")
+        if d.reverse_addends and d.format != "recursive_scratchpad":
+            raise ConfigError("data.reverse_addends applies to add_scratchpad format 'recursive_scratchpad'")
+        if d.min_digits < 1 or d.max_digits < d.min_digits:
+            raise ConfigError(
+                f"digit range must satisfy 1 <= min_digits <= max_digits (got {d.min_digits}..{d.max_digits})"
+            )
+        if d.one_digit_weight < 0:
+            raise ConfigError(f"data.one_digit_weight must be >= 0 (got {d.one_digit_weight})")
+        if not 0 <= d.random_space_prob < 1:
+            raise ConfigError(f"data.random_space_prob must be in [0, 1) (got {d.random_space_prob})")
+        for name in ("train_samples", "test_per_cell"):
+            if getattr(d, name) < 1:
+                raise ConfigError(f"data.{name} must be >= 1 (got {getattr(d, name)})")
+        if any(n < 1 for n in d.test_digits):
+            raise ConfigError(f"data.test_digits must be >= 1 (got {d.test_digits})")
+        if d.dialogue_file and not Path(d.dialogue_file).exists():
+            raise ConfigError(f"data.dialogue_file {d.dialogue_file!r} does not exist")
+
+        _choice("model.preset", m.preset, MODEL_PRESETS)
+        _choice("model.position", m.position, POSITION_SCHEMES)
+        _choice("model.init", m.init, INITS)
+        n_layer, n_head, n_embd = m.sizes()
+        if min(n_layer, n_head, n_embd) < 1 or n_embd % n_head:
+            raise ConfigError(f"model sizes need n_head | n_embd (got n_head={n_head}, n_embd={n_embd})")
+        if m.position == "random_embed":
+            n_hash = m.resolved_n_hash()
+            if n_hash % n_head:
+                raise ConfigError(f"model.n_hash={n_hash} must be a multiple of n_head={n_head}")
+            if n_hash >= n_embd:
+                raise ConfigError(f"model.n_hash={n_hash} must be smaller than n_embd={n_embd}")
+        if m.position == "abacus" and d.task == "dialogue" and d.mix_format == "none":
+            pass  # abacus only needs digits, which dialogues have
+        if m.init == "pretrained" and not m.pretrained:
+            raise ConfigError("model.init='pretrained' needs model.pretrained (a local directory or hub name)")
+        if not 0 <= m.dropout < 1:
+            raise ConfigError(f"model.dropout must be in [0, 1) (got {m.dropout})")
+
+        _choice("train.loss_on", t.loss_on, LOSS_ON)
+        _choice("train.schedule", t.schedule, SCHEDULES)
+        _choice("train.precision", t.precision, PRECISIONS)
+        _choice("train.device", t.device, DEVICES)
+        if t.epochs < 1 or t.batch_size < 1 or t.lr <= 0:
+            raise ConfigError("train.epochs and train.batch_size must be >= 1 and train.lr > 0")
+        if t.max_steps < 0 or t.warmup_steps < 0 or not 0 <= t.warmup_ratio < 1:
+            raise ConfigError("train.max_steps, train.warmup_steps >= 0 and 0 <= train.warmup_ratio < 1")
+        bad = [e for e in t.eval_epochs if not 1 <= e <= t.epochs]
+        if bad:
+            raise ConfigError(f"train.eval_epochs {bad} fall outside 1..train.epochs={t.epochs}")
+        return self
+
+
+def coerce(value: Any, hint: Any, key: str = "value") -> Any:
+    """Parse `value` (often a --set string) into the type `hint` of a config field."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is typing.Union or (origin is not None and type(None) in args):  # X | None
+        if value is None or (isinstance(value, str) and value.lower() in ("none", "null", "")):
+            return None
+        inner = next(a for a in args if a is not type(None))
+        return coerce(value, inner, key)
+    try:
+        if hint is bool:
+            if isinstance(value, str):
+                if value.lower() in ("1", "true", "yes", "on"):
+                    return True
+                if value.lower() in ("0", "false", "no", "off"):
+                    return False
+                raise ValueError(value)
+            return bool(value)
+        if hint is int:
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError(value)
+            return int(float(value)) if isinstance(value, str) else int(value)
+        if hint is float:
+            return float(value)
+        if hint is str:
+            return str(value)
+        if origin is list:
+            (inner,) = args
+            if isinstance(value, str):
+                body = value.strip().removeprefix("[").removesuffix("]")
+                value = [v.strip() for v in body.replace(";", ",").split(",") if v.strip()]
+            return [coerce(v, inner, key) for v in value]
+        if origin is dict:
+            if isinstance(value, str):
+                value = json.loads(value)
+            return {str(k): str(v) for k, v in dict(value).items()}
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"{key}: cannot read {value!r} as {getattr(hint, '__name__', hint)}") from err
+    return value
+
+
+def parse_set(pairs: typing.Iterable[str]) -> dict[str, str]:
+    """``["data.max_digits=5", ...]`` -> ``{"data.max_digits": "5"}``, rejecting malformed pairs."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--set expects key=value, got {pair!r}")
+        out[key.strip()] = value.strip()
+    return out

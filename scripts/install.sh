@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Create .venv and install the project with its dev extras.
+# On a machine without an NVIDIA GPU, install a CPU build of torch first, so that pip does not
+# resolve `torch` to the multi-GB CUDA build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+VENV=${VENV:-.venv}
+[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+PIP="$VENV/bin/python -m pip"
+$PIP install -q --upgrade pip
+if ! "$VENV/bin/python" -c 'import torch' 2>/dev/null; then
+  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+    echo "install: NVIDIA GPU found, installing the default (CUDA) torch build"
+  else
+    echo "install: no NVIDIA GPU, installing a CPU build of torch"
+    $PIP install -q "torch==2.13.0+cpu" 2>/dev/null \
+      || $PIP install -q --index-url https://download.pytorch.org/whl/cpu "torch<=2.14.1" 2>/dev/null \
+      || { echo "install: no CPU wheel found, falling back to PyPI's torch"; $PIP install -q "torch<=2.14.1"; }
+  fi
+fi
+$PIP install -q -e ".[dev]"
+"$VENV/bin/python" -c 'import torch, transformers, ray, mlflow; print(f"install: torch {torch.__version__}, transformers {transformers.__version__}, ray {ray.__version__}, mlflow {mlflow.__version__}")'
