@@ -155,6 +155,9 @@ class TrainConfig:
     eval_epochs: list[int] = field(default_factory=list)
     #: epochs between checkpoints (0 = only at evaluations and the end)
     checkpoint_every: int = 1
+    #: run alone: where checkpoints are kept (resumed from when one is there); empty = none. Inside a Ray
+    #: Tune trial, Tune's own checkpoints are used instead.
+    checkpoint_dir: str = ""
     #: evaluation batch size and the number of failure examples kept per cell
     eval_batch_size: int = 256
     failures_per_cell: int = 3

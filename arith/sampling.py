@@ -1,0 +1,260 @@
+"""Digit-count distributions, training sets and test sets, following the paper's appendix per task.
+
+Randomness comes from numpy's PCG64 seeded by a SeedSequence of (seed, stream), so the same seed gives
+the same data on any machine; the training and the test set draw from different streams. Numbers are
+drawn in bulk (vectorised) and rendered in tight loops: 300k multiplication lines take about a second.
+
+- mul: each factor's digit count drawn independently from {min..max} with weights {α, 1, ..., 1}
+  (α = weight of 1 digit); an m-digit number is uniform in [10^(m-1), 10^m - 1] (0 counts as 1-digit).
+  Every third line (index % 3 == 0) is augmented: n_times_1 sets b := b % 10, first_step writes
+  ``a * b % a·(b mod 10)``. Test: 100 lines per (digits of b, digits of a) cell.
+- add_scratchpad: n uniform on {min..max}, both addends uniform on [0, 10^n - 1]; test addends have
+  exactly n digits, n = max-1 .. max+3 by default (the paper: trained on 2..10, tested on 9..13).
+- reverse: n uniform on {min..max}, a number uniform on [0, 10^n - 1] written with n digits; test on
+  "regular" (exactly n digits) and "repetitive" (one digit n times) numbers, n = min .. max+6.
+- add: digit counts of the two operands independent and uniform on {min..max}; test min..max.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from arith.config import DataConfig
+from arith.examples import Example
+from arith.formats import add_line, mul_line, reverse_line, scratchpad_line
+
+#: fixed stream numbers (never hash()): the train and the test set of one seed are independent draws
+STREAMS = {"train": 0, "test": 1, "dialogue": 2, "mix": 3, "dialogue_test": 4}
+_CHUNK = 18  # decimal digits that always fit an int64 draw
+
+
+def generator(seed: int, stream: str) -> np.random.Generator:
+    """A PCG64 generator for one named stream of one seed."""
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, STREAMS[stream]])))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Numbers
+# ---------------------------------------------------------------------------------------------------------
+
+
+def digit_counts(
+    rng: np.random.Generator, size: int, lo: int, hi: int, one_digit_weight: float = 1.0
+) -> np.ndarray:
+    """Digit counts in lo..hi, uniform except that 1 digit has weight `one_digit_weight` (α)."""
+    values = np.arange(lo, hi + 1)
+    weights = np.where(values == 1, float(one_digit_weight), 1.0)
+    if weights.sum() <= 0:
+        raise ValueError(f"no digit count in {lo}..{hi} has positive weight")
+    return rng.choice(values, size=size, p=weights / weights.sum())
+
+
+def below_pow10(rng: np.random.Generator, digits: np.ndarray) -> list[int]:
+    """For each d in `digits`, a number uniform on [0, 10^d - 1]; any d (drawn 18 digits at a time)."""
+    digits = np.asarray(digits, dtype=np.int64)
+    if digits.size == 0:
+        return []
+    n_chunks = max(1, -(-int(digits.max()) // _CHUNK))
+    total: np.ndarray | None = None
+    for k in range(n_chunks):
+        width = np.clip(digits - _CHUNK * k, 0, _CHUNK)
+        chunk = rng.integers(0, 10**width, dtype=np.int64)
+        if n_chunks == 1:
+            return chunk.tolist()
+        chunk = chunk.astype(object) * (10 ** (_CHUNK * k))
+        total = chunk if total is None else total + chunk
+    return [int(x) for x in total]
+
+
+def with_digits(rng: np.random.Generator, digits: np.ndarray) -> list[int]:
+    """For each d in `digits`, a number uniform among those with exactly d digits (0 counts as 1 digit)."""
+    digits = np.asarray(digits, dtype=np.int64)
+    lead = rng.integers(np.where(digits == 1, 0, 1), 10)
+    rest = below_pow10(rng, digits - 1)
+    if digits.size and digits.max() <= _CHUNK:
+        return (lead * 10 ** (digits - 1) + np.asarray(rest, dtype=np.int64)).tolist()
+    return [
+        int(x) * 10 ** int(d - 1) + r for x, d, r in zip(lead.tolist(), digits.tolist(), rest, strict=True)
+    ]
+
+
+def repetitive(rng: np.random.Generator, digits: np.ndarray) -> list[int]:
+    """For each d, one digit 0-9 repeated d times (the reversal task's hard test case)."""
+    picks = rng.integers(0, 10, size=len(digits)).tolist()
+    return [int(str(p) * int(d)) for p, d in zip(picks, np.asarray(digits).tolist(), strict=True)]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Default test digit ranges (the paper's test protocol)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_digits(cfg: DataConfig) -> list[int]:
+    """cfg.test_digits, else the task's default range."""
+    if cfg.test_digits:
+        return list(cfg.test_digits)
+    if cfg.task == "add_scratchpad":
+        return list(range(max(1, cfg.max_digits - 1), cfg.max_digits + 4))
+    if cfg.task == "reverse":
+        return list(range(cfg.min_digits, cfg.max_digits + 7))
+    if cfg.task == "dialogue":
+        return [2, 3, 4, 5]
+    return list(range(cfg.min_digits, cfg.max_digits + 1))
+
+
+test_digits.__test__ = False  # type: ignore[attr-defined]  # not a pytest test when imported into one
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Training sets
+# ---------------------------------------------------------------------------------------------------------
+
+
+def mul_train(cfg: DataConfig) -> list[Example]:
+    rng = generator(cfg.seed, "train")
+    n = cfg.train_samples
+    da = digit_counts(rng, n, cfg.min_digits, cfg.max_digits, cfg.one_digit_weight)
+    db = digit_counts(rng, n, cfg.min_digits, cfg.max_digits, cfg.one_digit_weight)
+    return mul_lines(with_digits(rng, da), with_digits(rng, db), cfg.format, cfg.augment, cfg.max_digits)
+
+
+def mul_lines(a_list: list[int], b_list: list[int], fmt: str, augment: str, max_digits: int) -> list[Example]:
+    """Render factor pairs, augmenting every third line (index % 3 == 0), as tab:dataformat_mul_3data:
+    n_times_1 replaces b by b % 10; first_step writes ``a * b % a·(b mod 10)``."""
+    out = []
+    for i, (a, b) in enumerate(zip(a_list, b_list, strict=True)):
+        kind = "main"
+        if i % 3 == 0 and augment == "n_times_1":
+            b, kind = b % 10, "n_times_1"
+        elif i % 3 == 0 and augment == "first_step":
+            kind = "first_step"
+        prompt, answer, key = mul_line(fmt, a, b, max_digits=max_digits, first_step=kind == "first_step")
+        out.append(Example("mul", fmt, a, b, prompt, answer, key, kind))
+    return out
+
+
+def add_scratchpad_train(cfg: DataConfig) -> list[Example]:
+    rng = generator(cfg.seed, "train")
+    digits = rng.integers(cfg.min_digits, cfg.max_digits + 1, size=cfg.train_samples)
+    a_list, b_list = below_pow10(rng, digits), below_pow10(rng, digits)
+    return [_scratchpad(cfg, a, b, rng) for a, b in zip(a_list, b_list, strict=True)]
+
+
+def _scratchpad(cfg: DataConfig, a: int, b: int, rng: np.random.Generator, cell=None) -> Example:
+    prompt, answer, key = scratchpad_line(
+        cfg.format,
+        a,
+        b,
+        reverse_addends=cfg.reverse_addends,
+        rng=rng,
+        random_space_prob=cfg.random_space_prob,
+    )
+    return Example("add_scratchpad", cfg.format, a, b, prompt, answer, key, cell=cell)
+
+
+def reverse_train(cfg: DataConfig) -> list[Example]:
+    rng = generator(cfg.seed, "train")
+    digits = rng.integers(cfg.min_digits, cfg.max_digits + 1, size=cfg.train_samples)
+    return [_reverse(a, d) for a, d in zip(below_pow10(rng, digits), digits.tolist(), strict=True)]
+
+
+def _reverse(a: int, digits: int, cell=None) -> Example:
+    prompt, answer, key = reverse_line(a, digits=digits)
+    return Example("reverse", "basic", a, None, prompt, answer, key, cell=cell)
+
+
+def add_examples(
+    rng: np.random.Generator, fmt: str, size: int, lo: int, hi: int, max_digits: int, kind: str = "main"
+) -> list[Example]:
+    """`size` plain additions whose operands have independent digit counts uniform on lo..hi."""
+    da, db = rng.integers(lo, hi + 1, size=size), rng.integers(lo, hi + 1, size=size)
+    return [
+        _add(fmt, a, b, rng, max_digits, kind=kind)
+        for a, b in zip(with_digits(rng, da), with_digits(rng, db), strict=True)
+    ]
+
+
+def _add(
+    fmt: str, a: int, b: int, rng: np.random.Generator, max_digits: int, kind="main", cell=None
+) -> Example:
+    prompt, answer, key = add_line(fmt, a, b, max_digits=max_digits, rng=rng)
+    return Example("add", fmt, a, b, prompt, answer, key, kind, cell)
+
+
+def add_train(cfg: DataConfig) -> list[Example]:
+    rng = generator(cfg.seed, "train")
+    return add_examples(rng, cfg.format, cfg.train_samples, cfg.min_digits, cfg.max_digits, cfg.max_digits)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Test sets: `test_per_cell` lines per cell, operands with exactly the cell's digit counts
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _same_digits(rng: np.random.Generator, n: int, per_cell: int) -> tuple[list[int], list[int]]:
+    digits = np.full(per_cell, n)
+    return with_digits(rng, digits), with_digits(rng, digits)
+
+
+def mul_test(cfg: DataConfig) -> list[Example]:
+    rng = generator(cfg.seed, "test")
+    out = []
+    for rows in test_digits(cfg):  # digits of b (the multiplier)
+        for cols in test_digits(cfg):  # digits of a (the multiplicand)
+            a_list = with_digits(rng, np.full(cfg.test_per_cell, cols))
+            b_list = with_digits(rng, np.full(cfg.test_per_cell, rows))
+            for a, b in zip(a_list, b_list, strict=True):
+                prompt, answer, key = mul_line(cfg.format, a, b, max_digits=cfg.max_digits)
+                out.append(Example("mul", cfg.format, a, b, prompt, answer, key, cell=("main", rows, cols)))
+    return out
+
+
+def add_scratchpad_test(cfg: DataConfig) -> list[Example]:
+    rng = generator(cfg.seed, "test")
+    out = []
+    for n in test_digits(cfg):
+        for a, b in zip(*_same_digits(rng, n, cfg.test_per_cell), strict=True):
+            out.append(_scratchpad(cfg, a, b, rng, cell=("main", None, n)))
+    return out
+
+
+def reverse_test(cfg: DataConfig) -> list[Example]:
+    rng = generator(cfg.seed, "test")
+    out = []
+    for n in test_digits(cfg):
+        digits = np.full(cfg.test_per_cell, n)
+        out += [_reverse(a, n, ("regular", None, n)) for a in with_digits(rng, digits)]
+        out += [_reverse(a, n, ("repetitive", None, n)) for a in repetitive(rng, digits)]
+    return out
+
+
+def add_test(
+    cfg: DataConfig, context: str = "main", fmt: str | None = None, stream: str = "test"
+) -> list[Example]:
+    rng = generator(cfg.seed, stream)
+    fmt = fmt or cfg.format
+    out = []
+    for n in test_digits(cfg):
+        for a, b in zip(*_same_digits(rng, n, cfg.test_per_cell), strict=True):
+            out.append(_add(fmt, a, b, rng, cfg.max_digits, cell=(context, None, n)))
+    return out
+
+
+TRAIN_SETS = {
+    "mul": mul_train,
+    "add_scratchpad": add_scratchpad_train,
+    "reverse": reverse_train,
+    "add": add_train,
+}
+TEST_SETS = {"mul": mul_test, "add_scratchpad": add_scratchpad_test, "reverse": reverse_test, "add": add_test}
+
+
+def digit_histogram(numbers: Iterable[int]) -> dict[int, int]:
+    """{digit count: how many}, for distribution checks and previews."""
+    counts: dict[int, int] = {}
+    for x in numbers:
+        d = len(str(x))
+        counts[d] = counts.get(d, 0) + 1
+    return dict(sorted(counts.items()))
