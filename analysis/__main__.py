@@ -1,0 +1,50 @@
+"""`python -m analysis --grid NAME`: print the comparison of a sweep with the paper (exit 2 on bad input)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from analysis.load import AnalysisError, load_sweep
+from analysis.report import FORMATS, report
+from analysis.ui_view import share_view
+from arith.config import TrackingConfig
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m analysis", description=__doc__)
+    parser.add_argument("--grid", required=True, help="the sweep's grid (sweeps/grids.py), e.g. nl_mix")
+    parser.add_argument(
+        "--tracking-uri",
+        default="",
+        help="MLflow store; default $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db",
+    )
+    parser.add_argument(
+        "--run", default=None, help="the sweep's parent run id; default the grid's latest sweep"
+    )
+    parser.add_argument("--format", default="markdown", choices=list(FORMATS))
+    parser.add_argument("--out", default=None, help="folder for the report, CSVs and heatmaps")
+    parser.add_argument("--no-log", action="store_true", help="do not log the outputs on the parent run")
+    parser.add_argument(
+        "--ui-url",
+        default=None,
+        metavar="URL",
+        help="also store a ready-made MLflow UI view of the sweep and print its link under this `mlflow ui` "
+        "address (e.g. http://127.0.0.1:5000)",
+    )
+    args = parser.parse_args(argv)
+    uri = TrackingConfig(tracking_uri=args.tracking_uri).resolved_uri()
+    try:
+        text = report(args.grid, uri, args.run, args.out, args.format, log_artifacts=not args.no_log)
+        link = share_view(load_sweep(args.grid, uri, args.run), args.ui_url) if args.ui_url else ""
+    except AnalysisError as err:
+        print(f"analysis: {err}", file=sys.stderr)
+        return 2
+    print(text)
+    if link:
+        print(f"MLflow UI view of this sweep: {link}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,435 @@
+"""MLflow runs of one sweep -> one tidy pandas frame: a row per trial x evaluated cell.
+
+A sweep is a parent run tagged ``sweep=1`` and ``grid=<name>``; its trials are the runs nested under it
+(docs/DESIGN.md, "MLflow schema"). Each trial's params become typed columns (through the config's own
+type hints), its cells come from its ``eval/cells.csv`` artifact. Trials that did not finish are kept in
+`Sweep.trials` with their status so the report can count them; their cells are left out of the numbers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+import tempfile
+import typing
+import urllib.parse
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from arith.config import ConfigError, ExperimentConfig, coerce
+
+
+class AnalysisError(RuntimeError):
+    """Input the analysis cannot turn into a result; the message says what is wrong and what to do."""
+
+
+#: the columns of every trial's eval/cells.csv
+CELL_COLUMNS: tuple[str, ...] = (
+    "epoch",
+    "context",
+    "row_digits",
+    "col_digits",
+    "n",
+    "correct",
+    "accuracy",
+    "seen_in_train",
+)
+#: params that say what a trial is, whether or not the sweep varies them: tables and the paper match
+#: read them. A run that lacks one of these (an older config) is read with the config's default, noted.
+IDENTITY_KEYS: tuple[str, ...] = (
+    "data.task",
+    "data.format",
+    "data.max_digits",
+    "data.one_digit_weight",
+    "data.augment",
+    "data.reverse_addends",
+    "data.mix_format",
+    "model.position",
+    "model.init",
+    "train.epochs",
+)
+#: params a run cannot be read without
+REQUIRED_KEYS: tuple[str, ...] = ("data.task", "data.format", "model.position")
+#: params that only repeat a point (aggregated over), or only say where it logged
+SEED_KEYS: tuple[str, ...] = ("data.seed", "train.seed")
+#: tags a sweep sets on each trial that say which paper numbers it stands beside: the table label(s), and
+#: a JSON map from each evaluated epoch to the paper's epoch count it stands for
+TAG_COLUMNS: tuple[str, ...] = ("paper_table", "paper_epochs")
+FINISHED = "FINISHED"
+
+
+@dataclass
+class Sweep:
+    """One sweep read back: its parent run, its trials (one row each) and the tidy cells frame."""
+
+    grid: str
+    parent_run_id: str
+    tracking_uri: str
+    scale: str
+    #: one row per trial: run_id, run_name, status, seed, paper_table, point, and the axes
+    trials: pd.DataFrame
+    #: one row per finished trial x evaluation x cell, with the axes as typed columns
+    cells: pd.DataFrame
+    #: dotted config keys the trials differ in (besides the seed), in a stable order
+    axes: list[str]
+    #: human-readable notes on what was read with a fallback (older configs)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def status_counts(self) -> dict[str, int]:
+        return self.trials["status"].value_counts().to_dict()
+
+    @property
+    def unfinished(self) -> pd.DataFrame:
+        return self.trials[self.trials["status"] != FINISHED]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Reaching the store
+# ---------------------------------------------------------------------------------------------------------
+
+
+def check_reachable(tracking_uri: str, timeout_s: float = 5.0) -> None:
+    """Fail fast, naming the URI, when the store is not there: an HTTP server that does not answer, or a
+    SQLite / file store whose path does not exist (MLflow would silently create an empty one)."""
+    parsed = urllib.parse.urlparse(tracking_uri)
+    if parsed.scheme in ("http", "https"):
+        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        try:
+            with socket.create_connection((parsed.hostname or "localhost", port), timeout=timeout_s):
+                pass
+        except OSError as err:
+            raise AnalysisError(
+                f"cannot reach the MLflow tracking server at {tracking_uri} ({err.strerror or err}); "
+                "start it or pass --tracking-uri"
+            ) from err
+        return
+    if parsed.scheme == "sqlite":
+        path = tracking_uri[len("sqlite:///") :]
+        if path and path != ":memory:" and not Path(path).exists():
+            raise AnalysisError(f"no MLflow store at {tracking_uri}: {Path(path).resolve()} does not exist")
+        return
+    if parsed.scheme in ("", "file"):
+        path = parsed.path if parsed.scheme == "file" else tracking_uri
+        if not Path(path).exists():
+            raise AnalysisError(f"no MLflow store at {tracking_uri}: the folder does not exist")
+        return
+    if parsed.scheme in ("databricks", "postgresql", "mysql", "mssql"):
+        return
+    raise AnalysisError(
+        f"tracking URI {tracking_uri!r} is not one MLflow reads (sqlite:///, http(s)://, file:)"
+    )
+
+
+def _client(tracking_uri: str):
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # one bar per trial is noise
+    from mlflow import MlflowClient
+
+    return MlflowClient(tracking_uri=tracking_uri)
+
+
+def _search(client, experiment_ids: list[str], filter_string: str, order_by: list[str] | None = None) -> list:
+    """Every run matching the filter (all pages)."""
+    runs: list = []
+    token = None
+    while True:
+        page = client.search_runs(
+            experiment_ids, filter_string=filter_string, order_by=order_by, max_results=1000, page_token=token
+        )
+        runs.extend(page)
+        token = page.token
+        if not token:
+            return runs
+
+
+def _experiment_ids(client) -> list[str]:
+    ids: list[str] = []
+    token = None
+    while True:
+        page = client.search_experiments(max_results=1000, page_token=token)
+        ids += [e.experiment_id for e in page]
+        token = page.token
+        if not token:
+            return ids
+
+
+def find_parent(client, grid: str, parent_run_id: str | None = None):
+    """The sweep's parent run: the given one (checked to be a sweep of `grid`) or the latest of `grid`."""
+    from mlflow.exceptions import MlflowException
+
+    if parent_run_id:
+        try:
+            run = client.get_run(parent_run_id)
+        except MlflowException as err:
+            raise AnalysisError(f"no run {parent_run_id!r} in this tracking store") from err
+        tags = run.data.tags
+        if tags.get("sweep") != "1":
+            raise AnalysisError(f"run {parent_run_id} is not a sweep parent run (it has no tag sweep=1)")
+        if tags.get("grid") != grid:
+            raise AnalysisError(f"run {parent_run_id} is a sweep of grid {tags.get('grid')!r}, not {grid!r}")
+        return run
+    experiment_ids = _experiment_ids(client)
+    if not experiment_ids:
+        raise AnalysisError(
+            "the tracking store holds no experiments: run a sweep first (python sweeps/run.py)"
+        )
+    sweeps = _search(client, experiment_ids, "tags.sweep = '1'", order_by=["attributes.start_time DESC"])
+    of_grid = [run for run in sweeps if run.data.tags.get("grid") == grid]
+    if not of_grid:
+        found = sorted({run.data.tags.get("grid", "?") for run in sweeps})
+        have = f"sweeps found for grid(s): {', '.join(found)}" if found else "the store holds no sweeps"
+        raise AnalysisError(f"no sweep of grid {grid!r} in this tracking store; {have}")
+    return of_grid[0]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Params -> typed columns
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _type_hints() -> dict[str, Any]:
+    """Dotted config key -> the field's type hint, read from the config dataclasses themselves."""
+    hints: dict[str, Any] = {}
+    cfg = ExperimentConfig()
+    for section in dataclasses.fields(cfg):
+        section_type = type(getattr(cfg, section.name))
+        for name, hint in typing.get_type_hints(section_type).items():
+            hints[f"{section.name}.{name}"] = hint
+    return hints
+
+
+def typed_value(key: str, value: str | None, hints: dict[str, Any]) -> Any:
+    """A param string back to the config field's type (unknown keys stay strings)."""
+    if value is None or key not in hints:
+        return value
+    try:
+        typed = coerce(value, hints[key], key)
+    except ConfigError:
+        return value
+    return tuple(typed) if isinstance(typed, list) else typed
+
+
+def _varying(params: pd.DataFrame) -> list[str]:
+    """Config keys the trials differ in, leaving out seeds and tracking."""
+    keys = []
+    for key in params.columns:
+        if key in SEED_KEYS or key.startswith("tracking."):
+            continue
+        if params[key].astype(str).nunique(dropna=False) > 1:
+            keys.append(key)
+    return keys
+
+
+def known_grids() -> list[str]:
+    """The grids sweeps/grids.py defines ([] where the sweeps package is not importable)."""
+    try:
+        from sweeps.grids import GRIDS
+    except ImportError:
+        return []
+    return list(GRIDS)
+
+
+def grid_axes(grid: str) -> list[str]:
+    """The grid's declared axes from sweeps/grids.py, when that module has the grid (else [])."""
+    if grid not in known_grids():
+        return []
+    from sweeps.grids import GRIDS
+
+    spec = GRIDS.get(grid)
+    axes = getattr(spec, "axes", None) or {}
+    return [key for key in axes if "." in key]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The sweep -> frames
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrialRun:
+    """What the analysis reads of one trial's MLflow run (params and tags are MLflow's strings)."""
+
+    run_id: str
+    run_name: str
+    status: str
+    params: dict[str, str]
+    tags: dict[str, str]
+
+    @classmethod
+    def of(cls, run) -> TrialRun:
+        info = run.info
+        return cls(info.run_id, info.run_name or "", info.status, dict(run.data.params), dict(run.data.tags))
+
+
+def trials_frame(children: list[TrialRun], grid: str) -> tuple[pd.DataFrame, list[str], list[str]]:
+    """One row per trial run with typed param columns; returns (frame, axes, notes)."""
+    hints = _type_hints()
+    raw = pd.DataFrame([run.params for run in children])
+    declared = grid_axes(grid)
+    axes = list(dict.fromkeys([*declared, *_varying(raw)]))
+    notes: list[str] = []
+
+    required = [*REQUIRED_KEYS, *(a for a in declared if a not in REQUIRED_KEYS)]
+    lacking = {run.run_name or run.run_id: [k for k in required if k not in run.params] for run in children}
+    lacking = {name: keys for name, keys in lacking.items() if keys}
+    if lacking:
+        listed = "; ".join(f"{name}: {', '.join(keys)}" for name, keys in sorted(lacking.items())[:5])
+        raise AnalysisError(
+            f"{len(lacking)} of {len(children)} trial runs lack params this analysis needs ({listed}); "
+            "they were logged by an older config: re-run the sweep with the current code"
+        )
+
+    defaults = ExperimentConfig().flat()
+    rows = []
+    for run in children:
+        params, tags = run.params, run.tags
+        row: dict[str, Any] = {
+            "run_id": run.run_id,
+            "run_name": run.run_name,
+            "status": run.status,
+            "seed": tags.get("seed", params.get("data.seed", params.get("train.seed"))),
+            "paper_table": tags.get("paper_table", ""),
+            "paper_epochs": tags.get("paper_epochs", ""),
+            "point": tags.get("point", ""),
+        }
+        for key in dict.fromkeys([*IDENTITY_KEYS, *axes]):
+            row[key] = typed_value(key, params.get(key), hints) if key in params else defaults.get(key)
+        rows.append(row)
+    for key in IDENTITY_KEYS:
+        missing = [run for run in children if key not in run.params]
+        if missing:
+            notes.append(
+                f"{len(missing)} trial run(s) lack param {key} (older config); "
+                f"read as its default {defaults[key]!r}"
+            )
+    frame = pd.DataFrame(rows)
+    frame["seed"] = pd.to_numeric(frame["seed"], errors="coerce")
+    return frame, axes, notes
+
+
+def read_cells(client, run_id: str, into: Path) -> pd.DataFrame | None:
+    """The run's eval/cells.csv, or None when it has none (stopped before its first evaluation)."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        path = client.download_artifacts(run_id, "eval/cells.csv", str(into))
+    except (MlflowException, OSError):
+        return None
+    try:
+        cells = pd.read_csv(path)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError) as err:
+        raise AnalysisError(f"run {run_id}: eval/cells.csv cannot be read as a table ({err})") from err
+    missing = [c for c in CELL_COLUMNS if c not in cells.columns]
+    if missing:
+        raise AnalysisError(
+            f"run {run_id}: eval/cells.csv lacks column(s) {', '.join(missing)} "
+            "(written by an older trainer; "
+            f"expected {', '.join(CELL_COLUMNS)})"
+        )
+    return cells
+
+
+def tidy_cells(trials: pd.DataFrame, cells_by_run: dict[str, pd.DataFrame], axes: list[str]) -> pd.DataFrame:
+    """Trial columns joined onto each of its cells, plus `final_epoch` (the run's last evaluation)."""
+    frames = []
+    keep = ["run_id", "seed", *TAG_COLUMNS, *dict.fromkeys([*IDENTITY_KEYS, *axes])]
+    for run_id, cells in cells_by_run.items():
+        trial = trials.loc[trials["run_id"] == run_id, keep].iloc[0]
+        cells = cells.assign(**{k: [trial[k]] * len(cells) for k in keep})
+        cells["final_epoch"] = cells["epoch"].max()
+        frames.append(cells)
+    if not frames:
+        return pd.DataFrame(columns=[*keep, *CELL_COLUMNS, "final_epoch"])
+    tidy = pd.concat(frames, ignore_index=True)
+    tidy["row_digits"] = tidy["row_digits"].astype("Int64")
+    tidy["col_digits"] = tidy["col_digits"].astype("Int64")
+    return tidy
+
+
+def load_sweep(grid: str, tracking_uri: str, parent_run_id: str | None = None) -> Sweep:
+    """Read one sweep (the latest of `grid` unless `parent_run_id` is given) into a `Sweep`."""
+    grids = known_grids()
+    if grids and grid not in grids:
+        raise AnalysisError(f"unknown grid {grid!r}; choose one of: {', '.join(grids)}")
+    check_reachable(tracking_uri)
+    from mlflow.exceptions import MlflowException
+
+    client = _client(tracking_uri)
+    try:
+        parent = find_parent(client, grid, parent_run_id)
+        children = _search(
+            client, [parent.info.experiment_id], f"tags.mlflow.parentRunId = '{parent.info.run_id}'"
+        )
+    except MlflowException as err:
+        raise AnalysisError(f"cannot read the tracking store at {tracking_uri}: {err.message}") from err
+    if not children:
+        raise AnalysisError(
+            f"the sweep {parent.info.run_id} of grid {grid!r} has no trial runs (none started, or its trials "
+            "logged elsewhere)"
+        )
+    trials, axes, notes = trials_frame([TrialRun.of(run) for run in children], grid)
+    cells_by_run: dict[str, pd.DataFrame] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, run_id in enumerate(trials.loc[trials["status"] == FINISHED, "run_id"]):
+            cells = read_cells(client, run_id, Path(tmp) / str(i))
+            if cells is not None:
+                cells_by_run[run_id] = cells
+    finished = int((trials["status"] == FINISHED).sum())
+    if not cells_by_run and finished:
+        raise AnalysisError(
+            f"none of the {finished} finished trials of sweep {parent.info.run_id} has an eval/cells.csv "
+            "artifact: were the artifacts moved or deleted? (MLflow keeps them apart from the store)"
+        )
+    if not cells_by_run:
+        counts = ", ".join(f"{n} {status}" for status, n in trials["status"].value_counts().items())
+        raise AnalysisError(
+            f"the sweep {parent.info.run_id} of grid {grid!r} has no finished trial with evaluation "
+            "cells yet "
+            f"({counts}); wait for it to finish or pass --run for an earlier sweep"
+        )
+    if finished > len(cells_by_run):
+        notes.append(f"{finished - len(cells_by_run)} finished trial(s) have no eval/cells.csv artifact")
+    return Sweep(
+        grid=grid,
+        parent_run_id=parent.info.run_id,
+        tracking_uri=tracking_uri,
+        scale=parent.data.tags.get("scale", ""),
+        trials=trials,
+        cells=tidy_cells(trials, cells_by_run, axes),
+        axes=axes,
+        notes=notes,
+    )
+
+
+def aggregate_seeds(cells: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
+    """Mean, standard deviation and count of accuracy over the seeds of each point x evaluation x cell.
+
+    Evaluations are aligned by their place in the run: `final` marks each run's last one.
+    """
+    keys = [
+        *dict.fromkeys([*IDENTITY_KEYS, *axes]),
+        *TAG_COLUMNS,
+        "epoch",
+        "final_epoch",
+        "context",
+        "row_digits",
+        "col_digits",
+    ]
+    frame = cells.copy()
+    frame["row_digits"] = frame["row_digits"].astype("Int64")
+    grouped = frame.groupby(keys, dropna=False, sort=True)
+    out = grouped.agg(
+        accuracy=("accuracy", "mean"),
+        accuracy_std=("accuracy", "std"),
+        seeds=("accuracy", "count"),
+        n=("n", "sum"),
+        seen_in_train=("seen_in_train", "mean"),
+    ).reset_index()
+    out["final"] = out["epoch"] == out["final_epoch"]
+    return out

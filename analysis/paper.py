@@ -1,0 +1,141 @@
+"""The paper's published numbers (paper_tables.csv, shipped as package data) matched to a sweep's cells.
+
+A trial reproduces a paper table when its `paper_table` tag names it; within that table the cells are
+picked by the trial's params: format (for nl_mix the mixed data: dia, dia+basic, dia+random_space),
+position scheme, context, and the table's settings (augment, 1-digit weight, init, epochs). Nothing is
+interpolated: a cell only one side has stays missing on the other.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from importlib import resources
+
+import numpy as np
+import pandas as pd
+
+#: our task -> the paper's task column
+PAPER_TASK = {"mul": "mul", "add_scratchpad": "add_scratchpad", "dialogue": "nl_mix"}
+#: data.mix_format -> the paper's nl_mix data name
+MIX_NAMES = {"none": "dia", "basic": "dia+basic", "random_space": "dia+random_space"}
+#: the paper's augment spelling -> data.augment
+PAPER_AUGMENTS = {"n_times_1_every_3": "n_times_1", "first_step_every_3": "first_step"}
+#: the paper reads its nl_mix runs (100 epochs) at 50 and at 100 epochs
+PAPER_NL_EPOCHS = 100
+
+
+@functools.cache
+def paper_tables() -> pd.DataFrame:
+    """The paper's cells, one a row, with the `setting` string parsed into typed columns."""
+    with resources.files("analysis").joinpath("paper_tables.csv").open() as f:
+        frame = pd.read_csv(f)
+    settings = frame["setting"].fillna("").map(_parse_setting)
+    frame["max_digits"] = settings.map(lambda s: int(s["max_digits"]) if "max_digits" in s else np.nan)
+    frame["augment"] = settings.map(lambda s: PAPER_AUGMENTS.get(s.get("augment", ""), "none"))
+    frame["one_digit_weight"] = settings.map(lambda s: float(s.get("one_digit_weight", 1.0)))
+    frame["init"] = settings.map(lambda s: s.get("init", ""))
+    frame["epochs"] = settings.map(lambda s: int(s["epochs"]) if "epochs" in s else np.nan)
+    frame["context"] = frame["context"].fillna("main")
+    frame["row_digits"] = frame["row_digits"].astype("Int64")
+    frame["col_digits"] = frame["col_digits"].astype("Int64")
+    return frame
+
+
+def _parse_setting(setting: str) -> dict[str, str]:
+    return dict(part.split("=", 1) for part in setting.split(";") if "=" in part)
+
+
+def paper_format(point: dict) -> str | None:
+    """The paper's format name for a trial (None when the paper has no such data)."""
+    if point["data.task"] == "dialogue":
+        return MIX_NAMES.get(point["data.mix_format"])
+    return point["data.format"]
+
+
+def paper_cells(point: dict, paper_epochs: float | None, final: bool) -> pd.DataFrame:
+    """The paper's cells for one evaluation of a trial point: table, context, row_digits, col_digits,
+    accuracy.
+
+    `point` maps config keys (data.task, data.format, ...) and the `paper_table` tag to values;
+    `paper_epochs` is the paper's epoch count this evaluation stands for (None = unknown). Tables other
+    than nl_mix are read at the end of training only, so only a trial's `final` evaluation matches them.
+    """
+    empty = pd.DataFrame(columns=["table", "context", "row_digits", "col_digits", "accuracy"])
+    task = PAPER_TASK.get(point["data.task"])
+    fmt = paper_format(point)
+    if (
+        task is None
+        or fmt is None
+        or (task == "nl_mix" and paper_epochs is None)
+        or (task != "nl_mix" and not final)
+    ):
+        return empty
+    paper = paper_tables()
+    keep = (paper["task"] == task) & (paper["format"] == fmt) & (paper["position"] == point["model.position"])
+    tables = [t.strip() for t in str(point.get("paper_table") or "").split(",") if t.strip()]
+    if tables:
+        keep &= paper["table"].isin(tables)
+    elif task == "mul":
+        keep &= paper["max_digits"] == point["data.max_digits"]
+    keep &= paper["augment"] == point["data.augment"]
+    keep &= np.isclose(paper["one_digit_weight"], float(point["data.one_digit_weight"]))
+    keep &= (paper["init"] == "") | (paper["init"] == point["model.init"])
+    if task == "nl_mix":
+        keep &= paper["epochs"] == paper_epochs
+    cells = paper.loc[keep, empty.columns]
+    return cells.drop_duplicates(["context", "row_digits", "col_digits"]).reset_index(drop=True)
+
+
+def paper_reading(epoch: int, epochs: list[int], tag: str = "") -> float | None:
+    """The paper's epoch count an evaluation stands for. The sweep's `paper_epochs` tag says it (JSON:
+    evaluated epoch -> paper epoch); without the tag the last evaluation is the paper's 100 epochs and
+    the one nearest the middle its 50 (how the paper reads its nl_mix runs); others stand for none."""
+    if tag:
+        try:
+            mapping = {int(k): float(v) for k, v in json.loads(tag).items()}
+        except (ValueError, AttributeError, TypeError):
+            mapping = {}
+        if mapping:
+            return mapping.get(int(epoch))
+    final = max(epochs)
+    if epoch == final:
+        return float(PAPER_NL_EPOCHS)
+    earlier = [e for e in epochs if e < final]
+    if earlier and epoch == min(earlier, key=lambda e: (abs(e - final / 2), e)):
+        return float(PAPER_NL_EPOCHS // 2)
+    return None
+
+
+def attach_paper(agg: pd.DataFrame, point_keys: list[str]) -> pd.DataFrame:
+    """Outer-join the paper's numbers onto the seed-aggregated frame (`analysis.load.aggregate_seeds`).
+
+    Adds `paper_accuracy`, `paper_source` (table label), `paper_epochs` and `diff` (ours - paper). Cells
+    only the paper has get rows with a missing `accuracy`; cells only we have a missing `paper_accuracy`.
+    `point_keys` are the columns that identify a trial point (config keys and the sweep's tags).
+    """
+    out = []
+    for point_values, point_frame in agg.groupby(point_keys, dropna=False, sort=False):
+        point = dict(zip(point_keys, point_values, strict=True))
+        epochs = sorted(int(e) for e in point_frame["epoch"].unique())
+        final_epoch = int(point_frame["final_epoch"].max())
+        for epoch, ours in point_frame.groupby("epoch", sort=True):
+            reading = paper_reading(int(epoch), epochs, str(point.get("paper_epochs") or ""))
+            theirs = paper_cells(point, reading, final=int(epoch) == final_epoch).rename(
+                columns={"table": "paper_source", "accuracy": "paper_accuracy"}
+            )
+            merged = ours.drop(columns="paper_epochs", errors="ignore").merge(
+                theirs, on=["context", "row_digits", "col_digits"], how="outer"
+            )
+            for key, value in point.items():
+                merged[key] = [value] * len(merged)
+            merged["paper_epochs_tag"] = point.get("paper_epochs", "")
+            merged["epoch"] = epoch
+            merged["final_epoch"] = final_epoch
+            merged["final"] = merged["epoch"] == final_epoch
+            merged["paper_epochs"] = reading
+            out.append(merged)
+    frame = pd.concat(out, ignore_index=True)
+    frame["paper_accuracy"] = frame["paper_accuracy"].astype(float)
+    frame["diff"] = frame["accuracy"] - frame["paper_accuracy"]
+    return frame

@@ -1,0 +1,62 @@
+"""Heatmaps of each accuracy table beside the paper's (matplotlib, Agg: no display needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+
+matplotlib.use("Agg")
+from matplotlib.figure import Figure
+
+from analysis.tables import Table, column_labels
+
+
+def _panel(ax, grid, title: str, table: Table) -> None:
+    values = grid.to_numpy(dtype=float)
+    masked = np.ma.masked_invalid(values)
+    cmap = matplotlib.colormaps["viridis"].copy()
+    cmap.set_bad("#dddddd")
+    ax.imshow(masked, vmin=0.0, vmax=1.0, cmap=cmap, aspect="auto")
+    ax.set_xticks(
+        range(values.shape[1]), column_labels(grid), rotation=90 if values.shape[1] > 10 else 0, fontsize=7
+    )
+    ax.set_yticks(range(values.shape[0]), [str(i) for i in grid.index], fontsize=7)
+    ax.set_xlabel(table.col_name, fontsize=8)
+    if table.row_name:
+        ax.set_ylabel(table.row_name, fontsize=8)
+    ax.set_title(title, fontsize=9)
+    if values.size <= 400:
+        for (i, j), value in np.ndenumerate(values):
+            text = "–" if np.isnan(value) else f"{value:.2f}"
+            color = "k" if np.isnan(value) or value >= 0.6 else "w"
+            ax.text(j, i, text, ha="center", va="center", fontsize=6, color=color)
+
+
+def heatmap(table: Table) -> Figure:
+    """This sweep's grid (left) beside the paper's (right, when it has one); grey = cell only the other
+    side has."""
+    rows, cols = table.ours.shape
+    width = 2.0 + 0.45 * cols
+    panels = 2 if table.has_paper else 1
+    figure = Figure(figsize=(panels * width, 1.6 + 0.4 * rows + (1.0 if cols > 10 else 0.0)))
+    axes = figure.subplots(1, panels, squeeze=False)[0]
+    _panel(axes[0], table.ours, "this sweep" if table.has_paper else "this sweep (no paper table)", table)
+    if table.has_paper:
+        _panel(axes[1], table.paper, f"paper ({', '.join(table.paper_sources)})", table)
+    figure.suptitle(table.title, fontsize=10)
+    figure.tight_layout()
+    return figure
+
+
+def write_heatmaps(tables: list[Table], out_dir: Path) -> list[Path]:
+    """One PNG per table under out_dir/heatmaps/; returns the paths."""
+    folder = Path(out_dir) / "heatmaps"
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for table in tables:
+        path = folder / f"{table.slug}.png"
+        heatmap(table).savefig(path, dpi=110)
+        paths.append(path)
+    return paths

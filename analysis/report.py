@@ -1,0 +1,142 @@
+"""One sweep -> the report a researcher reads: trial status, the paper's tables beside this sweep's
+numbers, the paper's claims checked, heatmaps; written to a folder and logged on the sweep's parent run."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.findings import Finding, evaluate_findings, findings_frame, render_findings
+from analysis.load import FINISHED, IDENTITY_KEYS, TAG_COLUMNS, Sweep, aggregate_seeds, load_sweep
+from analysis.paper import attach_paper
+from analysis.plots import write_heatmaps
+from analysis.tables import Table, build_tables, long_frame, render_tables
+
+FORMATS: dict[str, str] = {"markdown": "md", "csv": "csv", "latex": "tex", "html": "html"}
+
+
+@dataclass
+class Analysis:
+    sweep: Sweep
+    #: seed means per point x evaluation x cell, outer-joined with the paper's numbers
+    frame: pd.DataFrame
+    tables: list[Table]
+    findings: list[Finding]
+
+
+def analyse(sweep: Sweep) -> Analysis:
+    """Tables and findings of a loaded sweep."""
+    point_keys = [*dict.fromkeys([*IDENTITY_KEYS, *sweep.axes]), *TAG_COLUMNS]
+    frame = attach_paper(aggregate_seeds(sweep.cells, sweep.axes), point_keys)
+    return Analysis(sweep, frame, build_tables(frame, sweep.axes), evaluate_findings(frame, sweep.grid))
+
+
+def _status_line(sweep: Sweep) -> str:
+    counts = ", ".join(f"{n} {status}" for status, n in sorted(sweep.status_counts.items()))
+    return f"{len(sweep.trials)} trials ({counts})"
+
+
+def _unfinished_rows(sweep: Sweep) -> pd.DataFrame:
+    columns = ["run_name", "status", *sweep.axes, "seed"]
+    return sweep.unfinished[[c for c in columns if c in sweep.unfinished.columns]]
+
+
+def render(analysis: Analysis, fmt: str = "markdown") -> str:
+    """The whole report as one string in `fmt` (markdown, csv, latex or html)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"format {fmt!r} is not one of: {', '.join(FORMATS)}")
+    sweep = analysis.sweep
+    head = (
+        f"Sweep {sweep.parent_run_id} of grid {sweep.grid!r} (scale {sweep.scale or '?'}) "
+        f"at {sweep.tracking_uri}: "
+        f"{_status_line(sweep)}; numbers are from finished trials only."
+    )
+    notes = list(sweep.notes)
+    unfinished = _unfinished_rows(sweep)
+    tables = render_tables(analysis.tables, fmt)
+    findings = render_findings(analysis.findings, fmt, sweep.grid)
+    if fmt == "csv":
+        parts = [f"# {head}", *(f"# note: {n}" for n in notes), "# tables", tables, "# findings", findings]
+        if len(unfinished):
+            parts += ["# unfinished trials", unfinished.to_csv(index=False)]
+        return "\n".join(parts)
+    if fmt == "html":
+        parts = [f"<h2>Sweep analysis: {sweep.grid}</h2>", f"<p>{head}</p>"]
+        parts += [f"<p>note: {n}</p>" for n in notes]
+        if len(unfinished):
+            parts += ["<h3>Unfinished trials</h3>", unfinished.to_html(index=False)]
+        return "\n".join([*parts, "<h2>Tables</h2>", tables, "<h2>Findings</h2>", findings])
+    if fmt == "latex":
+        parts = [f"% {head}", *(f"% note: {n}" for n in notes)]
+        if len(unfinished):
+            parts.append(
+                unfinished.astype(str).to_latex(index=False, caption="Unfinished trials", escape=True)
+            )
+        return "\n".join([*parts, tables, findings])
+    parts = [f"# Sweep analysis: {sweep.grid}", "", head, ""]
+    parts += [f"- note: {n}" for n in notes]
+    if len(unfinished):
+        parts += ["", "## Unfinished trials (not in the numbers)", ""]
+        parts += ["| " + " | ".join(map(str, unfinished.columns)) + " |", "|" + "---|" * unfinished.shape[1]]
+        parts += ["| " + " | ".join(map(str, row)) + " |" for row in unfinished.itertuples(index=False)]
+    return "\n".join([*parts, "", "## Tables", "", tables, "## Findings", "", findings])
+
+
+def write_outputs(analysis: Analysis, text: str, fmt: str, out_dir: Path) -> list[Path]:
+    """The report, its machine-readable parts and the heatmaps, into out_dir."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = {
+        out_dir / f"report.{FORMATS[fmt]}": text,
+        out_dir / "tables.csv": long_frame(analysis.tables).to_csv(index=False),
+        out_dir / "findings.csv": findings_frame(analysis.findings).to_csv(index=False),
+        out_dir / "trials.csv": analysis.sweep.trials.to_csv(index=False),
+        out_dir / "cells.csv": analysis.sweep.cells.to_csv(index=False),
+    }
+    for path, content in files.items():
+        path.write_text(content)
+    return [*files, *write_heatmaps(analysis.tables, out_dir)]
+
+
+def log_to_parent(analysis: Analysis, out_dir: Path) -> str | None:
+    """Log the folder as artifacts `analysis/` of the sweep's parent run; a message if that failed."""
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    try:
+        client = MlflowClient(tracking_uri=analysis.sweep.tracking_uri)
+        client.log_artifacts(analysis.sweep.parent_run_id, str(out_dir), "analysis")
+    except (MlflowException, OSError) as err:
+        return f"could not log the analysis on run {analysis.sweep.parent_run_id}: {err}"
+    return None
+
+
+def report(
+    grid: str,
+    tracking_uri: str,
+    parent_run_id: str | None = None,
+    out_dir: str | Path | None = None,
+    fmt: str = "markdown",
+    log_artifacts: bool = True,
+) -> str:
+    """Analyse one sweep of `grid` (the latest unless `parent_run_id`), write its tables, findings and
+    heatmaps to `out_dir` (if given), log them on the sweep's parent run, and return the report text.
+
+    Raises `analysis.AnalysisError` with a readable message for input it cannot analyse.
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"format {fmt!r} is not one of: {', '.join(FORMATS)}")
+    analysis = analyse(load_sweep(grid, tracking_uri, parent_run_id))
+    text = render(analysis, fmt)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(out_dir) if out_dir is not None else Path(tmp)
+        write_outputs(analysis, text, fmt, folder)
+        problem = log_to_parent(analysis, folder) if log_artifacts else None
+    if problem:
+        text += f"\n{problem}\n"
+    return text
+
+
+__all__ = ["FINISHED", "Analysis", "analyse", "render", "report"]

@@ -1,0 +1,254 @@
+"""Tables shaped like the paper's, each with the paper's numbers for the same cells and the difference.
+
+- multiplication: one grid per trial point (rows: digits of b, columns: digits of a), as tb:padding-5 etc.;
+- dialogue (nl_mix): one table per context and evaluation, rows the remaining axes (the position
+  scheme), columns the mixed data x digits, as tb:acc_nldia_a-d;
+- every other task (addition length generalisation, reversal, ...): one table per task x context, rows
+  the sweep's axes (format, init, position, ...), columns the digit count, as tb:acc_dataformat.
+Multiplication and length tables are read at each trial's last evaluation; nl_mix at every evaluation.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+
+import pandas as pd
+
+from analysis.paper import MIX_NAMES
+
+#: what the table's cell keys are called, for the headers
+ROW_NAMES = {"mul": "digits of b"}
+COL_NAMES = {"mul": "digits of a"}
+MISSING = "—"
+
+
+@dataclass
+class Table:
+    """One panel: this sweep's accuracies (seed means), the paper's for the same cells, their difference."""
+
+    title: str
+    slug: str
+    #: the paper table labels matched (empty when the paper has no table for it)
+    paper_sources: list[str]
+    ours: pd.DataFrame
+    paper: pd.DataFrame
+    diff: pd.DataFrame
+    #: standard deviation over seeds, and the fewest seeds behind any cell
+    std: pd.DataFrame
+    min_seeds: int
+    row_name: str
+    col_name: str
+
+    @property
+    def has_paper(self) -> bool:
+        return bool(self.paper.notna().to_numpy().any())
+
+
+def _label(frame: pd.DataFrame, keys: list[str]) -> pd.Series:
+    """Row labels from the point keys that vary inside this panel ("position=none, init=random")."""
+    varying = [k for k in keys if frame[k].astype(str).nunique() > 1]
+    if not varying:
+        return frame[keys[0]].astype(str)
+    return (
+        frame[varying]
+        .astype(str)
+        .apply(lambda row: ", ".join(f"{k.split('.', 1)[1]}={v}" for k, v in row.items()), axis=1)
+    )
+
+
+def _pivot(frame: pd.DataFrame, index: str, columns: str | list[str], value: str) -> pd.DataFrame:
+    grid = frame.set_index([index, *([columns] if isinstance(columns, str) else columns)])[value]
+    grid = grid[~grid.index.duplicated()]
+    unstack = [columns] if isinstance(columns, str) else columns
+    return grid.unstack(unstack).sort_index().sort_index(axis=1)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:120]
+
+
+def _make(frame: pd.DataFrame, title: str, index: str, columns, row_name: str, col_name: str) -> Table:
+    seeds = frame["seeds"].dropna()
+    return Table(
+        title=title,
+        slug=_slug(title),
+        paper_sources=sorted(set(frame["paper_source"].dropna().astype(str))),
+        ours=_pivot(frame, index, columns, "accuracy"),
+        paper=_pivot(frame, index, columns, "paper_accuracy"),
+        diff=_pivot(frame, index, columns, "diff"),
+        std=_pivot(frame, index, columns, "accuracy_std"),
+        min_seeds=int(seeds.min()) if len(seeds) else 0,
+        row_name=row_name,
+        col_name=col_name,
+    )
+
+
+def _point_title(point: dict, keys: list[str]) -> str:
+    shown = [k for k in keys if k != "data.task"]
+    return ", ".join(f"{k.split('.', 1)[1]}={point[k]}" for k in shown)
+
+
+def build_tables(frame: pd.DataFrame, axes: list[str]) -> list[Table]:
+    """All panels of a sweep from the paper-attached frame (`analysis.paper.attach_paper`)."""
+    tables: list[Table] = []
+    axes = [a for a in axes if a in frame.columns]
+    for task, by_task in frame.groupby("data.task", sort=True):
+        if task == "mul":
+            tables += _mul_tables(by_task, axes)
+        elif task == "dialogue":
+            tables += _dialogue_tables(by_task, axes)
+        else:
+            tables += _length_tables(by_task, axes, str(task))
+    return tables
+
+
+def _mul_tables(frame: pd.DataFrame, axes: list[str]) -> list[Table]:
+    final = frame[frame["final"]]
+    keys = list(dict.fromkeys(["data.format", *axes]))
+    shown = [k for k in keys if final[k].astype(str).nunique() > 1] or ["data.format"]
+    out = []
+    for values, panel in final.groupby(keys, sort=True, dropna=False):
+        point = dict(zip(keys, values, strict=True))
+        title = f"mul: {_point_title(point, shown)}"
+        out.append(_make(panel, title, "row_digits", "col_digits", ROW_NAMES["mul"], COL_NAMES["mul"]))
+    return out
+
+
+def _length_tables(frame: pd.DataFrame, axes: list[str], task: str) -> list[Table]:
+    final = frame[frame["final"]]
+    keys = list(dict.fromkeys(["data.format", *axes]))
+    out = []
+    for context, panel in final.groupby("context", sort=True):
+        panel = panel.assign(row=_label(panel, keys))
+        title = f"{task}: {context}" if context != "main" else f"{task}"
+        out.append(_make(panel, title, "row", "col_digits", "", "digits"))
+    return out
+
+
+def _dialogue_tables(frame: pd.DataFrame, axes: list[str]) -> list[Table]:
+    keys = [k for k in dict.fromkeys(["model.position", *axes]) if k != "data.mix_format"]
+    frame = frame.assign(data=frame["data.mix_format"].map(MIX_NAMES).fillna(frame["data.mix_format"]))
+    out = []
+    for (context, epoch), panel in frame.groupby(["context", "epoch"], sort=True):
+        panel = panel.assign(row=_label(panel, keys))
+        final = int(panel["final_epoch"].iloc[0])
+        reading = panel["paper_epochs"].dropna()
+        paper_note = f", paper's {int(reading.iloc[0])} of 100" if len(reading) else ""
+        title = f"nl_mix: {context}, epoch {int(epoch)} of {final}{paper_note}"
+        out.append(_make(panel, title, "row", ["data", "col_digits"], "", "data, digits"))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Rendering
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _fmt(value: float, signed: bool = False) -> str:
+    if pd.isna(value):
+        return MISSING
+    return f"{value:+.2f}" if signed else f"{value:.2f}"
+
+
+def column_labels(grid: pd.DataFrame) -> list[str]:
+    return [" ".join(str(p) for p in c) if isinstance(c, tuple) else str(c) for c in grid.columns]
+
+
+def _text_grid(grid: pd.DataFrame, signed: bool = False) -> pd.DataFrame:
+    shown = grid.map(lambda v: _fmt(v, signed))
+    shown.columns = column_labels(grid)
+    shown.index = [str(i) for i in grid.index]
+    return shown
+
+
+def _markdown_grid(grid: pd.DataFrame, corner: str, signed: bool = False) -> str:
+    shown = _text_grid(grid, signed)
+    lines = ["| " + " | ".join([corner or " ", *shown.columns]) + " |"]
+    lines.append("|" + "---|" * (len(shown.columns) + 1))
+    for index, row in shown.iterrows():
+        lines.append("| " + " | ".join([str(index), *row.tolist()]) + " |")
+    return "\n".join(lines)
+
+
+def _caption(table: Table) -> str:
+    sources = ", ".join(table.paper_sources) if table.paper_sources else "no paper table for these cells"
+    seeds = f"mean of {table.min_seeds}+ seed(s)" if table.min_seeds > 1 else "one seed"
+    return f"paper: {sources}; this sweep: {seeds}; {MISSING} = cell only the other side has"
+
+
+def _blocks(table: Table) -> list[tuple[str, pd.DataFrame, bool]]:
+    blocks = [("this sweep", table.ours, False)]
+    if table.has_paper:
+        blocks += [("paper", table.paper, False), ("difference", table.diff, True)]
+    if table.min_seeds > 1:
+        blocks.append(("std over seeds", table.std, False))
+    return blocks
+
+
+def render_tables(tables: list[Table], fmt: str) -> str:
+    """All tables in one format: markdown, csv (long: one row per table x cell), latex or html."""
+    if fmt == "csv":
+        return long_frame(tables).to_csv(index=False)
+    parts = []
+    for table in tables:
+        corner = f"{table.row_name} \\ {table.col_name}" if table.row_name else table.col_name
+        if fmt == "markdown":
+            parts.append(f"### {table.title}\n\n_{_caption(table)}_\n")
+            for name, grid, signed in _blocks(table):
+                parts.append(f"**{name}**\n\n{_markdown_grid(grid, corner, signed)}\n")
+        elif fmt == "latex":
+            for name, grid, signed in _blocks(table):
+                shown = _text_grid(grid, signed)
+                shown.index.name = corner
+                caption = f"{table.title} ({name}). {_caption(table)}"
+                parts.append(
+                    shown.to_latex(
+                        caption=_latex_escape(caption), label=f"tab:{table.slug}_{name[:4]}", escape=True
+                    )
+                )
+        elif fmt == "html":
+            parts.append(
+                f"<h3>{html.escape(table.title)}</h3>\n<p><em>{html.escape(_caption(table))}</em></p>"
+            )
+            for name, grid, signed in _blocks(table):
+                shown = _text_grid(grid, signed)
+                shown.index.name = corner
+                parts.append(f"<h4>{name}</h4>\n{shown.to_html()}")
+        else:
+            raise ValueError(f"format {fmt!r} is not one of: markdown, csv, latex, html")
+    return "\n".join(parts)
+
+
+def _latex_escape(text: str) -> str:
+    for char, escaped in (
+        ("\\", r"\textbackslash{}"),
+        ("_", r"\_"),
+        ("%", r"\%"),
+        ("&", r"\&"),
+        ("#", r"\#"),
+    ):
+        text = text.replace(char, escaped)
+    return text
+
+
+def long_frame(tables: list[Table]) -> pd.DataFrame:
+    """Every table cell as a row: table, row, column, ours, std, paper, diff."""
+    rows = []
+    for table in tables:
+        for row in table.ours.index:
+            for col in table.ours.columns:
+                rows.append(
+                    {
+                        "table": table.title,
+                        "paper_table": ";".join(table.paper_sources),
+                        "row": row,
+                        "column": " ".join(map(str, col)) if isinstance(col, tuple) else col,
+                        "accuracy": table.ours.loc[row, col],
+                        "accuracy_std": table.std.loc[row, col],
+                        "paper_accuracy": table.paper.loc[row, col],
+                        "diff": table.diff.loc[row, col],
+                    }
+                )
+    return pd.DataFrame(rows)

@@ -1,0 +1,112 @@
+"""End to end: real `smoke` sweeps (Ray Tune, the real trainer, a real SQLite MLflow store), then the
+analysis of them: the report `sweeps/run.py` prints, `python -m analysis`, tables, findings, heatmaps and
+the artifacts logged on the sweep's parent run."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+#: nl_mix: dialogue tables per context and evaluation epoch, three findings (the multiplication tables are
+#: checked on a real store in test_analysis.py, and tests/test_run_sweep.py sweeps mul_simple_case)
+GRIDS_UNDER_TEST = ("nl_mix",)
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path, dict[str, str]]:
+    """One store holding a smoke sweep of each grid under test; returns (uri, folder, sweep stdout)."""
+    folder = tmp_path_factory.mktemp("sweeps")
+    uri = f"sqlite:///{folder}/mlflow.db"
+    ray_tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # Unix socket paths stay short
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "MLFLOW_TRACKING_URI")}
+    outputs = {}
+    try:
+        for grid in GRIDS_UNDER_TEST:
+            cmd = [
+                sys.executable, str(ROOT / "sweeps" / "run.py"), "--grid", grid, "--scale", "smoke",
+                "--cpus-per-trial", "1", "--max-concurrent", "2", "--tracking-uri", uri,
+                "--storage-path", str(folder / "ray_results"), "--ray-temp-dir", ray_tmp,
+            ]  # fmt: skip
+            # cwd: anything the sweep writes beside itself lands in the test's folder
+            done = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=900)
+            assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+            outputs[grid] = done.stdout
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    return uri, folder, outputs
+
+
+@pytest.mark.slow
+def test_sweep_ends_by_printing_the_comparison(swept) -> None:
+    _, _, outputs = swept
+    for grid, stdout in outputs.items():
+        assert f"# Sweep analysis: {grid}" in stdout
+        assert "## Tables" in stdout and "## Findings" in stdout and "**paper**" in stdout
+
+
+@pytest.mark.slow
+def test_tables_findings_and_heatmaps_from_the_smoke_sweeps(swept) -> None:
+    from mlflow import MlflowClient
+
+    from analysis import analyse, load_sweep
+    from analysis.findings import CLAIMS, HELD, NOT_HELD, NOT_TESTABLE
+
+    uri, folder, _ = swept
+    client = MlflowClient(uri)
+    for grid in GRIDS_UNDER_TEST:
+        sweep = load_sweep(grid, uri)
+        children = client.search_runs(
+            [client.get_run(sweep.parent_run_id).info.experiment_id],
+            f"tags.mlflow.parentRunId = '{sweep.parent_run_id}'",
+        )
+        assert len(sweep.trials) == len(children) and (sweep.trials["status"] == "FINISHED").all()
+        analysis = analyse(sweep)
+
+        # one row per trial x evaluation x cell; this sweep's numbers are the trainer's
+        for run in children:
+            cells = sweep.cells[sweep.cells["run_id"] == run.info.run_id]
+            final = cells[cells["epoch"] == cells["epoch"].max()]
+            assert final["accuracy"].mean() == pytest.approx(run.data.metrics["test_acc"], abs=1e-6)
+
+        # per context (dialogue, pure_addition) x evaluation (standing for the paper's 50 and 100 epochs)
+        assert [t.paper_sources for t in analysis.tables] == [
+            ["tb:acc_nldia_b"], ["tb:acc_nldia_a"], ["tb:acc_nldia_d"], ["tb:acc_nldia_c"],
+        ]  # fmt: skip
+        for table in analysis.tables:
+            assert table.ours.shape == table.paper.shape == (3, 12)  # as tb:acc_nldia_a, b
+            assert table.ours.notna().to_numpy().all()
+            both = table.ours.notna() & table.paper.notna()
+            assert both.to_numpy().sum() == (36 if "dialogue" in table.title else 24)  # c, d: no "dia" row
+            assert ((table.ours - table.paper - table.diff)[both].abs().max().max()) < 1e-9
+        statuses = [f.status for f in analysis.findings]
+        assert len(statuses) == sum(c.grid == grid for c in CLAIMS) > 0
+        assert set(statuses) <= {HELD, NOT_HELD, NOT_TESTABLE}
+        assert all(
+            any(ch.isdigit() for ch in f.evidence) for f in analysis.findings if f.status != NOT_TESTABLE
+        )
+
+        # the CLI writes the report, the CSVs and one heatmap per table, and logs them on the parent run
+        out = folder / f"out_{grid}"
+        done = subprocess.run(
+            [sys.executable, "-m", "analysis", "--grid", grid, "--tracking-uri", uri, "--format", "html",
+             "--out", str(out)],
+            cwd=ROOT, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert (out / "report.html").read_text().startswith("<h2>Sweep analysis")
+        heatmaps = sorted((out / "heatmaps").glob("*.png"))
+        assert len(heatmaps) == len(analysis.tables)
+        assert all(p.stat().st_size > 5000 for p in heatmaps)
+        tables = pd.read_csv(out / "tables.csv")
+        assert tables["paper_accuracy"].notna().any() and tables["accuracy"].notna().any()
+        assert len(pd.read_csv(out / "findings.csv")) == len(analysis.findings)
+        logged = {a.path for a in client.list_artifacts(sweep.parent_run_id, "analysis/heatmaps")}
+        assert {f"analysis/heatmaps/{p.name}" for p in heatmaps} <= logged
