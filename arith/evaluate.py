@@ -1,0 +1,255 @@
+"""The paper's evaluation: greedy answers, exact match per test cell, memorisation and failures.
+
+Prompts are decoded in batches of similar length (sorted by prompt length, left-padded) with the KV
+cache, each batch only as far as its longest gold answer plus a small margin. A generation is correct
+iff `arith.formats.answer_key(task, format, generated) == example.key`. Each cell also records the
+fraction of its test problems that were in the training set (`arith.formats.problem_id`), which the
+paper worries about for small digit counts but never measures.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Collection, Hashable, Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+from matplotlib.figure import Figure
+
+from arith.examples import Cell, Example
+from arith.formats import answer_key, problem_id
+from arith.tokenizer import encode_examples
+
+#: extra tokens decoded beyond the longest gold answer of a batch (room for a wrong, longer answer)
+ANSWER_MARGIN = 4
+CELL_COLUMNS = ["context", "row_digits", "col_digits", "n", "correct", "accuracy", "seen_in_train"]
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """One cell of the paper's grids. `seen_in_train` is NaN when no training set was given."""
+
+    context: str
+    row_digits: int | None
+    col_digits: int
+    n: int
+    correct: int
+    accuracy: float
+    seen_in_train: float
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A wrong answer, like the paper's table tab:fail."""
+
+    prompt: str
+    expected: str
+    generated: str
+    cell: Cell
+
+    def to_json(self) -> dict:
+        context, row_digits, col_digits = self.cell
+        return {
+            "prompt": self.prompt,
+            "expected": self.expected,
+            "generated": self.generated,
+            "context": context,
+            "row_digits": row_digits,
+            "col_digits": col_digits,
+        }
+
+
+@dataclass
+class EvalResult:
+    cells: list[CellResult]
+    failures: list[Failure]
+    #: wall-clock seconds of the whole evaluation (encoding, decoding, scoring)
+    seconds: float
+
+    @property
+    def n_samples(self) -> int:
+        return sum(cell.n for cell in self.cells)
+
+    @property
+    def samples_per_s(self) -> float:
+        return self.n_samples / self.seconds if self.seconds > 0 else math.inf
+
+    def mean_accuracy(self, context: str | None = None) -> float:
+        """The unweighted mean over cells (the paper's tables give every cell equal weight)."""
+        cells = [c for c in self.cells if context is None or c.context == context]
+        return float(np.mean([c.accuracy for c in cells])) if cells else math.nan
+
+    def seen_fraction(self) -> float:
+        """Fraction of all test items that were also training items (NaN without a training set)."""
+        if not self.cells or math.isnan(self.cells[0].seen_in_train):
+            return math.nan
+        return sum(c.seen_in_train * c.n for c in self.cells) / self.n_samples
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per cell, columns CELL_COLUMNS (row_digits is None for one-dimensional grids)."""
+        return pd.DataFrame([asdict(c) for c in self.cells], columns=CELL_COLUMNS)
+
+    def failures_frame(self) -> pd.DataFrame:
+        columns = ["prompt", "expected", "generated", "context", "row_digits", "col_digits"]
+        return pd.DataFrame([f.to_json() for f in self.failures], columns=columns)
+
+
+def evaluate(
+    model,
+    tokenizer,
+    examples: Sequence[Example],
+    *,
+    batch_size: int = 256,
+    train_problems: Collection[Hashable] | None = None,
+    failures_per_cell: int = 3,
+    seed: int = 0,
+) -> EvalResult:
+    """Greedy-decode every example's prompt and score it per cell.
+
+    `train_problems`: `arith.formats.problem_ids(train_examples)`, for each cell's `seen_in_train`.
+    `seed` fixes the random position draws (random_embed tags, randomized ids) of the test."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1 (got {batch_size})")
+    missing = [e for e in examples if e.cell is None]
+    if missing:
+        raise ValueError(f"every test example needs a cell; {len(missing)} have none, e.g. {missing[0]}")
+    start = time.perf_counter()
+    generated = generate_answers(model, tokenizer, examples, batch_size=batch_size, seed=seed)
+    correct = [
+        answer_key(e.task, e.format, text) == e.key for e, text in zip(examples, generated, strict=True)
+    ]
+    seen = None
+    if train_problems is not None:
+        seen = [problem_id(e) in train_problems for e in examples]
+    cells = _score_cells(examples, correct, seen)
+    failures = _pick_failures(examples, generated, correct, failures_per_cell)
+    return EvalResult(cells=cells, failures=failures, seconds=time.perf_counter() - start)
+
+
+def generate_answers(
+    model, tokenizer, examples: Sequence[Example], *, batch_size: int = 256, seed: int = 0
+) -> list[str]:
+    """The model's greedy completion of each prompt, as text, in the order of `examples`."""
+    if not examples:
+        return []
+    eos = tokenizer.eos_token_id
+    pad = eos if tokenizer.pad_token_id is None else tokenizer.pad_token_id
+    encoded = encode_examples(tokenizer, examples)  # the training encoding: prompt = ids[:answer_start]
+    prompts = [ids[:start] for ids, start in encoded]
+    answer_lengths = [len(ids) - start for ids, start in encoded]  # eos included
+    order = sorted(range(len(examples)), key=lambda i: (len(prompts[i]), answer_lengths[i]))
+    device = model.device
+    generator = torch.Generator(device=device)
+    generator.manual_seed(seed)
+    was_training = model.training
+    model.eval()
+    outputs: list[tuple[list[int], torch.Tensor]] = []
+    try:
+        for first in range(0, len(order), batch_size):
+            rows = order[first : first + batch_size]
+            input_ids, attention_mask = left_pad([prompts[i] for i in rows], pad)
+            new_tokens = model.generate_greedy(
+                input_ids.to(device, non_blocking=True),
+                attention_mask.to(device, non_blocking=True),
+                max_new_tokens=max(answer_lengths[i] for i in rows) + ANSWER_MARGIN,
+                eos_token_id=eos,
+                generator=generator,
+            )
+            outputs.append((rows, new_tokens))
+    finally:
+        model.train(was_training)
+    texts: list[str] = [""] * len(examples)
+    for rows, new_tokens in outputs:  # one device->host copy per batch, after all decoding is queued
+        for i, ids in zip(rows, new_tokens.tolist(), strict=True):
+            texts[i] = tokenizer.decode(
+                ids[: ids.index(eos)] if eos in ids else ids, skip_special_tokens=True
+            )
+    return texts
+
+
+def left_pad(sequences: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(input_ids, attention_mask) with every sequence right-aligned, as greedy decoding needs."""
+    width = max(len(s) for s in sequences)
+    ids = np.full((len(sequences), width), pad_id, dtype=np.int64)
+    mask = np.zeros((len(sequences), width), dtype=np.int64)
+    for row, seq in enumerate(sequences):
+        if seq:
+            ids[row, width - len(seq) :] = seq
+            mask[row, width - len(seq) :] = 1
+    return torch.from_numpy(ids), torch.from_numpy(mask)
+
+
+def _cell_order(examples: Sequence[Example]) -> list[Cell]:
+    """Cells sorted by context (in order of first appearance), then row and column digits."""
+    contexts: dict[str, int] = {}
+    for e in examples:
+        contexts.setdefault(e.cell[0], len(contexts))
+    cells = {e.cell for e in examples}
+    return sorted(cells, key=lambda c: (contexts[c[0]], -1 if c[1] is None else c[1], c[2]))
+
+
+def _score_cells(
+    examples: Sequence[Example], correct: Sequence[bool], seen: Sequence[bool] | None
+) -> list[CellResult]:
+    by_cell: dict[Cell, list[int]] = {}
+    for i, e in enumerate(examples):
+        by_cell.setdefault(e.cell, []).append(i)
+    results = []
+    for cell in _cell_order(examples):
+        items = by_cell[cell]
+        n_correct = sum(correct[i] for i in items)
+        seen_in_train = math.nan if seen is None else sum(seen[i] for i in items) / len(items)
+        results.append(
+            CellResult(
+                cell[0], cell[1], cell[2], len(items), n_correct, n_correct / len(items), seen_in_train
+            )
+        )
+    return results
+
+
+def _pick_failures(
+    examples: Sequence[Example], generated: Sequence[str], correct: Sequence[bool], per_cell: int
+) -> list[Failure]:
+    """The first `per_cell` wrong answers of each cell, in the order of `examples`."""
+    kept: dict[Cell, int] = {}
+    failures = []
+    for e, text, ok in zip(examples, generated, correct, strict=True):
+        if ok or kept.get(e.cell, 0) >= per_cell:
+            continue
+        kept[e.cell] = kept.get(e.cell, 0) + 1
+        failures.append(
+            Failure(prompt=e.prompt, expected=e.answer.strip(), generated=text.strip(), cell=e.cell)
+        )
+    return failures
+
+
+def heatmap(frame: pd.DataFrame, context: str, title: str = "") -> Figure:
+    """The accuracy grid of one context as a Figure: rows = digits of b, columns = digits of a for
+    multiplication; a single row over the digit counts for one-dimensional tasks."""
+    cells = frame[frame["context"] == context]
+    if cells.empty:
+        raise ValueError(f"no cells for context {context!r}; contexts: {sorted(frame['context'].unique())}")
+    two_d = cells["row_digits"].notna().any()
+    cols = sorted(int(c) for c in cells["col_digits"].unique())
+    rows = sorted(int(r) for r in cells["row_digits"].dropna().unique()) if two_d else [None]
+    grid = np.full((len(rows), len(cols)), np.nan)
+    for cell in cells.itertuples():
+        r = rows.index(int(cell.row_digits)) if two_d else 0
+        grid[r, cols.index(int(cell.col_digits))] = cell.accuracy
+    fig = Figure(figsize=(1.0 + 0.6 * len(cols), 1.2 + 0.5 * len(rows)), layout="constrained")
+    ax = fig.add_subplot()
+    image = ax.imshow(grid, vmin=0.0, vmax=1.0, cmap="RdYlGn", aspect="auto")
+    for (r, c), value in np.ndenumerate(grid):
+        if not np.isnan(value):
+            ax.text(c, r, f"{value:.2f}", ha="center", va="center", fontsize=8)
+    ax.set_xticks(range(len(cols)), [str(c) for c in cols])
+    ax.set_xlabel("digits of a" if two_d else "digits")
+    ax.set_yticks(range(len(rows)), [str(r) for r in rows] if two_d else [""])
+    if two_d:
+        ax.set_ylabel("digits of b")
+    ax.set_title(title or f"accuracy: {context}")
+    fig.colorbar(image, ax=ax, fraction=0.05)
+    return fig

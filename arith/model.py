@@ -1,0 +1,279 @@
+"""ArithModel: transformers' GPT2LMHeadModel driven through a position scheme.
+
+The model computes the GPT-2 input itself (`wte(ids)` + the scheme's contribution) and hands
+`inputs_embeds`, `position_ids` and the attention mask to the GPT-2 trunk, so that one code path
+serves every scheme, in training and in KV-cache decoding. The attention mask is always passed:
+transformers reads non-consecutive position ids without one as packed sequences.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import DynamicCache, GPT2Config, GPT2LMHeadModel
+
+from arith.config import INITS, MODEL_PRESETS, ModelConfig
+from arith.positions import PositionScheme, PositionState, digit_token_ids, make_scheme
+
+#: file beside the HF weights that records the position scheme (and its learned tables)
+SCHEME_CONFIG = "position_scheme.json"
+SCHEME_WEIGHTS = "position_scheme.pt"
+#: greedy decoding checks whether every row has finished only this often (each check syncs a GPU)
+FINISH_CHECK_EVERY = 8
+
+
+@dataclass
+class ModelOutput:
+    """`loss`: next-token cross-entropy, mean over the weighted target tokens (None without targets)."""
+
+    loss: torch.Tensor | None
+    logits: torch.Tensor
+
+
+class ArithModel(nn.Module):
+    """A GPT-2 language model plus a position scheme; see `build_model` and `load_model`."""
+
+    def __init__(self, lm: GPT2LMHeadModel, scheme: PositionScheme, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.lm = lm
+        self.scheme = scheme
+        self.cfg = cfg
+        scheme.attach(lm)
+        # Per-model seed for the training draws (tags, random ids, offsets), taken from the global RNG
+        # so that seeding torch before `build_model` makes a run reproducible.
+        self._seed = int(torch.randint(0, 2**62, (1,)).item())
+        self._epoch = 0
+        self._generators: dict[torch.device, torch.Generator] = {}
+
+    # --- training ----------------------------------------------------------------------------------------
+
+    @property
+    def device(self) -> torch.device:
+        return self.lm.transformer.wte.weight.device
+
+    def new_epoch(self, epoch: int) -> None:
+        """Reseed the training draws: fresh random tags / ids / offsets each epoch, the same on a rerun."""
+        self._epoch = epoch
+        self._generators.clear()
+
+    def _training_generator(self, device: torch.device) -> torch.Generator:
+        generator = self._generators.get(device)
+        if generator is None:
+            generator = torch.Generator(device=device)
+            generator.manual_seed(zlib.crc32(f"{self._seed}/{self._epoch}".encode()))
+            self._generators[device] = generator
+        return generator
+
+    @torch.compiler.disable  # generators are not traceable: draw eagerly, compile the rest
+    def draw_positions(
+        self, attention_mask: torch.Tensor, generator: torch.Generator | None = None
+    ) -> PositionState:
+        """The scheme's per-sequence draw for these columns. Without a generator: the epoch's
+        generator in training mode, a fixed seed in eval mode (so eval never moves training's)."""
+        if generator is None:
+            if self.training:
+                generator = self._training_generator(attention_mask.device)
+            else:
+                generator = torch.Generator(device=attention_mask.device)
+                generator.manual_seed(0)
+        return self.scheme.draw(attention_mask, generator)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        loss_mask: torch.Tensor | None = None,
+        *,
+        positions: PositionState | None = None,
+        generator: torch.Generator | None = None,
+    ) -> ModelOutput:
+        """Logits for every column and the loss on the tokens `loss_mask` marks (default: every real
+        token after the first). `positions` reuses a draw (e.g. the one a generation used)."""
+        if positions is None:
+            positions = self.draw_positions(attention_mask, generator)
+        hidden, _, _ = self._trunk(input_ids, attention_mask, positions, start=0, cache=None)
+        logits = self.lm.lm_head(hidden)
+        weights = (attention_mask if loss_mask is None else loss_mask)[:, 1:]
+        loss = next_token_loss(logits, input_ids, weights)
+        return ModelOutput(loss=loss, logits=logits)
+
+    def _trunk(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        positions: PositionState,
+        start: int,
+        cache: DynamicCache | None,
+    ) -> tuple[torch.Tensor, PositionState, DynamicCache | None]:
+        """Final hidden states (after the scheme's readout) for columns start:start+T."""
+        token_embeds = self.lm.transformer.wte(input_ids)
+        inputs, position_ids, positions = self.scheme.embed(input_ids, token_embeds, positions, start)
+        # The cache goes in second, by position: transformers 5.x renamed that argument from
+        # `past_key_values` to `cache`, and it is updated in place, so it never needs reading back.
+        out = self.lm.transformer(
+            None,
+            cache,
+            attention_mask=attention_mask,
+            position_ids=position_ids,
+            inputs_embeds=inputs,
+            use_cache=cache is not None,
+        )
+        return self.scheme.readout(out.last_hidden_state), positions, cache
+
+    # --- decoding ----------------------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def generate_greedy(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        max_new_tokens: int,
+        eos_token_id: int | None,
+        *,
+        generator: torch.Generator | None = None,
+        positions: PositionState | None = None,
+    ) -> torch.Tensor:
+        """Greedy continuation of left-padded prompts with the KV cache: (B, n <= max_new_tokens) new
+        tokens; after a row's eos it holds eos. Each row's position draw (tags, ids, offsets) is made
+        once for prompt + new tokens and kept through every step."""
+        batch, prompt_len = input_ids.shape
+        if max_new_tokens < 1:
+            return input_ids.new_zeros(batch, 0)
+        mask = torch.cat([attention_mask, attention_mask.new_ones(batch, max_new_tokens)], dim=1)
+        if positions is None:
+            positions = self.draw_positions(mask, generator)
+        cache = DynamicCache(config=self.lm.config)
+        hidden, positions, cache = self._trunk(input_ids, mask[:, :prompt_len], positions, 0, cache)
+        token = self.lm.lm_head(hidden[:, -1]).argmax(-1)
+        done = (
+            token == eos_token_id if eos_token_id is not None else torch.zeros_like(token, dtype=torch.bool)
+        )
+        new_tokens = [token]
+        for step in range(1, max_new_tokens):
+            if eos_token_id is not None and step % FINISH_CHECK_EVERY == 0 and bool(done.all()):
+                break
+            column = prompt_len + step - 1
+            hidden, positions, cache = self._trunk(
+                token[:, None], mask[:, : column + 1], positions, column, cache
+            )
+            token = self.lm.lm_head(hidden[:, -1]).argmax(-1)
+            if eos_token_id is not None:
+                token = torch.where(done, eos_token_id, token)
+                done |= token == eos_token_id
+            new_tokens.append(token)
+        return torch.stack(new_tokens, dim=1)
+
+    # --- persistence -------------------------------------------------------------------------------------
+
+    def save(self, path: str | Path, tokenizer=None) -> None:
+        """A directory `from_pretrained` can read (HF weights + config) plus the scheme's settings and
+        tables; with a tokenizer, that too, so `load_model(path)` and the tokenizer reload as they were."""
+        path = Path(path)
+        self.lm.save_pretrained(path)
+        scheme_config = {"position": self.scheme.name, **self.scheme.extra_config()}
+        if self.scheme.name == "abacus":
+            scheme_config["digit_ids"] = self.scheme.is_digit.nonzero().flatten().tolist()
+        (path / SCHEME_CONFIG).write_text(
+            json.dumps({"scheme": scheme_config, "model_config": dataclasses.asdict(self.cfg)}, indent=2)
+        )
+        state = self.scheme.state_dict()
+        if state:
+            torch.save(state, path / SCHEME_WEIGHTS)
+        if tokenizer is not None:
+            tokenizer.save_pretrained(path)
+
+    def num_parameters(self, trainable_only: bool = False) -> int:
+        return sum(p.numel() for p in self.parameters() if p.requires_grad or not trainable_only)
+
+
+def next_token_loss(logits: torch.Tensor, input_ids: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy of token t+1 given tokens <= t, weighted by `weights` (B, L-1), in float32."""
+    ce = F.cross_entropy(
+        logits[:, :-1].flatten(0, 1).float(), input_ids[:, 1:].flatten(), reduction="none"
+    ).view_as(weights)
+    weights = weights.to(ce.dtype)
+    return (ce * weights).sum() / weights.sum().clamp(min=1.0)
+
+
+def build_model(cfg: ModelConfig, tokenizer) -> ArithModel:
+    """A GPT-2 for `tokenizer`, randomly initialised from the preset/sizes or loaded with
+    `from_pretrained(cfg.pretrained)` (a local directory or hub name), with `cfg.position` attached."""
+    if cfg.init not in INITS:
+        raise ValueError(f"model.init={cfg.init!r} is not valid; choose one of: {', '.join(INITS)}")
+    if cfg.preset not in MODEL_PRESETS:
+        raise ValueError(
+            f"model.preset={cfg.preset!r} is not valid; choose one of: {', '.join(MODEL_PRESETS)}"
+        )
+    # gelu_pytorch_tanh is GPT-2's gelu_new computed by one fused kernel instead of five
+    overrides = {
+        "resid_pdrop": cfg.dropout,
+        "embd_pdrop": cfg.dropout,
+        "attn_pdrop": cfg.dropout,
+        "activation_function": "gelu_pytorch_tanh",
+    }
+    if cfg.init == "pretrained":
+        lm = _load_pretrained(cfg.pretrained, **overrides)
+        if len(tokenizer) > lm.config.vocab_size:
+            lm.resize_token_embeddings(len(tokenizer), mean_resizing=False)
+    else:
+        n_layer, n_head, n_embd = cfg.sizes()
+        config = GPT2Config(
+            vocab_size=len(tokenizer),
+            n_positions=cfg.n_positions,
+            n_embd=n_embd,
+            n_layer=n_layer,
+            n_head=n_head,
+            bos_token_id=tokenizer.eos_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=tokenizer.pad_token_id,
+            attn_implementation="sdpa",
+            **overrides,
+        )
+        lm = GPT2LMHeadModel(config)
+    scheme = _scheme_for(cfg, lm.config, digit_token_ids(tokenizer) if cfg.position == "abacus" else ())
+    return ArithModel(lm, scheme, cfg)
+
+
+def load_model(path: str | Path, device: str | torch.device | None = None) -> ArithModel:
+    """Reload a model written by `ArithModel.save` (weights, scheme and scheme tables) exactly."""
+    path = Path(path)
+    saved = json.loads((path / SCHEME_CONFIG).read_text())
+    cfg = ModelConfig(**saved["model_config"])
+    lm = _load_pretrained(str(path))
+    scheme = _scheme_for(cfg, lm.config, saved["scheme"].get("digit_ids", ()))
+    if (path / SCHEME_WEIGHTS).exists():
+        scheme.load_state_dict(torch.load(path / SCHEME_WEIGHTS, map_location="cpu", weights_only=True))
+    model = ArithModel(lm, scheme, cfg)
+    return model.to(device) if device is not None else model
+
+
+def _load_pretrained(name: str, **overrides) -> GPT2LMHeadModel:
+    try:
+        return GPT2LMHeadModel.from_pretrained(name, attn_implementation="sdpa", **overrides)
+    except OSError as err:
+        raise OSError(
+            f"cannot load pretrained GPT-2 {name!r}: give a directory written by save_pretrained / "
+            f"ArithModel.save, or a hub name when the hub is reachable ({err})"
+        ) from err
+
+
+def _scheme_for(cfg: ModelConfig, config: GPT2Config, digit_ids) -> PositionScheme:
+    """The scheme `cfg.position` for the actual model sizes (a pretrained model's, not the preset's)."""
+    return make_scheme(
+        cfg.position,
+        n_embd=config.n_embd,
+        n_head=config.n_head,
+        n_positions=config.n_positions,
+        vocab_size=config.vocab_size,
+        n_hash=cfg.n_hash,
+        randomized_max_position=cfg.randomized_max_position,
+        abacus_max_offset=cfg.abacus_max_offset,
+        digit_ids=digit_ids,
+    )

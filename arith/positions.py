@@ -1,0 +1,277 @@
+"""Position schemes: how a GPT-2 learns where each token is (or, for `none`, does not).
+
+Every scheme turns token embeddings into the GPT-2 input in two steps:
+
+1. `draw(attention_mask, generator)` fixes what is random or precomputed for a batch of sequences for
+   their whole life (random tags, random position ids, abacus offsets) as a `PositionState`. The mask
+   covers every column the sequences will ever have, so decoding draws once for prompt + new tokens
+   and each decoding step reuses the same draw.
+2. `embed(input_ids, token_embeds, state, start)` gives the inputs for columns `start:start+T`
+   (a whole line in training, one new token per decoding step) and the position ids GPT-2 adds its
+   `wpe` for; schemes that carry information from earlier tokens (abacus digit runs) return an
+   updated state.
+
+`readout(hidden)` adapts the final hidden states before the LM head (random_embed decodes only from
+the non-tag dimensions). Real tokens are numbered by rank (cumsum of the mask), so left and right
+padding give the same positions. Schemes other than `learned`/`randomized` zero and freeze GPT-2's
+`wpe` once the model is built: transformers always adds it and re-initialises it in `post_init`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from arith.config import POSITION_SCHEMES
+
+
+@dataclass(frozen=True)
+class PositionState:
+    """A batch's position information over `width` columns, fixed for the sequences' lifetime."""
+
+    #: (B, width) ids GPT-2 looks `wpe` up with (rank of each real token; pads get 0)
+    position_ids: torch.Tensor
+    #: random_embed: (B, width, n_hash) Gaussian tags
+    tags: torch.Tensor | None = None
+    #: abacus: (B,) offset added to every digit index, and (B,) length of the digit run so far
+    offset: torch.Tensor | None = None
+    digit_run: torch.Tensor | None = None
+
+    @property
+    def width(self) -> int:
+        return self.position_ids.shape[1]
+
+
+def rank_ids(attention_mask: torch.Tensor) -> torch.Tensor:
+    """Index of each real token among the real tokens of its row (0, 1, ...); pads get 0."""
+    return (attention_mask.long().cumsum(-1) - 1).clamp_(min=0)
+
+
+class PositionScheme(nn.Module):
+    """Base class: the learned-style rank ids, no extra input, identity readout."""
+
+    name = "base"
+    #: whether GPT-2's own position embedding `wpe` is used (else it is zeroed and frozen)
+    uses_wpe = False
+
+    def attach(self, lm: nn.Module) -> None:
+        """Adapt a freshly built or loaded GPT2LMHeadModel to the scheme."""
+        if not self.uses_wpe:
+            wpe = lm.transformer.wpe
+            with torch.no_grad():
+                wpe.weight.zero_()
+            wpe.weight.requires_grad_(False)
+
+    def draw(self, attention_mask: torch.Tensor, generator: torch.Generator | None = None) -> PositionState:
+        return PositionState(position_ids=rank_ids(attention_mask))
+
+    def embed(
+        self, input_ids: torch.Tensor, token_embeds: torch.Tensor, state: PositionState, start: int = 0
+    ) -> tuple[torch.Tensor, torch.Tensor, PositionState]:
+        stop = start + input_ids.shape[1]
+        _check_width(state, stop)
+        return token_embeds, state.position_ids[:, start:stop], state
+
+    def readout(self, hidden: torch.Tensor) -> torch.Tensor:
+        return hidden
+
+    def extra_config(self) -> dict:
+        """Scheme settings saved beside the model so that `load_model` rebuilds the same scheme."""
+        return {}
+
+
+def _check_width(state: PositionState, stop: int) -> None:
+    if stop > state.width:
+        raise ValueError(f"position state covers {state.width} columns but column {stop - 1} was asked for")
+
+
+class Learned(PositionScheme):
+    """GPT-2's absolute learned position embedding, indexed by each real token's rank."""
+
+    name = "learned"
+    uses_wpe = True
+
+
+class NoPosition(PositionScheme):
+    """The paper's NoPosEmbed: `wpe` zeroed and frozen, so only the causal mask orders tokens."""
+
+    name = "none"
+
+
+class RandomEmbed(PositionScheme):
+    """The paper's random embedding (§3.2): a Gaussian tag per token overwrites the last
+    n_hash/n_head dims of each head's slice of the input; the LM head reads only the other dims.
+
+    Tags are drawn per sequence and column; the generator decides when they are fresh (the model
+    reseeds it every epoch, the evaluator seeds its own)."""
+
+    name = "random_embed"
+
+    def __init__(self, n_embd: int, n_head: int, n_hash: int) -> None:
+        super().__init__()
+        if n_hash % n_head or not 0 < n_hash < n_embd:
+            raise ValueError(
+                f"random_embed needs 0 < n_hash < n_embd and n_head | n_hash "
+                f"(got n_hash={n_hash}, n_head={n_head}, n_embd={n_embd})"
+            )
+        self.n_embd, self.n_head, self.n_hash = n_embd, n_head, n_hash
+        head_dim, per_head = n_embd // n_head, n_hash // n_head
+        keep = torch.ones(n_head, head_dim)
+        keep[:, head_dim - per_head :] = 0
+        #: 1 on the dims the LM head decodes from, 0 on the tag dims
+        self.register_buffer("decode_mask", keep.flatten(), persistent=False)
+
+    def draw(self, attention_mask: torch.Tensor, generator: torch.Generator | None = None) -> PositionState:
+        batch, width = attention_mask.shape
+        tags = torch.randn(batch, width, self.n_hash, generator=generator, device=attention_mask.device)
+        return PositionState(position_ids=rank_ids(attention_mask), tags=tags)
+
+    def embed(self, input_ids, token_embeds, state, start=0):
+        stop = start + input_ids.shape[1]
+        _check_width(state, stop)
+        batch, length, _ = token_embeds.shape
+        heads = token_embeds.view(batch, length, self.n_head, -1)
+        per_head = self.n_hash // self.n_head
+        tags = state.tags[:, start:stop].view(batch, length, self.n_head, per_head).to(token_embeds.dtype)
+        inputs = torch.cat([heads[..., :-per_head], tags], dim=-1).view(batch, length, self.n_embd)
+        return inputs, state.position_ids[:, start:stop], state
+
+    def readout(self, hidden: torch.Tensor) -> torch.Tensor:
+        return hidden * self.decode_mask.to(hidden.dtype)
+
+    def extra_config(self) -> dict:
+        return {"n_hash": self.n_hash}
+
+
+class Randomized(PositionScheme):
+    """Randomized positions (Ruoss et al. 2023): each sequence's real tokens get a sorted random
+    subset of 0..max_position-1 as ids, in training and at test, fixed through decoding."""
+
+    name = "randomized"
+    uses_wpe = True
+
+    def __init__(self, max_position: int) -> None:
+        super().__init__()
+        self.max_position = max_position
+
+    def draw(self, attention_mask: torch.Tensor, generator: torch.Generator | None = None) -> PositionState:
+        batch, width = attention_mask.shape
+        n_real = attention_mask.long().sum(-1, keepdim=True)
+        longest = width  # a row never has more real tokens than columns
+        if longest > self.max_position:
+            raise ValueError(
+                f"randomized positions draw from {self.max_position} ids but a sequence has {longest} "
+                f"columns; raise model.randomized_max_position (<= model.n_positions)"
+            )
+        noise = torch.rand(batch, self.max_position, generator=generator, device=attention_mask.device)
+        # topk of noise = a uniformly random subset in random order; its first n_real ids are a
+        # uniform subset of that size, which sorted become the row's positions.
+        subset = noise.topk(longest, dim=-1).indices
+        column = torch.arange(longest, device=subset.device)
+        subset = torch.where(column < n_real, subset, self.max_position).sort(dim=-1).values
+        ids = subset.gather(1, rank_ids(attention_mask))
+        ids = torch.where(attention_mask.bool(), ids, 0)
+        return PositionState(position_ids=ids)
+
+    def extra_config(self) -> dict:
+        return {"randomized_max_position": self.max_position}
+
+
+class Abacus(PositionScheme):
+    """Abacus embeddings (McLeish et al. 2024): each digit token gets its 1-based index within its
+    own number (a run of consecutive digit tokens) plus a random offset in [0, max_offset] while
+    training (0 at test), looked up in a learned table and added to the input; other tokens get 0."""
+
+    name = "abacus"
+
+    def __init__(
+        self, n_embd: int, digit_token_ids: Iterable[int], vocab_size: int, max_offset: int, max_index: int
+    ) -> None:
+        super().__init__()
+        self.max_offset = max_offset
+        is_digit = torch.zeros(vocab_size, dtype=torch.bool)
+        is_digit[list(digit_token_ids)] = True
+        if not is_digit.any():
+            raise ValueError("abacus positions need digit tokens, but the tokenizer has none")
+        #: is_digit[token id]: the token's text is a digit string (possibly with a leading space)
+        self.register_buffer("is_digit", is_digit)
+        self.embedding = nn.Embedding(max_index + max_offset + 1, n_embd)
+        nn.init.normal_(self.embedding.weight, std=0.02)
+
+    def draw(self, attention_mask: torch.Tensor, generator: torch.Generator | None = None) -> PositionState:
+        batch = attention_mask.shape[0]
+        device = attention_mask.device
+        if self.training and self.max_offset:
+            offset = torch.randint(0, self.max_offset + 1, (batch,), generator=generator, device=device)
+        else:
+            offset = torch.zeros(batch, dtype=torch.long, device=device)
+        run = torch.zeros(batch, dtype=torch.long, device=device)
+        return PositionState(position_ids=rank_ids(attention_mask), offset=offset, digit_run=run)
+
+    def embed(self, input_ids, token_embeds, state, start=0):
+        stop = start + input_ids.shape[1]
+        _check_width(state, stop)
+        run = state.digit_run if start > 0 else torch.zeros_like(state.digit_run)
+        digit = self.is_digit[input_ids]
+        count = run[:, None] + digit.long().cumsum(-1)
+        # index within the current run = digits so far - digits counted at the last non-digit
+        last_break = torch.where(digit, 0, count).cummax(-1).values
+        index = count - last_break
+        slot = torch.where(digit, index + state.offset[:, None], 0)
+        slot = slot.clamp_(max=self.embedding.num_embeddings - 1)
+        inputs = token_embeds + self.embedding(slot).to(token_embeds.dtype)
+        return inputs, state.position_ids[:, start:stop], dataclasses.replace(state, digit_run=index[:, -1])
+
+    def extra_config(self) -> dict:
+        return {"abacus_max_offset": self.max_offset}
+
+
+def digit_token_ids(tokenizer) -> list[int]:
+    """Ids of tokens whose text is a digit string, possibly after one leading space (" 7", "12")."""
+    ids = []
+    for token, index in tokenizer.get_vocab().items():
+        text = tokenizer.convert_tokens_to_string([token])
+        body = text[1:] if text.startswith(" ") else text
+        if body.isdigit() and body.isascii():
+            ids.append(index)
+    return ids
+
+
+def make_scheme(
+    name: str,
+    *,
+    n_embd: int,
+    n_head: int,
+    n_positions: int,
+    vocab_size: int,
+    n_hash: int = 0,
+    randomized_max_position: int = 0,
+    abacus_max_offset: int = 20,
+    digit_ids: Iterable[int] = (),
+) -> PositionScheme:
+    """The scheme called `name` (one of config.POSITION_SCHEMES) for a model of the given sizes."""
+    if name == "learned":
+        return Learned()
+    if name == "none":
+        return NoPosition()
+    if name == "random_embed":
+        return RandomEmbed(n_embd, n_head, n_hash or default_n_hash(n_embd, n_head))
+    if name == "randomized":
+        max_position = randomized_max_position or n_positions
+        if max_position > n_positions:
+            raise ValueError(
+                f"randomized_max_position={max_position} exceeds the model's n_positions={n_positions}"
+            )
+        return Randomized(max_position)
+    if name == "abacus":
+        return Abacus(n_embd, digit_ids, vocab_size, abacus_max_offset, max_index=n_positions)
+    raise ValueError(f"position scheme {name!r} is not valid; choose one of: {', '.join(POSITION_SCHEMES)}")
+
+
+def default_n_hash(n_embd: int, n_head: int) -> int:
+    """n_embd // 4 rounded down to a multiple of n_head (at least n_head), as ModelConfig documents."""
+    return max(n_head, (n_embd // 4) // n_head * n_head)

@@ -1,0 +1,195 @@
+"""The evaluator: exact match per cell, memorisation, failures, batching and its speed."""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+
+import pytest
+import torch
+from matplotlib.figure import Figure
+from torch import nn
+
+from arith.config import DataConfig, ModelConfig
+from arith.data import test_examples
+from arith.evaluate import CELL_COLUMNS, evaluate, generate_answers, heatmap, left_pad
+from arith.formats import problem_ids
+from arith.model import build_model
+from arith.tokenizer import build_tokenizer
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models run fastest on one thread: more threads oversubscribe the shared CPU cores."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+class ScriptedModel(nn.Module):
+    """Answers from a script (prompt text -> completion), through the same generate_greedy interface
+    as ArithModel: it checks the evaluator's encoding, padding, ordering and scoring, not a network."""
+
+    def __init__(self, tokenizer, script: dict[str, str]) -> None:
+        super().__init__()
+        self.tokenizer, self.script = tokenizer, script
+        self.anchor = nn.Parameter(torch.zeros(1))
+        self.budgets: list[int] = []
+
+    @property
+    def device(self) -> torch.device:
+        return self.anchor.device
+
+    def generate_greedy(self, input_ids, attention_mask, max_new_tokens, eos_token_id, *, generator=None):
+        assert torch.all(attention_mask[:, -1] == 1), "prompts must be left-padded"
+        self.budgets.append(max_new_tokens)
+        rows = []
+        for ids, mask in zip(input_ids.tolist(), attention_mask.tolist(), strict=True):
+            prompt = self.tokenizer.decode([t for t, m in zip(ids, mask, strict=True) if m])
+            completion = self.tokenizer.encode(self.script[prompt], add_special_tokens=False)
+            rows.append((completion + [eos_token_id] * max_new_tokens)[:max_new_tokens])
+        return torch.tensor(rows)
+
+
+def mul_examples(per_cell: int = 4):
+    return test_examples(
+        DataConfig(task="mul", format="padding_reverse", max_digits=2, test_per_cell=per_cell)
+    )
+
+
+def test_scores_cells_failures_and_memorisation_exactly():
+    tok = build_tokenizer()
+    examples = mul_examples()
+    wrong = {e.prompt for e in examples if e.cell == ("main", 2, 1)} | {examples[0].prompt}
+    script = {" " + e.prompt: (" 9" + e.answer if e.prompt in wrong else e.answer) for e in examples}
+    train = [e for e in examples if e.cell == ("main", 1, 2)][:3]
+    shuffled = random.Random(0).sample(examples, len(examples))
+    result = evaluate(
+        ScriptedModel(tok, script),
+        tok,
+        shuffled,
+        batch_size=3,
+        train_problems=problem_ids(train),
+        failures_per_cell=2,
+    )
+    frame = result.to_frame()
+    assert list(frame.columns) == CELL_COLUMNS
+    assert [(c.row_digits, c.col_digits) for c in result.cells] == [(1, 1), (1, 2), (2, 1), (2, 2)]
+    assert [c.n for c in result.cells] == [4, 4, 4, 4]
+    assert [c.correct for c in result.cells] == [3, 4, 0, 4]
+    assert result.mean_accuracy() == pytest.approx((0.75 + 1 + 0 + 1) / 4)
+    assert [c.seen_in_train for c in result.cells] == [0, 0.75, 0, 0]
+    assert result.seen_fraction() == pytest.approx(3 / 16)
+    by_cell = [f.cell for f in result.failures]
+    assert by_cell.count(("main", 2, 1)) == 2 and by_cell.count(("main", 1, 1)) == 1
+    failure = next(f for f in result.failures if f.cell == ("main", 1, 1))
+    assert failure.prompt == examples[0].prompt
+    assert failure.expected == examples[0].answer.strip()
+    assert failure.generated == "9 " + examples[0].answer.strip()
+    assert set(result.failures_frame().columns) >= {"prompt", "expected", "generated", "context"}
+
+
+def test_decoding_budget_is_the_longest_answer_plus_a_margin():
+    tok = build_tokenizer()
+    examples = mul_examples(2)
+    model = ScriptedModel(tok, {" " + e.prompt: e.answer for e in examples})
+    result = evaluate(model, tok, examples, batch_size=len(examples))
+    assert result.mean_accuracy() == 1.0 and math.isnan(result.seen_fraction())
+    answer_tokens = max(len(tok.encode(e.answer, add_special_tokens=False)) for e in examples)
+    assert model.budgets == [answer_tokens + 1 + 4]  # + eos + ANSWER_MARGIN
+
+
+def test_examples_without_a_cell_are_refused():
+    tok = build_tokenizer()
+    example = mul_examples(1)[0]
+    unlabelled = type(example)(**{**{f: getattr(example, f) for f in example.__slots__}, "cell": None})
+    with pytest.raises(ValueError, match="cell"):
+        evaluate(ScriptedModel(tok, {}), tok, [unlabelled])
+
+
+def tiny_model(position: str, tok):
+    torch.manual_seed(0)
+    return build_model(ModelConfig(preset="nano", n_positions=64, position=position), tok)
+
+
+def test_real_model_evaluation_is_deterministic_and_restores_the_mode():
+    tok = build_tokenizer()
+    model = tiny_model("random_embed", tok).train()
+    examples = test_examples(DataConfig(task="add", format="padding_reverse", max_digits=3, test_per_cell=4))
+    first = evaluate(model, tok, examples, batch_size=5, seed=7)
+    second = evaluate(model, tok, examples, batch_size=5, seed=7)
+    assert model.training
+    assert first.to_frame().equals(second.to_frame())
+    assert [c.col_digits for c in first.cells] == [1, 2, 3] and all(c.row_digits is None for c in first.cells)
+    assert first.samples_per_s > 0
+
+
+def test_batching_does_not_change_the_answers():
+    """Length-sorted, left-padded batches give each prompt what it gets alone."""
+    tok = build_tokenizer()
+    model = tiny_model("learned", tok).double()
+    examples = mul_examples(2)
+    batched = generate_answers(model, tok, examples, batch_size=8)
+    alone = generate_answers(model, tok, examples, batch_size=1)
+    assert batched == alone
+
+
+def test_heatmap_draws_the_grid_of_one_context():
+    tok = build_tokenizer()
+    examples = mul_examples(1)
+    frame = evaluate(
+        ScriptedModel(tok, {" " + e.prompt: e.answer for e in examples}), tok, examples
+    ).to_frame()
+    figure = heatmap(frame, "main")
+    assert isinstance(figure, Figure)
+    image = figure.axes[0].images[0].get_array()
+    assert image.shape == (2, 2) and image.min() == 1.0
+    one_d = frame.assign(row_digits=None).drop_duplicates("col_digits")
+    assert heatmap(one_d, "main").axes[0].images[0].get_array().shape == (1, 2)
+    with pytest.raises(ValueError, match="contexts: \\['main'\\]"):
+        heatmap(frame, "dialogue")
+
+
+def test_batched_kv_cache_decoding_is_much_faster_than_generate_per_sample():
+    """The benchmark (benchmarks/bench_eval.py) asks 10x on more samples; here a quick 3x."""
+    tok = build_tokenizer()
+    model = tiny_model("learned", tok).eval()
+    examples = test_examples(DataConfig(task="add", format="padding_reverse", max_digits=3, test_per_cell=16))
+    new_tokens = max(len(tok.encode(e.answer, add_special_tokens=False)) for e in examples) + 5
+
+    start = time.perf_counter()
+    generate_answers(model, tok, examples, batch_size=256)
+    batched = time.perf_counter() - start
+
+    start = time.perf_counter()
+    for e in examples:
+        ids, mask = left_pad([tok.encode(" " + e.prompt, add_special_tokens=False)], tok.pad_token_id)
+        model.lm.generate(
+            input_ids=ids,
+            attention_mask=mask,
+            max_new_tokens=new_tokens,
+            do_sample=False,
+            eos_token_id=tok.eos_token_id,
+            pad_token_id=tok.pad_token_id,
+        )
+    one_by_one = time.perf_counter() - start
+    assert one_by_one > 3 * batched, (one_by_one, batched)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_evaluation_matches_cpu_and_runs_under_bf16_autocast():
+    tok = build_tokenizer()
+    examples = mul_examples(4)
+    model = tiny_model("learned", tok).double()
+    on_cpu = evaluate(model, tok, examples, batch_size=5)
+    generated_cpu = generate_answers(model, tok, examples, batch_size=5)
+    model = model.cuda()
+    assert generate_answers(model, tok, examples, batch_size=5) == generated_cpu
+    assert evaluate(model, tok, examples, batch_size=5).to_frame().equals(on_cpu.to_frame())
+    model = tiny_model("random_embed", tok).cuda()
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        result = evaluate(model, tok, examples, batch_size=5, seed=1)
+    assert result.n_samples == len(examples)
