@@ -1,0 +1,386 @@
+"""The search space: every experiment of the paper as a named grid of trial configs.
+
+A `Grid` is a base config (the paper's setup for that experiment, as dotted overrides) and axes whose
+product gives the points, plus `also` blocks for coupled values the product cannot express (the
+15- and 20-digit multiplication runs exist for one format only). An axis value may be a `Variant`: a
+named bundle of settings that travel together (a task with its sample count, epochs and test digits).
+Each point knows the paper table(s) it reproduces, so the analysis can put it beside the paper's numbers.
+
+`points(grid, scale, seeds)` resolves a grid into validated `ExperimentConfig`s: base, point, scale
+(`sweeps.scales`), user overrides, then one copy per seed, tagged for MLflow.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from arith.config import ConfigError, ExperimentConfig
+from arith.data import validate_data
+from sweeps.scales import Scale, get_scale
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A named bundle of coupled settings used as one value of an axis."""
+
+    name: str
+    overrides: Mapping[str, Any]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Point:
+    """One grid point before scaling: a readable id and the dotted overrides over the default config."""
+
+    name: str
+    overrides: dict[str, Any]
+
+
+Axes = Mapping[str, list[Any]]
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A named experiment: base settings x axes (+ coupled `also` blocks) -> points -> paper tables."""
+
+    name: str
+    description: str
+    base: Mapping[str, Any]
+    axes: Axes
+    #: extra products merged after the main one, for values that exist only together
+    also: tuple[Axes, ...] = ()
+    #: the paper labels this grid reproduces (tables `tb:*`, figures `fig:*`); empty for new experiments
+    paper_tables: tuple[str, ...] = ()
+    #: the label(s) one point reproduces, from its paper-scale config; () when the paper has no number
+    table_of: Callable[[ExperimentConfig], tuple[str, ...]] = field(default=lambda cfg: ())
+    #: scales shrink digit counts, except where the digit split is the experiment (nl_mix's 2-3 vs 4-5)
+    scale_digits: bool = True
+
+    def points(self) -> list[Point]:
+        """The grid's points in a stable order: the main product, then each `also` block."""
+        out: dict[str, Point] = {}
+        for block in (self.axes, *self.also):
+            keys = list(block)
+            for values in itertools.product(*(block[k] for k in keys)):
+                overrides = dict(self.base)
+                labels = []
+                for key, value in zip(keys, values, strict=True):
+                    if isinstance(value, Variant):
+                        overrides.update(value.overrides)
+                        labels.append(f"{_short(key)}={value.name}")
+                    else:
+                        overrides[key] = value
+                        labels.append(f"{_short(key)}={_show(value)}")
+                name = ",".join(labels) or "base"
+                out.setdefault(name, Point(name, overrides))
+        return list(out.values())
+
+    def axis_summary(self) -> list[str]:
+        """Human-readable axes, one line per block, for `--list`."""
+        lines = []
+        for i, block in enumerate((self.axes, *self.also)):
+            body = " x ".join(f"{_short(k)} {{{', '.join(_show(v) for v in vs)}}}" for k, vs in block.items())
+            lines.append(("  also " if i else "") + body)
+        return lines
+
+
+def _short(key: str) -> str:
+    return key.rpartition(".")[2]
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The paper's setups (appendix), shared by several grids
+# ---------------------------------------------------------------------------------------------------------
+
+#: Appendix B: 300k samples, factor digits uniform on 1..n, random-init GPT2-small, 300 epochs at 2e-5,
+#: 100 test samples per (digits of a, digits of b) cell (empty test_digits = 1..max_digits both ways).
+MUL_SETUP: dict[str, Any] = {
+    "data.task": "mul",
+    "data.min_digits": 1,
+    "data.train_samples": 300_000,
+    "data.test_per_cell": 100,
+    "model.init": "random",
+    "train.epochs": 300,
+    "train.lr": 2e-5,
+}
+
+#: Appendix C.1: 120k samples, addend digits uniform on 2..10, pretrained GPT2-small fine-tuned for 5
+#: epochs at 2e-5, tested on 100 additions of n digits for n in 9..13.
+ADD_LENGTH_SETUP: dict[str, Any] = {
+    "data.task": "add_scratchpad",
+    "data.min_digits": 2,
+    "data.max_digits": 10,
+    "data.train_samples": 120_000,
+    "data.test_digits": list(range(9, 14)),
+    "data.test_per_cell": 100,
+    "train.epochs": 5,
+    "train.lr": 2e-5,
+}
+
+#: Appendix C.2 and figure fig:randembed: random-init GPT2-small without position embedding, 25 epochs
+#: at 1e-5 (figure fig:testacc_rev: 10 epochs at 2e-5). 120k samples of 2..10 digits.
+RANDEMBED_TRAINING: dict[str, Any] = {"model.init": "random", "train.epochs": 25, "train.lr": 1e-5}
+
+
+def _mul_format_table(cfg: ExperimentConfig) -> tuple[str, ...]:
+    family = "basic" if cfg.data.format == "basic" else "padding"
+    return (f"tb:{family}-{cfg.data.max_digits}",)
+
+
+def _one_digit_weight_table(cfg: ExperimentConfig) -> tuple[str, ...]:
+    # weight 1.0 is the uniform distribution of the main run, printed as tb:padding-10
+    return ("tb:padding-10",) if cfg.data.one_digit_weight == 1.0 else ("tb:padding_10_ratio",)
+
+
+def _simple_case_table(cfg: ExperimentConfig) -> tuple[str, ...]:
+    letter = {("n_times_1", 5): "a", ("n_times_1", 6): "b", ("first_step", 5): "c", ("first_step", 6): "d"}
+    return (f"tb:onedigit_5-6{letter[(cfg.data.augment, cfg.data.max_digits)]}",)
+
+
+def _add_length_table(cfg: ExperimentConfig) -> tuple[str, ...]:
+    # the table holds the pretrained models on the three formats as printed (addends not reversed)
+    in_table = cfg.model.init == "pretrained" and not cfg.data.reverse_addends
+    return ("tb:acc_dataformat",) if in_table else ()
+
+
+def _reverse_table(cfg: ExperimentConfig) -> tuple[str, ...]:
+    if cfg.train.epochs == 25:
+        return ("fig:randembed",)
+    return ("fig:testacc_rev",) if cfg.model.position != "random_embed" else ()
+
+
+def _nl_mix_table(cfg: ExperimentConfig) -> tuple[str, ...]:
+    # a/b: dialogue context at 100/50 epochs; c/d: pure-addition context (only with arithmetic mixed in)
+    return ("tb:acc_nldia_a", "tb:acc_nldia_b") + (
+        ("tb:acc_nldia_c", "tb:acc_nldia_d") if cfg.data.mix_format != "none" else ()
+    )
+
+
+PAPER_POSITIONS = ["learned", "none", "random_embed"]
+
+GRIDS: dict[str, Grid] = {
+    grid.name: grid
+    for grid in [
+        Grid(
+            name="mul_format",
+            description="Multiplication data formats (section 2.2): padding and reversed product vs basic.",
+            base={**MUL_SETUP},
+            axes={
+                "data.format": ["basic", "reverse_product", "padding", "padding_reverse"],
+                "data.max_digits": [5, 10],
+            },
+            also=({"data.format": ["padding_reverse"], "data.max_digits": [15, 20]},),
+            paper_tables=(
+                "tb:basic-5",
+                "tb:padding-5",
+                "tb:basic-10",
+                "tb:padding-10",
+                "tb:padding-15",
+                "tb:padding-20",
+            ),
+            table_of=_mul_format_table,
+        ),
+        Grid(
+            name="mul_one_digit_weight",
+            description="Fewer n x 1 multiplications (appendix A): weight of 1 in the digit distribution.",
+            base={**MUL_SETUP, "data.format": "padding_reverse", "data.max_digits": 10},
+            axes={"data.one_digit_weight": [0.0, 0.2, 0.4, 1.0]},
+            paper_tables=("tb:padding_10_ratio", "tb:padding-10"),
+            table_of=_one_digit_weight_table,
+        ),
+        Grid(
+            name="mul_simple_case",
+            description="Simple cases every third sample (appendix A): n x 1 lines or first-step lines.",
+            base={**MUL_SETUP, "data.format": "reverse_product"},
+            axes={"data.max_digits": [5, 6], "data.augment": ["n_times_1", "first_step"]},
+            paper_tables=("tb:onedigit_5-6a", "tb:onedigit_5-6b", "tb:onedigit_5-6c", "tb:onedigit_5-6d"),
+            table_of=_simple_case_table,
+        ),
+        Grid(
+            name="add_length",
+            description="Addition length generalisation by data format (section 3.1), 2-10 -> 9-13 digits.",
+            base={**ADD_LENGTH_SETUP},
+            axes={
+                "data.format": ["basic", "random_space", "recursive_scratchpad"],
+                "model.init": ["pretrained", "random"],
+            },
+            also=(
+                {
+                    "data.format": ["recursive_scratchpad"],
+                    "data.reverse_addends": [True],
+                    "model.init": ["pretrained", "random"],
+                },
+            ),
+            paper_tables=("tb:acc_dataformat",),
+            table_of=_add_length_table,
+        ),
+        Grid(
+            name="reverse_posembed",
+            description="Digit reversal (section 3.2): no position embedding, or random tags instead.",
+            base={
+                "data.task": "reverse",
+                "data.format": "basic",
+                "data.min_digits": 2,
+                "data.max_digits": 10,
+                "data.train_samples": 120_000,
+                # the figures read regular and repetitive numbers well past the training lengths
+                "data.test_digits": list(range(2, 17)),
+                "train.epochs": 10,
+                "train.lr": 2e-5,
+            },
+            axes={"model.position": PAPER_POSITIONS, "model.init": ["pretrained", "random"]},
+            # fig:randembed: the random-init models retrained for 25 epochs at 1e-5
+            also=(
+                {
+                    "model.position": ["none", "random_embed"],
+                    "model.init": ["random"],
+                    "train.epochs": [25],
+                    "train.lr": [1e-5],
+                },
+            ),
+            paper_tables=("fig:testacc_rev", "fig:randembed"),
+            table_of=_reverse_table,
+        ),
+        Grid(
+            name="add_posembed",
+            description="Scratchpad addition from scratch (figure fig:acc_add_rand): position schemes.",
+            base={**ADD_LENGTH_SETUP, "data.format": "basic", **RANDEMBED_TRAINING},
+            axes={"model.position": PAPER_POSITIONS},
+            paper_tables=("fig:acc_add_rand",),
+            table_of=lambda cfg: ("fig:acc_add_rand",),
+        ),
+        Grid(
+            name="nl_mix",
+            description="Dialogues mixed with arithmetic (section 4), read at epochs 50 and 100.",
+            base={
+                "data.task": "dialogue",
+                "data.format": "basic",
+                "data.min_digits": 2,
+                "data.max_digits": 5,
+                "data.mix_samples": 120_000,
+                "data.dialogue_easy": 12_200,
+                "data.dialogue_hard": 1_040,
+                "data.test_digits": [2, 3, 4, 5],
+                "data.test_per_cell": 100,
+                "model.init": "random",
+                "train.epochs": 100,
+                "train.lr": 2e-5,
+                "train.eval_epochs": [50, 100],
+            },
+            axes={"data.mix_format": ["none", "basic", "random_space"], "model.position": PAPER_POSITIONS},
+            paper_tables=("tb:acc_nldia_a", "tb:acc_nldia_b", "tb:acc_nldia_c", "tb:acc_nldia_d"),
+            table_of=_nl_mix_table,
+            scale_digits=False,
+        ),
+        Grid(
+            name="position_schemes",
+            description="Beyond the paper: addition and multiplication under every position scheme.",
+            base={"model.init": "random"},
+            axes={
+                "data.task": [
+                    # the add_posembed protocol on plain addition, 2-10 digits, tested to 13 digits
+                    Variant(
+                        "add",
+                        {
+                            **ADD_LENGTH_SETUP,
+                            "data.task": "add",
+                            "data.format": "basic",
+                            "data.test_digits": list(range(2, 14)),
+                            **RANDEMBED_TRAINING,
+                        },
+                    ),
+                    # the mul_format protocol on padded, reversed 5-digit multiplication
+                    Variant("mul", {**MUL_SETUP, "data.format": "padding_reverse", "data.max_digits": 5}),
+                ],
+                "model.position": ["learned", "none", "random_embed", "randomized", "abacus"],
+            },
+        ),
+    ]
+}
+
+
+def get_grid(name: str) -> Grid:
+    """The grid called `name`; an unknown name fails listing the valid ones."""
+    if name not in GRIDS:
+        raise ConfigError(f"unknown grid {name!r}; choose one of: {', '.join(GRIDS)}")
+    return GRIDS[name]
+
+
+def points(
+    grid: Grid | str,
+    scale: Scale | str = "paper",
+    seeds: int | Iterable[int] = 1,
+    overrides: Mapping[str, Any] | None = None,
+) -> list[ExperimentConfig]:
+    """Every trial of `grid` at `scale`: one validated config per point and seed, tagged for MLflow.
+
+    Order of precedence: defaults < grid base < point < scale < `overrides` (--set) < seed. `seeds` is a
+    count K (seeds base, base+1, ..., with base = the configured train.seed) or explicit seed values.
+    """
+    grid = get_grid(grid) if isinstance(grid, str) else grid
+    scale = get_scale(scale) if isinstance(scale, str) else scale
+    out = []
+    for point in grid.points():
+        paper_cfg = ExperimentConfig().with_overrides(point.overrides)
+        labels = grid.table_of(paper_cfg)
+        cfg = scale.apply(paper_cfg, scale_digits=grid.scale_digits)
+        cfg = cfg.with_overrides(dict(overrides or {}))
+        for seed in _seed_values(seeds, cfg.train.seed):
+            offset = seed - cfg.train.seed
+            trial = cfg.with_overrides(
+                {
+                    "data.seed": cfg.data.seed + offset,
+                    "train.seed": seed,
+                    "tracking.experiment": grid.name,
+                    "tracking.run_name": f"{point.name},seed={seed}",
+                    "tracking.tags": {
+                        **cfg.tracking.tags,
+                        "grid": grid.name,
+                        "scale": scale.name,
+                        "seed": str(seed),
+                        "point": point.name,
+                        "paper_table": ",".join(labels) or "none",
+                        "paper_epochs": json.dumps(_paper_epochs(paper_cfg, cfg)),
+                    },
+                }
+            )
+            try:
+                validate_data(trial.validate().data)  # what the data layer cannot produce fails here too
+                out.append(trial)
+            except ConfigError as err:
+                raise ConfigError(
+                    f"grid {grid.name!r} point {point.name!r} at scale {scale.name!r}: {err}"
+                ) from err
+    return out
+
+
+def _seed_values(seeds: int | Iterable[int], base: int) -> list[int]:
+    if isinstance(seeds, int):
+        if seeds < 1:
+            raise ConfigError(f"--seeds must be >= 1 (got {seeds})")
+        return [base + i for i in range(seeds)]
+    values = list(seeds)
+    if not values or len(set(values)) != len(values):
+        raise ConfigError(f"seeds must be distinct and at least one (got {values})")
+    return values
+
+
+def _paper_epochs(paper_cfg: ExperimentConfig, cfg: ExperimentConfig) -> dict[str, int]:
+    """Evaluated epoch -> the paper's epoch it stands for (a scale shortens training proportionally)."""
+    scaled = sorted({*cfg.train.eval_epochs, cfg.train.epochs})
+    paper = sorted({*paper_cfg.train.eval_epochs, paper_cfg.train.epochs})
+    if len(scaled) == len(paper):
+        return {str(s): p for s, p in zip(scaled, paper, strict=True)}
+    return {str(cfg.train.epochs): paper_cfg.train.epochs}

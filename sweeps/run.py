@@ -1,0 +1,571 @@
+"""Run one grid of the paper as a Ray Tune sweep: `python sweeps/run.py --grid nl_mix --scale cpu`.
+
+The driver resolves and validates every trial config first (a bad point fails here, not hours in),
+checks the MLflow tracking server and the cluster's GPUs, opens one parent MLflow run for the sweep and
+hands the trials to Ray Tune: one trial per (point, seed), `tune.with_resources` per trial, retries
+from the trainer's checkpoints (`FailureConfig`). Each trial owns its MLflow run (the trainer nests it
+under the parent and keeps its id in its checkpoint), so a retried or resumed trial continues its run.
+
+The sweep's configs and parent run id are saved in the experiment folder (`sweep.json`), so `--resume`
+restores exactly the interrupted sweep and runs only what was unfinished.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # `python sweeps/run.py`: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import pandas as pd
+
+from arith.config import ConfigError, ExperimentConfig, parse_set
+from sweeps.grids import GRIDS, get_grid, points
+from sweeps.scales import SCALES, get_scale
+
+SWEEP_FILE = "sweep.json"
+#: metrics shown in the end-of-sweep summary when the analysis package is not available
+SUMMARY_METRICS = ("test_acc", "epoch", "time_total_s")
+
+
+class SweepError(RuntimeError):
+    """A sweep that cannot start; the message says why and what to do instead."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python sweeps/run.py",
+        description="Run one experiment grid of 'Positional Description Matters' as a Ray Tune sweep.",
+    )
+    p.add_argument("--grid", help=f"one of: {', '.join(GRIDS)}")
+    p.add_argument("--scale", default="paper", help=f"one of: {', '.join(SCALES)} (default: paper)")
+    p.add_argument("--seeds", type=int, default=1, help="repeat every point with K seeds (default 1)")
+    p.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override any config field, e.g. --set train.epochs=3 (repeatable)",
+    )
+    p.add_argument(
+        "--address",
+        default=None,
+        help="Ray cluster: 'auto' or HOST:PORT (default: $RAY_ADDRESS, else a local Ray for the run)",
+    )
+    p.add_argument(
+        "--gpus-per-trial",
+        type=float,
+        default=None,
+        help="GPUs per trial; fractions pack trials (0.25 = four on a GPU). Default: 1 at "
+        "scale paper, else 0",
+    )
+    p.add_argument(
+        "--cpus-per-trial",
+        type=float,
+        default=1.0,
+        help="CPUs per trial; torch uses this many threads (default 1: on 2 cores two 1-CPU trials "
+        "measured faster than one 2-thread trial)",
+    )
+    p.add_argument(
+        "--max-concurrent",
+        type=int,
+        default=None,
+        help="at most N trials at once (default: as many as the resources allow)",
+    )
+    p.add_argument(
+        "--max-failures",
+        type=int,
+        default=2,
+        help="retries of a failed trial from its last checkpoint (default 2)",
+    )
+    p.add_argument(
+        "--tracking-uri",
+        default=None,
+        help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)",
+    )
+    p.add_argument(
+        "--storage-path", default="ray_results", help="Ray Tune results folder (default ./ray_results)"
+    )
+    p.add_argument(
+        "--ray-temp-dir",
+        default=None,
+        help="temporary folder of a local Ray (default: Ray's own, /tmp/ray); keep it short",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the latest interrupted sweep of this grid and scale under --storage-path",
+    )
+    p.add_argument("--dry-run", action="store_true", help="print the trial table and exit")
+    p.add_argument("--list", action="store_true", help="print the grids with their axes and paper tables")
+    return p.parse_args(argv)
+
+
+def list_grids() -> str:
+    """The `--list` text: every grid with its axes, size and the paper tables it reproduces."""
+    lines = []
+    for grid in GRIDS.values():
+        lines.append(f"{grid.name}  ({len(grid.points())} points)  {grid.description}")
+        lines += [f"    axes: {line}" for line in grid.axis_summary()]
+        lines.append(f"    paper: {', '.join(grid.paper_tables) or 'none (beyond the paper)'}")
+    lines.append("")
+    lines += [f"scale {s.name}: {s.description}" for s in SCALES.values()]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Building the sweep
+# ---------------------------------------------------------------------------------------------------------
+
+
+def absolute_uri(uri: str) -> str:
+    """Trials run in other folders (Ray's trial dirs, other machines): make a local SQLite path absolute."""
+    prefix = "sqlite:///"
+    if uri.startswith(prefix) and not uri.startswith(prefix + "/"):
+        return prefix + str(Path(uri[len(prefix) :]).resolve())
+    if "://" not in uri:  # a bare path is a file store folder
+        return str(Path(uri).resolve())
+    return uri
+
+
+def absolute_paths(overrides: dict[str, str]) -> dict[str, str]:
+    """Local files named in --set (a dialogue file, a pretrained model folder) as absolute paths."""
+    out = dict(overrides)
+    for key in ("data.dialogue_file", "model.pretrained"):
+        value = out.get(key)
+        if value and Path(value).exists():
+            out[key] = str(Path(value).resolve())
+    return out
+
+
+def trial_key(point: str, seed: int) -> str:
+    return f"{point}|seed={seed}"
+
+
+def build_configs(args: argparse.Namespace, tracking_uri: str) -> dict[str, dict[str, Any]]:
+    """trial key -> config dict, every one validated; fails at once on a bad grid, scale or key."""
+    overrides = absolute_paths(parse_set(args.sets))
+    overrides["tracking.tracking_uri"] = tracking_uri
+    configs = points(get_grid(args.grid), get_scale(args.scale), args.seeds, overrides)
+    return {trial_key(c.tracking.tags["point"], c.train.seed): c.to_dict() for c in configs}
+
+
+def resources(args: argparse.Namespace) -> dict[str, float]:
+    gpus = args.gpus_per_trial
+    if gpus is None:
+        gpus = 1.0 if get_scale(args.scale).needs_gpu else 0.0
+    if args.cpus_per_trial <= 0 or gpus < 0:
+        raise SweepError("--cpus-per-trial must be > 0 and --gpus-per-trial >= 0")
+    return {"cpu": args.cpus_per_trial, "gpu": gpus}
+
+
+HEADLINE_KEYS = (
+    "data.task",
+    "data.format",
+    "data.min_digits",
+    "data.max_digits",
+    "data.train_samples",
+    "model.preset",
+    "model.position",
+    "model.init",
+    "train.epochs",
+    "train.lr",
+)
+
+
+def trial_table(configs: dict[str, dict[str, Any]], res: dict[str, float]) -> pd.DataFrame:
+    """One row a trial: its point, seed, paper table, headline settings, every varying key and resources."""
+    flat = [ExperimentConfig.from_dict(c).flat() for c in configs.values()]
+    varying = [k for k in flat[0] if not k.startswith("tracking.") and len({repr(f[k]) for f in flat}) > 1]
+    keys = list(HEADLINE_KEYS) + [k for k in varying if k not in HEADLINE_KEYS and k != "data.seed"]
+    rows = []
+    for f in flat:
+        tags = f["tracking.tags"]
+        rows.append(
+            {
+                "point": tags["point"],
+                "seed": f["train.seed"],
+                "paper_table": tags["paper_table"],
+                **{k.partition(".")[2]: f[k] for k in keys},
+                "cpus": res["cpu"],
+                "gpus": res["gpu"],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# MLflow
+# ---------------------------------------------------------------------------------------------------------
+
+
+def check_tracking(uri: str) -> None:
+    """Fail before any trial starts when the tracking server cannot be reached (and create a SQLite store
+    here, once, rather than from two trials at the same moment)."""
+    if uri.startswith(("http://", "https://")):
+        import urllib.request
+
+        try:
+            with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=10):
+                pass
+        except OSError as err:
+            raise SweepError(f"MLflow tracking server {uri} is not reachable: {err}") from err
+    if uri.startswith("sqlite:///"):
+        Path(uri[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
+    from mlflow import MlflowClient
+
+    try:
+        MlflowClient(tracking_uri=uri).search_experiments(max_results=1)
+    except Exception as err:
+        raise SweepError(f"MLflow tracking store {uri} is not usable: {err}") from err
+
+
+def git_commit() -> str:
+    """The project's commit (with `-dirty` when the tree has changes), for the runs' `git_commit` tag."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return commit + ("-dirty" if dirty else "")
+
+
+def open_parent_run(uri: str, experiment: str, run_name: str, tags: dict[str, str]) -> str:
+    """Create the sweep's parent run (its experiment too, if new); return its id."""
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    found = client.get_experiment_by_name(experiment)
+    experiment_id = found.experiment_id if found else client.create_experiment(experiment)
+    run = client.create_run(experiment_id, run_name=run_name, tags=tags)
+    return run.info.run_id
+
+
+def set_run_status(uri: str, run_id: str, status: str) -> None:
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    if status == "RUNNING":
+        client.update_run(run_id, status="RUNNING")
+    else:
+        client.set_terminated(run_id, status=status)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Ray Tune
+# ---------------------------------------------------------------------------------------------------------
+
+
+def run_trial(config: dict[str, Any], configs: dict[str, dict[str, Any]]) -> None:
+    """The Tune trainable: look the trial's full config up by (point, seed) and hand it to the trainer.
+
+    Tune's search space holds only `point` and `seed`, so its trial table stays readable."""
+    from ray import tune
+
+    from arith.train import tune_entrypoint
+
+    cfg = configs[trial_key(config["point"], config["seed"])]
+    if tune.get_checkpoint() is None:
+        discard_lost_attempts(cfg)
+    tune_entrypoint(cfg)
+
+
+def discard_lost_attempts(cfg: dict[str, Any]) -> None:
+    """Delete the unfinished MLflow runs an earlier attempt of this trial left behind.
+
+    An attempt killed before its first checkpoint has nothing to resume, so the trial starts over with a
+    new run; deleting the old one keeps exactly one run per trial (no orphans stuck in RUNNING)."""
+    tracking = cfg["tracking"]
+    if not tracking["enabled"] or not tracking["parent_run_id"]:
+        return
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=tracking["tracking_uri"])
+    experiment = client.get_experiment_by_name(tracking["experiment"])
+    if experiment is None:
+        return
+    query = (
+        f"tags.mlflow.parentRunId = '{tracking['parent_run_id']}' "
+        f"and tags.mlflow.runName = '{tracking['run_name']}'"
+    )
+    for run in client.search_runs([experiment.experiment_id], filter_string=query):
+        if run.info.status != "FINISHED":
+            client.delete_run(run.info.run_id)
+
+
+def trial_dirname(trial: Any) -> str:
+    """Short trial folder names (the default spells the whole config, too long for some file systems)."""
+    return trial.trial_id
+
+
+def start_ray(address: str | None, temp_dir: str | None) -> bool:
+    """Connect to the cluster at `address` / $RAY_ADDRESS, else start a local Ray; True if started here."""
+    import ray
+
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    if address:
+        try:
+            ray.init(address=address)
+        except Exception as err:
+            raise SweepError(
+                f"cannot connect to the Ray cluster at {address}: {err}. With token authentication, the "
+                "cluster's token must be in $RAY_AUTH_TOKEN or ~/.ray/auth_token on this machine."
+            ) from err
+        return False
+    kwargs: dict[str, Any] = {"include_dashboard": False}
+    if temp_dir:
+        kwargs["_temp_dir"] = str(Path(temp_dir).resolve())
+    ray.init(**kwargs)
+    return True
+
+
+def check_cluster(scale_name: str, res: dict[str, float]) -> None:
+    """Stop before starting anything when the cluster cannot run a single trial of this sweep."""
+    import ray
+
+    total = ray.cluster_resources()
+    gpus, cpus = total.get("GPU", 0.0), total.get("CPU", 0.0)
+    if get_scale(scale_name).needs_gpu and gpus == 0:
+        raise SweepError(
+            f"--scale {scale_name} trains the paper's GPT2-small for hundreds of epochs and needs GPUs, but "
+            "this Ray cluster has none. Run the CPU miniature instead: --scale cpu (or --address a GPU "
+            "cluster)."
+        )
+    if res["gpu"] > gpus:
+        raise SweepError(
+            f"--gpus-per-trial {res['gpu']:g} but the cluster has {gpus:g} GPUs; use 0 or a GPU cluster"
+        )
+    if res["cpu"] > cpus:
+        raise SweepError(f"--cpus-per-trial {res['cpu']:g} but the cluster has {cpus:g} CPUs")
+
+
+def latest_sweep(storage: Path, grid: str, scale: str) -> Path:
+    """The most recent sweep folder of this grid and scale (names sort by start time)."""
+    found = sorted(storage.glob(f"{grid}-{scale}-*/{SWEEP_FILE}"))
+    if not found:
+        raise SweepError(f"no sweep of grid {grid!r} at scale {scale!r} to resume under {storage}")
+    return found[-1].parent
+
+
+def finished_trials(uri: str, parent_run_id: str, configs: dict[str, dict[str, Any]], tune_done: int) -> int:
+    """How many trials have finished: those with a FINISHED MLflow run under the parent.
+
+    Tune stops the running trials of an interrupted sweep and reports them TERMINATED like finished
+    ones; the trial's own run, which the trainer ends only after its last epoch, tells them apart.
+    Without tracking, Tune's count (`tune_done`) is all there is."""
+    if not all(c["tracking"]["enabled"] for c in configs.values()):
+        return tune_done
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    names = {c["tracking"]["experiment"] for c in configs.values()}
+    experiment_ids = [e.experiment_id for e in map(client.get_experiment_by_name, sorted(names)) if e]
+    query = f"tags.mlflow.parentRunId = '{parent_run_id}' and attributes.status = 'FINISHED'"
+    runs = client.search_runs(experiment_ids, filter_string=query, max_results=50_000)
+    return len({c["tracking"]["run_name"] for c in configs.values()} & {r.info.run_name for r in runs})
+
+
+def make_trainable(configs: dict[str, dict[str, Any]], res: dict[str, float]):
+    from ray import tune
+
+    return tune.with_resources(tune.with_parameters(run_trial, configs=configs), res)
+
+
+def summary(results: Any) -> pd.DataFrame:
+    """Per-trial table from Tune's results: point, seed, status and the final metrics."""
+    rows = []
+    for result in results:
+        cfg = result.config or {}
+        metrics = result.metrics or {}
+        row = {
+            "point": cfg.get("point"),
+            "seed": cfg.get("seed"),
+            "status": "ERROR" if result.error else "DONE",
+        }
+        row.update({m: metrics.get(m) for m in SUMMARY_METRICS})
+        rows.append(row)
+    return pd.DataFrame(rows).sort_values(["point", "seed"]).reset_index(drop=True)
+
+
+def final_report(grid: str, uri: str, parent_run_id: str, results: Any) -> str:
+    """The analysis comparison for this sweep, or the per-trial summary until the analysis exists."""
+    try:
+        from analysis import report
+    except ImportError:
+        report = None
+    if report is not None:
+        try:
+            return report(grid, uri, parent_run_id=parent_run_id, fmt="markdown")
+        except Exception as err:  # the sweep's results stand even if the comparison cannot be drawn
+            print(f"analysis.report failed ({err}); per-trial summary instead", file=sys.stderr)
+    return summary(results).to_string(index=False)
+
+
+def new_sweep(
+    args: argparse.Namespace,
+    storage: Path,
+    uri: str,
+    configs: dict[str, dict[str, Any]],
+    res: dict[str, float],
+) -> tuple[Path, str]:
+    """Open the parent MLflow run, nest every trial under it and save the sweep for `--resume`."""
+    name = f"{args.grid}-{args.scale}-{time.strftime('%Y%m%d-%H%M%S')}"
+    commit = git_commit()
+    tags = {
+        "sweep": "1",
+        "grid": args.grid,
+        "scale": args.scale,
+        "git_commit": commit,
+        "trials": str(len(configs)),
+    }
+    parent_run_id = open_parent_run(uri, args.grid, name, tags)
+    for cfg in configs.values():
+        cfg["tracking"]["parent_run_id"] = parent_run_id
+        cfg["tracking"]["tags"]["git_commit"] = commit
+    sweep_dir = storage / name
+    sweep_dir.mkdir(parents=True, exist_ok=False)
+    state = {
+        "grid": args.grid,
+        "scale": args.scale,
+        "tracking_uri": uri,
+        "parent_run_id": parent_run_id,
+        "resources": res,
+        "configs": configs,
+    }
+    (sweep_dir / SWEEP_FILE).write_text(json.dumps(state, indent=1))
+    return sweep_dir, parent_run_id
+
+
+def run(args: argparse.Namespace) -> int:
+    """The sweep; returns the exit status (0 all trials done, 1 some failed, 130 interrupted)."""
+    storage = Path(args.storage_path).resolve()
+    set_uri = parse_set(args.sets).get("tracking.tracking_uri")
+    tracking_uri = absolute_uri(args.tracking_uri or set_uri or ExperimentConfig().tracking.resolved_uri())
+    res = resources(args)
+    get_grid(args.grid)  # an unknown grid or scale fails here, before anything starts
+    scale = get_scale(args.scale)
+
+    if args.resume:
+        sweep_dir = latest_sweep(storage, args.grid, scale.name)
+        state = json.loads((sweep_dir / SWEEP_FILE).read_text())
+        configs, res = state["configs"], state["resources"]
+        tracking_uri = state["tracking_uri"]
+        if args.sets or args.seeds != 1:
+            print("--resume: --set and --seeds are taken from the interrupted sweep", file=sys.stderr)
+    else:
+        configs = build_configs(args, tracking_uri)
+    if args.dry_run:
+        print(trial_table(configs, res).to_string(index=False))
+        print(f"\n{len(configs)} trials; tracking {tracking_uri}; results under {storage}")
+        return 0
+
+    check_tracking(tracking_uri)
+    started_ray = start_ray(args.address, args.ray_temp_dir)
+    parent_run_id = ""
+    try:
+        check_cluster(scale.name, res)
+        if args.resume:
+            parent_run_id = state["parent_run_id"]
+            set_run_status(tracking_uri, parent_run_id, "RUNNING")
+        else:
+            sweep_dir, parent_run_id = new_sweep(args, storage, tracking_uri, configs, res)
+        print(
+            f"sweep {sweep_dir.name}: {len(configs)} trials, "
+            f"MLflow parent run {parent_run_id} at {tracking_uri}"
+        )
+        results = fit(args, sweep_dir, configs, res)
+    except BaseException:
+        if parent_run_id:
+            set_run_status(tracking_uri, parent_run_id, "KILLED")
+        raise
+    finally:
+        if started_ray:
+            import ray
+
+            ray.shutdown()
+
+    done = finished_trials(tracking_uri, parent_run_id, configs, results.num_terminated)
+    unfinished = len(configs) - done - results.num_errors
+    if unfinished:
+        set_run_status(tracking_uri, parent_run_id, "KILLED")
+        print(
+            f"\nInterrupted with {unfinished} trial(s) unfinished. Continue with:\n  python sweeps/run.py "
+            f"--grid {args.grid} --scale {scale.name} --storage-path {storage} --resume"
+        )
+        return 130
+    set_run_status(tracking_uri, parent_run_id, "FAILED" if results.num_errors else "FINISHED")
+    print()
+    print(final_report(args.grid, tracking_uri, parent_run_id, results))
+    return 1 if results.num_errors else 0
+
+
+def fit(args: argparse.Namespace, sweep_dir: Path, configs: dict[str, dict[str, Any]], res: dict[str, float]):
+    """Hand the trials to Tune (or restore the interrupted Tune experiment) and wait for them."""
+    from ray import tune
+
+    trainable = make_trainable(configs, res)
+    if args.resume and tune.Tuner.can_restore(str(sweep_dir)):
+        tuner = tune.Tuner.restore(
+            str(sweep_dir), trainable=trainable, resume_unfinished=True, resume_errored=True
+        )
+        return tuner.fit()
+    keys = list(configs)
+    point_names = list(dict.fromkeys(k.partition("|")[0] for k in keys))
+    seeds = list(dict.fromkeys(configs[k]["train"]["seed"] for k in keys))
+    tuner = tune.Tuner(
+        trainable,
+        param_space={"point": tune.grid_search(point_names), "seed": tune.grid_search(seeds)},
+        tune_config=tune.TuneConfig(
+            max_concurrent_trials=args.max_concurrent, trial_dirname_creator=trial_dirname
+        ),
+        run_config=tune.RunConfig(
+            name=sweep_dir.name,
+            storage_path=str(sweep_dir.parent),
+            failure_config=tune.FailureConfig(max_failures=args.max_failures),
+            checkpoint_config=tune.CheckpointConfig(num_to_keep=2),
+        ),
+    )
+    return tuner.fit()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.list:
+        print(list_grids())
+        return 0
+    try:
+        if not args.grid:
+            raise ConfigError(f"--grid is required; choose one of: {', '.join(GRIDS)}")
+        return run(args)
+    except (ConfigError, SweepError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    # Re-enter through the package so that Ray pickles `sweeps.run.run_trial` by reference.
+    from sweeps.run import main as _main
+
+    sys.exit(_main())

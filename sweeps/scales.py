@@ -1,0 +1,132 @@
+"""Scales: one preset, applied to any grid's points, that sets how big every trial is.
+
+- `paper`: the paper's exact setup. Grids already carry the paper's samples, epochs, learning rates, digit
+  ranges and test protocol; this scale adds the model (GPT2-small, or GPT-2 itself when pretrained) and
+  trains on whole lines as the paper fine-tunes. It needs GPUs.
+- `cpu`: a miniature for a laptop CPU: a tiny model, 1/30 of the samples, at most 10 epochs, a higher
+  learning rate and digit counts shrunk (every digit above 2 counts a third), so a grid finishes in about
+  an hour on 2 cores with two trials at a time. First values; tune by measurement.
+- `smoke`: seconds a trial, for tests: a nano model, a few hundred samples, 2 epochs, a few test cells.
+
+A scale shrinks proportionally what differs between grids (samples, epochs, evaluation epochs, learning
+rate, digit counts) and sets outright what does not (model size, batch size, test samples per cell).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from arith.config import ConfigError, ExperimentConfig
+
+
+@dataclass(frozen=True)
+class Scale:
+    """How a trial shrinks from the paper's size: proportional factors plus fixed overrides."""
+
+    name: str
+    description: str
+    #: dotted overrides set outright on every point
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    #: training, mixed-in and dialogue sample counts are multiplied by this, then capped at `max_samples`
+    sample_fraction: float = 1.0
+    max_samples: int = 0
+    #: epochs are capped here (0 = no cap); evaluation epochs keep their place in the run
+    max_epochs: int = 0
+    lr_factor: float = 1.0
+    #: digit counts up to `digit_knee` stay, every `digit_stride` digits above it count as one
+    digit_knee: int = 0
+    digit_stride: int = 1
+    #: the paper's models need GPUs: sweeps refuse to start this scale on a cluster without one
+    needs_gpu: bool = False
+
+    def digits(self, n: int) -> int:
+        """A paper digit count at this scale; strictly increasing up to the knee, then compressed."""
+        if self.digit_stride == 1 or n <= self.digit_knee:
+            return n
+        return self.digit_knee + math.ceil((n - self.digit_knee) / self.digit_stride)
+
+    def samples(self, n: int) -> int:
+        scaled = max(1, round(n * self.sample_fraction))
+        return min(scaled, self.max_samples) if self.max_samples else scaled
+
+    def apply(self, cfg: ExperimentConfig, scale_digits: bool = True) -> ExperimentConfig:
+        """`cfg` (a paper-scale point) at this scale."""
+        d, t = cfg.data, cfg.train
+        changes: dict[str, Any] = {
+            "data.train_samples": self.samples(d.train_samples),
+            "data.mix_samples": self.samples(d.mix_samples),
+            "data.dialogue_easy": self.samples(d.dialogue_easy),
+            "data.dialogue_hard": self.samples(d.dialogue_hard),
+            "train.lr": t.lr * self.lr_factor,
+        }
+        if scale_digits:
+            changes["data.min_digits"] = self.digits(d.min_digits)
+            changes["data.max_digits"] = self.digits(d.max_digits)
+            changes["data.test_digits"] = sorted({self.digits(n) for n in d.test_digits})
+        epochs = min(t.epochs, self.max_epochs) if self.max_epochs else t.epochs
+        changes["train.epochs"] = epochs
+        changes["train.eval_epochs"] = sorted(
+            {min(epochs, max(1, round(e * epochs / t.epochs))) for e in t.eval_epochs}
+        )
+        return cfg.with_overrides(changes).with_overrides(dict(self.overrides))
+
+
+SCALES: dict[str, Scale] = {
+    scale.name: scale
+    for scale in [
+        Scale(
+            name="paper",
+            description="the paper's setup: GPT2-small (124M), full samples and epochs; needs GPUs",
+            overrides={"model.preset": "gpt2-small", "model.pretrained": "gpt2", "train.loss_on": "all"},
+            needs_gpu=True,
+        ),
+        Scale(
+            name="cpu",
+            description="laptop-CPU miniature: tiny model, 1/30 samples, <= 10 epochs, shorter numbers",
+            overrides={
+                "model.preset": "tiny",
+                "train.loss_on": "all",
+                "train.batch_size": 64,
+                "train.warmup_ratio": 0.02,
+                "train.eval_batch_size": 128,
+                "train.log_every_steps": 20,
+                "data.test_per_cell": 20,
+            },
+            sample_fraction=1 / 30,
+            max_samples=10_000,
+            max_epochs=10,
+            lr_factor=50.0,
+            digit_knee=2,
+            digit_stride=3,
+        ),
+        Scale(
+            name="smoke",
+            description="seconds a trial, for tests: nano model, a few hundred samples, 2 epochs",
+            overrides={
+                "model.preset": "nano",
+                "model.n_positions": 512,
+                "train.loss_on": "all",
+                "train.batch_size": 32,
+                "train.eval_batch_size": 64,
+                "train.log_every_steps": 2,
+                "data.test_per_cell": 3,
+            },
+            sample_fraction=1 / 1000,
+            max_samples=200,
+            max_epochs=2,
+            lr_factor=100.0,
+            digit_knee=1,
+            digit_stride=4,
+        ),
+    ]
+}
+
+
+def get_scale(name: str) -> Scale:
+    """The scale called `name`; an unknown name fails listing the valid ones."""
+    if name not in SCALES:
+        raise ConfigError(f"unknown scale {name!r}; choose one of: {', '.join(SCALES)}")
+    return SCALES[name]

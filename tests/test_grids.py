@@ -1,0 +1,233 @@
+"""The search space and the scales: every grid resolves to valid, distinct, tagged trial configs, and the
+command line rejects bad input at once (no Ray, no MLflow: these tests take seconds)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from arith.config import ConfigError, ExperimentConfig
+from sweeps.grids import GRIDS, Grid, Variant, get_grid, points
+from sweeps.run import absolute_uri, build_configs, main, parse_args, trial_table
+from sweeps.scales import SCALES, get_scale
+
+ROOT = Path(__file__).resolve().parent.parent
+PAPER_TABLES = ROOT / "analysis" / "paper_tables.csv"
+ISSUE_GRIDS = [
+    "mul_format",
+    "mul_one_digit_weight",
+    "mul_simple_case",
+    "add_length",
+    "reverse_posembed",
+    "add_posembed",
+    "nl_mix",
+    "position_schemes",
+]
+
+
+def test_registry_has_every_grid_of_the_issue():
+    assert set(ISSUE_GRIDS) <= set(GRIDS)
+    assert set(SCALES) == {"paper", "cpu", "smoke"}
+
+
+@pytest.mark.parametrize("grid", ISSUE_GRIDS)
+@pytest.mark.parametrize("scale", ["paper", "cpu", "smoke"])
+def test_every_point_is_valid_distinct_and_tagged(grid, scale):
+    cfgs = points(grid, scale, seeds=2)
+    assert len(cfgs) == 2 * len(GRIDS[grid].points())
+    names = {c.tracking.run_name for c in cfgs}
+    assert len(names) == len(cfgs)
+    for cfg in cfgs:
+        tags = cfg.tracking.tags
+        assert tags["grid"] == grid and tags["scale"] == scale
+        assert tags["seed"] == str(cfg.train.seed) and cfg.data.seed == cfg.train.seed
+        assert cfg.tracking.experiment == grid
+        assert cfg.tracking.run_name == f"{tags['point']},seed={cfg.train.seed}"
+        epochs = json.loads(tags["paper_epochs"])
+        assert str(cfg.train.epochs) in epochs
+        # round trip through the dict Tune carries
+        assert ExperimentConfig.from_dict(cfg.to_dict()) == cfg
+
+
+def test_mul_format_points_and_tables():
+    cfgs = points("mul_format")
+    got = {(c.data.format, c.data.max_digits): c.tracking.tags["paper_table"] for c in cfgs}
+    assert got[("basic", 5)] == "tb:basic-5"
+    assert got[("padding", 10)] == "tb:padding-10"
+    assert got[("padding_reverse", 20)] == "tb:padding-20"
+    # 15 and 20 digits exist for padding_reverse only
+    assert {f for f, d in got if d in (15, 20)} == {"padding_reverse"}
+    assert len(got) == 4 * 2 + 2
+
+
+def test_paper_scale_is_the_papers_setup():
+    mul = points("mul_format")[0]
+    assert (mul.model.preset, mul.data.train_samples, mul.train.epochs, mul.train.lr) == (
+        "gpt2-small",
+        300_000,
+        300,
+        2e-5,
+    )
+    assert mul.train.loss_on == "all" and mul.model.init == "random"
+    add = next(c for c in points("add_length") if c.model.init == "pretrained")
+    assert (add.data.train_samples, add.train.epochs, add.data.min_digits, add.data.max_digits) == (
+        120_000,
+        5,
+        2,
+        10,
+    )
+    assert add.data.test_digits == [9, 10, 11, 12, 13]
+    nl = points("nl_mix")[0]
+    assert (nl.train.epochs, nl.train.eval_epochs, nl.data.mix_samples) == (100, [50, 100], 120_000)
+
+
+def test_every_paper_label_exists_in_the_papers_tables():
+    with PAPER_TABLES.open() as f:
+        tables = {row["table"] for row in csv.DictReader(f)}
+    for grid in GRIDS.values():
+        for cfg in points(grid):
+            for label in cfg.tracking.tags["paper_table"].split(","):
+                assert label == "none" or label.startswith("fig:") or label in tables, (grid.name, label)
+        assert all(t.startswith("fig:") or t in tables for t in grid.paper_tables)
+
+
+def test_coupled_points_are_explicit():
+    names = [p.name for p in GRIDS["add_length"].points()]
+    assert "format=recursive_scratchpad,reverse_addends=true,init=random" in names
+    assert not any("reverse_addends" in n and "format=basic" in n for n in names)
+    tasks = {c.data.task: c for c in points("position_schemes")}
+    assert tasks["mul"].data.train_samples == 300_000 and tasks["add"].data.train_samples == 120_000
+
+
+def test_nl_mix_labels_and_scaled_eval_epochs():
+    by_mix = {c.data.mix_format: c.tracking.tags["paper_table"] for c in points("nl_mix")}
+    assert by_mix["none"] == "tb:acc_nldia_a,tb:acc_nldia_b"
+    assert by_mix["basic"].endswith("tb:acc_nldia_d")
+    cpu = points("nl_mix", "cpu")[0]
+    assert cpu.train.eval_epochs == [5, 10] and cpu.train.epochs == 10
+    assert json.loads(cpu.tracking.tags["paper_epochs"]) == {"5": 50, "10": 100}
+    # the dialogue task keeps its 2-3 vs 4-5 digit split at every scale
+    assert cpu.data.test_digits == [2, 3, 4, 5]
+
+
+def test_scales_shrink_but_keep_points_distinct():
+    for grid in GRIDS.values():
+        for scale in ("cpu", "smoke"):
+            flats = [c.flat() for c in points(grid, scale)]
+            varying = [{k: v for k, v in f.items() if not k.startswith("tracking.")} for f in flats]
+            assert len({json.dumps(v, sort_keys=True) for v in varying}) == len(varying), (grid.name, scale)
+    cpu = get_scale("cpu")
+    assert [cpu.digits(n) for n in (1, 2, 5, 6, 10, 20)] == [1, 2, 3, 4, 5, 8]
+    smoke = points("mul_format", "smoke")[0]
+    assert smoke.model.preset == "nano" and smoke.data.train_samples <= 300 and smoke.train.epochs <= 2
+
+
+def test_overrides_seeds_and_precedence():
+    cfgs = points("add_posembed", "smoke", seeds=3, overrides={"train.epochs": "1", "train.seed": "7"})
+    assert [c.train.seed for c in cfgs[:3]] == [7, 8, 9]
+    assert all(c.train.epochs == 1 for c in cfgs)
+    with pytest.raises(ConfigError, match="valid keys"):
+        points("add_posembed", "smoke", overrides={"train.nope": 1})
+    with pytest.raises(ConfigError, match="seeds"):
+        points("add_posembed", "smoke", seeds=0)
+
+
+def test_unknown_names_list_the_valid_ones():
+    with pytest.raises(ConfigError, match="mul_format"):
+        get_grid("mul_formats")
+    with pytest.raises(ConfigError, match="paper, cpu, smoke"):
+        get_scale("gpu")
+
+
+def test_a_point_the_trainer_rejects_fails_naming_it():
+    bad = Grid(
+        "bad", "", base={"data.task": "mul"}, axes={"data.format": [Variant("x", {"data.format": "?"})]}
+    )
+    with pytest.raises(ConfigError, match=r"grid 'bad' point 'format=x'.*data.format"):
+        points(bad, "smoke")
+
+
+def test_cli_bad_input_fails_at_once(capsys):
+    assert main(["--grid", "mul_formats"]) == 2
+    assert "choose one of: mul_format" in capsys.readouterr().err
+    assert main(["--grid", "nl_mix", "--scale", "tiny"]) == 2
+    assert "paper, cpu, smoke" in capsys.readouterr().err
+    assert main(["--grid", "nl_mix", "--set", "model.positions=none"]) == 2
+    assert "valid keys" in capsys.readouterr().err
+    assert main(["--grid", "nl_mix", "--set", "novalue"]) == 2
+    assert "key=value" in capsys.readouterr().err
+    assert main([]) == 2
+    assert "--grid is required" in capsys.readouterr().err
+
+
+def test_unreachable_tracking_server_fails_naming_the_uri(capsys, tmp_path):
+    uri = "http://127.0.0.1:9"  # the discard port: nothing listens
+    rc = main(
+        ["--grid", "add_posembed", "--scale", "smoke", "--tracking-uri", uri, "--storage-path", str(tmp_path)]
+    )
+    assert rc == 2
+    assert uri in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())  # nothing started
+
+
+def test_list_and_dry_run(capsys, tmp_path):
+    assert main(["--list"]) == 0
+    out = capsys.readouterr().out
+    for name in ISSUE_GRIDS:
+        assert name in out
+    assert "tb:padding-20" in out
+    assert (
+        main(
+            [
+                "--grid",
+                "mul_format",
+                "--scale",
+                "cpu",
+                "--seeds",
+                "2",
+                "--dry-run",
+                "--tracking-uri",
+                f"sqlite:///{tmp_path}/m.db",
+            ]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "20 trials" in out and "format=padding_reverse,max_digits=20" in out
+    assert not (tmp_path / "m.db").exists()  # a dry run touches nothing
+
+
+def test_trial_table_shows_config_and_resources(tmp_path):
+    args = parse_args(
+        ["--grid", "reverse_posembed", "--scale", "smoke", "--set", f"model.pretrained={tmp_path}"]
+    )
+    configs = build_configs(args, "sqlite:////x.db")
+    table = trial_table(configs, {"cpu": 1.0, "gpu": 0.25})
+    assert len(table) == len(configs) == 8
+    assert {"point", "seed", "paper_table", "position", "init", "epochs", "lr", "cpus", "gpus"} <= set(
+        table.columns
+    )
+    assert (table["gpus"] == 0.25).all()
+    first = next(iter(configs.values()))
+    assert first["model"]["pretrained"] == str(tmp_path.resolve())
+    assert first["tracking"]["tracking_uri"] == "sqlite:////x.db"
+
+
+def test_relative_sqlite_uri_becomes_absolute(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert absolute_uri("sqlite:///m.db") == f"sqlite:///{tmp_path}/m.db"
+    assert absolute_uri("sqlite:////abs/m.db") == "sqlite:////abs/m.db"
+    assert absolute_uri("http://host:5000") == "http://host:5000"
+
+
+@pytest.mark.parametrize("entry", [["sweeps/run.py"], ["-m", "sweeps.run"]])
+def test_runs_as_script_and_module(entry):
+    out = subprocess.run(
+        [sys.executable, *entry, "--list"], cwd=ROOT, capture_output=True, text=True, timeout=120, check=True
+    ).stdout
+    assert "nl_mix" in out

@@ -1,0 +1,132 @@
+"""A real sweep end to end: `python sweeps/run.py` runs two smoke grids on a local Ray, two 1-CPU trials at
+a time, with the real trainer, into a real SQLite MLflow store, read back with `mlflow.search_runs`."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from sweeps.grids import GRIDS
+
+ROOT = Path(__file__).resolve().parent.parent
+GRIDS_UNDER_TEST = ("add_posembed", "mul_simple_case")
+
+
+@pytest.fixture
+def ray_temp_dir():
+    """A short Ray temp folder of our own (Unix socket paths must stay under ~100 characters)."""
+    path = tempfile.mkdtemp(prefix="ray", dir="/tmp")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def run_sweep(*args: str, temp_dir: str, timeout: int = 400) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "MLFLOW_TRACKING_URI")}
+    cmd = [sys.executable, "sweeps/run.py", "--ray-temp-dir", temp_dir, "--cpus-per-trial", "1", *args]
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@contextlib.contextmanager
+def cluster(temp_dir: str):
+    """A running Ray cluster owned by this test (with Ray's token auth), for `--address`."""
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, _temp_dir=temp_dir)
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_smoke_sweep_of_two_grids_into_mlflow(tmp_path, ray_temp_dir):
+    """The first grid on a local Ray the sweep starts itself, the second on a cluster given by --address."""
+    import mlflow
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    storage = tmp_path / "ray_results"
+    for grid in GRIDS_UNDER_TEST:
+        args = [
+            "--grid",
+            grid,
+            "--scale",
+            "smoke",
+            "--max-concurrent",
+            "2",
+            "--tracking-uri",
+            uri,
+            "--storage-path",
+            str(storage),
+        ]
+        if grid == GRIDS_UNDER_TEST[0]:
+            proc = run_sweep(*args, temp_dir=ray_temp_dir)
+        else:
+            with cluster(tempfile.mkdtemp(prefix="ray", dir="/tmp")) as address:
+                proc = run_sweep(*args, "--address", address, temp_dir=ray_temp_dir)
+            assert "Connecting to existing Ray cluster" in proc.stderr, proc.stderr[-3000:]
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert "Trial status" in proc.stdout + proc.stderr  # Tune's progress table
+        assert (
+            f"Sweep analysis: {grid}" in proc.stdout or "test_acc" in proc.stdout
+        )  # the end-of-sweep report
+
+        mlflow.set_tracking_uri(uri)
+        runs = mlflow.search_runs(experiment_names=[grid])
+        parents = runs[runs["tags.sweep"] == "1"]
+        assert len(parents) == 1
+        parent = parents.iloc[0]
+        assert parent["status"] == "FINISHED"
+        assert parent["tags.grid"] == grid and parent["tags.scale"] == "smoke" and parent["tags.git_commit"]
+
+        children = runs[runs["tags.mlflow.parentRunId"] == parent["run_id"]]
+        n_points = len(GRIDS[grid].points())
+        assert len(children) == len(runs) - 1 == n_points  # one run per trial, no orphans
+        assert (children["status"] == "FINISHED").all()
+        assert children["metrics.test_acc"].between(0, 1).all()
+        assert set(children["tags.point"]) == {p.name for p in GRIDS[grid].points()}
+        for _, child in children.iterrows():
+            assert child["tags.grid"] == grid and child["tags.scale"] == "smoke" and child["tags.seed"] == "0"
+            assert child["tags.paper_table"].startswith(("tb:", "fig:"))
+            assert child["tags.git_commit"] == parent["tags.git_commit"]
+            assert child["tags.mlflow.runName"] == f"{child['tags.point']},seed=0"
+            assert child["params.model.preset"] == "nano" and child["params.data.task"]
+
+        # the sweep's record for --resume: its configs and parent run
+        (sweep_dir,) = storage.glob(f"{grid}-smoke-*")
+        state = json.loads((sweep_dir / "sweep.json").read_text())
+        assert state["parent_run_id"] == parent["run_id"] and len(state["configs"]) == n_points
+
+
+@pytest.mark.slow
+def test_paper_scale_without_a_gpu_stops_before_starting_anything(tmp_path, ray_temp_dir):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    storage = tmp_path / "ray_results"
+    proc = run_sweep(
+        "--grid",
+        "add_posembed",
+        "--tracking-uri",
+        f"sqlite:///{tmp_path}/mlflow.db",
+        "--storage-path",
+        str(storage),
+        temp_dir=ray_temp_dir,
+        timeout=180,
+    )
+    assert proc.returncode == 2
+    assert "needs GPUs" in proc.stderr and "--scale cpu" in proc.stderr
+    assert not storage.exists()  # no sweep, no trials
+    import mlflow
+
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
+    assert mlflow.search_runs(search_all_experiments=True).empty  # and no MLflow runs
