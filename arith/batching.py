@@ -1,0 +1,136 @@
+"""Tokenised training data, length-bucketed batches and loss masks.
+
+Lines are encoded once. Each epoch the order is reshuffled from (seed, epoch) alone, so a resumed run
+draws exactly the batches an uninterrupted one would; within a window of a few batches the lines are
+sorted by length, so a batch holds lines of similar length and little of it is padding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from arith.config import LOSS_ON
+
+#: how many batches' worth of shuffled lines are sorted by length together: larger = less padding,
+#: smaller = batches closer to i.i.d.
+BUCKET_WINDOW = 50
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedLine:
+    """One training line as token ids; tokens from `answer_start` on are the answer (eos included)."""
+
+    input_ids: tuple[int, ...]
+    answer_start: int
+
+    def __len__(self) -> int:
+        return len(self.input_ids)
+
+
+@dataclass
+class Batch:
+    """Right-padded tensors for one optimiser step. `loss_mask[i, t] = 1` where token t is learned."""
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    loss_mask: torch.Tensor
+
+    @property
+    def n_tokens(self) -> int:
+        """Real (non-pad) tokens, the unit of tokens/s."""
+        return int(self.attention_mask.sum())
+
+    def to(self, device: torch.device | str) -> Batch:
+        non_blocking = torch.device(device).type == "cuda"
+        return Batch(*(t.to(device, non_blocking=non_blocking) for t in self.tensors()))
+
+    def tensors(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        return self.input_ids, self.attention_mask, self.loss_mask
+
+
+def encode_lines(tokenizer, examples: Sequence) -> list[EncodedLine]:
+    """Encode every example once (batched in the Rust tokenizer by the tokenizer module)."""
+    from arith.tokenizer import encode_examples
+
+    return [EncodedLine(tuple(ids), start) for ids, start in encode_examples(tokenizer, examples)]
+
+
+def pad_token_id(tokenizer) -> int:
+    """The tokenizer's pad id; GPT-2's own tokenizer has none, so eos stands in (masked out anyway)."""
+    pad = tokenizer.pad_token_id
+    return tokenizer.eos_token_id if pad is None else pad
+
+
+def collate(lines: Sequence[EncodedLine], pad_id: int, loss_on: str = "answer") -> Batch:
+    """Right-pad `lines` into a Batch. `answer`: learn the answer tokens; `all`: every real token after
+    the first (the first has nothing before it to be predicted from)."""
+    if loss_on not in LOSS_ON:
+        raise ValueError(f"loss_on={loss_on!r} is not valid; choose one of: {', '.join(LOSS_ON)}")
+    if not lines:
+        raise ValueError("collate needs at least one line")
+    width = max(len(line) for line in lines)
+    ids = np.full((len(lines), width), pad_id, dtype=np.int64)
+    attention = np.zeros((len(lines), width), dtype=np.int64)
+    learn = np.zeros((len(lines), width), dtype=np.float32)
+    for i, line in enumerate(lines):
+        n = len(line)
+        ids[i, :n] = line.input_ids
+        attention[i, :n] = 1
+        learn[i, (line.answer_start if loss_on == "answer" else 1) : n] = 1.0
+    return Batch(torch.from_numpy(ids), torch.from_numpy(attention), torch.from_numpy(learn))
+
+
+def epoch_order(lengths: Sequence[int], batch_size: int, seed: int, epoch: int) -> list[np.ndarray]:
+    """Index batches for one epoch: shuffled by (seed, epoch), sorted by length within windows of
+    BUCKET_WINDOW batches, then the batches themselves shuffled (so long and short ones interleave)."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1 (got {batch_size})")
+    rng = np.random.default_rng([seed, epoch])
+    order = rng.permutation(len(lengths))
+    lengths_arr = np.asarray(lengths)
+    window = batch_size * BUCKET_WINDOW
+    batches: list[np.ndarray] = []
+    for start in range(0, len(order), window):
+        chunk = order[start : start + window]
+        chunk = chunk[np.argsort(lengths_arr[chunk], kind="stable")]
+        batches.extend(chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size))
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
+class BatchLoader:
+    """The training set as length-bucketed batches, deterministic per (seed, epoch)."""
+
+    def __init__(
+        self, lines: Sequence[EncodedLine], batch_size: int, pad_id: int, loss_on: str, seed: int
+    ) -> None:
+        if not lines:
+            raise ValueError("the training set is empty")
+        self.lines = list(lines)
+        self.batch_size = batch_size
+        self.pad_id = pad_id
+        self.loss_on = loss_on
+        self.seed = seed
+        self._lengths = [len(line) for line in self.lines]
+
+    def __len__(self) -> int:
+        """Batches per epoch (each bucketing window may end in one short batch)."""
+        window = self.batch_size * BUCKET_WINDOW
+        full, rest = divmod(len(self.lines), window)
+        return full * BUCKET_WINDOW + -(-rest // self.batch_size)
+
+    def epoch(self, epoch: int) -> Iterator[Batch]:
+        for idx in epoch_order(self._lengths, self.batch_size, self.seed, epoch):
+            yield collate([self.lines[i] for i in idx], self.pad_id, self.loss_on)
+
+    def padding_fraction(self, epoch: int = 0) -> float:
+        """Share of batch cells that are padding in one epoch (what bucketing keeps small)."""
+        cells = real = 0
+        for idx in epoch_order(self._lengths, self.batch_size, self.seed, epoch):
+            widths = [self._lengths[i] for i in idx]
+            cells += max(widths) * len(widths)
+            real += sum(widths)
+        return 1.0 - real / cells

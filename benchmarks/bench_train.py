@@ -1,0 +1,239 @@
+"""Trainer benchmarks: time to accuracy, tokens/s and eval samples/s, FLOP/s against a bare PyTorch loop.
+
+    python benchmarks/bench_train.py tta                      # seconds until 95% held-out exact match
+    python benchmarks/bench_train.py throughput --presets tiny gpt2-small [--device cuda]
+    python benchmarks/bench_train.py flops --preset tiny      # trainer vs bare loop, same model and batch
+
+Every mode accepts `--set key=value` config overrides and prints one JSON line per measurement. Tracking
+is off (timings, not bookkeeping; the GPU machine has no mlflow).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from arith.batching import BatchLoader, encode_lines, pad_token_id
+from arith.config import ExperimentConfig, parse_set
+from arith.train import autocast_context, cpu_threads, make_optimizer, resolve_device, train
+
+#: peak dense bf16 tensor FLOP/s of the GPUs this project is lent, for MFU
+PEAK_BF16 = {"H100": 989e12, "H200": 989e12, "A100": 312e12}
+
+#: the time-to-accuracy recipe: tiny GPT-2, add padding_reverse <= 3 digits, answer-only loss, lr decayed
+#: linearly over an 800-step budget, no gradient clipping (not needed here, and not free on a CPU);
+#: 6400-line epochs so the 300-example probe looks every 50 steps. Chosen from a sweep of lr, batch
+#: size, schedule and clipping (see the report); tests/test_learning.py trains the same recipe.
+TTA = {
+    "data.task": "add",
+    "data.format": "padding_reverse",
+    "data.max_digits": 3,
+    "data.train_samples": 6400,
+    "data.test_per_cell": 100,
+    "model.preset": "tiny",
+    "model.n_positions": 64,
+    "train.epochs": 100,
+    "train.max_steps": 800,
+    "train.batch_size": 128,
+    "train.lr": 3e-3,
+    "train.warmup_steps": 50,
+    "train.schedule": "linear",
+    "train.grad_clip": 0.0,
+    "train.weight_decay": 0.0,
+    "train.loss_on": "answer",
+    "train.target_accuracy": 0.95,
+    "train.eval_batch_size": 512,
+    "train.log_every_steps": 100,
+    "tracking.enabled": False,
+}
+
+
+def config(base: dict, overrides: list[str], device: str) -> ExperimentConfig:
+    cfg = ExperimentConfig().with_overrides({**base, "train.device": device})
+    return cfg.with_overrides(parse_set(overrides)).validate()
+
+
+def emit(record: dict) -> None:
+    print(json.dumps(record), flush=True)
+
+
+def time_to_accuracy(args: argparse.Namespace) -> None:
+    """Training seconds (and wall seconds, probes and evaluation included) until the probe reaches the
+    target; one line per seed."""
+    for seed in args.seeds:
+        cfg = config({**TTA, "train.seed": seed, "data.seed": seed}, args.set, args.device)
+        start = time.perf_counter()
+        result = train(cfg)
+        emit(
+            {
+                "bench": "time_to_accuracy",
+                "seed": seed,
+                "reached": result.stopped == "target_accuracy",
+                "train_seconds_to_target": result.seconds_to_target,
+                "wall_seconds": round(time.perf_counter() - start, 2),
+                "steps": result.steps,
+                "epochs": result.epochs_done,
+                "tokens_per_s": round(result.tokens_per_s),
+                "test_acc": round(result.test_acc, 4),
+                "threads": torch.get_num_threads(),
+            }
+        )
+
+
+def model_flops_per_token(model: torch.nn.Module, n_layer: int, n_embd: int, seq_len: float) -> float:
+    """Training FLOPs per token (forward + backward): 6 x non-embedding params + attention scores
+    (12 x n_layer x n_embd x T, as in the PaLM / nanoGPT estimate)."""
+    lm = model.lm
+    embedding = lm.transformer.wte.weight.numel() + lm.transformer.wpe.weight.numel()
+    params = sum(p.numel() for p in model.parameters()) - embedding
+    lm_head = lm.lm_head.weight.numel()  # tied to wte but does a matmul per token
+    return 6 * (params + lm_head) + 12 * n_layer * n_embd * seq_len
+
+
+def prepare(cfg: ExperimentConfig):
+    """Model, tokenizer and the first epoch's batches, exactly as the trainer builds them."""
+    from arith.data import test_examples, train_examples
+    from arith.model import build_model
+    from arith.tokenizer import tokenizer_for
+
+    torch.manual_seed(cfg.train.seed)
+    examples = train_examples(cfg.data)
+    tokenizer = tokenizer_for(cfg.model, [e.text for e in examples])
+    lines = encode_lines(tokenizer, examples)
+    loader = BatchLoader(
+        lines, cfg.train.batch_size, pad_token_id(tokenizer), cfg.train.loss_on, cfg.train.seed
+    )
+    model = build_model(cfg.model, tokenizer)
+    return model, tokenizer, loader, test_examples(cfg.data)
+
+
+def bare_loop_tokens_per_s(cfg: ExperimentConfig, steps: int, warmup: int) -> tuple[float, float]:
+    """A bare PyTorch loop (forward, backward, AdamW step) over pre-collated, pre-moved batches of the same
+    model and batch size: the upper bound the trainer is compared with. Returns (tokens/s, seq len)."""
+    device = resolve_device(cfg.train.device)
+    model, _, loader, _ = prepare(cfg)
+    model.to(device).train()
+    step_model = torch.compile(model) if cfg.train.compile else model
+    optimizer = make_optimizer(model, cfg.train, device)
+    batches = [b.to(device) for _, b in zip(range(steps + warmup), _cycle(loader), strict=False)]
+    autocast = autocast_context(device, cfg.train.precision)
+    tokens, start = 0, 0.0
+    for i, batch in enumerate(batches):
+        if i == warmup:
+            _sync(device)
+            start, tokens = time.perf_counter(), 0
+        with autocast:
+            loss = step_model(batch.input_ids, batch.attention_mask, loss_mask=batch.loss_mask).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        tokens += batch.n_tokens
+    _sync(device)
+    seq_len = sum(b.input_ids.shape[1] for b in batches) / len(batches)
+    return tokens / (time.perf_counter() - start), seq_len
+
+
+def trainer_tokens_per_s(cfg: ExperimentConfig, steps: int, warmup: int) -> float:
+    """The trainer's own tokens/s over `steps` steps after `warmup` (two runs; the difference cancels
+    setup, the warmup steps and the final evaluation)."""
+
+    def run(n: int) -> tuple[float, int]:
+        result = train(cfg.with_overrides({"train.max_steps": n, "train.epochs": 10_000}))
+        return result.train_seconds, result.tokens_per_s * result.train_seconds
+
+    short_s, short_tokens = run(warmup)
+    long_s, long_tokens = run(warmup + steps)
+    return (long_tokens - short_tokens) / (long_s - short_s)
+
+
+def _cycle(loader: BatchLoader):
+    epoch = 1
+    while True:
+        yield from loader.epoch(epoch)
+        epoch += 1
+
+
+def _device_name(device: torch.device) -> str:
+    return torch.cuda.get_device_name() if device.type == "cuda" else f"cpu x{torch.get_num_threads()}"
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def eval_samples_per_s(cfg: ExperimentConfig) -> float:
+    from arith.evaluate import evaluate
+
+    device = resolve_device(cfg.train.device)
+    model, tokenizer, _, examples = prepare(cfg)
+    model.to(device).eval()
+    with autocast_context(device, cfg.train.precision):
+        evaluate(
+            model, tokenizer, examples[: cfg.train.eval_batch_size], batch_size=cfg.train.eval_batch_size
+        )
+        return evaluate(model, tokenizer, examples, batch_size=cfg.train.eval_batch_size).samples_per_s
+
+
+def throughput(args: argparse.Namespace) -> None:
+    """Training tokens/s (trainer and bare loop), model FLOP/s, MFU on a GPU, eval samples/s per preset."""
+    for preset in args.presets:
+        base = {**TTA, "model.preset": preset, "train.target_accuracy": 0.0, "data.train_samples": 20_000}
+        base.update({"train.grad_clip": 1.0, "train.max_steps": 0})  # the trainer's defaults: its full step
+        base["train.batch_size"] = args.batch_size
+        cfg = config(base, args.set, args.device)
+        device = resolve_device(cfg.train.device)
+        if device.type == "cpu":
+            torch.set_num_threads(cpu_threads(cfg.train.num_threads))
+        steps, warmup = args.steps, args.warmup
+        bare, seq_len = bare_loop_tokens_per_s(cfg, steps, warmup)
+        trainer = trainer_tokens_per_s(cfg, steps, warmup)
+        model, *_ = prepare(cfg)
+        n_layer, _, n_embd = cfg.model.sizes()
+        flops = model_flops_per_token(model, n_layer, n_embd, seq_len)
+        record = {
+            "bench": "throughput",
+            "preset": preset,
+            "device": torch.cuda.get_device_name()
+            if device.type == "cuda"
+            else f"cpu x{torch.get_num_threads()}",
+            "precision": "bf16" if device.type == "cuda" and cfg.train.precision != "fp32" else "fp32",
+            "batch_size": cfg.train.batch_size,
+            "mean_seq_len": round(seq_len, 1),
+            "trainer_tokens_per_s": round(trainer),
+            "bare_tokens_per_s": round(bare),
+            "trainer_tflops": round(trainer * flops / 1e12, 4),
+            "bare_tflops": round(bare * flops / 1e12, 4),
+            "trainer_vs_bare": round(trainer / bare, 3),
+            "eval_samples_per_s": round(eval_samples_per_s(cfg), 1),
+        }
+        if device.type == "cuda":
+            peak = next((v for k, v in PEAK_BF16.items() if k in torch.cuda.get_device_name()), None)
+            if peak:
+                record["trainer_mfu"] = round(trainer * flops / peak, 4)
+        emit(record)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("mode", choices=["tta", "throughput"])
+    parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--presets", nargs="+", default=["tiny", "gpt2-small"])
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--warmup", type=int, default=5)
+    args = parser.parse_args(argv)
+    {"tta": time_to_accuracy, "throughput": throughput}[args.mode](args)
+
+
+if __name__ == "__main__":
+    main()

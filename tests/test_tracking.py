@@ -1,0 +1,102 @@
+"""MLflow tracking against a real SQLite store: the DESIGN.md schema, batching, resume, status."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from arith.config import ExperimentConfig
+from arith.tracking import MlflowTracker, NullTracker, start_tracker
+
+mlflow = pytest.importorskip("mlflow")
+
+
+def _cfg(tmp_path, **tracking) -> ExperimentConfig:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    overrides = {"tracking.tracking_uri": uri, "tracking.experiment": "unit", **tracking}
+    return ExperimentConfig().with_overrides(overrides)
+
+
+def _cells(acc: float) -> pd.DataFrame:
+    rows = [("main", None, n, 10, round(10 * acc), acc, 0.1 * n) for n in (1, 2, 3)]
+    columns = ["context", "row_digits", "col_digits", "n", "correct", "accuracy", "seen_in_train"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def test_run_holds_params_tags_metrics_and_artifacts(tmp_path) -> None:
+    cfg = _cfg(tmp_path, **{"tracking.run_name": "trial-1", "tracking.tags": {"grid": "g", "seed": "0"}})
+    client = mlflow.MlflowClient(cfg.tracking.tracking_uri)
+    experiment = client.create_experiment("unit", artifact_location=(tmp_path / "mlartifacts").as_uri())
+    parent = client.create_run(experiment, run_name="sweep").info.run_id
+    tracker = MlflowTracker(cfg.with_overrides({"tracking.parent_run_id": parent}))
+    for step in range(1, 1201):  # more than one log_batch can take
+        tracker.log_metrics({"train/loss": 1.0 / step}, step)
+    tracker.log_evaluation(_cells(0.5), [{"prompt": "1 + 2", "expected": "3", "generated": "4"}], epoch=1)
+    tracker.log_evaluation(_cells(1.0), [], epoch=2)
+    tracker.finish()
+
+    run = client.get_run(tracker.run_id)
+    assert run.info.status == "FINISHED" and run.info.run_name == "trial-1"
+    assert run.data.tags["mlflow.parentRunId"] == parent and run.data.tags["grid"] == "g"
+    assert set(run.data.params) == set(cfg.flat())
+    assert run.data.params["data.task"] == "add" and json.loads(run.data.params["train.eval_epochs"]) == []
+    history = client.get_metric_history(tracker.run_id, "train/loss")
+    assert len(history) == 1200 and {m.step for m in history} == set(range(1, 1201))
+
+    artifacts = {a.path for a in client.list_artifacts(tracker.run_id)}
+    assert {"config.json", "eval"} <= artifacts
+    evals = {a.path for a in client.list_artifacts(tracker.run_id, "eval")}
+    assert {"eval/cells.csv", "eval/failures.jsonl", "eval/heatmap_main_epoch1.png"} <= evals
+    local = client.download_artifacts(tracker.run_id, "eval/cells.csv", str(tmp_path))
+    cells = pd.read_csv(local)
+    assert list(cells.columns[:2]) == ["epoch", "context"] and sorted(set(cells["epoch"])) == [1, 2]
+    config_path = client.download_artifacts(tracker.run_id, "config.json", str(tmp_path))
+    assert (
+        ExperimentConfig.from_dict(json.loads(Path(config_path).read_text())).flat()
+        == cfg.with_overrides({"tracking.parent_run_id": parent}).flat()
+    )
+
+
+def test_resumed_run_is_the_same_run_and_keeps_its_eval_history(tmp_path) -> None:
+    cfg = _cfg(tmp_path)
+    first = MlflowTracker(cfg)
+    first.log_metrics({"train/loss": 2.0}, 1)
+    first.log_evaluation(_cells(0.2), [{"prompt": "p", "expected": "1", "generated": "2"}], epoch=1)
+    first.finish("FAILED")
+    client = mlflow.MlflowClient(cfg.tracking.tracking_uri)
+    assert client.get_run(first.run_id).info.status == "FAILED"
+
+    second = MlflowTracker(cfg, run_id=first.run_id)
+    assert client.get_run(first.run_id).info.status == "RUNNING"
+    second.log_metrics({"train/loss": 1.0}, 2)
+    second.log_evaluation(_cells(0.9), [], epoch=2)
+    second.finish()
+    assert client.get_run(first.run_id).info.status == "FINISHED"
+    assert len(client.search_runs([client.get_experiment_by_name("unit").experiment_id])) == 1
+    assert [m.step for m in client.get_metric_history(first.run_id, "train/loss")] == [1, 2]
+    cells = pd.read_csv(client.download_artifacts(first.run_id, "eval/cells.csv", str(tmp_path)))
+    assert sorted(set(cells["epoch"])) == [1, 2]
+    failures = client.download_artifacts(first.run_id, "eval/failures.jsonl", str(tmp_path))
+    assert [json.loads(line)["epoch"] for line in Path(failures).read_text().splitlines()] == [1]
+    # the experiment the tracker created keeps artifacts beside the SQLite database, not in the cwd
+    assert (tmp_path / "mlartifacts").is_dir()
+
+
+def test_disabled_tracking_logs_nothing(tmp_path) -> None:
+    cfg = _cfg(tmp_path, **{"tracking.enabled": False})
+    tracker = start_tracker(cfg)
+    assert type(tracker) is NullTracker and tracker.run_id == ""
+    tracker.log_metrics({"x": 1.0}, 1)
+    tracker.finish()
+    assert not (tmp_path / "mlflow.db").exists()
+
+
+def test_tracking_uri_falls_back_to_the_environment(tmp_path, monkeypatch) -> None:
+    uri = f"sqlite:///{tmp_path / 'env.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    tracker = MlflowTracker(ExperimentConfig().with_overrides({"tracking.experiment": "env"}))
+    tracker.finish()
+    assert mlflow.MlflowClient(uri).get_run(tracker.run_id).info.status == "FINISHED"
