@@ -206,7 +206,9 @@ class ExperimentConfig:
     def from_dict(cls, d: dict[str, Any]) -> ExperimentConfig:
         unknown = set(d) - {f.name for f in dataclasses.fields(cls)}
         if unknown:
-            raise ConfigError(f"unknown config section(s) {sorted(unknown)}; valid: data, model, train, tracking")
+            raise ConfigError(
+                f"unknown config section(s) {sorted(unknown)}; valid: data, model, train, tracking"
+            )
         cfg = cls()
         for section, values in d.items():
             for key, value in (values or {}).items():
@@ -266,7 +268,9 @@ class ExperimentConfig:
         if d.augment != "none" and d.task != "mul":
             raise ConfigError(f"data.augment={d.augment!r} applies to task 'mul' only (task is {d.task!r})")
         if d.mix_format != "none" and d.task != "dialogue":
-            raise ConfigError("data.mix_format mixes arithmetic into dialogues; it needs data.task='dialogue'")
+            raise ConfigError(
+                "data.mix_format mixes arithmetic into dialogues; it needs data.task='dialogue'"
+            )
         if d.reverse_addends and d.format != "recursive_scratchpad":
             raise ConfigError("data.reverse_addends applies to add_scratchpad format 'recursive_scratchpad'")
         if d.min_digits < 1 or d.max_digits < d.min_digits:
@@ -300,7 +304,9 @@ class ExperimentConfig:
         if m.position == "abacus" and d.task == "dialogue" and d.mix_format == "none":
             pass  # abacus only needs digits, which dialogues have
         if m.init == "pretrained" and not m.pretrained:
-            raise ConfigError("model.init='pretrained' needs model.pretrained (a local directory or hub name)")
+            raise ConfigError(
+                "model.init='pretrained' needs model.pretrained (a local directory or hub name)"
+            )
         if not 0 <= m.dropout < 1:
             raise ConfigError(f"model.dropout must be in [0, 1) (got {m.dropout})")
 

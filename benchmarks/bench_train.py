@@ -27,32 +27,9 @@ from arith.train import autocast_context, cpu_threads, make_optimizer, resolve_d
 #: peak dense bf16 tensor FLOP/s of the GPUs this project is lent, for MFU
 PEAK_BF16 = {"H100": 989e12, "H200": 989e12, "A100": 312e12}
 
-#: the time-to-accuracy recipe: tiny GPT-2, add padding_reverse <= 3 digits, answer-only loss, lr decayed
-#: linearly over an 800-step budget, no gradient clipping (not needed here, and not free on a CPU);
-#: 6400-line epochs so the 300-example probe looks every 50 steps. Chosen from a sweep of lr, batch
-#: size, schedule and clipping (see the report); tests/test_learning.py trains the same recipe.
-TTA = {
-    "data.task": "add",
-    "data.format": "padding_reverse",
-    "data.max_digits": 3,
-    "data.train_samples": 6400,
-    "data.test_per_cell": 100,
-    "model.preset": "tiny",
-    "model.n_positions": 64,
-    "train.epochs": 100,
-    "train.max_steps": 800,
-    "train.batch_size": 128,
-    "train.lr": 3e-3,
-    "train.warmup_steps": 50,
-    "train.schedule": "linear",
-    "train.grad_clip": 0.0,
-    "train.weight_decay": 0.0,
-    "train.loss_on": "answer",
-    "train.target_accuracy": 0.95,
-    "train.eval_batch_size": 512,
-    "train.log_every_steps": 100,
-    "tracking.enabled": False,
-}
+#: the time-to-accuracy recipe (configs/add3_padding_reverse.yaml); tests/test_learning.py trains it too
+TTA_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "add3_padding_reverse.yaml"
+TTA = {**ExperimentConfig.load(TTA_CONFIG).flat(), "tracking.enabled": False}
 
 
 def config(base: dict, overrides: list[str], device: str) -> ExperimentConfig:

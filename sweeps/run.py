@@ -97,7 +97,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)",
     )
     p.add_argument(
-        "--storage-path", default="ray_results", help="Ray Tune results folder (default ./ray_results)"
+        "--storage-path",
+        default=os.environ.get("POSDESC_STORAGE_PATH", "ray_results"),
+        help="Ray Tune results: a folder or a URI such as s3://bucket/sweeps; on a cluster, storage all "
+        "nodes share (default: $POSDESC_STORAGE_PATH, else ./ray_results)",
+    )
+    p.add_argument(
+        "--gpu-wait-min",
+        type=float,
+        default=20.0,
+        help="on a cluster (--address) whose GPU workers scale from zero: ask the autoscaler for GPUs and "
+        "wait this many minutes for them before giving up (default 20; 0 = do not wait)",
     )
     p.add_argument(
         "--ray-temp-dir",
@@ -233,6 +243,23 @@ def check_tracking(uri: str) -> None:
         raise SweepError(f"MLflow tracking store {uri} is not usable: {err}") from err
 
 
+def check_pretrained(configs: dict[str, dict[str, Any]]) -> None:
+    """Fail before any trial starts when a pretrained point's model cannot be loaded (no hub access, a
+    wrong path), rather than in every one of its trials."""
+    names = sorted({c["model"]["pretrained"] for c in configs.values() if c["model"]["init"] == "pretrained"})
+    for name in names:
+        from transformers import AutoConfig
+
+        try:
+            AutoConfig.from_pretrained(name)
+        except Exception as err:
+            raise SweepError(
+                f"model.pretrained={name!r} cannot be loaded here ({type(err).__name__}: "
+                f"{str(err).splitlines()[0][:200]}). Give a local copy: --set model.pretrained=/path/to/gpt2 "
+                "(a save_pretrained directory), or set HF_HUB_OFFLINE=1 with the model in the HF cache."
+            ) from err
+
+
 def git_commit() -> str:
     """The project's commit (with `-dirty` when the tree has changes), for the runs' `git_commit` tag."""
     root = Path(__file__).resolve().parent.parent
@@ -256,9 +283,15 @@ def open_parent_run(uri: str, experiment: str, run_name: str, tags: dict[str, st
     """Create the sweep's parent run (its experiment too, if new); return its id."""
     from mlflow import MlflowClient
 
+    from arith.tracking import default_artifact_location
+
     client = MlflowClient(tracking_uri=uri)
     found = client.get_experiment_by_name(experiment)
-    experiment_id = found.experiment_id if found else client.create_experiment(experiment)
+    experiment_id = (
+        found.experiment_id
+        if found
+        else client.create_experiment(experiment, artifact_location=default_artifact_location(uri))
+    )
     run = client.create_run(experiment_id, run_name=run_name, tags=tags)
     return run.info.run_id
 
@@ -341,17 +374,42 @@ def start_ray(address: str | None, temp_dir: str | None) -> bool:
     return True
 
 
-def check_cluster(scale_name: str, res: dict[str, float]) -> None:
+def wait_for_gpus(needed: float, minutes: float) -> float:
+    """Ask the autoscaler for GPU workers (cluster.yaml scales them from zero) and wait for them to join.
+
+    The request is withdrawn once they are up: from then on the pending trials' own demands keep the
+    autoscaler going, and idle workers leave after `idle_timeout_minutes`."""
+    import math
+
+    import ray
+    from ray.autoscaler.sdk import request_resources
+
+    request_resources(bundles=[{"GPU": 1}] * max(1, math.ceil(needed)))
+    deadline = time.time() + minutes * 60
+    try:
+        while (gpus := ray.cluster_resources().get("GPU", 0.0)) < needed and time.time() < deadline:
+            print(f"waiting for GPU workers to join: {gpus:g}/{needed:g} GPUs", flush=True)
+            time.sleep(15)
+    finally:
+        request_resources(bundles=[])
+    return ray.cluster_resources().get("GPU", 0.0)
+
+
+def check_cluster(scale_name: str, res: dict[str, float], gpu_wait_min: float) -> None:
     """Stop before starting anything when the cluster cannot run a single trial of this sweep."""
     import ray
 
     total = ray.cluster_resources()
     gpus, cpus = total.get("GPU", 0.0), total.get("CPU", 0.0)
+    needs_gpu = get_scale(scale_name).needs_gpu or res["gpu"] > 0
+    if needs_gpu and gpus < max(res["gpu"], 1e-9) and gpu_wait_min > 0:
+        gpus = wait_for_gpus(max(res["gpu"], 1.0), gpu_wait_min)
     if get_scale(scale_name).needs_gpu and gpus == 0:
         raise SweepError(
             f"--scale {scale_name} trains the paper's GPT2-small for hundreds of epochs and needs GPUs, but "
-            "this Ray cluster has none. Run the CPU miniature instead: --scale cpu (or --address a GPU "
-            "cluster)."
+            "this Ray cluster has none"
+            + (f" (none joined within {gpu_wait_min:g} min)" if gpu_wait_min > 0 else "")
+            + ". Run the CPU miniature instead: --scale cpu (or --address a GPU cluster)."
         )
     if res["gpu"] > gpus:
         raise SweepError(
@@ -361,12 +419,50 @@ def check_cluster(scale_name: str, res: dict[str, float]) -> None:
         raise SweepError(f"--cpus-per-trial {res['cpu']:g} but the cluster has {cpus:g} CPUs")
 
 
-def latest_sweep(storage: Path, grid: str, scale: str) -> Path:
-    """The most recent sweep folder of this grid and scale (names sort by start time)."""
-    found = sorted(storage.glob(f"{grid}-{scale}-*/{SWEEP_FILE}"))
-    if not found:
-        raise SweepError(f"no sweep of grid {grid!r} at scale {scale!r} to resume under {storage}")
-    return found[-1].parent
+class SweepStorage:
+    """Where sweeps are kept: a local folder, or a URI Ray reads (s3://, gs://) through pyarrow.fs.
+
+    On a cluster this must be storage every node shares, so that checkpoints follow a trial to whichever
+    node retries it. Each sweep is a folder `<grid>-<scale>-<time>` holding Tune's experiment and
+    `sweep.json` (the configs and the parent run id, for `--resume`)."""
+
+    def __init__(self, location: str) -> None:
+        import pyarrow.fs
+
+        self.location = location.rstrip("/") if "://" in location else str(Path(location).resolve())
+        self.fs, self.root = pyarrow.fs.FileSystem.from_uri(self.location)
+
+    def uri(self, name: str) -> str:
+        return f"{self.location}/{name}"
+
+    def create(self, name: str, state: dict[str, Any]) -> None:
+        import pyarrow.fs
+
+        folder = f"{self.root}/{name}"
+        if self.fs.get_file_info(folder).type != pyarrow.fs.FileType.NotFound:
+            raise SweepError(f"sweep folder {self.uri(name)} already exists")
+        self.fs.create_dir(folder, recursive=True)
+        with self.fs.open_output_stream(f"{folder}/{SWEEP_FILE}") as out:
+            out.write(json.dumps(state, indent=1).encode())
+
+    def state(self, name: str) -> dict[str, Any]:
+        with self.fs.open_input_stream(f"{self.root}/{name}/{SWEEP_FILE}") as src:
+            return json.loads(src.read().decode())
+
+    def latest(self, grid: str, scale: str) -> str:
+        """The most recent sweep of this grid and scale (names sort by start time)."""
+        import pyarrow.fs
+
+        selector = pyarrow.fs.FileSelector(self.root, allow_not_found=True, recursive=False)
+        names = sorted(
+            info.base_name
+            for info in self.fs.get_file_info(selector)
+            if info.type == pyarrow.fs.FileType.Directory and info.base_name.startswith(f"{grid}-{scale}-")
+        )
+        names = [n for n in names if self.fs.get_file_info(f"{self.root}/{n}/{SWEEP_FILE}").is_file]
+        if not names:
+            raise SweepError(f"no sweep of grid {grid!r} at scale {scale!r} to resume under {self.location}")
+        return names[-1]
 
 
 def finished_trials(uri: str, parent_run_id: str, configs: dict[str, dict[str, Any]], tune_done: int) -> int:
@@ -425,11 +521,11 @@ def final_report(grid: str, uri: str, parent_run_id: str, results: Any) -> str:
 
 def new_sweep(
     args: argparse.Namespace,
-    storage: Path,
+    storage: SweepStorage,
     uri: str,
     configs: dict[str, dict[str, Any]],
     res: dict[str, float],
-) -> tuple[Path, str]:
+) -> tuple[str, str]:
     """Open the parent MLflow run, nest every trial under it and save the sweep for `--resume`."""
     name = f"{args.grid}-{args.scale}-{time.strftime('%Y%m%d-%H%M%S')}"
     commit = git_commit()
@@ -444,8 +540,6 @@ def new_sweep(
     for cfg in configs.values():
         cfg["tracking"]["parent_run_id"] = parent_run_id
         cfg["tracking"]["tags"]["git_commit"] = commit
-    sweep_dir = storage / name
-    sweep_dir.mkdir(parents=True, exist_ok=False)
     state = {
         "grid": args.grid,
         "scale": args.scale,
@@ -454,13 +548,13 @@ def new_sweep(
         "resources": res,
         "configs": configs,
     }
-    (sweep_dir / SWEEP_FILE).write_text(json.dumps(state, indent=1))
-    return sweep_dir, parent_run_id
+    storage.create(name, state)
+    return name, parent_run_id
 
 
 def run(args: argparse.Namespace) -> int:
     """The sweep; returns the exit status (0 all trials done, 1 some failed, 130 interrupted)."""
-    storage = Path(args.storage_path).resolve()
+    storage = SweepStorage(args.storage_path)
     set_uri = parse_set(args.sets).get("tracking.tracking_uri")
     tracking_uri = absolute_uri(args.tracking_uri or set_uri or ExperimentConfig().tracking.resolved_uri())
     res = resources(args)
@@ -468,8 +562,8 @@ def run(args: argparse.Namespace) -> int:
     scale = get_scale(args.scale)
 
     if args.resume:
-        sweep_dir = latest_sweep(storage, args.grid, scale.name)
-        state = json.loads((sweep_dir / SWEEP_FILE).read_text())
+        sweep_name = storage.latest(args.grid, scale.name)
+        state = storage.state(sweep_name)
         configs, res = state["configs"], state["resources"]
         tracking_uri = state["tracking_uri"]
         if args.sets or args.seeds != 1:
@@ -478,24 +572,24 @@ def run(args: argparse.Namespace) -> int:
         configs = build_configs(args, tracking_uri)
     if args.dry_run:
         print(trial_table(configs, res).to_string(index=False))
-        print(f"\n{len(configs)} trials; tracking {tracking_uri}; results under {storage}")
+        print(f"\n{len(configs)} trials; tracking {tracking_uri}; results under {storage.location}")
         return 0
 
     check_tracking(tracking_uri)
+    check_pretrained(configs)
     started_ray = start_ray(args.address, args.ray_temp_dir)
     parent_run_id = ""
     try:
-        check_cluster(scale.name, res)
+        check_cluster(scale.name, res, 0.0 if started_ray else args.gpu_wait_min)
         if args.resume:
             parent_run_id = state["parent_run_id"]
             set_run_status(tracking_uri, parent_run_id, "RUNNING")
         else:
-            sweep_dir, parent_run_id = new_sweep(args, storage, tracking_uri, configs, res)
+            sweep_name, parent_run_id = new_sweep(args, storage, tracking_uri, configs, res)
         print(
-            f"sweep {sweep_dir.name}: {len(configs)} trials, "
-            f"MLflow parent run {parent_run_id} at {tracking_uri}"
+            f"sweep {sweep_name}: {len(configs)} trials, MLflow parent run {parent_run_id} at {tracking_uri}"
         )
-        results = fit(args, sweep_dir, configs, res)
+        results = fit(args, storage, sweep_name, configs, res)
     except BaseException:
         if parent_run_id:
             set_run_status(tracking_uri, parent_run_id, "KILLED")
@@ -512,7 +606,7 @@ def run(args: argparse.Namespace) -> int:
         set_run_status(tracking_uri, parent_run_id, "KILLED")
         print(
             f"\nInterrupted with {unfinished} trial(s) unfinished. Continue with:\n  python sweeps/run.py "
-            f"--grid {args.grid} --scale {scale.name} --storage-path {storage} --resume"
+            f"--grid {args.grid} --scale {scale.name} --storage-path {storage.location} --resume"
         )
         return 130
     set_run_status(tracking_uri, parent_run_id, "FAILED" if results.num_errors else "FINISHED")
@@ -521,14 +615,20 @@ def run(args: argparse.Namespace) -> int:
     return 1 if results.num_errors else 0
 
 
-def fit(args: argparse.Namespace, sweep_dir: Path, configs: dict[str, dict[str, Any]], res: dict[str, float]):
+def fit(
+    args: argparse.Namespace,
+    storage: SweepStorage,
+    sweep_name: str,
+    configs: dict[str, dict[str, Any]],
+    res: dict[str, float],
+):
     """Hand the trials to Tune (or restore the interrupted Tune experiment) and wait for them."""
     from ray import tune
 
     trainable = make_trainable(configs, res)
-    if args.resume and tune.Tuner.can_restore(str(sweep_dir)):
+    if args.resume and tune.Tuner.can_restore(storage.uri(sweep_name)):
         tuner = tune.Tuner.restore(
-            str(sweep_dir), trainable=trainable, resume_unfinished=True, resume_errored=True
+            storage.uri(sweep_name), trainable=trainable, resume_unfinished=True, resume_errored=True
         )
         return tuner.fit()
     keys = list(configs)
@@ -541,8 +641,8 @@ def fit(args: argparse.Namespace, sweep_dir: Path, configs: dict[str, dict[str, 
             max_concurrent_trials=args.max_concurrent, trial_dirname_creator=trial_dirname
         ),
         run_config=tune.RunConfig(
-            name=sweep_dir.name,
-            storage_path=str(sweep_dir.parent),
+            name=sweep_name,
+            storage_path=storage.location,
             failure_config=tune.FailureConfig(max_failures=args.max_failures),
             checkpoint_config=tune.CheckpointConfig(num_to_keep=2),
         ),

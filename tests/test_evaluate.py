@@ -19,15 +19,6 @@ from arith.model import build_model
 from arith.tokenizer import build_tokenizer
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models run fastest on one thread: more threads oversubscribe the shared CPU cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 class ScriptedModel(nn.Module):
     """Answers from a script (prompt text -> completion), through the same generate_greedy interface
     as ArithModel: it checks the evaluator's encoding, padding, ordering and scoring, not a network."""

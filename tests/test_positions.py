@@ -13,15 +13,6 @@ from arith.tokenizer import build_tokenizer
 SIZES = {"n_embd": 32, "n_head": 4, "n_positions": 64, "vocab_size": 40}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models run fastest on one thread: more threads oversubscribe the shared CPU cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def tokenizer():
     """The project's digit-aware tokenizer (one token per spaced digit)."""
     return build_tokenizer()
