@@ -61,6 +61,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="override any config field, e.g. --set train.epochs=3 (repeatable)",
     )
     p.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="run only the grid's points whose config has this value, e.g. --only model.init=random "
+        "(repeatable)",
+    )
+    p.add_argument(
         "--address",
         default=None,
         help="Ray cluster: 'auto' or HOST:PORT (default: $RAY_ADDRESS, else a local Ray for the run)",
@@ -170,7 +178,23 @@ def build_configs(args: argparse.Namespace, tracking_uri: str) -> dict[str, dict
     overrides = absolute_paths(parse_set(args.sets))
     overrides["tracking.tracking_uri"] = tracking_uri
     configs = points(get_grid(args.grid), get_scale(args.scale), args.seeds, overrides)
+    configs = select(configs, parse_set(args.only))
     return {trial_key(c.tracking.tags["point"], c.train.seed): c.to_dict() for c in configs}
+
+
+def select(configs: list[ExperimentConfig], only: dict[str, str]) -> list[ExperimentConfig]:
+    """The points whose config has every `--only key=value` (e.g. model.init=random); fails when none do."""
+    if not only:
+        return configs
+    unknown = set(only) - set(ExperimentConfig.keys())
+    if unknown:
+        raise ConfigError(
+            f"--only: unknown key(s) {sorted(unknown)}; valid keys: {', '.join(ExperimentConfig.keys())}"
+        )
+    kept = [c for c in configs if all(str(c.flat()[k]) == v for k, v in only.items())]
+    if not kept:
+        raise SweepError(f"--only {only} matches none of the grid's {len(configs)} trials")
+    return kept
 
 
 def resources(args: argparse.Namespace) -> dict[str, float]:

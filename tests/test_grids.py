@@ -202,6 +202,20 @@ def test_list_and_dry_run(capsys, tmp_path):
     assert not (tmp_path / "m.db").exists()  # a dry run touches nothing
 
 
+def test_only_runs_the_matching_points(capsys, tmp_path):
+    uri = f"sqlite:///{tmp_path}/m.db"
+    args = ["--grid", "reverse_posembed", "--scale", "cpu", "--dry-run", "--tracking-uri", uri]
+    assert main([*args, "--only", "model.init=random"]) == 0
+    out = capsys.readouterr().out
+    assert "5 trials" in out and "init=pretrained" not in out
+    assert main([*args, "--only", "model.init=random", "--only", "model.position=none"]) == 0
+    assert "2 trials" in capsys.readouterr().out
+    assert main([*args, "--only", "model.init=scratch"]) == 2
+    assert "matches none of the grid's 8 trials" in capsys.readouterr().err
+    assert main([*args, "--only", "model.inti=random"]) == 2
+    assert "unknown key" in capsys.readouterr().err
+
+
 def test_trial_table_shows_config_and_resources(tmp_path):
     args = parse_args(
         ["--grid", "reverse_posembed", "--scale", "smoke", "--set", f"model.pretrained={tmp_path}"]
