@@ -384,3 +384,33 @@ def _paper_epochs(paper_cfg: ExperimentConfig, cfg: ExperimentConfig) -> dict[st
     if len(scaled) == len(paper):
         return {str(s): p for s, p in zip(scaled, paper, strict=True)}
     return {str(cfg.train.epochs): paper_cfg.train.epochs}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Tuning the `cpu` miniature: the sweeps that chose sweeps/scales.py's cpu preset, kept so they can be rerun.
+# Run them at --scale cpu: learning rates are in the paper's units and the scale multiplies them by its
+# lr_factor; sample counts are the paper's and the scale takes its fraction (capped at max_samples).
+# ---------------------------------------------------------------------------------------------------------
+
+#: learning rates around the paper's 2e-5: about a third, as is, three times (x the cpu scale's lr_factor)
+CPU_TUNE_LRS = [7e-6, 2e-5, 6e-5]
+
+GRIDS.update(
+    {
+        grid.name: grid
+        for grid in [
+            Grid(
+                name="cpu_tune_reverse",
+                description="cpu preset tuning: learning rate x samples on digit reversal, from scratch.",
+                base={**GRIDS["reverse_posembed"].base, "model.init": "random", "model.position": "learned"},
+                axes={"train.lr": CPU_TUNE_LRS, "data.train_samples": [120_000, 300_000]},
+            ),
+            Grid(
+                name="cpu_tune_mul",
+                description="cpu preset tuning: learning rate x format on 5-digit multiplication (3 at cpu).",
+                base={**MUL_SETUP, "data.max_digits": 5},
+                axes={"train.lr": CPU_TUNE_LRS, "data.format": ["basic", "padding_reverse"]},
+            ),
+        ]
+    }
+)

@@ -85,13 +85,13 @@ SCALES: dict[str, Scale] = {
         ),
         Scale(
             name="cpu",
-            description="laptop-CPU miniature: tiny model, 1/30 samples, <= 10 epochs, shorter numbers",
+            description="laptop-CPU miniature: tiny model, answer-only loss, 1/30 samples, <= 10 epochs",
+            # the loss stays the config default (answer tokens only): measured to learn in fewer steps
             overrides={
                 "model.preset": "tiny",
-                "train.loss_on": "all",
                 "train.batch_size": 64,
-                "train.warmup_ratio": 0.02,
-                "train.eval_batch_size": 128,
+                "train.warmup_ratio": 0.05,
+                "train.eval_batch_size": 256,
                 "train.log_every_steps": 20,
                 "data.test_per_cell": 20,
             },
