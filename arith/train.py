@@ -597,11 +597,17 @@ def config_from_args(argv: Sequence[str] | None = None) -> tuple[ExperimentConfi
 
 
 def format_grid(cells: pd.DataFrame) -> str:
-    """The accuracy grid of each context as text (rows: digits of b where the task has them)."""
+    """The accuracy grid of each context as text: rows = digits of b, columns = digits of a for
+    multiplication; one row of accuracy by digit count for the other tasks."""
     parts = []
     for context, frame in cells.groupby("context", sort=False):
-        rows = frame["row_digits"].fillna(0).astype(int)
-        grid = frame.assign(row=rows).pivot_table(index="row", columns="col_digits", values="accuracy")
+        if frame["row_digits"].notna().any():
+            grid = frame.pivot_table(index="row_digits", columns="col_digits", values="accuracy")
+            grid.index = grid.index.astype(int).rename("b digits \\ a digits")
+            grid.columns.name = None
+        else:
+            grid = frame.set_index("col_digits")[["accuracy"]].T
+            grid.columns.name = "digits"
         parts.append(f"[{context}]\n{grid.round(3).to_string()}")
     return "\n".join(parts)
 
