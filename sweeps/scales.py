@@ -3,9 +3,12 @@
 - `paper`: the paper's exact setup. Grids already carry the paper's samples, epochs, learning rates, digit
   ranges and test protocol; this scale adds the model (GPT2-small, or GPT-2 itself when pretrained) and
   trains on whole lines as the paper fine-tunes. It needs GPUs.
-- `cpu`: a miniature for a laptop CPU: a tiny model, 1/30 of the samples, at most 10 epochs, a higher
-  learning rate and digit counts shrunk (every digit above 2 counts a third), so a grid finishes in about
-  an hour on 2 cores with two trials at a time. First values; tune by measurement.
+- `cpu`: a miniature for a laptop CPU: a tiny GPT-2 (4x4x128) with the loss on the answer only, 1/30 of the
+  samples (at most 10,000), at most 10 epochs, the paper's learning rate x 50 and digit counts shrunk (every
+  digit above 2 counts a third), so a grid finishes within an hour on 2 cores with two trials at a time. The
+  sweeps `cpu_tune_reverse` and `cpu_tune_mul` (sweeps/grids.py; results in docs/RESULTS.md) chose it:
+  reversal saturates at every learning rate and sample count tried, so the cheapest is kept; on
+  multiplication x 50 was best for the basic format (x 150 halved it) and as good as any for the padded one.
 - `smoke`: seconds a trial, for tests: a nano model, a few hundred samples, 2 epochs, a few test cells.
 
 A scale shrinks proportionally what differs between grids (samples, epochs, evaluation epochs, learning
