@@ -35,6 +35,7 @@ __all__ = [
     "problem_ids",
     "test_examples",
     "train_examples",
+    "train_size",
     "validate_data",
     "write_jsonl",
 ]
@@ -77,6 +78,18 @@ def train_examples(cfg: DataConfig) -> list[Example]:
     if cfg.task == "dialogue":
         return dialogue_train(cfg)
     return TRAIN_SETS[cfg.task](cfg)
+
+
+def train_size(cfg: DataConfig) -> int:
+    """Lines in the training set of cfg, without generating it (except a dialogue file, which is read)."""
+    if cfg.task != "dialogue":
+        return cfg.train_samples
+    dialogues = (
+        len(train_examples(dataclasses.replace(cfg, mix_format="none")))
+        if cfg.dialogue_file
+        else (cfg.dialogue_easy + cfg.dialogue_hard)
+    )
+    return dialogues + (cfg.mix_samples if cfg.mix_format != "none" else 0)
 
 
 def test_examples(cfg: DataConfig) -> list[Example]:

@@ -61,6 +61,9 @@ class Grid:
     table_of: Callable[[ExperimentConfig], tuple[str, ...]] = field(default=lambda cfg: ())
     #: scales shrink digit counts, except where the digit split is the experiment (nl_mix's 2-3 vs 4-5)
     scale_digits: bool = True
+    #: keys whose point values are set after the scale (tuning grids of a scale's own settings: its model,
+    #: step budget, tag width); every other key is in the paper's units and the scale shrinks it
+    over_scale: tuple[str, ...] = ()
 
     def points(self) -> list[Point]:
         """The grid's points in a stable order: the main product, then each `also` block."""
@@ -326,7 +329,8 @@ def points(
 ) -> list[ExperimentConfig]:
     """Every trial of `grid` at `scale`: one validated config per point and seed, tagged for MLflow.
 
-    Order of precedence: defaults < grid base < point < scale < `overrides` (--set) < seed. `seeds` is a
+    Order of precedence: defaults < grid base < point < scale < the point's `over_scale` keys <
+    `overrides` (--set) < seed. `seeds` is a
     count K (seeds base, base+1, ..., with base = the configured train.seed) or explicit seed values.
     """
     grid = get_grid(grid) if isinstance(grid, str) else grid
@@ -336,7 +340,12 @@ def points(
         paper_cfg = ExperimentConfig().with_overrides(point.overrides)
         labels = grid.table_of(paper_cfg)
         cfg = scale.apply(paper_cfg, scale_digits=grid.scale_digits)
-        cfg = cfg.with_overrides(dict(overrides or {}))
+        later = {**{k: v for k, v in point.overrides.items() if k in grid.over_scale}, **(overrides or {})}
+        cfg = cfg.with_overrides(later)
+        if later and cfg.data.task in scale.steps_by_task and "train.epochs" not in later:
+            cfg = scale.fit_epochs(
+                cfg, paper_cfg
+            )  # a new step budget, batch or sample count moves the epochs
         for seed in _seed_values(seeds, cfg.train.seed):
             offset = seed - cfg.train.seed
             trial = cfg.with_overrides(
@@ -389,7 +398,8 @@ def _paper_epochs(paper_cfg: ExperimentConfig, cfg: ExperimentConfig) -> dict[st
 # ---------------------------------------------------------------------------------------------------------
 # Tuning the `cpu` miniature: the sweeps that chose sweeps/scales.py's cpu preset, kept so they can be rerun.
 # Run them at --scale cpu: learning rates are in the paper's units and the scale multiplies them by its
-# lr_factor; sample counts are the paper's and the scale takes its fraction (capped at max_samples).
+# lr_factor; sample counts are the paper's and the scale takes its fraction (capped at max_samples). Keys in
+# a grid's `over_scale` (step budget, tag width) are the scale's own settings and replace its values.
 # ---------------------------------------------------------------------------------------------------------
 
 #: learning rates around the paper's 2e-5: about a third, as is, three times (x the cpu scale's lr_factor)
@@ -404,6 +414,40 @@ GRIDS.update(
                 description="cpu preset tuning: learning rate x samples on digit reversal, from scratch.",
                 base={**GRIDS["reverse_posembed"].base, "model.init": "random", "model.position": "learned"},
                 axes={"train.lr": CPU_TUNE_LRS, "data.train_samples": [120_000, 300_000]},
+            ),
+            Grid(
+                name="cpu_tune_steps",
+                description="cpu preset tuning: the step budget, on the three tasks that learn slowest.",
+                base={"model.init": "random"},
+                axes={
+                    "data.task": [
+                        Variant(
+                            "mul", {**MUL_SETUP, "data.format": "padding_reverse", "data.max_digits": 10}
+                        ),
+                        Variant("mul_basic", {**MUL_SETUP, "data.format": "basic", "data.max_digits": 10}),
+                        Variant(
+                            "add_scratchpad",
+                            {**ADD_LENGTH_SETUP, "data.format": "basic", **RANDEMBED_TRAINING},
+                        ),
+                        Variant(
+                            "reverse_random_embed",
+                            {**GRIDS["reverse_posembed"].base, "model.position": "random_embed"},
+                        ),
+                    ],
+                    "train.max_steps": [1570, 3000, 6000],
+                },
+                over_scale=("train.max_steps",),
+            ),
+            Grid(
+                name="cpu_tune_hash",
+                description="cpu preset tuning: random-tag width on digit reversal (default: n_embd / 4).",
+                base={
+                    **GRIDS["reverse_posembed"].base,
+                    "model.init": "random",
+                    "model.position": "random_embed",
+                },
+                axes={"model.n_hash": [4, 8, 16, 32]},
+                over_scale=("model.n_hash",),
             ),
             Grid(
                 name="cpu_tune_mul",

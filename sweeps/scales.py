@@ -3,12 +3,14 @@
 - `paper`: the paper's exact setup. Grids already carry the paper's samples, epochs, learning rates, digit
   ranges and test protocol; this scale adds the model (GPT2-small, or GPT-2 itself when pretrained) and
   trains on whole lines as the paper fine-tunes. It needs GPUs.
-- `cpu`: a miniature for a laptop CPU: a tiny GPT-2 (4x4x128) with the loss on the answer only, 1/30 of the
-  samples (at most 10,000), at most 10 epochs, the paper's learning rate x 50 and digit counts shrunk (every
-  digit above 2 counts a third), so a grid finishes within an hour on 2 cores with two trials at a time. The
-  sweeps `cpu_tune_reverse` and `cpu_tune_mul` (sweeps/grids.py; results in docs/RESULTS.md) chose it:
-  reversal saturates at every learning rate and sample count tried, so the cheapest is kept; on
-  multiplication x 50 was best for the basic format (x 150 halved it) and as good as any for the padded one.
+- `cpu`: a miniature for a laptop CPU: a tiny GPT-2 (4x4x128, 8-dim random tags) with the loss on the
+  answer only, 1/30 of the samples (at most 10,000), the paper's learning rate x 50, digit counts shrunk
+  (every digit above 2 counts a third) and a step budget per task instead of the paper's epochs, so that
+  every task gets the steps it needs to learn at all. The tuning grids of sweeps/grids.py (`cpu_tune_*`;
+  results in docs/RESULTS.md) chose it: reversal saturates at every learning rate and sample count tried;
+  on multiplication x 50 was best for the basic format and as good as any for the padded one; 1,570 steps
+  left random tags and scratchpad addition at 0 and 3,000 did not; tags of 8 dims learned where 32 (a
+  quarter of the width, the default) barely did.
 - `smoke`: seconds a trial, for tests: a nano model, a few hundred samples, 2 epochs, a few test cells.
 
 A scale shrinks proportionally what differs between grids (samples, epochs, evaluation epochs, learning
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arith.config import ConfigError, ExperimentConfig
+from arith.data import train_size
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,9 @@ class Scale:
     max_samples: int = 0
     #: epochs are capped here (0 = no cap); evaluation epochs keep their place in the run
     max_epochs: int = 0
+    #: optimiser steps of one trial by task; for a task listed here the epochs become what this budget
+    #: needs over the scaled training set (max_epochs does not apply), so every grid of a task trains as long
+    steps_by_task: Mapping[str, int] = field(default_factory=dict)
     lr_factor: float = 1.0
     #: digit counts up to `digit_knee` stay, every `digit_stride` digits above it count as one
     digit_knee: int = 0
@@ -74,7 +80,28 @@ class Scale:
         changes["train.eval_epochs"] = sorted(
             {min(epochs, max(1, round(e * epochs / t.epochs))) for e in t.eval_epochs}
         )
-        return cfg.with_overrides(changes).with_overrides(dict(self.overrides))
+        budget = self.steps_by_task.get(d.task, 0)
+        if budget:
+            changes["train.max_steps"] = budget
+        scaled = cfg.with_overrides(changes).with_overrides(dict(self.overrides))
+        return self.fit_epochs(scaled, cfg) if budget else scaled
+
+    def fit_epochs(self, cfg: ExperimentConfig, paper_cfg: ExperimentConfig) -> ExperimentConfig:
+        """cfg with the epochs its `train.max_steps` needs over its training set; the evaluation epochs
+        keep their place in the run (nl_mix reads at half and at the end)."""
+        t = paper_cfg.train
+        batches = math.ceil(train_size(cfg.data) / cfg.train.batch_size)
+        epochs = math.ceil(cfg.train.max_steps / batches)
+        return cfg.with_overrides(
+            {
+                "train.epochs": epochs,
+                "train.eval_epochs": sorted(
+                    {min(epochs, max(1, round(e * epochs / t.epochs))) for e in t.eval_epochs}
+                ),
+                # small data sets make hundreds of short epochs: keep about ten checkpoints, not one an epoch
+                "train.checkpoint_every": max(1, epochs // 10),
+            }
+        )
 
 
 SCALES: dict[str, Scale] = {
@@ -88,7 +115,7 @@ SCALES: dict[str, Scale] = {
         ),
         Scale(
             name="cpu",
-            description="laptop-CPU miniature: tiny model, answer-only loss, 1/30 samples, <= 10 epochs",
+            description="laptop-CPU miniature: tiny model, answer-only loss, 1/30 samples, 3,000 steps",
             # the loss stays the config default (answer tokens only): measured to learn in fewer steps
             overrides={
                 "model.preset": "tiny",
@@ -97,10 +124,19 @@ SCALES: dict[str, Scale] = {
                 "train.eval_batch_size": 256,
                 "train.log_every_steps": 20,
                 "data.test_per_cell": 20,
+                "model.n_hash": 8,
             },
             sample_fraction=1 / 30,
             max_samples=10_000,
             max_epochs=10,
+            # chosen on the H200 pre-search (docs/RESULTS.md): the least that learns every task but dialogue
+            steps_by_task={
+                "mul": 3000,
+                "add": 3000,
+                "add_scratchpad": 3000,
+                "reverse": 3000,
+                "dialogue": 3000,
+            },
             lr_factor=50.0,
             digit_knee=2,
             digit_stride=3,

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from arith.config import ConfigError, ExperimentConfig
+from arith.data import train_examples, train_size
 from sweeps.grids import GRIDS, Grid, Variant, get_grid, points
 from sweeps.run import absolute_uri, build_configs, main, parse_args, trial_table
 from sweeps.scales import SCALES, get_scale
@@ -109,8 +110,9 @@ def test_nl_mix_labels_and_scaled_eval_epochs():
     assert by_mix["none"] == "tb:acc_nldia_a,tb:acc_nldia_b"
     assert by_mix["basic"].endswith("tb:acc_nldia_d")
     cpu = points("nl_mix", "cpu")[0]
-    assert cpu.train.eval_epochs == [5, 10] and cpu.train.epochs == 10
-    assert json.loads(cpu.tracking.tags["paper_epochs"]) == {"5": 50, "10": 100}
+    half, end = cpu.train.eval_epochs
+    assert end == cpu.train.epochs and half == round(end / 2)
+    assert json.loads(cpu.tracking.tags["paper_epochs"]) == {str(half): 50, str(end): 100}
     # the dialogue task keeps its 2-3 vs 4-5 digit split at every scale
     assert cpu.data.test_digits == [2, 3, 4, 5]
 
@@ -125,6 +127,81 @@ def test_scales_shrink_but_keep_points_distinct():
     assert [cpu.digits(n) for n in (1, 2, 5, 6, 10, 20)] == [1, 2, 3, 4, 5, 8]
     smoke = points("mul_format", "smoke")[0]
     assert smoke.model.preset == "nano" and smoke.data.train_samples <= 300 and smoke.train.epochs <= 2
+
+
+@pytest.mark.parametrize("grid", ISSUE_GRIDS)
+def test_cpu_scale_trains_every_task_for_its_step_budget(grid):
+    budgets = get_scale("cpu").steps_by_task
+    for cfg in points(grid, "cpu"):
+        t = cfg.train
+        batches = -(-train_size(cfg.data) // t.batch_size)
+        assert t.max_steps == budgets[cfg.data.task]
+        # just enough epochs for the budget: the run ends on max_steps in its last epoch
+        assert (t.epochs - 1) * batches < t.max_steps <= t.epochs * batches
+        assert t.checkpoint_every == max(1, t.epochs // 10)
+        assert cfg.model.n_hash == 8 and cfg.model.preset == "tiny"
+
+
+def test_a_new_budget_or_batch_moves_the_epochs_unless_epochs_are_given():
+    base = points("mul_format", "cpu")[0]
+    more = points("mul_format", "cpu", overrides={"train.max_steps": 6000, "train.batch_size": 32})[0]
+    assert more.train.max_steps == 6000
+    assert more.train.epochs * -(-base.data.train_samples // 32) >= 6000 > base.train.epochs * 313 - 313
+    pinned = points("mul_format", "cpu", overrides={"train.max_steps": 6000, "train.epochs": 2})[0]
+    assert pinned.train.epochs == 2
+
+
+def test_over_scale_keys_beat_the_scale_and_the_rest_is_scaled():
+    grid = Grid(
+        name="tune_demo",
+        description="a tuning grid of the scale's own settings",
+        base={
+            "data.task": "reverse",
+            "data.format": "basic",
+            "data.max_digits": 10,
+            "data.train_samples": 120_000,
+            "train.lr": 2e-5,
+        },
+        axes={"model.n_hash": [4, 16], "train.max_steps": [1000, 6000], "model.position": ["random_embed"]},
+        over_scale=("model.n_hash", "train.max_steps"),
+    )
+    cfgs = points(grid, "cpu")
+    assert sorted({(c.model.n_hash, c.train.max_steps) for c in cfgs}) == [
+        (4, 1000),
+        (4, 6000),
+        (16, 1000),
+        (16, 6000),
+    ]
+    for cfg in cfgs:
+        assert cfg.train.lr == pytest.approx(2e-5 * get_scale("cpu").lr_factor)  # paper units, scaled
+        assert cfg.data.max_digits == 5 and cfg.data.train_samples == 4000
+        assert cfg.train.epochs * -(-4000 // 64) >= cfg.train.max_steps
+    # without over_scale the scale's tag width wins over the point's
+    plain = Grid(name="plain", description="", base=dict(grid.base), axes={"model.n_hash": [4]})
+    assert points(plain, "cpu")[0].model.n_hash == 8
+
+
+def test_train_size_counts_without_generating():
+    for overrides in [
+        {
+            "data.task": "mul",
+            "data.format": "padding_reverse",
+            "data.max_digits": 3,
+            "data.augment": "first_step",
+        },
+        {"data.task": "add_scratchpad", "data.format": "recursive_scratchpad", "data.max_digits": 4},
+        {"data.task": "dialogue", "data.format": "basic", "data.dialogue_easy": 30, "data.dialogue_hard": 4},
+        {
+            "data.task": "dialogue",
+            "data.format": "basic",
+            "data.dialogue_easy": 30,
+            "data.dialogue_hard": 4,
+            "data.mix_format": "random_space",
+            "data.mix_samples": 50,
+        },
+    ]:
+        data = ExperimentConfig().with_overrides({"data.train_samples": 120, **overrides}).data
+        assert train_size(data) == len(train_examples(data))
 
 
 def test_overrides_seeds_and_precedence():

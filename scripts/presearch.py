@@ -1,0 +1,97 @@
+"""Pre-search a grid on a machine without Ray or MLflow: every point in its own process, one JSON line each.
+
+    python scripts/presearch.py --grid cpu_tune_hash --scale cpu --procs 16 --out runs/presearch/hash.jsonl
+
+The lent GPU machines of this project have PyTorch and transformers but no Ray and no MLflow, and many
+small trials fit one GPU at once: this runs a grid's trials (the same `points()` as sweeps/run.py, with its
+`--only` and `--set`) in a pool of processes with tracking off, and appends one line per trial (the config,
+the final accuracy grid, steps, seconds) to `--out`. It is for choosing a preset quickly; the results that
+docs/RESULTS.md reports come from sweeps/run.py on the target machine. On a GPU the trials train in bf16
+autocast, so their numbers approximate, not repeat, a CPU trial of the same config.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import traceback
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from arith.config import ConfigError, ExperimentConfig, parse_set  # noqa: E402
+from sweeps.grids import get_grid, points  # noqa: E402
+from sweeps.run import SweepError, select  # noqa: E402
+
+
+def run_trial(config: dict) -> dict:
+    """Train one config (tracking off, one CPU thread: the GPU does the work) and summarise it."""
+    from arith.train import train
+
+    cfg = ExperimentConfig.from_dict(config)
+    start = time.perf_counter()
+    record: dict = {"point": cfg.tracking.tags.get("point", ""), "seed": cfg.train.seed, "config": cfg.flat()}
+    try:
+        result = train(cfg)
+    except Exception:  # a failed trial is a result too; the others go on
+        return {**record, "error": traceback.format_exc(limit=3)}
+    cells = result.cells
+    return {
+        **record,
+        "test_acc": round(result.test_acc, 4),
+        "steps": result.steps,
+        "train_seconds": round(result.train_seconds, 1),
+        "wall_seconds": round(time.perf_counter() - start, 1),
+        "tokens_per_s": round(result.tokens_per_s),
+        "cells": [
+            {
+                "context": row.context,
+                "row_digits": None if row.row_digits != row.row_digits else row.row_digits,
+                "col_digits": row.col_digits,
+                "accuracy": round(float(row.accuracy), 3),
+            }
+            for row in cells.itertuples()
+        ],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python scripts/presearch.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--grid", required=True)
+    parser.add_argument("--scale", default="cpu")
+    parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--only", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--procs", type=int, default=4, help="trials at a time (default 4)")
+    parser.add_argument("--out", required=True, help="JSON-lines file the results are appended to")
+    args = parser.parse_args(argv)
+    try:
+        overrides = {**parse_set(args.set), "tracking.enabled": False, "train.checkpoint_every": 0}
+        overrides["train.num_threads"] = 1
+        configs = select(points(get_grid(args.grid), args.scale, args.seeds, overrides), parse_set(args.only))
+    except (ConfigError, SweepError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    print(f"{len(configs)} trials of {args.grid} at scale {args.scale}, {args.procs} at a time -> {out}")
+    with ProcessPoolExecutor(args.procs) as pool, out.open("a") as sink:
+        futures = [pool.submit(run_trial, cfg.to_dict()) for cfg in configs]
+        for future in as_completed(futures):
+            record = {"grid": args.grid, "scale": args.scale, **future.result()}
+            sink.write(json.dumps(record) + "\n")
+            sink.flush()
+            shown = {
+                k: record.get(k) for k in ("point", "seed", "test_acc", "steps", "train_seconds", "error")
+            }
+            print(json.dumps({k: v for k, v in shown.items() if v is not None}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""scripts/presearch.py (trials in a process pool, no Ray or MLflow) and how reproduce_cpu.py renders it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import reproduce_cpu  # noqa: E402
+
+
+def presearch(*args: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, str(ROOT / "scripts" / "presearch.py"), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
+
+
+def test_presearch_writes_one_record_per_trial_and_the_report_renders_them(tmp_path):
+    out = tmp_path / "cpu_tune_hash.jsonl"
+    done = presearch(
+        *("--grid", "cpu_tune_hash", "--scale", "cpu", "--procs", "2", "--out", str(out)),
+        *("--only", "model.n_hash=4", "--seeds", "2"),
+        *("--set", "train.max_steps=4", "--set", "data.test_per_cell=2", "--set", "data.train_samples=300"),
+    )
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted(r["seed"] for r in records) == [0, 1]
+    for rec in records:
+        assert "error" not in rec
+        assert rec["grid"] == "cpu_tune_hash" and rec["point"] == "n_hash=4"
+        assert rec["steps"] == 4 and rec["config"]["model.n_hash"] == 4
+        assert rec["config"]["tracking.enabled"] is False and 0.0 <= rec["test_acc"] <= 1.0
+        # the reversal test reads regular and repetitive numbers past the trained length (5 at cpu)
+        assert {c["context"] for c in rec["cells"]} == {"regular", "repetitive"}
+        assert max(c["col_digits"] for c in rec["cells"]) > rec["config"]["data.max_digits"]
+    table = reproduce_cpu.presearch_tables(tmp_path)
+    assert "### cpu_tune_hash" in table
+    assert "| point | test_acc | steps | regular: beyond 5 digits | repetitive: beyond 5 digits |" in table
+    assert table.count("| n_hash=4 |") == 2
+
+
+def test_presearch_rejects_bad_input_and_writes_nothing(tmp_path):
+    out = tmp_path / "x.jsonl"
+    done = presearch("--grid", "nope", "--out", str(out))
+    assert done.returncode == 2 and "unknown grid 'nope'" in done.stderr
+    done = presearch("--grid", "cpu_tune_hash", "--only", "model.n_hash=5", "--out", str(out))
+    assert done.returncode == 2 and "matches none" in done.stderr
+    assert not out.exists()
+
+
+def test_committed_presearch_records_render():
+    table = reproduce_cpu.presearch_tables()
+    assert "### cpu_tune_steps" in table and "### cpu_tune_hash" in table
+    assert "task=mul,max_steps=3000" in table
