@@ -226,6 +226,24 @@ def _varying(params: pd.DataFrame) -> list[str]:
     return keys
 
 
+#: settings a scale derives from others (a step budget over a smaller data set gives more epochs)
+DERIVED_KEYS = ("train.epochs", "train.eval_epochs", "train.checkpoint_every", "train.max_steps")
+
+
+def _without_derived(params: pd.DataFrame, axes: list[str], declared: list[str]) -> list[str]:
+    """The axes less the undeclared derived keys that the other axes determine: they would only split
+    the tables into more titles (nl_mix at cpu scale: the epochs follow from the data mixed in)."""
+    kept = list(axes)
+    for key in [k for k in axes if k in DERIVED_KEYS and k not in declared]:
+        others = [k for k in kept if k != key and k in params.columns]
+        if not others or key not in params.columns:
+            continue
+        shown = params[[*others, key]].astype(str)
+        if (shown.groupby(others)[key].nunique() <= 1).all():
+            kept.remove(key)
+    return kept
+
+
 def known_grids() -> list[str]:
     """The grids sweeps/grids.py defines ([] where the sweeps package is not importable)."""
     try:
@@ -272,7 +290,7 @@ def trials_frame(children: list[TrialRun], grid: str) -> tuple[pd.DataFrame, lis
     hints = _type_hints()
     raw = pd.DataFrame([run.params for run in children])
     declared = grid_axes(grid)
-    axes = list(dict.fromkeys([*declared, *_varying(raw)]))
+    axes = _without_derived(raw, list(dict.fromkeys([*declared, *_varying(raw)])), declared)
     notes: list[str] = []
 
     required = [*REQUIRED_KEYS, *(a for a in declared if a not in REQUIRED_KEYS)]

@@ -131,12 +131,15 @@ def _dialogue_tables(frame: pd.DataFrame, axes: list[str]) -> list[Table]:
     keys = [k for k in dict.fromkeys(["model.position", *axes]) if k != "data.mix_format"]
     frame = frame.assign(data=frame["data.mix_format"].map(MIX_NAMES).fillna(frame["data.mix_format"]))
     out = []
-    for (context, epoch), panel in frame.groupby(["context", "epoch"], sort=True):
+    # one table per reading of the paper (its epoch 50 or 100): at a step budget the points read it at
+    # different epochs of their own (a smaller data set has more, shorter epochs)
+    frame = frame.assign(reading=frame["paper_epochs"].fillna(frame["epoch"]))
+    for (context, reading), panel in frame.groupby(["context", "reading"], sort=True):
         panel = panel.assign(row=_label(panel, keys))
-        final = int(panel["final_epoch"].iloc[0])
-        reading = panel["paper_epochs"].dropna()
-        paper_note = f", paper's {int(reading.iloc[0])} of 100" if len(reading) else ""
-        title = f"nl_mix: {context}, epoch {int(epoch)} of {final}{paper_note}"
+        runs = panel[["epoch", "final_epoch"]].drop_duplicates().sort_values("epoch")
+        at = " / ".join(f"{int(e)} of {int(f)}" for e, f in runs.itertuples(index=False))
+        paper_note = f", paper's {int(reading)} of 100" if panel["paper_epochs"].notna().any() else ""
+        title = f"nl_mix: {context}, epoch {at}{paper_note}"
         out.append(_make(panel, title, "row", ["data", "col_digits"], "", "data, digits"))
     return out
 
