@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 GRID   ?= nl_mix
 SCALE  ?= smoke
 
-.PHONY: install test test-fast lint demo ui clean
+.PHONY: install test test-fast lint demo ui reproduce-cpu results clean
 
 $(VENV)/.installed: pyproject.toml scripts/install.sh
 	bash scripts/install.sh
@@ -24,6 +24,12 @@ lint: install
 
 demo: install                    ## make demo GRID=mul_format SCALE=cpu
 	$(PY) sweeps/run.py --grid $(GRID) --scale $(SCALE)
+
+reproduce-cpu: install          ## every cpu sweep of docs/RESULTS.md in sequence (hours on 2 cores), then the report
+	$(PY) scripts/reproduce_cpu.py
+
+results: install                 ## only rewrite docs/RESULTS.md from the store in runs/cpu
+	$(PY) scripts/reproduce_cpu.py --report-only
 
 ui: install                      ## the MLflow UI over the local store
 	$(VENV)/bin/mlflow ui --backend-store-uri sqlite:///mlflow.db --port 5000

@@ -64,8 +64,7 @@ FIRST_PRESET = (
 #: grids whose trials cost more than the session that wrote RESULTS.md had left: 3,000 steps of scratchpad
 #: or dialogue lines (60-100 tokens) take 12-23 min a trial at ~12k tokens/s on one core
 SCRATCHPAD_COST = (
-    "3,000 steps of scratchpad lines take about 23 min a trial on one core (3 points x 1 seed: ~46 min "
-    "with two trials at a time)"
+    "3,000 steps of scratchpad lines (~2,800 tokens a step) take about 12 min a trial on one core"
 )
 PRESEARCH_ADD = (
     "the H200 pre-search of this preset (below) gives, at 3,000 steps, held-out accuracy on 5/6 digits "
@@ -94,7 +93,6 @@ PLAN: tuple[Planned, ...] = (
     ),
     Planned("mul_one_digit_weight", seeds=1, note="one seed: the grid's 5-digit trials take ~6 min each"),
     Planned("mul_simple_case", seeds=1, note="one seed"),
-    Planned("position_schemes", seeds=1, note="one seed: a new experiment, no claim of the paper"),
     Planned(
         "add_posembed",
         seeds=1,
@@ -103,10 +101,12 @@ PLAN: tuple[Planned, ...] = (
     ),
     Planned(
         "add_length",
+        seeds=1,
         only=(NO_PRETRAINED,),
-        note=NO_PRETRAINED_NOTE,
-        why_not_run="4 random-init points of ~23 min a trial; " + PRESEARCH_ADD_LENGTH,
+        note=NO_PRETRAINED_NOTE + "; one seed: scratchpad lines make 10-15 min trials",
+        why_not_run="4 random-init points of 10-15 min a trial; " + PRESEARCH_ADD_LENGTH,
     ),
+    Planned("position_schemes", seeds=1, note="one seed: a new experiment, no claim of the paper"),
     Planned("nl_mix", why_not_run=NL_MIX_COST),
 )
 
@@ -189,7 +189,7 @@ and multiplication barely trained. The two tuning grids below were run on a lent
 `python scripts/presearch.py --grid GRID --scale cpu --set data.test_per_cell=50 --procs 12` (one
 process per trial, bf16 autocast, tracking off: that machine has no Ray or MLflow), seed 0; the raw
 records are docs/presearch/GRID.jsonl. 3,000 steps is where every task but dialogue learns something
-and a trial still takes 2.5-6 min on one CPU core (scratchpad addition ~23); 8-dim tags learned where
+and a trial still takes 2.5-6 min on one CPU core (scratchpad addition ~12); 8-dim tags learned where
 32 (the default quarter of the width) barely did; 4 and 8 are within one seed's noise of each other and 8
 (two dimensions a head) was kept.
 """
