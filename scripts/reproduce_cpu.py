@@ -75,8 +75,9 @@ PRESEARCH_ADD_LENGTH = (
     "random space 0.03/0.00, recursive scratchpad 0.60/0.00: nothing extrapolates from scratch at this size"
 )
 NL_MIX_COST = (
-    "9 points of 3,000 steps of dialogue lines take about 12 min a trial (~54 min for 1 seed). The H200 "
-    "pre-search of five of its points at 3,000 steps gives 0.00-0.07 in every cell: at this size and "
+    "9 points of 3,000 steps of dialogue lines take about 12 min a trial (~54 min for 1 seed). An "
+    "exploratory H200 run of five of its points at 3,000 steps (before scripts/presearch.py; records not "
+    "kept) gave 0.00-0.07 in every cell: at this size and "
     "budget the dialogue task is not learned, so it would not test the paper's claims"
 )
 
@@ -106,7 +107,12 @@ PLAN: tuple[Planned, ...] = (
         note=NO_PRETRAINED_NOTE + "; one seed: scratchpad lines make 10-15 min trials",
         why_not_run="4 random-init points of 10-15 min a trial; " + PRESEARCH_ADD_LENGTH,
     ),
-    Planned("position_schemes", seeds=1, note="one seed: a new experiment, no claim of the paper"),
+    Planned(
+        "position_schemes",
+        seeds=1,
+        note="one seed: a new experiment, no claim of the paper",
+        why_not_run="10 points of 3-5 min a trial, about 21 min for one seed",
+    ),
     Planned("nl_mix", why_not_run=NL_MIX_COST),
 )
 
