@@ -77,9 +77,7 @@ class Scale:
             changes["data.test_digits"] = sorted({self.digits(n) for n in d.test_digits})
         epochs = min(t.epochs, self.max_epochs) if self.max_epochs else t.epochs
         changes["train.epochs"] = epochs
-        changes["train.eval_epochs"] = sorted(
-            {min(epochs, max(1, round(e * epochs / t.epochs))) for e in t.eval_epochs}
-        )
+        changes["train.eval_epochs"] = _moved_evaluations(t.eval_epochs, t.epochs, epochs)
         budget = self.steps_by_task.get(d.task, 0)
         if budget:
             changes["train.max_steps"] = budget
@@ -95,13 +93,16 @@ class Scale:
         return cfg.with_overrides(
             {
                 "train.epochs": epochs,
-                "train.eval_epochs": sorted(
-                    {min(epochs, max(1, round(e * epochs / t.epochs))) for e in t.eval_epochs}
-                ),
+                "train.eval_epochs": _moved_evaluations(t.eval_epochs, t.epochs, epochs),
                 # small data sets make hundreds of short epochs: keep about ten checkpoints, not one an epoch
                 "train.checkpoint_every": max(1, epochs // 10),
             }
         )
+
+
+def _moved_evaluations(eval_epochs: list[int], paper_epochs: int, epochs: int) -> list[int]:
+    """The paper's evaluation epochs at the same fraction of a run of `epochs` epochs."""
+    return sorted({min(epochs, max(1, round(e * epochs / paper_epochs))) for e in eval_epochs})
 
 
 SCALES: dict[str, Scale] = {
