@@ -20,7 +20,10 @@ def main(argv: list[str] | None = None) -> int:
         help="MLflow store; default $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db",
     )
     parser.add_argument(
-        "--run", default=None, help="the sweep's parent run id; default the grid's latest sweep"
+        "--run",
+        default=None,
+        help="the sweep's parent run id (default: the grid's latest sweep); several, comma-separated, "
+        "read as one sweep (seeds or points run apart)",
     )
     parser.add_argument("--format", default="markdown", choices=list(FORMATS))
     parser.add_argument("--out", default=None, help="folder for the report, CSVs and heatmaps")
@@ -34,9 +37,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     uri = TrackingConfig(tracking_uri=args.tracking_uri).resolved_uri()
+    runs = [r for r in args.run.split(",") if r] if args.run else None
     try:
-        text = report(args.grid, uri, args.run, args.out, args.format, log_artifacts=not args.no_log)
-        link = share_view(load_sweep(args.grid, uri, args.run), args.ui_url) if args.ui_url else ""
+        text = report(args.grid, uri, runs, args.out, args.format, log_artifacts=not args.no_log)
+        link = share_view(load_sweep(args.grid, uri, runs), args.ui_url) if args.ui_url else ""
     except AnalysisError as err:
         print(f"analysis: {err}", file=sys.stderr)
         return 2

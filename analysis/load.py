@@ -14,6 +14,7 @@ import socket
 import tempfile
 import typing
 import urllib.parse
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,8 @@ class Sweep:
     axes: list[str]
     #: human-readable notes on what was read with a fallback (older configs)
     notes: list[str] = field(default_factory=list)
+    #: every sweep read (the first is `parent_run_id`, where the analysis is logged)
+    parent_run_ids: tuple[str, ...] = ()
 
     @property
     def status_counts(self) -> dict[str, int]:
@@ -159,6 +162,15 @@ def _experiment_ids(client) -> list[str]:
             return ids
 
 
+def sweep_runs(client, grid: str | None = None) -> list:
+    """Every sweep parent run in the store (of `grid` when given), latest first."""
+    experiment_ids = _experiment_ids(client)
+    if not experiment_ids:
+        return []
+    sweeps = _search(client, experiment_ids, "tags.sweep = '1'", order_by=["attributes.start_time DESC"])
+    return [run for run in sweeps if grid is None or run.data.tags.get("grid") == grid]
+
+
 def find_parent(client, grid: str, parent_run_id: str | None = None):
     """The sweep's parent run: the given one (checked to be a sweep of `grid`) or the latest of `grid`."""
     from mlflow.exceptions import MlflowException
@@ -174,12 +186,11 @@ def find_parent(client, grid: str, parent_run_id: str | None = None):
         if tags.get("grid") != grid:
             raise AnalysisError(f"run {parent_run_id} is a sweep of grid {tags.get('grid')!r}, not {grid!r}")
         return run
-    experiment_ids = _experiment_ids(client)
-    if not experiment_ids:
+    if not _experiment_ids(client):
         raise AnalysisError(
             "the tracking store holds no experiments: run a sweep first (python sweeps/run.py)"
         )
-    sweeps = _search(client, experiment_ids, "tags.sweep = '1'", order_by=["attributes.start_time DESC"])
+    sweeps = sweep_runs(client)
     of_grid = [run for run in sweeps if run.data.tags.get("grid") == grid]
     if not of_grid:
         found = sorted({run.data.tags.get("grid", "?") for run in sweeps})
@@ -370,8 +381,12 @@ def tidy_cells(trials: pd.DataFrame, cells_by_run: dict[str, pd.DataFrame], axes
     return tidy
 
 
-def load_sweep(grid: str, tracking_uri: str, parent_run_id: str | None = None) -> Sweep:
-    """Read one sweep (the latest of `grid` unless `parent_run_id` is given) into a `Sweep`."""
+def load_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] | None = None) -> Sweep:
+    """Read one sweep (the latest of `grid` unless `parent_run_id` is given) into a `Sweep`.
+
+    Several parent run ids read as one sweep: the parts of a study run at different times (seeds added
+    later, a grid's costly points run apart). A (point, seed) trial in more than one part is taken from
+    the first part listed that has it."""
     grids = known_grids()
     if grids and grid not in grids:
         raise AnalysisError(f"unknown grid {grid!r}; choose one of: {', '.join(grids)}")
@@ -379,19 +394,35 @@ def load_sweep(grid: str, tracking_uri: str, parent_run_id: str | None = None) -
     from mlflow.exceptions import MlflowException
 
     client = _client(tracking_uri)
+    ids = [parent_run_id] if parent_run_id is None or isinstance(parent_run_id, str) else list(parent_run_id)
+    if not ids:
+        raise AnalysisError("no sweep parent run ids given")
+    children = []
     try:
-        parent = find_parent(client, grid, parent_run_id)
-        children = _search(
-            client, [parent.info.experiment_id], f"tags.mlflow.parentRunId = '{parent.info.run_id}'"
-        )
+        parents = [find_parent(client, grid, run_id) for run_id in ids]
+        for parent in parents:
+            part = _search(
+                client, [parent.info.experiment_id], f"tags.mlflow.parentRunId = '{parent.info.run_id}'"
+            )
+            if not part:
+                raise AnalysisError(
+                    f"the sweep {parent.info.run_id} of grid {grid!r} has no trial runs (none started, "
+                    "or its trials logged elsewhere)"
+                )
+            children += part
     except MlflowException as err:
         raise AnalysisError(f"cannot read the tracking store at {tracking_uri}: {err.message}") from err
-    if not children:
-        raise AnalysisError(
-            f"the sweep {parent.info.run_id} of grid {grid!r} has no trial runs (none started, or its trials "
-            "logged elsewhere)"
-        )
+    parent = parents[0]
+    scales = sorted({p.data.tags.get("scale", "") for p in parents})
+    if len(scales) > 1:
+        raise AnalysisError(f"the sweeps {', '.join(ids)} are of different scales ({', '.join(scales)})")
     trials, axes, notes = trials_frame([TrialRun.of(run) for run in children], grid)
+    if len(parents) > 1:
+        repeated = trials.duplicated(["point", "seed"])
+        if repeated.any():
+            notes.append(f"{int(repeated.sum())} trial(s) repeated in a later-listed sweep were left out")
+            trials = trials[~repeated].reset_index(drop=True)
+        notes.append(f"combines {len(parents)} sweeps: {', '.join(p.info.run_id for p in parents)}")
     cells_by_run: dict[str, pd.DataFrame] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for i, run_id in enumerate(trials.loc[trials["status"] == FINISHED, "run_id"]):
@@ -416,6 +447,7 @@ def load_sweep(grid: str, tracking_uri: str, parent_run_id: str | None = None) -
     return Sweep(
         grid=grid,
         parent_run_id=parent.info.run_id,
+        parent_run_ids=tuple(p.info.run_id for p in parents),
         tracking_uri=tracking_uri,
         scale=parent.data.tags.get("scale", ""),
         trials=trials,

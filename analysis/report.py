@@ -4,6 +4,7 @@ numbers, the paper's claims checked, heatmaps; written to a folder and logged on
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,13 +117,14 @@ def log_to_parent(analysis: Analysis, out_dir: Path) -> str | None:
 def report(
     grid: str,
     tracking_uri: str,
-    parent_run_id: str | None = None,
+    parent_run_id: str | Sequence[str] | None = None,
     out_dir: str | Path | None = None,
     fmt: str = "markdown",
     log_artifacts: bool = True,
 ) -> str:
-    """Analyse one sweep of `grid` (the latest unless `parent_run_id`), write its tables, findings and
-    heatmaps to `out_dir` (if given), log them on the sweep's parent run, and return the report text.
+    """Analyse one sweep of `grid` (the latest unless `parent_run_id`; several ids combine sweeps), write
+    its tables, findings and heatmaps to `out_dir` (if given), log them on the (first) parent run, and
+    return the report text.
 
     Raises `analysis.AnalysisError` with a readable message for input it cannot analyse.
     """

@@ -26,7 +26,7 @@ if str(ROOT) not in sys.path:
 
 from arith.config import ConfigError, ExperimentConfig, parse_set  # noqa: E402
 from sweeps.grids import get_grid, points  # noqa: E402
-from sweeps.run import SweepError, select  # noqa: E402
+from sweeps.run import SweepError, seeds_arg, select  # noqa: E402
 
 
 def run_trial(config: dict) -> dict:
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python scripts/presearch.py", description=__doc__.splitlines()[0])
     parser.add_argument("--grid", required=True)
     parser.add_argument("--scale", default="cpu")
-    parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--seeds", type=seeds_arg, default=1, help="a count K, or seeds: 1,2")
     parser.add_argument("--only", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--procs", type=int, default=4, help="trials at a time (default 4)")

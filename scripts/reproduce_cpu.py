@@ -30,7 +30,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from analysis.findings import CLAIMS  # noqa: E402
-from analysis.load import AnalysisError, _client, find_parent, load_sweep  # noqa: E402
+from analysis.load import _client, find_parent, load_sweep, sweep_runs  # noqa: E402
 from analysis.report import analyse, report  # noqa: E402
 
 TAG_COMMAND, TAG_MACHINE, TAG_WALL = "reproduce.command", "reproduce.machine", "reproduce.wall_s"
@@ -38,21 +38,49 @@ TAG_COMMAND, TAG_MACHINE, TAG_WALL = "reproduce.command", "reproduce.machine", "
 
 @dataclass(frozen=True)
 class Planned:
-    """One cpu sweep of the reproduction: which grid, which of its points, how many seeds, and why."""
+    """One cpu sweep of the reproduction: which grid, which of its points, which seeds, and why.
+
+    A grid may have several: parts of its study run apart (seeds added later, costly points alone); the
+    report reads the latest sweep of each part as one."""
 
     grid: str
-    seeds: int = 3
+    #: a count K (seeds 0..K-1) or explicit seeds, to add seeds to an earlier part
+    seeds: int | tuple[int, ...] = 3
     only: tuple[str, ...] = ()
     #: what this sweep is for, or why part of the grid is left out
     note: str = ""
     #: shown only while the store has no finished sweep of the grid: what is known about running it
     why_not_run: str = ""
 
-    def command(self, uri: str, storage: str) -> list[str]:
-        cmd = ["sweeps/run.py", "--grid", self.grid, "--scale", "cpu", "--seeds", str(self.seeds)]
+    @property
+    def seed_values(self) -> list[int]:
+        return list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)
+
+    def sweep_args(self) -> list[str]:
+        """What identifies this part: sweeps/run.py's arguments less where it stores its results."""
+        seeds = str(self.seeds) if isinstance(self.seeds, int) else ",".join(map(str, self.seeds))
+        args = ["--grid", self.grid, "--scale", "cpu", "--seeds", seeds]
         for only in self.only:
-            cmd += ["--only", only]
-        return [*cmd, "--tracking-uri", uri, "--storage-path", storage]
+            args += ["--only", only]
+        return args
+
+    def command(self, uri: str, storage: str) -> list[str]:
+        return ["sweeps/run.py", *self.sweep_args(), "--tracking-uri", uri, "--storage-path", storage]
+
+
+def sweep_args_of(command: str) -> list[str]:
+    """The `Planned.sweep_args` of a command a parent run was tagged with (the store's paths dropped)."""
+    words = shlex.split(command)
+    words = words[words.index("sweeps/run.py") + 1 :] if "sweeps/run.py" in words else words
+    out, skip = [], False
+    for word in words:
+        if skip:
+            skip = False
+        elif word in ("--tracking-uri", "--storage-path"):
+            skip = True
+        else:
+            out.append(word)
+    return out
 
 
 NO_PRETRAINED = "model.init=random"
@@ -81,30 +109,39 @@ NL_MIX_COST = (
     "budget the dialogue task is not learned, so it would not test the paper's claims"
 )
 
+NL_MIX_NOTE = (
+    "one seed: 3,000 steps take ~14 min a trial on the dialogues alone, ~6 min mixed 1:9 with arithmetic"
+)
+
 #: in order: the tuning sweeps that chose the preset, then the paper's grids cheapest first
 PLAN: tuple[Planned, ...] = (
     Planned("cpu_tune_reverse", seeds=1, note="chose the learning rate and sample count; " + FIRST_PRESET),
     Planned("cpu_tune_mul", seeds=1, note="the learning rate on multiplication; " + FIRST_PRESET),
     Planned("reverse_posembed", only=(NO_PRETRAINED,), note=NO_PRETRAINED_NOTE),
+    Planned("mul_format", only=("data.max_digits=3",), note="the paper's 5-digit runs (3 digits at cpu)"),
     Planned(
         "mul_format",
-        only=("data.max_digits=3",),
-        note="the paper's 5-digit runs only (3 digits at cpu scale); its 10-, 15- and 20-digit runs "
-        "(5, 7, 8 at cpu scale) need 6-9 min a trial each",
+        seeds=1,
+        only=("data.max_digits=5",),
+        note="the paper's 10-digit runs (5 at cpu scale), one seed: 6-7 min a trial; its 15- and 20-digit "
+        "padding+reverse runs (7 and 8 at cpu) are left out: no claim compares them, 8-9 min a trial",
     ),
-    Planned("mul_one_digit_weight", seeds=1, note="one seed: the grid's 5-digit trials take ~6 min each"),
-    Planned("mul_simple_case", seeds=1, note="one seed"),
+    Planned("mul_one_digit_weight", seeds=1, note="seed 0: the grid's 5-digit trials take ~6 min each"),
+    Planned("mul_one_digit_weight", seeds=(1, 2), note="seeds 1 and 2, run after seed 0"),
+    Planned("mul_simple_case", seeds=1, note="seed 0"),
+    Planned("mul_simple_case", seeds=(1, 2), note="seeds 1 and 2, run after seed 0"),
     Planned(
         "add_posembed",
         seeds=1,
-        note="one seed: " + SCRATCHPAD_COST,
+        note="seed 0: " + SCRATCHPAD_COST,
         why_not_run=SCRATCHPAD_COST + "; " + PRESEARCH_ADD,
     ),
+    Planned("add_posembed", seeds=(1, 2), note="seeds 1 and 2: " + SCRATCHPAD_COST),
     Planned(
         "add_length",
         seeds=1,
         only=(NO_PRETRAINED,),
-        note=NO_PRETRAINED_NOTE + "; one seed: scratchpad lines make 10-15 min trials",
+        note=NO_PRETRAINED_NOTE + "; seed 0: scratchpad lines make 10-15 min trials",
         why_not_run="4 random-init points of 10-15 min a trial; " + PRESEARCH_ADD_LENGTH,
     ),
     Planned(
@@ -113,7 +150,7 @@ PLAN: tuple[Planned, ...] = (
         note="one seed: a new experiment, no claim of the paper",
         why_not_run="10 points of 3-5 min a trial, about 21 min for one seed",
     ),
-    Planned("nl_mix", why_not_run=NL_MIX_COST),
+    Planned("nl_mix", seeds=1, note=NL_MIX_NOTE, why_not_run=NL_MIX_COST),
 )
 
 
@@ -137,53 +174,77 @@ def run_sweep(plan: Planned, uri: str, storage: str) -> None:
     client.set_tag(parent.info.run_id, TAG_WALL, f"{wall:.0f}")
 
 
-def section(plan: Planned, uri: str) -> str:
-    """The grid's part of RESULTS.md: how it was run, then the analysis report; or why it was not run."""
-    try:
-        parent = find_parent(_client(uri), plan.grid)
-    except AnalysisError:
-        parent = None
-    if parent is None or TAG_COMMAND not in parent.data.tags:
-        why = "; ".join(n for n in (plan.note, plan.why_not_run) if n)
+def reproduced(client, grid: str) -> list:
+    """The finished sweeps of `grid` this script ran (parent runs tagged with their command), latest first."""
+    return [run for run in sweep_runs(client, grid) if TAG_COMMAND in run.data.tags]
+
+
+def part_runs(client, grid: str) -> list[tuple[Planned, object | None]]:
+    """Each planned part of `grid` with the latest sweep that ran exactly it (None when none has)."""
+    sweeps = reproduced(client, grid)
+    out = []
+    for plan in (p for p in PLAN if p.grid == grid):
+        runs = [r for r in sweeps if sweep_args_of(r.data.tags[TAG_COMMAND]) == plan.sweep_args()]
+        out.append((plan, runs[0] if runs else None))
+    return out
+
+
+def grids() -> list[str]:
+    return list(dict.fromkeys(plan.grid for plan in PLAN))
+
+
+def section(grid: str, uri: str) -> str:
+    """The grid's part of RESULTS.md: how each part was run, then the analysis report of all parts read as
+    one; or why it was not run."""
+    parts = part_runs(_client(uri), grid)
+    ran = [(plan, run) for plan, run in parts if run is not None]
+    if not ran:
+        why = "; ".join(n for plan, _ in parts for n in (plan.note, plan.why_not_run) if n)
         why = why + "; " if why else ""
         return (
-            f"## {plan.grid}\n\n**Not yet run** at cpu scale ({why}the CPU time of the session that "
+            f"## {grid}\n\n**Not yet run** at cpu scale ({why}the CPU time of the sessions that "
             "wrote this file went to the sweeps above).\n"
         )
-    tags = parent.data.tags
-    started = datetime.fromtimestamp(parent.info.start_time / 1000, tz=timezone.utc)
-    body = report(plan.grid, uri, parent.info.run_id, log_artifacts=False)
+    body = report(grid, uri, [run.info.run_id for _, run in ran], log_artifacts=False)
     # drop the report's title (the grid's heading replaces it) and put its headings one level down
     body = "\n".join("#" + line if line.startswith("#") else line for line in body.split("\n")[1:])
-    seeds = ", ".join(str(s) for s in range(plan.seeds))
-    lines = [
-        f"## {plan.grid}",
-        "",
-        f"- command: `{tags[TAG_COMMAND]}`",
-        f"- wall time: {int(tags[TAG_WALL]) / 60:.1f} min on {tags[TAG_MACHINE]} "
-        f"(two 1-CPU trials at a time), started {started:%Y-%m-%d %H:%M} UTC",
-        f"- seeds: {seeds} (every number below is the mean over these seeds)",
-    ]
-    if plan.note:
-        lines.append(f"- note: {plan.note}")
+    lines = [f"## {grid}", ""]
+    if len(parts) > 1:
+        lines += [f"Read as one sweep from {len(ran)} part(s) of the plan, each run by its own command:", ""]
+    for plan, run in parts:
+        if run is None:
+            lines.append(
+                f"- **not yet run**: `{shlex.join(plan.sweep_args())}`"
+                + (f" ({plan.note})" if plan.note else "")
+            )
+            continue
+        tags = run.data.tags
+        started = datetime.fromtimestamp(run.info.start_time / 1000, tz=timezone.utc)
+        lines += [
+            f"- command: `{tags[TAG_COMMAND]}`",
+            f"  - wall time: {int(tags[TAG_WALL]) / 60:.1f} min on {tags[TAG_MACHINE]} "
+            f"(two 1-CPU trials at a time), started {started:%Y-%m-%d %H:%M} UTC",
+            f"  - seeds: {', '.join(map(str, plan.seed_values))}",
+        ]
+        if plan.note:
+            lines.append(f"  - note: {plan.note}")
+    lines.append("\nEvery number below is the mean over the seeds each point has.")
     return "\n".join(lines) + "\n" + body
 
 
 def summary(uri: str) -> str:
-    """One line per claim of the paper: its status on the grid's reported sweep, or that it was not run."""
+    """One line per claim of the paper: its status on the grid's reported sweeps, or that it was not run."""
     lines = ["## Findings at a glance", "", "| grid | claim | status |", "|---|---|---|"]
     client = _client(uri)
-    for plan in PLAN:
-        try:
-            parent = find_parent(client, plan.grid)
-        except AnalysisError:
-            parent = None
-        ran = parent is not None and TAG_COMMAND in parent.data.tags
-        findings = analyse(load_sweep(plan.grid, uri, parent.info.run_id)).findings if ran else []
-        if ran:
-            lines += [f"| {plan.grid} | {f.claim} | **{f.status}** |" for f in findings]
-        elif any(claim.grid == plan.grid for claim in CLAIMS):
-            lines.append(f"| {plan.grid} | all of its claims | not yet run |")
+    for grid in grids():
+        ids = [run.info.run_id for _, run in part_runs(client, grid) if run is not None]
+        if ids:
+            lines += [
+                f"| {grid} | {f.claim} | **{f.status}** |"
+                for f in analyse(load_sweep(grid, uri, ids)).findings
+            ]
+        elif any(claim.grid == grid for claim in CLAIMS):
+            lines.append(f"| {grid} | all of its claims | not yet run |")
     return "\n".join(lines) + "\n"
 
 
@@ -237,7 +298,12 @@ def presearch_tables(folder: Path = PRESEARCH) -> str:
 
 
 def write_results(uri: str, out: Path, intro: str) -> None:
-    parts = [intro.rstrip() + "\n", summary(uri), presearch_tables(), *(section(plan, uri) for plan in PLAN)]
+    parts = [
+        intro.rstrip() + "\n",
+        summary(uri),
+        presearch_tables(),
+        *(section(grid, uri) for grid in grids()),
+    ]
     out.write_text("\n".join(parts))
     print(f"wrote {out}")
 
@@ -253,15 +319,15 @@ store are listed as not yet run.
 
 ## The `cpu` preset
 
-A 4-layer, 4-head, 128-wide GPT-2 trained from scratch with the loss on the answer tokens only; batch
-64, 5% warmup then linear decay; the paper's learning rate x 50; 1/30 of the paper's samples (at most
-10,000); digit counts above 2 count a third (5 -> 3, 10 -> 5, 20 -> 8); random tags of 8 dimensions; and
-a budget of 3,000 optimiser steps a trial for every task, in place of the paper's epochs (the epochs are
-whatever the budget needs over the scaled training set; nl_mix is still read at half and at the end).
-The tuning sweeps `cpu_tune_reverse` and `cpu_tune_mul` below chose the learning rate and sample count
-with the first preset (at most 10 epochs); the pre-search below chose the step budget and the tag width.
-The loss on the answer only replaced the first guess's whole-line loss because it learned in fewer steps
-(configs/add3_padding_reverse.yaml, benchmarks/bench_train.py).
+A 4-layer, 4-head, 128-wide GPT-2 trained from scratch with the loss on the answer tokens only; batch 64, 5%
+warmup then linear decay; the paper's learning rate x 50; 1/30 of the paper's samples (at most 10,000; nl_mix
+keeps the paper's 13,240 dialogues and 120,000 mixed-in lines whole); digit counts above 2 count a third (5 ->
+3, 10 -> 5, 20 -> 8); random tags of 8 dimensions; and a budget of 3,000 optimiser steps a trial for every
+task, in place of the paper's epochs (the epochs are whatever the budget needs over the scaled training set;
+nl_mix is still read at half and at the end). The tuning sweeps `cpu_tune_reverse` and `cpu_tune_mul` below
+chose the learning rate and sample count with the first preset (at most 10 epochs); the pre-search below chose
+the step budget and the tag width. The loss on the answer only replaced the first guess's whole-line loss
+because it learned in fewer steps (configs/add3_padding_reverse.yaml, benchmarks/bench_train.py).
 
 ## Learning check (CI)
 
@@ -278,18 +344,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", default="runs/cpu", help="folder of the MLflow store and Ray results")
     parser.add_argument("--out", default="docs/RESULTS.md")
     parser.add_argument("--report-only", action="store_true", help="do not run sweeps, only rewrite --out")
+    parser.add_argument(
+        "--rerun", action="store_true", help="run the chosen parts again even where the store has them"
+    )
     args = parser.parse_args(argv)
     store = (ROOT / args.store).resolve()
     store.mkdir(parents=True, exist_ok=True)
     uri = f"sqlite:///{store / 'mlflow.db'}"
-    known = {plan.grid: plan for plan in PLAN}
-    chosen = [g for g in args.grids.split(",") if g] or list(known)
-    unknown = [g for g in chosen if g not in known]
+    chosen = [g for g in args.grids.split(",") if g] or grids()
+    unknown = [g for g in chosen if g not in grids()]
     if unknown:
-        parser.error(f"unknown grid(s) {unknown}; choose from: {', '.join(known)}")
+        parser.error(f"unknown grid(s) {unknown}; choose from: {', '.join(grids())}")
     if not args.report_only:
+        client = _client(uri)
         for grid in chosen:
-            run_sweep(known[grid], uri, str(store / "ray_results"))
+            for plan, run in part_runs(client, grid):
+                if run is not None and not args.rerun:
+                    print(f"=== {grid}: `{shlex.join(plan.sweep_args())}` is in the store (--rerun: again)")
+                    continue
+                run_sweep(plan, uri, str(store / "ray_results"))
     write_results(uri, ROOT / args.out, INTRO)
     return 0
 

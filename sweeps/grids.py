@@ -375,6 +375,18 @@ def points(
     return out
 
 
+def parse_seeds(text: str) -> int | tuple[int, ...]:
+    """`--seeds`: a count K ("3": the configured seed and the K-1 after it) or explicit seeds ("1,2"),
+    which add seeds to an earlier sweep without re-running the ones it has."""
+    try:
+        values = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        values = ()
+    if not values:
+        raise ConfigError(f"--seeds takes a count (3) or seeds like 1,2, not {text!r}")
+    return values[0] if len(values) == 1 and "," not in text else values
+
+
 def _seed_values(seeds: int | Iterable[int], base: int) -> list[int]:
     if isinstance(seeds, int):
         if seeds < 1:

@@ -27,7 +27,7 @@ if __package__ in (None, ""):  # `python sweeps/run.py`: make the repository imp
 import pandas as pd
 
 from arith.config import ConfigError, ExperimentConfig, parse_set
-from sweeps.grids import GRIDS, get_grid, points
+from sweeps.grids import GRIDS, get_grid, parse_seeds, points
 from sweeps.scales import SCALES, get_scale
 
 SWEEP_FILE = "sweep.json"
@@ -44,6 +44,14 @@ class SweepError(RuntimeError):
 # ---------------------------------------------------------------------------------------------------------
 
 
+def seeds_arg(text: str) -> int | tuple[int, ...]:
+    """argparse type of --seeds (see sweeps.grids.parse_seeds)."""
+    try:
+        return parse_seeds(text)
+    except ConfigError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="python sweeps/run.py",
@@ -51,7 +59,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--grid", help=f"one of: {', '.join(GRIDS)}")
     p.add_argument("--scale", default="paper", help=f"one of: {', '.join(SCALES)} (default: paper)")
-    p.add_argument("--seeds", type=int, default=1, help="repeat every point with K seeds (default 1)")
+    p.add_argument(
+        "--seeds",
+        type=seeds_arg,
+        default=1,
+        help="repeat every point with K seeds (default 1), or give the seeds: --seeds 1,2 adds two seeds "
+        "to an earlier sweep's seed 0",
+    )
     p.add_argument(
         "--set",
         dest="sets",

@@ -79,7 +79,9 @@ def paper_or(default: float):
     return accuracy
 
 
-def synthetic_sweep(grid: str, accuracy, scale: str = "paper", seeds: int = 1, failed: int = 0) -> Sweep:
+def synthetic_sweep(
+    grid: str, accuracy, scale: str = "paper", seeds: int | tuple[int, ...] = 1, failed: int = 0
+) -> Sweep:
     """A Sweep of `grid` whose trials are the grid's configs and whose cells come from `accuracy`."""
     configs = points(grid, scale, seeds)
     runs, cells_by_run = [], {}
@@ -323,22 +325,37 @@ def write_store(
     drop_param: str = "",
     drop_cell_column: str = "",
     fail_first: bool = True,
+    seeds: int | tuple[int, ...] = 1,
+    accuracy: float | None = None,
 ) -> str:
-    """A store with one smoke-scale sweep of `grid`: parent run + trial runs (the first FAILED)."""
+    """A store with one smoke-scale sweep of `grid`: parent run + trial runs (the first FAILED); a store
+    already in tmp_path gets one more sweep. Every cell's accuracy is `accuracy`, else 0.5 for position
+    none and 0.25 for the others."""
     from mlflow import MlflowClient
     from mlflow.entities import Param
 
-    shutil.copy(empty_store, tmp_path / "mlflow.db")
+    if not (tmp_path / "mlflow.db").exists():
+        shutil.copy(empty_store, tmp_path / "mlflow.db")
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client = MlflowClient(uri)
-    experiment = client.create_experiment(grid, artifact_location=(tmp_path / "mlartifacts").as_uri())
+    existing = client.get_experiment_by_name(grid)
+    experiment = (
+        existing.experiment_id
+        if existing
+        else client.create_experiment(grid, artifact_location=(tmp_path / "mlartifacts").as_uri())
+    )
     parent = client.create_run(
         experiment, tags={"sweep": "1", "grid": grid, "scale": "smoke"}, run_name="sweep"
     )
     sweep = synthetic_sweep(
-        grid, lambda cfg, *_: 0.25 * (1 + ["learned", "none"].count(cfg.model.position)), "smoke"
+        grid,
+        lambda cfg, *_: (
+            accuracy if accuracy is not None else 0.25 * (1 + ["learned", "none"].count(cfg.model.position))
+        ),
+        "smoke",
+        seeds,
     )
-    for i, cfg in enumerate(points(grid, "smoke")):
+    for i, cfg in enumerate(points(grid, "smoke", seeds)):
         tags = {**cfg.tracking.tags, "mlflow.parentRunId": parent.info.run_id}
         run = client.create_run(experiment, tags=tags, run_name=cfg.tracking.run_name)
         params = {k: v for k, v in params_of(cfg).items() if k != drop_param}
@@ -419,6 +436,32 @@ def test_multiplication_sweep_beside_the_paper_from_a_real_store(tmp_path: Path,
         "params.`data.augment`" in view["selectedColumns"] and "metrics.`test_acc`" in view["selectedColumns"]
     )
     assert view["groupBy"]["groupByKeys"] == [{"mode": "param", "groupByData": "data.augment"}]
+
+
+def test_sweeps_run_apart_are_read_as_one(tmp_path: Path, empty_store: Path) -> None:
+    """Seed 0 in one sweep, seeds 1 and 0 again in a later one: read together, every point has two seeds
+    and the repeated trial comes from the sweep listed first."""
+    from mlflow import MlflowClient
+
+    write_store(tmp_path, empty_store, fail_first=False, seeds=1, accuracy=0.25)
+    uri = write_store(tmp_path, empty_store, fail_first=False, seeds=(1, 0), accuracy=0.75)
+    client = MlflowClient(uri)
+    (experiment,) = [e.experiment_id for e in client.search_experiments() if e.name == "add_posembed"]
+    parents = client.search_runs([experiment], "tags.sweep = '1'", order_by=["attributes.start_time ASC"])
+    first, second = (run.info.run_id for run in parents)
+
+    sweep = load_sweep("add_posembed", uri, [first, second])
+    assert sweep.parent_run_ids == (first, second) and sweep.parent_run_id == first
+    assert sorted(sweep.trials["seed"].value_counts().to_dict().items()) == [(0, 3), (1, 3)]
+    assert any("3 trial(s) repeated" in note for note in sweep.notes)
+    means = aggregate_seeds(sweep.cells, sweep.axes)
+    assert (means["seeds"] == 2).all() and (means["accuracy"] - 0.5).abs().max() < 1e-9
+
+    # seed 0 now from the later sweep
+    swapped = load_sweep("add_posembed", uri, [second, first])
+    assert (aggregate_seeds(swapped.cells, swapped.axes)["accuracy"] - 0.75).abs().max() < 1e-9
+    assert "combines 2 sweeps" in report("add_posembed", uri, [first, second], log_artifacts=False)
+    assert load_sweep("add_posembed", uri).parent_run_id == second  # no ids: the latest sweep alone
 
 
 def test_cli_prints_the_report_and_exits_zero(tmp_path: Path, empty_store: Path) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from arith.config import ConfigError, ExperimentConfig
 from arith.data import train_examples, train_size
-from sweeps.grids import GRIDS, Grid, Variant, get_grid, points
+from sweeps.grids import GRIDS, Grid, Variant, get_grid, parse_seeds, points
 from sweeps.run import absolute_uri, build_configs, main, parse_args, trial_table
 from sweeps.scales import SCALES, get_scale
 
@@ -118,6 +118,14 @@ def test_nl_mix_labels_and_scaled_eval_epochs():
     assert cpu.data.test_digits == [2, 3, 4, 5]
 
 
+def test_cpu_scale_keeps_the_papers_dialogue_data_whole():
+    for cfg in points("nl_mix", "cpu"):
+        assert (cfg.data.dialogue_easy, cfg.data.dialogue_hard) == (12_200, 1_040)
+        assert cfg.data.mix_samples == 120_000  # the 9:1 mixture of the paper, not capped
+    smoke = points("nl_mix", "smoke")[0]  # no dialogue fraction: the dialogues shrink like any data
+    assert (smoke.data.dialogue_easy, smoke.data.dialogue_hard) == (12, 1)
+
+
 def test_scales_shrink_but_keep_points_distinct():
     for grid in GRIDS.values():
         for scale in ("cpu", "smoke"):
@@ -213,6 +221,13 @@ def test_overrides_seeds_and_precedence():
         points("add_posembed", "smoke", overrides={"train.nope": 1})
     with pytest.raises(ConfigError, match="seeds"):
         points("add_posembed", "smoke", seeds=0)
+    # explicit seeds add seeds to an earlier sweep: the data seed moves with the training seed
+    later = points("add_posembed", "smoke", seeds=parse_seeds("1,2"))
+    assert [(c.train.seed, c.data.seed) for c in later[:2]] == [(1, 1), (2, 2)]
+    assert parse_seeds("3") == 3 and parse_seeds("4,") == (4,)
+    for bad in ("1-2", ","):
+        with pytest.raises(ConfigError, match="like 1,2"):
+            parse_seeds(bad)
 
 
 def test_unknown_names_list_the_valid_ones():

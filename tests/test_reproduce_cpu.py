@@ -1,0 +1,66 @@
+"""scripts/reproduce_cpu.py: the plan's parts, and how each part finds its sweep in a real MLflow store."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import reproduce_cpu  # noqa: E402
+from reproduce_cpu import PLAN, TAG_COMMAND, Planned, part_runs, sweep_args_of  # noqa: E402
+
+from arith.config import parse_set  # noqa: E402
+from sweeps.grids import points  # noqa: E402
+from sweeps.run import parse_args, select  # noqa: E402
+
+
+def shown(plan: Planned, uri: str = "sqlite:////a dir/mlflow.db", storage: str = "/a dir/ray") -> str:
+    return "python " + shlex.join(plan.command(uri, storage))
+
+
+@pytest.mark.parametrize("plan", PLAN, ids=lambda p: " ".join(p.sweep_args()[1:]))
+def test_every_part_is_a_valid_sweep_that_selects_points(plan: Planned) -> None:
+    args = parse_args(plan.command("sqlite:///x.db", "/tmp/ray")[1:])
+    assert args.grid == plan.grid and args.scale == "cpu"
+    selected = select(points(plan.grid, "cpu", args.seeds), parse_set(args.only))
+    assert {c.train.seed for c in selected} == set(plan.seed_values)
+    # the part is found again from the command it is tagged with, wherever its store was
+    assert sweep_args_of(shown(plan)) == plan.sweep_args()
+
+
+def test_parts_of_a_grid_are_distinct() -> None:
+    keys = [tuple(plan.sweep_args()) for plan in PLAN]
+    assert len(set(keys)) == len(keys)
+    assert reproduce_cpu.grids()[:2] == ["cpu_tune_reverse", "cpu_tune_mul"]
+
+
+def test_each_part_finds_its_latest_tagged_sweep(tmp_path: Path) -> None:
+    from mlflow import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    experiment = client.create_experiment("mul_simple_case", artifact_location=(tmp_path / "art").as_uri())
+    first, later = [plan for plan in PLAN if plan.grid == "mul_simple_case"]
+
+    def sweep(plan: Planned | None) -> str:
+        tags = {"sweep": "1", "grid": "mul_simple_case", "scale": "cpu"}
+        if plan is not None:
+            tags[TAG_COMMAND] = shown(plan, str(tmp_path))
+        run = client.create_run(experiment, tags=tags)
+        time.sleep(0.01)  # distinct start times
+        return run.info.run_id
+
+    old, new = sweep(first), sweep(first)
+    sweep(None)  # a sweep run by hand (no command tag) is not part of the plan
+    found = {
+        plan.seeds: run.info.run_id if run else None for plan, run in part_runs(client, "mul_simple_case")
+    }
+    assert found == {first.seeds: new, later.seeds: None} and old != new
+    extra = sweep(later)
+    found = {plan.seeds: run.info.run_id for plan, run in part_runs(client, "mul_simple_case")}
+    assert found == {first.seeds: new, later.seeds: extra}
