@@ -2,18 +2,20 @@
 
     python scripts/presearch.py --grid cpu_tune_hash --scale cpu --procs 16 --out runs/presearch/hash.jsonl
 
-The lent GPU machines of this project have PyTorch and transformers but no Ray and no MLflow, and many
-small trials fit one GPU at once: this runs a grid's trials (the same `points()` as sweeps/run.py, with its
-`--only` and `--set`) in a pool of processes with tracking off, and appends one line per trial (the config,
-the final accuracy grid, steps, seconds) to `--out`. It is for choosing a preset quickly; the results that
-docs/RESULTS.md reports come from sweeps/run.py on the target machine. On a GPU the trials train in bf16
-autocast, so their numbers approximate, not repeat, a CPU trial of the same config.
+The lent GPU machines of this project have PyTorch and transformers but no Ray and no MLflow, and many small
+trials fit one GPU at once: this runs a grid's trials (the same `points()` as sweeps/run.py, with its `--only`
+and `--set`) in a pool of processes with tracking off, and appends one line per trial (the config, the final
+accuracy grid, a few failed answers, steps, seconds, the machine) to `--out`. It is for choosing a preset
+quickly; the results that docs/RESULTS.md reports come from sweeps/run.py on the target machine. On a GPU the
+trials train in bf16 autocast, so their numbers approximate, not repeat, a CPU trial of the same config.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import sys
 import time
 import traceback
@@ -43,6 +45,7 @@ def run_trial(config: dict) -> dict:
     cells = result.cells
     return {
         **record,
+        "failures": result.failures[:6],
         "test_acc": round(result.test_acc, 4),
         "steps": result.steps,
         "train_seconds": round(result.train_seconds, 1),
@@ -60,6 +63,16 @@ def run_trial(config: dict) -> dict:
     }
 
 
+def machine() -> str:
+    """What the trials ran on, for the record: the GPU's name, else the CPU cores this process may use."""
+    import torch
+
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_name(0)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"{platform.machine()}, {cpus} CPU cores"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python scripts/presearch.py", description=__doc__.splitlines()[0])
     parser.add_argument("--grid", required=True)
@@ -71,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, help="JSON-lines file the results are appended to")
     args = parser.parse_args(argv)
     try:
-        overrides = {**parse_set(args.set), "tracking.enabled": False, "train.checkpoint_every": 0}
+        given = parse_set(args.set)
+        overrides = {**given, "tracking.enabled": False, "train.checkpoint_every": 0}
         overrides["train.num_threads"] = 1
         configs = select(points(get_grid(args.grid), args.scale, args.seeds, overrides), parse_set(args.only))
     except (ConfigError, SweepError, ValueError) as err:
@@ -79,11 +93,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    print(f"{len(configs)} trials of {args.grid} at scale {args.scale}, {args.procs} at a time -> {out}")
+    where = machine()
+    print(f"{len(configs)} trials of {args.grid} ({args.scale}), {args.procs} at a time on {where} -> {out}")
     with ProcessPoolExecutor(args.procs) as pool, out.open("a") as sink:
         futures = [pool.submit(run_trial, cfg.to_dict()) for cfg in configs]
         for future in as_completed(futures):
-            record = {"grid": args.grid, "scale": args.scale, **future.result()}
+            record = {"grid": args.grid, "scale": args.scale, "set": given, "machine": where}
+            record.update(future.result())
             sink.write(json.dumps(record) + "\n")
             sink.flush()
             shown = {

@@ -249,16 +249,24 @@ def summary(uri: str) -> str:
 
 
 PRESEARCH = ROOT / "docs" / "presearch"
-PRESEARCH_INTRO = """## Pre-search of the preset (H200)
+PRESEARCH_INTRO = """## Pre-search of the preset
 
-The first preset (at most 10 epochs, 1,570 steps on these grids) left random tags, scratchpad addition
-and multiplication barely trained. The two tuning grids below were run on a lent H200 with
-`python scripts/presearch.py --grid GRID --scale cpu --set data.test_per_cell=50 --procs 12` (one
-process per trial, bf16 autocast, tracking off: that machine has no Ray or MLflow), seed 0; the raw
-records are docs/presearch/GRID.jsonl. 3,000 steps is where every task but dialogue learns something
-and a trial still takes 2.5-6 min on one CPU core (scratchpad addition ~12); 8-dim tags learned where
-32 (the default quarter of the width) barely did; 4 and 8 are within one seed's noise of each other and 8
-(two dimensions a head) was kept.
+`python scripts/presearch.py --grid GRID --scale cpu --set ... --procs N --out docs/presearch/GRID.jsonl`
+runs a grid's trials in a process pool with tracking off (the lent GPU machines have no Ray or MLflow),
+one JSON line a trial; the records below are committed in docs/presearch/, seed 0.
+
+- `cpu_tune_steps`, `cpu_tune_hash` (a lent H200, 12 trials at a time, bf16 autocast): the first preset
+  (at most 10 epochs, 1,570 steps on these grids) left random tags, scratchpad addition and
+  multiplication barely trained. 3,000 steps is where they learn something and a trial still takes 2.5-6
+  min on one CPU core (scratchpad addition ~12); 8-dim tags learned where 32 (the default quarter of the
+  width) barely did; 4 and 8 are within one seed's noise of each other and 8 (two dimensions a head) was
+  kept.
+- `nl_mix` (this 2-core CPU, two trials at a time, learned positions only): at 1/30 of the paper's data
+  (442 dialogues) five points learned nothing (0.00-0.07; an exploratory H200 run, records not kept); with
+  all 13,240 dialogues and 10,000, then the paper's 120,000, arithmetic lines mixed in, the model writes a
+  well-formed teacher's reply but no right sum, not even on 2-digit pure addition: plain (most significant
+  digit first) addition is not learned by this model in 3,000 steps. The preset keeps the dialogue data
+  whole; the grid's sweep below is at that preset.
 """
 
 
@@ -271,29 +279,36 @@ def markdown(frame: pd.DataFrame) -> str:
 
 
 def presearch_tables(folder: Path = PRESEARCH) -> str:
-    """The pre-search records as tables: one row per point, overall accuracy and per test context."""
+    """The pre-search records as tables: one row per trial, its --set, overall accuracy and per test context
+    (past the longest trained length, or on the longest factor, where the test goes there), the machine."""
     parts = [PRESEARCH_INTRO]
     for path in sorted(folder.glob("*.jsonl")):
         records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
         rows = []
-        for rec in sorted(records, key=lambda r: r["point"]):
+        order = sorted(records, key=lambda r: (json.dumps(r.get("set", {})), r["point"], r.get("seed", 0)))
+        for rec in order:
             cells = pd.DataFrame(rec.get("cells", []))
-            row = {"point": rec["point"], "test_acc": rec.get("test_acc"), "steps": rec.get("steps")}
+            row = {"point": rec["point"]}
+            if any(r.get("set") for r in records):
+                row["--set"] = " ".join(f"{k}={v}" for k, v in rec.get("set", {}).items())
+            row.update(test_acc=rec.get("test_acc"), steps=rec.get("steps"))
             if not cells.empty:
                 longest = rec["config"]["data.max_digits"]
                 if cells["row_digits"].notna().any():  # multiplication: the cells of the longest factor
                     hard = cells[cells[["row_digits", "col_digits"]].max(axis=1) == longest]
                     label = f"with a {longest}-digit factor"
-                else:  # length generalisation: past the longest trained length
+                elif (cells["col_digits"] > longest).any():  # length generalisation: past the longest
                     hard, label = cells[cells["col_digits"] > longest], f"beyond {longest} digits"
+                else:  # tested within the trained lengths (nl_mix): every cell
+                    hard, label = cells, "all"
                 for context, frame in hard.groupby("context"):
                     row[f"{context}: {label}"] = round(frame["accuracy"].mean(), 3)
-            row["H200 train s"] = rec.get("train_seconds")
+            row["train s"] = rec.get("train_seconds")
+            row["machine"] = rec.get("machine", "")
             rows.append(row)
         frame = pd.DataFrame(rows)
-        frame = frame[[c for c in frame.columns if c != "H200 train s"] + ["H200 train s"]]
-        table = markdown(frame)
-        parts.append(f"### {path.stem}\n\n{table}\n")
+        last = ["train s", "machine"]
+        parts.append(f"### {path.stem}\n\n{markdown(frame[[c for c in frame if c not in last] + last])}\n")
     return "\n".join(parts)
 
 

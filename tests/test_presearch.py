@@ -10,6 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
+import presearch as presearch_script  # noqa: E402
 import reproduce_cpu  # noqa: E402
 
 
@@ -33,12 +34,19 @@ def test_presearch_writes_one_record_per_trial_and_the_report_renders_them(tmp_p
         assert rec["grid"] == "cpu_tune_hash" and rec["point"] == "n_hash=4"
         assert rec["steps"] == 4 and rec["config"]["model.n_hash"] == 4
         assert rec["config"]["tracking.enabled"] is False and 0.0 <= rec["test_acc"] <= 1.0
+        # what was asked for and where it ran, and a few failed answers to read
+        assert rec["set"] == {"train.max_steps": "4", "data.test_per_cell": "2", "data.train_samples": "300"}
+        assert rec["machine"] == presearch_script.machine()
+        assert all({"prompt", "expected", "generated"} <= set(f) for f in rec["failures"])
         # the reversal test reads regular and repetitive numbers past the trained length (5 at cpu)
         assert {c["context"] for c in rec["cells"]} == {"regular", "repetitive"}
         assert max(c["col_digits"] for c in rec["cells"]) > rec["config"]["data.max_digits"]
     table = reproduce_cpu.presearch_tables(tmp_path)
     assert "### cpu_tune_hash" in table
-    assert "| point | test_acc | steps | regular: beyond 5 digits | repetitive: beyond 5 digits |" in table
+    assert (
+        "| point | --set | test_acc | steps | regular: beyond 5 digits | repetitive: beyond 5 digits "
+        "| train s | machine |" in table
+    )
     assert table.count("| n_hash=4 |") == 2
 
 
@@ -54,4 +62,5 @@ def test_presearch_rejects_bad_input_and_writes_nothing(tmp_path):
 def test_committed_presearch_records_render():
     table = reproduce_cpu.presearch_tables()
     assert "### cpu_tune_steps" in table and "### cpu_tune_hash" in table
-    assert "task=mul,max_steps=3000" in table
+    assert "task=mul,max_steps=3000" in table and "NVIDIA H200" in table
+    assert "| dialogue: all | pure_addition: all |" in table  # nl_mix tests within its trained lengths
