@@ -241,10 +241,18 @@ def _varying(params: pd.DataFrame) -> list[str]:
 DERIVED_KEYS = ("train.epochs", "train.eval_epochs", "train.checkpoint_every", "train.max_steps")
 
 
+#: data the dialogue task alone reads: never an axis of other tasks' sweeps (a scale may set it differently
+#: in sweeps run apart, which must not split their tables)
+DIALOGUE_KEYS = ("data.mix_format", "data.mix_samples", "data.dialogue_easy", "data.dialogue_hard")
+
+
 def _without_derived(params: pd.DataFrame, axes: list[str], declared: list[str]) -> list[str]:
     """The axes less the undeclared derived keys that the other axes determine: they would only split
-    the tables into more titles (nl_mix at cpu scale: the epochs follow from the data mixed in)."""
+    the tables into more titles (nl_mix at cpu scale: the epochs follow from the data mixed in); and
+    less the dialogue task's data where no trial is of that task."""
     kept = list(axes)
+    if "data.task" in params.columns and not (params["data.task"] == "dialogue").any():
+        kept = [k for k in kept if k not in DIALOGUE_KEYS or k in declared]
     for key in [k for k in axes if k in DERIVED_KEYS and k not in declared]:
         others = [k for k in kept if k != key and k in params.columns]
         if not others or key not in params.columns:

@@ -65,8 +65,9 @@ class Scale:
         scaled = max(1, round(n * self.sample_fraction))
         return min(scaled, self.max_samples) if self.max_samples else scaled
 
-    def dialogue_samples(self, n: int) -> int:
-        if self.dialogue_fraction is None:
+    def dialogue_samples(self, n: int, task: str) -> int:
+        """A count of the dialogue task's data; other tasks do not read it and it scales like any data."""
+        if self.dialogue_fraction is None or task != "dialogue":
             return self.samples(n)
         return max(1, round(n * self.dialogue_fraction)) if n else 0
 
@@ -75,9 +76,9 @@ class Scale:
         d, t = cfg.data, cfg.train
         changes: dict[str, Any] = {
             "data.train_samples": self.samples(d.train_samples),
-            "data.mix_samples": self.dialogue_samples(d.mix_samples),
-            "data.dialogue_easy": self.dialogue_samples(d.dialogue_easy),
-            "data.dialogue_hard": self.dialogue_samples(d.dialogue_hard),
+            "data.mix_samples": self.dialogue_samples(d.mix_samples, d.task),
+            "data.dialogue_easy": self.dialogue_samples(d.dialogue_easy, d.task),
+            "data.dialogue_hard": self.dialogue_samples(d.dialogue_hard, d.task),
             "train.lr": t.lr * self.lr_factor,
         }
         if scale_digits:

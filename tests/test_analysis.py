@@ -567,3 +567,22 @@ def test_a_step_budget_does_not_split_the_tables_by_its_derived_epochs() -> None
     assert all("paper's 50 of 100" in t or "paper's 100 of 100" in t for t in titles)
     assert " / " in titles[0]  # read at different epochs of their own
     assert not {"train.epochs", "train.checkpoint_every"} & set(analysis.sweep.axes)
+
+
+def test_dialogue_data_of_sweeps_run_apart_does_not_split_other_tasks_tables() -> None:
+    # two parts of a multiplication study run with scales that set the (unread) dialogue counts differently
+    configs = points("mul_simple_case", "cpu")
+    runs = []
+    for i, cfg in enumerate(configs):
+        params = params_of(cfg)
+        params["data.mix_samples"] = str(4000 if i % 2 else 120_000)
+        runs.append(TrialRun(f"run{i}", cfg.tracking.run_name, FINISHED, params, dict(cfg.tracking.tags)))
+    _trials, axes, _notes = trials_frame(runs, "mul_simple_case")
+    assert "data.mix_samples" not in axes and "data.augment" in axes
+    # the dialogue task reads it: there it stays an axis when it varies
+    dialogue = [c for c in points("nl_mix", "cpu") if c.data.mix_format == "basic"]
+    runs = [
+        TrialRun(f"d{i}", c.tracking.run_name, FINISHED, {**params_of(c), "data.mix_samples": str(n)}, {})
+        for i, (c, n) in enumerate(zip(dialogue, (4000, 120_000, 4000), strict=True))
+    ]
+    assert "data.mix_samples" in trials_frame(runs, "nl_mix")[1]

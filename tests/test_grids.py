@@ -122,6 +122,8 @@ def test_cpu_scale_keeps_the_papers_dialogue_data_whole():
     for cfg in points("nl_mix", "cpu"):
         assert (cfg.data.dialogue_easy, cfg.data.dialogue_hard) == (12_200, 1_040)
         assert cfg.data.mix_samples == 120_000  # the 9:1 mixture of the paper, not capped
+    mul = points("mul_format", "cpu")[0]  # other tasks do not read these counts: scaled like any data
+    assert (mul.data.mix_samples, mul.data.dialogue_easy) == (4_000, 407)
     smoke = points("nl_mix", "smoke")[0]  # no dialogue fraction: the dialogues shrink like any data
     assert (smoke.data.dialogue_easy, smoke.data.dialogue_hard) == (12, 1)
 
