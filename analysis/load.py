@@ -227,12 +227,17 @@ def typed_value(key: str, value: str | None, hints: dict[str, Any]) -> Any:
 
 
 def _varying(params: pd.DataFrame) -> list[str]:
-    """Config keys the trials differ in, leaving out seeds and tracking."""
+    """Config keys the trials differ in, leaving out seeds and tracking. A key that runs logged by an
+    older config lack counts as its default there (a new setting left at its default splits nothing)."""
+    hints, defaults = _type_hints(), ExperimentConfig().flat()
     keys = []
     for key in params.columns:
         if key in SEED_KEYS or key.startswith("tracking."):
             continue
-        if params[key].astype(str).nunique(dropna=False) > 1:
+        values = params[key]
+        if key in defaults:
+            values = values.map(lambda v, k=key: defaults[k] if pd.isna(v) else typed_value(k, v, hints))
+        if values.astype(str).nunique(dropna=False) > 1:
             keys.append(key)
     return keys
 

@@ -3,6 +3,10 @@
 Lines are encoded once. Each epoch the order is reshuffled from (seed, epoch) alone, so a resumed run
 draws exactly the batches an uninterrupted one would; within a window of a few batches the lines are
 sorted by length, so a batch holds lines of similar length and little of it is padding.
+
+A digit curriculum (`train.curriculum`) replaces the first steps' batches with draws from the lines of
+at most a few digits, the cap rising from the fewest digits in the training set to the most; an epoch
+keeps its number of batches, so epochs, evaluations and resumption mean what they mean without it.
 """
 
 from __future__ import annotations
@@ -101,20 +105,47 @@ def epoch_order(lengths: Sequence[int], batch_size: int, seed: int, epoch: int) 
     return [batches[i] for i in rng.permutation(len(batches))]
 
 
+def example_digits(example) -> int:
+    """How hard a line is for the curriculum: the digit count of its longer operand."""
+    return max((len(str(abs(n))) for n in (example.a, example.b) if n is not None), default=0)
+
+
+def curriculum_cap(step: int, curriculum_steps: int, fewest: int, most: int) -> int:
+    """The most digits a line may have at `step` (0-based): every count from `fewest` to `most` gets an
+    equal share of the first `curriculum_steps` steps; after them, no cap."""
+    if step >= curriculum_steps:
+        return most
+    return min(most, fewest + (most - fewest + 1) * step // curriculum_steps)
+
+
 class BatchLoader:
-    """The training set as length-bucketed batches, deterministic per (seed, epoch)."""
+    """The training set as length-bucketed batches, deterministic per (seed, epoch).
+
+    With `digits` (one count per line) and `curriculum_steps`, the batches of the run's first
+    `curriculum_steps` steps are drawn instead from the lines under the curriculum's cap at that step."""
 
     def __init__(
-        self, lines: Sequence[EncodedLine], batch_size: int, pad_id: int, loss_on: str, seed: int
+        self,
+        lines: Sequence[EncodedLine],
+        batch_size: int,
+        pad_id: int,
+        loss_on: str,
+        seed: int,
+        digits: Sequence[int] | None = None,
+        curriculum_steps: int = 0,
     ) -> None:
         if not lines:
             raise ValueError("the training set is empty")
+        if curriculum_steps and (digits is None or len(digits) != len(lines)):
+            raise ValueError("a curriculum needs one digit count per line")
         self.lines = list(lines)
         self.batch_size = batch_size
         self.pad_id = pad_id
         self.loss_on = loss_on
         self.seed = seed
         self._lengths = [len(line) for line in self.lines]
+        self.curriculum_steps = curriculum_steps
+        self._digits = np.asarray(digits if digits is not None else [0] * len(self.lines))
 
     def __len__(self) -> int:
         """Batches per epoch (each bucketing window may end in one short batch)."""
@@ -123,13 +154,29 @@ class BatchLoader:
         return full * BUCKET_WINDOW + -(-rest // self.batch_size)
 
     def epoch(self, epoch: int) -> Iterator[Batch]:
-        for idx in epoch_order(self._lengths, self.batch_size, self.seed, epoch):
+        """The batches of `epoch` (1-based, as the trainer counts)."""
+        for idx in self.epoch_indices(epoch):
             yield collate([self.lines[i] for i in idx], self.pad_id, self.loss_on)
 
-    def padding_fraction(self, epoch: int = 0) -> float:
+    def epoch_indices(self, epoch: int) -> list[np.ndarray]:
+        order = epoch_order(self._lengths, self.batch_size, self.seed, epoch)
+        first_step = (epoch - 1) * len(self)
+        if not self.curriculum_steps or first_step >= self.curriculum_steps:
+            return order
+        rng = np.random.default_rng([self.seed, epoch, 1])
+        fewest, most = int(self._digits.min()), int(self._digits.max())
+        for b in range(min(len(order), self.curriculum_steps - first_step)):
+            cap = curriculum_cap(first_step + b, self.curriculum_steps, fewest, most)
+            allowed = np.flatnonzero(self._digits <= cap)
+            take = min(self.batch_size, len(allowed))
+            picked = rng.choice(allowed, size=take, replace=False)
+            order[b] = picked[np.argsort(np.asarray(self._lengths)[picked], kind="stable")]
+        return order
+
+    def padding_fraction(self, epoch: int = 1) -> float:
         """Share of batch cells that are padding in one epoch (what bucketing keeps small)."""
         cells = real = 0
-        for idx in epoch_order(self._lengths, self.batch_size, self.seed, epoch):
+        for idx in self.epoch_indices(epoch):
             widths = [self._lengths[i] for i in idx]
             cells += max(widths) * len(widths)
             real += sum(widths)

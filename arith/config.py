@@ -150,6 +150,9 @@ class TrainConfig:
     grad_clip: float = 1.0
     #: loss on the answer tokens only, or on the whole line (the paper fine-tunes on whole lines)
     loss_on: str = "answer"
+    #: the first this fraction of the run's steps draws lines of at most a few digits, the cap rising
+    #: from the fewest digits of the training set to the most (0 = none; see arith.batching)
+    curriculum: float = 0.0
     #: epochs after which the test grids are evaluated (the final epoch always is); the paper reads the
     #: nl_mix runs at 50 and 100
     eval_epochs: list[int] = field(default_factory=list)
@@ -318,6 +321,8 @@ class ExperimentConfig:
             raise ConfigError("train.epochs and train.batch_size must be >= 1 and train.lr > 0")
         if t.max_steps < 0 or t.warmup_steps < 0 or not 0 <= t.warmup_ratio < 1:
             raise ConfigError("train.max_steps, train.warmup_steps >= 0 and 0 <= train.warmup_ratio < 1")
+        if not 0 <= t.curriculum < 1:
+            raise ConfigError(f"train.curriculum={t.curriculum} must be in [0, 1): a fraction of the steps")
         bad = [e for e in t.eval_epochs if not 1 <= e <= t.epochs]
         if bad:
             raise ConfigError(f"train.eval_epochs {bad} fall outside 1..train.epochs={t.epochs}")

@@ -8,9 +8,12 @@ it can still train with `tracking.enabled=False`, which gives the `NullTracker`.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import socket
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -54,11 +57,9 @@ class MlflowTracker(NullTracker):
 
     def __init__(self, cfg: ExperimentConfig, run_id: str = "") -> None:
         """Start the trial's run, or re-open `run_id` (a resumed trial) and mark it RUNNING again."""
-        from mlflow import MlflowClient
-
         self.cfg = cfg
         self.uri = cfg.tracking.resolved_uri()
-        self.client = MlflowClient(tracking_uri=self.uri)
+        self.client = open_client(self.uri)
         self._buffer: list[Any] = []
         self._cells_history: list[pd.DataFrame] = []
         self._failures_history: list[dict] = []
@@ -182,14 +183,44 @@ def ray_placement_tags() -> dict[str, str]:
     return tags
 
 
+def sqlite_path(uri: str) -> Path | None:
+    """The database file of a `sqlite:///` store URI; None for any other store."""
+    prefix = "sqlite:///"
+    return Path(uri[len(prefix) :]) if uri.startswith(prefix) else None
+
+
+@contextmanager
+def store_lock(uri: str) -> Iterator[None]:
+    """Serialise opening a SQLite store: two processes opening a new one at once both run its schema
+    migrations and one fails ("duplicate column name"), so they take turns on a lock file beside it."""
+    db = sqlite_path(uri)
+    if db is None:
+        yield
+        return
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with open(f"{db}.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def open_client(uri: str):
+    """An `MlflowClient` whose store is open (created and migrated, for a new SQLite file)."""
+    from mlflow import MlflowClient
+
+    with store_lock(uri):
+        client = MlflowClient(tracking_uri=uri)
+        client.search_experiments(max_results=1)  # opens the store: runs the migrations of a new one
+    return client
+
+
 def default_artifact_location(uri: str) -> str | None:
     """`<dir of the db>/mlartifacts` for a SQLite store, so artifacts sit beside the database rather than
     under the working directory; None (MLflow's default) for servers and other stores."""
-    prefix = "sqlite:///"
-    if not uri.startswith(prefix):
-        return None
-    db = Path(uri[len(prefix) :]).resolve()
-    return (db.parent / "mlartifacts").as_uri()
+    db = sqlite_path(uri)
+    return None if db is None else (db.resolve().parent / "mlartifacts").as_uri()
 
 
 def _param_value(value: Any) -> str:

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from arith.batching import BatchLoader, encode_lines, pad_token_id
+from arith.batching import BatchLoader, encode_lines, example_digits, pad_token_id
 from arith.config import ConfigError, ExperimentConfig, TrainConfig, parse_set
 from arith.tracking import NullTracker, ray_placement_tags, start_tracker
 
@@ -342,7 +342,12 @@ def _train(cfg: ExperimentConfig, device: torch.device, tracker, checkpointer, s
     train_problems = problem_ids(train_set)
     tokenizer = tokenizer_for(cfg.model, [example.text for example in train_set])
     loader = BatchLoader(
-        encode_lines(tokenizer, train_set), t.batch_size, pad_token_id(tokenizer), t.loss_on, t.seed
+        encode_lines(tokenizer, train_set),
+        t.batch_size,
+        pad_token_id(tokenizer),
+        t.loss_on,
+        t.seed,
+        digits=[example_digits(example) for example in train_set],
     )
     probe = probe_examples(cfg) if t.target_accuracy > 0 else []
 
@@ -350,6 +355,7 @@ def _train(cfg: ExperimentConfig, device: torch.device, tracker, checkpointer, s
     step_model = torch.compile(model) if t.compile else model
     optimizer = make_optimizer(model, t, device)
     n_steps = total_steps(t, len(loader))
+    loader.curriculum_steps = round(t.curriculum * n_steps)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(t, n_steps))
     autocast = autocast_context(device, t.precision)
 

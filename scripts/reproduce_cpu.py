@@ -31,7 +31,7 @@ if str(ROOT) not in sys.path:
 
 from analysis.findings import CLAIMS  # noqa: E402
 from analysis.load import _client, find_parent, load_sweep, sweep_runs  # noqa: E402
-from analysis.report import analyse, report  # noqa: E402
+from analysis.report import Analysis, analyse, render  # noqa: E402
 
 TAG_COMMAND, TAG_MACHINE, TAG_WALL = "reproduce.command", "reproduce.machine", "reproduce.wall_s"
 
@@ -145,6 +145,12 @@ PLAN: tuple[Planned, ...] = (
         why_not_run="4 random-init points of 10-15 min a trial; " + PRESEARCH_ADD_LENGTH,
     ),
     Planned(
+        "add_length",
+        seeds=(1, 2),
+        only=(NO_PRETRAINED,),
+        note=NO_PRETRAINED_NOTE + "; seeds 1 and 2, run after seed 0",
+    ),
+    Planned(
         "position_schemes",
         seeds=1,
         note="one seed: a new experiment, no claim of the paper",
@@ -193,21 +199,42 @@ def grids() -> list[str]:
     return list(dict.fromkeys(plan.grid for plan in PLAN))
 
 
-def section(grid: str, uri: str) -> str:
+@dataclass(frozen=True)
+class GridResult:
+    """One grid of the plan: its parts with the sweep that ran each (None where none has), and the
+    analysis of all its run parts read as one sweep (None when no part has run)."""
+
+    grid: str
+    parts: list[tuple[Planned, object | None]]
+    analysis: Analysis | None
+
+
+def grid_results(uri: str) -> list[GridResult]:
+    """Every grid of the plan, analysed once (the summary and its section both read the analysis)."""
+    client = _client(uri)
+    out = []
+    for grid in grids():
+        parts = part_runs(client, grid)
+        ids = [run.info.run_id for _, run in parts if run is not None]
+        out.append(GridResult(grid, parts, analyse(load_sweep(grid, uri, ids)) if ids else None))
+    return out
+
+
+def section(result: GridResult) -> str:
     """The grid's part of RESULTS.md: how each part was run, then the analysis report of all parts read as
     one; or why it was not run."""
-    parts = part_runs(_client(uri), grid)
-    ran = [(plan, run) for plan, run in parts if run is not None]
-    if not ran:
+    grid, parts = result.grid, result.parts
+    if result.analysis is None:
         why = "; ".join(n for plan, _ in parts for n in (plan.note, plan.why_not_run) if n)
         why = why + "; " if why else ""
         return (
             f"## {grid}\n\n**Not yet run** at cpu scale ({why}the CPU time of the sessions that "
             "wrote this file went to the sweeps above).\n"
         )
-    body = report(grid, uri, [run.info.run_id for _, run in ran], log_artifacts=False)
+    body = render(result.analysis, "markdown")
     # drop the report's title (the grid's heading replaces it) and put its headings one level down
     body = "\n".join("#" + line if line.startswith("#") else line for line in body.split("\n")[1:])
+    ran = [run for _, run in parts if run is not None]
     lines = [f"## {grid}", ""]
     if len(parts) > 1:
         lines += [f"Read as one sweep from {len(ran)} part(s) of the plan, each run by its own command:", ""]
@@ -232,19 +259,14 @@ def section(grid: str, uri: str) -> str:
     return "\n".join(lines) + "\n" + body
 
 
-def summary(uri: str) -> str:
+def summary(results: list[GridResult]) -> str:
     """One line per claim of the paper: its status on the grid's reported sweeps, or that it was not run."""
     lines = ["## Findings at a glance", "", "| grid | claim | status |", "|---|---|---|"]
-    client = _client(uri)
-    for grid in grids():
-        ids = [run.info.run_id for _, run in part_runs(client, grid) if run is not None]
-        if ids:
-            lines += [
-                f"| {grid} | {f.claim} | **{f.status}** |"
-                for f in analyse(load_sweep(grid, uri, ids)).findings
-            ]
-        elif any(claim.grid == grid for claim in CLAIMS):
-            lines.append(f"| {grid} | all of its claims | not yet run |")
+    for result in results:
+        if result.analysis is not None:
+            lines += [f"| {result.grid} | {f.claim} | **{f.status}** |" for f in result.analysis.findings]
+        elif any(claim.grid == result.grid for claim in CLAIMS):
+            lines.append(f"| {result.grid} | all of its claims | not yet run |")
     return "\n".join(lines) + "\n"
 
 
@@ -267,6 +289,14 @@ one JSON line a trial; the records below are committed in docs/presearch/, seed 
   well-formed teacher's reply but no right sum, not even on 2-digit pure addition: plain (most significant
   digit first) addition is not learned by this model in 3,000 steps. The preset keeps the dialogue data
   whole; the grid's sweep below is at that preset.
+- `cpu_tune_plain_add` (this CPU, one trial at a time beside a two-trial sweep): nl_mix's arithmetic alone
+  (its 120,000 lines of 1-5-digit plain sums, no dialogue). After 3,000 steps 2-digit sums are at 0.06,
+  0.16 with a digit curriculum over the first half of the steps (`train.curriculum=0.5`); after 9,000,
+  0.74/0.12/0.00/0.00 on 2/3/4/5 digits, the curriculum no better. nl_mix's claims are about 4-5-digit
+  sums, which this model has not begun to learn at three times the budget: a 9,000-step nl_mix trial
+  (dialogue lines are longer) takes ~20 min on a core, 9 trials ~1.7 h a seed, and would still not
+  test them. At `cpu` scale nl_mix stays measured at 3,000 steps and reported as not held; its claims
+  need a GPU run (the `paper` scale, or `--set train.max_steps=...` on a lent machine).
 """
 
 
@@ -299,10 +329,14 @@ def presearch_tables(folder: Path = PRESEARCH) -> str:
                     label = f"with a {longest}-digit factor"
                 elif (cells["col_digits"] > longest).any():  # length generalisation: past the longest
                     hard, label = cells[cells["col_digits"] > longest], f"beyond {longest} digits"
-                else:  # tested within the trained lengths (nl_mix): every cell
+                else:  # tested within the trained lengths (nl_mix): every cell, then the longest
                     hard, label = cells, "all"
                 for context, frame in hard.groupby("context"):
                     row[f"{context}: {label}"] = round(frame["accuracy"].mean(), 3)
+                if label == "all":
+                    top = int(cells["col_digits"].max())
+                    for context, frame in cells[cells["col_digits"] == top].groupby("context"):
+                        row[f"{context}: {top} digits"] = round(frame["accuracy"].mean(), 3)
             row["train s"] = rec.get("train_seconds")
             row["machine"] = rec.get("machine", "")
             rows.append(row)
@@ -313,12 +347,8 @@ def presearch_tables(folder: Path = PRESEARCH) -> str:
 
 
 def write_results(uri: str, out: Path, intro: str) -> None:
-    parts = [
-        intro.rstrip() + "\n",
-        summary(uri),
-        presearch_tables(),
-        *(section(grid, uri) for grid in grids()),
-    ]
+    results = grid_results(uri)
+    parts = [intro.rstrip() + "\n", summary(results), presearch_tables(), *map(section, results)]
     out.write_text("\n".join(parts))
     print(f"wrote {out}")
 

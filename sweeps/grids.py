@@ -462,6 +462,23 @@ GRIDS.update(
                 over_scale=("model.n_hash",),
             ),
             Grid(
+                name="cpu_tune_plain_add",
+                description="cpu preset tuning: plain addition as nl_mix mixes it in (1-5 digits, most "
+                "significant first, 120,000 lines): digit curriculum x step budget.",
+                base={
+                    "data.task": "add",
+                    "data.format": "basic",
+                    "data.min_digits": 1,
+                    "data.max_digits": 5,
+                    "data.test_digits": [2, 3, 4, 5],
+                    "data.train_samples": 120_000,
+                    "model.init": "random",
+                },
+                axes={"train.curriculum": [0.0, 0.5], "train.max_steps": [3000, 9000]},
+                over_scale=("train.max_steps", "data.train_samples"),
+                scale_digits=False,
+            ),
+            Grid(
                 name="cpu_tune_mul",
                 description="cpu preset tuning: learning rate x format on 5-digit multiplication (3 at cpu).",
                 base={**MUL_SETUP, "data.max_digits": 5},

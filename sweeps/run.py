@@ -271,12 +271,10 @@ def check_tracking(uri: str) -> None:
                 pass
         except OSError as err:
             raise SweepError(f"MLflow tracking server {uri} is not reachable: {err}") from err
-    if uri.startswith("sqlite:///"):
-        Path(uri[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
-    from mlflow import MlflowClient
+    from arith.tracking import open_client
 
     try:
-        MlflowClient(tracking_uri=uri).search_experiments(max_results=1)
+        open_client(uri)
     except Exception as err:
         raise SweepError(f"MLflow tracking store {uri} is not usable: {err}") from err
 

@@ -139,6 +139,7 @@ EXPECTED_TABLES = {
     "cpu_tune_mul": 6,
     "cpu_tune_steps": 9,
     "cpu_tune_hash": 2,
+    "cpu_tune_plain_add": 1,
 }
 
 
@@ -586,3 +587,18 @@ def test_dialogue_data_of_sweeps_run_apart_does_not_split_other_tasks_tables() -
         for i, (c, n) in enumerate(zip(dialogue, (4000, 120_000, 4000), strict=True))
     ]
     assert "data.mix_samples" in trials_frame(runs, "nl_mix")[1]
+
+
+def test_a_setting_older_runs_lack_is_no_axis_while_it_is_at_its_default() -> None:
+    # seed 0 logged before train.curriculum existed, seeds 1-2 after, at its default: one table, not two
+    configs = points("mul_simple_case", "cpu", seeds=3)
+    runs = []
+    for i, cfg in enumerate(configs):
+        params = params_of(cfg)
+        if cfg.train.seed == 0:
+            params.pop("train.curriculum")
+        runs.append(TrialRun(f"run{i}", cfg.tracking.run_name, FINISHED, params, dict(cfg.tracking.tags)))
+    assert "train.curriculum" not in trials_frame(runs, "mul_simple_case")[1]
+    # set to something else in some runs, it is an axis
+    runs[-1].params["train.curriculum"] = "0.5"
+    assert "train.curriculum" in trials_frame(runs, "mul_simple_case")[1]

@@ -6,7 +6,16 @@ import numpy as np
 import pytest
 import torch
 
-from arith.batching import BUCKET_WINDOW, BatchLoader, EncodedLine, collate, epoch_order
+from arith.batching import (
+    BUCKET_WINDOW,
+    BatchLoader,
+    EncodedLine,
+    collate,
+    curriculum_cap,
+    epoch_order,
+    example_digits,
+)
+from arith.examples import Example
 
 
 def _lines(n: int, seed: int = 0) -> list[EncodedLine]:
@@ -67,3 +76,45 @@ def test_collate_pads_right_and_masks_the_answer() -> None:
 def test_collate_rejects_unknown_loss_target() -> None:
     with pytest.raises(ValueError, match="answer, all"):
         collate([EncodedLine((1, 2), 1)], pad_id=0, loss_on="prompt")
+
+
+def test_curriculum_cap_gives_each_digit_count_an_equal_share_then_lifts() -> None:
+    caps = [curriculum_cap(step, 100, fewest=1, most=5) for step in range(120)]
+    assert caps[0] == 1 and caps[19] == 1 and caps[20] == 2 and caps[99] == 5 and caps[100:] == [5] * 20
+    assert caps == sorted(caps)
+    assert [caps.count(d) for d in range(1, 5)] == [20, 20, 20, 20]
+
+
+def test_example_digits_reads_the_longer_operand() -> None:
+    def ex(a: int, b: int | None) -> Example:
+        return Example("add", "basic", a, b, "p", " a", "a")
+
+    assert example_digits(ex(7, 12345)) == 5
+    assert example_digits(ex(9876, None)) == 4
+
+
+def test_curriculum_batches_stay_under_the_cap_and_epochs_keep_their_length() -> None:
+    lines = _lines(3000)
+    digits = [1 + i % 5 for i in range(len(lines))]
+    plain = BatchLoader(lines, batch_size=16, pad_id=0, loss_on="answer", seed=2, digits=digits)
+    loader = BatchLoader(lines, 16, 0, "answer", seed=2, digits=digits, curriculum_steps=len(plain) + 40)
+    steps = len(loader)
+    first, second = loader.epoch_indices(1), loader.epoch_indices(2)
+    assert len(first) == len(second) == steps == len(plain)
+    for step, idx in enumerate(first + second):
+        cap = curriculum_cap(step, loader.curriculum_steps, 1, 5)
+        assert max(digits[i] for i in idx) <= cap
+        assert len(set(idx.tolist())) == len(idx)
+    # the curriculum starts at the fewest digits and has reached the most by its end
+    assert {digits[i] for i in first[0]} == {1}
+    assert max(digits[i] for idx in second[30:40] for i in idx) == 5
+    # after the curriculum the epoch is the plain one, batch for batch; epochs are deterministic
+    tail = [(a == b).all() for a, b in zip(second[40:], plain.epoch_indices(2)[40:], strict=True)]
+    assert all(tail)
+    assert all((a == b).all() for a, b in zip(first, loader.epoch_indices(1), strict=True))
+    assert all((a == b).all() for a, b in zip(loader.epoch_indices(3), plain.epoch_indices(3), strict=True))
+
+
+def test_a_curriculum_needs_a_digit_count_per_line() -> None:
+    with pytest.raises(ValueError, match="one digit count per line"):
+        BatchLoader(_lines(10), 4, 0, "answer", seed=0, curriculum_steps=5)

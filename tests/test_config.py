@@ -65,6 +65,7 @@ def test_flat_keys_cover_every_field_and_print():
         ({"data.augment": "first_step"}, "task 'mul' only"),
         ({"train.epochs": 10, "train.eval_epochs": [5, 20]}, "outside 1..train.epochs"),
         ({"model.n_head": 3}, "n_head | n_embd"),
+        ({"train.curriculum": 1.0}, "a fraction of the steps"),
     ],
 )
 def test_impossible_configs_fail_at_validation(overrides, message):

@@ -100,3 +100,31 @@ def test_tracking_uri_falls_back_to_the_environment(tmp_path, monkeypatch) -> No
     tracker = MlflowTracker(ExperimentConfig().with_overrides({"tracking.experiment": "env"}))
     tracker.finish()
     assert mlflow.MlflowClient(uri).get_run(tracker.run_id).info.status == "FINISHED"
+
+
+def _open_and_start_a_run(uri: str, barrier, results) -> None:
+    from arith.tracking import open_client
+
+    barrier.wait()
+    try:
+        client = open_client(uri)
+        client.search_experiments()
+        results.put("ok")
+    except Exception as err:  # reported to the test rather than lost in the child
+        results.put(repr(err))
+
+
+def test_processes_opening_a_new_store_at_once_take_turns(tmp_path) -> None:
+    """Two trials started together on a new SQLite file used to race on its schema migrations."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    uri = f"sqlite:///{tmp_path / 'new' / 'mlflow.db'}"
+    barrier, results = ctx.Barrier(3), ctx.Queue()
+    procs = [ctx.Process(target=_open_and_start_a_run, args=(uri, barrier, results)) for _ in range(3)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(timeout=120)
+    assert sorted(results.get(timeout=5) for _ in procs) == ["ok"] * 3
+    assert (tmp_path / "new" / "mlflow.db.lock").exists()
