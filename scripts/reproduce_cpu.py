@@ -157,6 +157,12 @@ PLAN: tuple[Planned, ...] = (
         why_not_run="10 points of 3-5 min a trial, about 21 min for one seed",
     ),
     Planned("nl_mix", seeds=1, note=NL_MIX_NOTE, why_not_run=NL_MIX_COST),
+    Planned(
+        "nl_mix",
+        seeds=(1, 2),
+        only=("model.position=learned",),
+        note="seeds 1 and 2 of the learned-position points, whose gaps the first two claims are about",
+    ),
 )
 
 
