@@ -165,12 +165,12 @@ class BatchLoader:
             return order
         rng = np.random.default_rng([self.seed, epoch, 1])
         fewest, most = int(self._digits.min()), int(self._digits.max())
+        allowed = {cap: np.flatnonzero(self._digits <= cap) for cap in range(fewest, most + 1)}
+        lengths = np.asarray(self._lengths)
         for b in range(min(len(order), self.curriculum_steps - first_step)):
-            cap = curriculum_cap(first_step + b, self.curriculum_steps, fewest, most)
-            allowed = np.flatnonzero(self._digits <= cap)
-            take = min(self.batch_size, len(allowed))
-            picked = rng.choice(allowed, size=take, replace=False)
-            order[b] = picked[np.argsort(np.asarray(self._lengths)[picked], kind="stable")]
+            pool = allowed[curriculum_cap(first_step + b, self.curriculum_steps, fewest, most)]
+            picked = rng.choice(pool, size=min(self.batch_size, len(pool)), replace=False)
+            order[b] = picked[np.argsort(lengths[picked], kind="stable")]
         return order
 
     def padding_fraction(self, epoch: int = 1) -> float:
