@@ -9,11 +9,8 @@ type hints), its cells come from its ``eval/cells.csv`` artifact. Trials that di
 from __future__ import annotations
 
 import dataclasses
-import os
-import socket
 import tempfile
 import typing
-import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from arith import store
 from arith.config import ConfigError, ExperimentConfig, coerce
 
 
@@ -97,69 +95,24 @@ class Sweep:
 
 
 def check_reachable(tracking_uri: str, timeout_s: float = 5.0) -> None:
-    """Fail fast, naming the URI, when the store is not there: an HTTP server that does not answer, or a
-    SQLite / file store whose path does not exist (MLflow would silently create an empty one)."""
-    parsed = urllib.parse.urlparse(tracking_uri)
-    if parsed.scheme in ("http", "https"):
-        port = parsed.port or (443 if parsed.scheme == "https" else 80)
-        try:
-            with socket.create_connection((parsed.hostname or "localhost", port), timeout=timeout_s):
-                pass
-        except OSError as err:
-            raise AnalysisError(
-                f"cannot reach the MLflow tracking server at {tracking_uri} ({err.strerror or err}); "
-                "start it or pass --tracking-uri"
-            ) from err
-        return
-    if parsed.scheme == "sqlite":
-        path = tracking_uri[len("sqlite:///") :]
-        if path and path != ":memory:" and not Path(path).exists():
-            raise AnalysisError(f"no MLflow store at {tracking_uri}: {Path(path).resolve()} does not exist")
-        return
-    if parsed.scheme in ("", "file"):
-        path = parsed.path if parsed.scheme == "file" else tracking_uri
-        if not Path(path).exists():
-            raise AnalysisError(f"no MLflow store at {tracking_uri}: the folder does not exist")
-        return
-    if parsed.scheme in ("databricks", "postgresql", "mysql", "mssql"):
-        return
-    raise AnalysisError(
-        f"tracking URI {tracking_uri!r} is not one MLflow reads (sqlite:///, http(s)://, file:)"
-    )
+    """Fail fast, naming the URI, when the store is not there (arith.store.check_reachable)."""
+    try:
+        store.check_reachable(tracking_uri, timeout_s)
+    except store.StoreError as err:
+        raise AnalysisError(str(err)) from err
 
 
 def _client(tracking_uri: str):
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
-    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # one bar per trial is noise
-    from mlflow import MlflowClient
-
-    return MlflowClient(tracking_uri=tracking_uri)
+    return store.client(tracking_uri)
 
 
 def _search(client, experiment_ids: list[str], filter_string: str, order_by: list[str] | None = None) -> list:
     """Every run matching the filter (all pages)."""
-    runs: list = []
-    token = None
-    while True:
-        page = client.search_runs(
-            experiment_ids, filter_string=filter_string, order_by=order_by, max_results=1000, page_token=token
-        )
-        runs.extend(page)
-        token = page.token
-        if not token:
-            return runs
+    return store.search_runs(client, experiment_ids, filter_string, order_by)
 
 
 def _experiment_ids(client) -> list[str]:
-    ids: list[str] = []
-    token = None
-    while True:
-        page = client.search_experiments(max_results=1000, page_token=token)
-        ids += [e.experiment_id for e in page]
-        token = page.token
-        if not token:
-            return ids
+    return store.experiment_ids(client)
 
 
 def sweep_runs(client, grid: str | None = None) -> list:

@@ -103,11 +103,12 @@ def write_outputs(analysis: Analysis, text: str, fmt: str, out_dir: Path) -> lis
 
 def log_to_parent(analysis: Analysis, out_dir: Path) -> str | None:
     """Log the folder as artifacts `analysis/` of the sweep's parent run; a message if that failed."""
-    from mlflow import MlflowClient
     from mlflow.exceptions import MlflowException
 
+    from arith import store
+
     try:
-        client = MlflowClient(tracking_uri=analysis.sweep.tracking_uri)
+        client = store.client(analysis.sweep.tracking_uri)
         client.log_artifacts(analysis.sweep.parent_run_id, str(out_dir), "analysis")
     except (MlflowException, OSError) as err:
         return f"could not log the analysis on run {analysis.sweep.parent_run_id}: {err}"

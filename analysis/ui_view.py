@@ -40,9 +40,9 @@ def view_state(sweep: Sweep) -> dict:
 
 def share_view(sweep: Sweep, ui_url: str = "http://127.0.0.1:5000") -> str:
     """Store the view on the sweep's experiment; return the UI address that opens it."""
-    from mlflow import MlflowClient
+    from arith import store
 
-    client = MlflowClient(tracking_uri=sweep.tracking_uri)
+    client = store.client(sweep.tracking_uri)
     experiment_id = client.get_run(sweep.parent_run_id).info.experiment_id
     key = f"sweep-{sweep.parent_run_id[:12]}"
     client.set_experiment_tag(experiment_id, VIEW_TAG + key, json.dumps(view_state(sweep)))

@@ -1,31 +1,58 @@
-"""MLflow logging for one trial, following the schema in docs/DESIGN.md.
+"""MLflow logging for one trial, following the schema in docs/DESIGN.md, and surviving store outages.
 
-The trial owns its run through `MlflowClient` calls (no global active run, so trials in one process
-cannot cross-log). A resumed trial re-opens the run id saved in its checkpoint instead of starting a
-new one. Metrics are buffered and sent with `log_batch`. mlflow is imported lazily: a machine without
-it can still train with `tracking.enabled=False`, which gives the `NullTracker`.
+The trial owns its run through client calls (no global active run, so trials in one process cannot
+cross-log). A resumed trial re-opens the run id saved in its checkpoint and logs nothing the run already
+has: the (key, step) pairs and evaluation epochs already in the store are skipped, so a step logged by
+an attempt that died after its last checkpoint is not logged twice.
+
+Metrics are buffered and sent with `log_batch`. A send that fails because the store is down keeps the
+buffer, warns once and tries again after a growing pause; values past `MAX_BUFFERED` go to a file in
+the trial's folder. What is still unsent rides in every checkpoint (`unsent()`), so a trial killed while
+the store is down loses nothing. At the end a trial that still cannot reach the store writes everything
+unsent to `unsent-<run id>/` and fails with the command that sends it later:
+
+    python -m arith.tracking send FOLDER [--tracking-uri URI]
+
+mlflow is imported lazily: a machine without it can still train with `tracking.enabled=False`.
 """
 
 from __future__ import annotations
 
-import fcntl
+import argparse
 import json
-import socket
+import os
+import sys
+import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 
+from arith import store
 from arith.config import ExperimentConfig
 
 #: MLflow's per-call limits for log_batch
 _MAX_METRICS_PER_BATCH = 1000
 _MAX_PARAMS_PER_BATCH = 100
-#: buffered metric values are sent once this many are waiting (and on flush / finish)
+#: buffered metric values are sent once this many are waiting (and before every checkpoint, and at the end)
 FLUSH_EVERY = 500
+#: at most this many values wait in memory while the store is down; older ones go to the trial's folder
+MAX_BUFFERED = 200_000
+#: pauses between tries while the store is down: first, doubling up to the last
+RETRY_FIRST_S, RETRY_MAX_S = 5.0, 300.0
+#: how long the start and the end of a trial wait for a store that is down before giving up
+PATIENCE_S = float(os.environ.get("POSDESC_TRACKING_PATIENCE_S", "120"))
+UNSENT_RUN, UNSENT_METRICS = "run.json", "metrics.jsonl"
+
+T = TypeVar("T")
+#: one metric value as buffered, checkpointed and saved: (key, value, timestamp ms, step)
+Value = tuple[str, float, int, int]
+
+
+class TrackingUnavailableError(RuntimeError):
+    """The store could not be reached at the end of a trial; the message names it and the saved folder."""
 
 
 class NullTracker:
@@ -45,8 +72,11 @@ class NullTracker:
     def log_evaluation(self, cells: pd.DataFrame, failures: pd.DataFrame | list[dict], epoch: int) -> None:
         pass
 
-    def flush(self) -> None:
-        pass
+    def flush(self) -> bool:
+        return True
+
+    def unsent(self) -> dict[str, Any]:
+        return {}
 
     def finish(self, status: str = "FINISHED") -> None:
         pass
@@ -55,41 +85,44 @@ class NullTracker:
 class MlflowTracker(NullTracker):
     """One MLflow run per trial: params, tags, batched metrics, evaluation artifacts."""
 
-    def __init__(self, cfg: ExperimentConfig, run_id: str = "") -> None:
-        """Start the trial's run, or re-open `run_id` (a resumed trial) and mark it RUNNING again."""
+    def __init__(
+        self,
+        cfg: ExperimentConfig,
+        run_id: str = "",
+        unsent: dict[str, Any] | None = None,
+        folder: str | Path | None = None,
+    ) -> None:
+        """Start the trial's run, or re-open `run_id` (a resumed trial), mark it RUNNING again and take
+        back what its checkpoint held unsent. `folder` keeps what cannot be sent (default: the cwd)."""
         self.cfg = cfg
         self.uri = cfg.tracking.resolved_uri()
-        self.client = open_client(self.uri)
-        self._buffer: list[Any] = []
+        self.folder = Path(folder or Path.cwd())
+        self._buffer: list[Value] = []
+        self._tags: dict[str, str] = {}
+        self._texts: dict[str, str] = {}  # artifact file -> text, waiting to be uploaded
+        self._files: list[tuple[str, str]] = []  # (local png, artifact dir), waiting to be uploaded
+        self._logged: set[tuple[str, int]] = set()  # (key, step) the run had when it was re-opened
         self._cells_history: list[pd.DataFrame] = []
         self._failures_history: list[dict] = []
+        self._retry_at, self._pause, self._down_since = 0.0, RETRY_FIRST_S, None
+        self._staging = Path(tempfile.mkdtemp(prefix="arith-figures-"))
+        self.client = self._patiently(lambda: store.open_client(self.uri), "open the store")
         if run_id:
             self.run_id = run_id
-            self.client.update_run(run_id, status="RUNNING")
-            self._reload_history()
+            self._patiently(self._reopen, "re-open the run")
+            self._restore_unsent(unsent or {})
+            self.set_tags(dict(cfg.tracking.tags))  # placement tags follow the trial to its new node
             return
-        experiment_id = self._experiment_id(cfg.tracking.experiment)
         tags = dict(cfg.tracking.tags)
         if cfg.tracking.parent_run_id:
             tags["mlflow.parentRunId"] = cfg.tracking.parent_run_id
+        experiment_id = store.experiment_id(self.client, cfg.tracking.experiment, self.uri)
         run = self.client.create_run(experiment_id, tags=tags, run_name=cfg.tracking.run_name or None)
         self.run_id = run.info.run_id
         self._log_params(cfg.flat())
         self.log_text(cfg.to_json(), "config.json")
 
     # --- setup -------------------------------------------------------------------------------------------
-
-    def _experiment_id(self, name: str) -> str:
-        """The experiment's id, creating it if missing (with artifacts beside a SQLite store)."""
-        from mlflow.exceptions import MlflowException
-
-        experiment = self.client.get_experiment_by_name(name)
-        if experiment is not None:
-            return experiment.experiment_id
-        try:
-            return self.client.create_experiment(name, artifact_location=default_artifact_location(self.uri))
-        except MlflowException:  # another trial created it first
-            return self.client.get_experiment_by_name(name).experiment_id
 
     def _log_params(self, flat: dict[str, Any]) -> None:
         from mlflow.entities import Param
@@ -98,129 +131,270 @@ class MlflowTracker(NullTracker):
         for i in range(0, len(params), _MAX_PARAMS_PER_BATCH):
             self.client.log_batch(self.run_id, params=params[i : i + _MAX_PARAMS_PER_BATCH])
 
-    def _reload_history(self) -> None:
-        """A resumed run keeps appending to the cells / failures artifacts written before the stop."""
-        import tempfile
-
+    def _reopen(self) -> None:
+        """Mark the run RUNNING, note every (key, step) it has and reload its evaluation history."""
+        self.client.update_run(self.run_id, status="RUNNING")
+        for key in self.client.get_run(self.run_id).data.metrics:
+            self._logged |= {(key, m.step) for m in self.client.get_metric_history(self.run_id, key)}
         with tempfile.TemporaryDirectory() as tmp:
             for name in ("eval/cells.csv", "eval/failures.jsonl"):
                 try:
                     path = self.client.download_artifacts(self.run_id, name, tmp)
                 except Exception:  # not written yet (stopped before the first evaluation)
                     continue
-                if name.endswith(".csv"):
-                    self._cells_history = [pd.read_csv(path)]
-                else:
-                    lines = Path(path).read_text().splitlines()
-                    self._failures_history = [json.loads(line) for line in lines if line]
+                self._set_history(name, Path(path).read_text())
+
+    def _set_history(self, name: str, text: str) -> None:
+        if name == "eval/cells.csv":
+            from io import StringIO
+
+            self._cells_history = [pd.read_csv(StringIO(text))] if text.strip() else []
+        elif name == "eval/failures.jsonl":
+            self._failures_history = [json.loads(line) for line in text.splitlines() if line]
+
+    def _restore_unsent(self, unsent: dict[str, Any]) -> None:
+        """What the checkpoint held unsent: metrics the run lacks, and artifacts newer than the run's."""
+        self._buffer = [tuple(v) for v in unsent.get("metrics", []) if (v[0], v[3]) not in self._logged]
+        for name, text in unsent.get("texts", {}).items():
+            self._texts[name] = text
+            self._set_history(name, text)
+        self._tags.update(unsent.get("tags", {}))
 
     # --- logging -----------------------------------------------------------------------------------------
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
-        from mlflow.entities import Metric
-
         now = int(time.time() * 1000)
-        self._buffer.extend(Metric(key, float(value), now, int(step)) for key, value in metrics.items())
+        step = int(step)
+        self._buffer.extend(
+            (key, float(value), now, step)
+            for key, value in metrics.items()
+            if (key, step) not in self._logged
+        )
+        if len(self._buffer) > MAX_BUFFERED:
+            self._spill(self._buffer[: len(self._buffer) - MAX_BUFFERED // 2])
+            del self._buffer[: len(self._buffer) - MAX_BUFFERED // 2]
         if len(self._buffer) >= FLUSH_EVERY:
             self.flush()
 
-    def flush(self) -> None:
-        while self._buffer:
-            chunk, self._buffer = self._buffer[:_MAX_METRICS_PER_BATCH], self._buffer[_MAX_METRICS_PER_BATCH:]
-            self.client.log_batch(self.run_id, metrics=chunk)
-
     def set_tags(self, tags: dict[str, str]) -> None:
-        from mlflow.entities import RunTag
-
-        self.client.log_batch(self.run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
+        self._tags.update({k: str(v) for k, v in tags.items()})
+        self.flush()
 
     def log_text(self, text: str, artifact_file: str) -> None:
-        self.client.log_text(self.run_id, text, artifact_file)
+        self._texts[artifact_file] = text
+        self.flush()
 
     def log_evaluation(self, cells: pd.DataFrame, failures: pd.DataFrame | list[dict], epoch: int) -> None:
-        """Append one evaluation to eval/cells.csv and eval/failures.jsonl and draw its heatmaps."""
+        """Append one evaluation to eval/cells.csv and eval/failures.jsonl and draw its heatmaps; an
+        epoch the run already holds (logged before a restart) is not added again."""
+        if any(epoch in set(frame["epoch"]) for frame in self._cells_history):
+            return
         cells = cells.copy()
         cells.insert(0, "epoch", epoch)
         self._cells_history.append(cells)
         history = pd.concat(self._cells_history, ignore_index=True)
-        self.log_text(history.to_csv(index=False), "eval/cells.csv")
+        self._texts["eval/cells.csv"] = history.to_csv(index=False)
         rows = failures.to_dict("records") if isinstance(failures, pd.DataFrame) else list(failures)
         self._failures_history.extend({"epoch": epoch, **row} for row in rows)
-        self.log_text(
-            "".join(json.dumps(row, default=str) + "\n" for row in self._failures_history),
-            "eval/failures.jsonl",
+        self._texts["eval/failures.jsonl"] = "".join(
+            json.dumps(row, default=str) + "\n" for row in self._failures_history
         )
+        import matplotlib.pyplot as plt
+
         from arith.evaluate import heatmap
 
         title = f"{self.cfg.data.task} {self.cfg.data.format}"
         for context in cells["context"].unique():
             figure = heatmap(cells, context, title=f"{title}: {context}, epoch {epoch}")
-            self.client.log_figure(self.run_id, figure, f"eval/heatmap_{context}_epoch{epoch}.png")
+            path = self._staging / f"heatmap_{context}_epoch{epoch}.png"
+            figure.savefig(path)
+            plt.close(figure)
+            self._files.append((str(path), "eval"))
+        self.flush()
+
+    # --- sending -----------------------------------------------------------------------------------------
+
+    def flush(self) -> bool:
+        """Send everything waiting. While the store is down this keeps it, tries again only after a pause
+        (5 s doubling to 5 min) and returns False; it raises only for an error retrying cannot fix."""
+        if not self._waiting() or time.monotonic() < self._retry_at:
+            return not self._waiting()
+        try:
+            self._send()
+        except Exception as err:
+            if not store.is_unreachable(err):
+                raise
+            if self._down_since is None:
+                self._down_since = time.monotonic()
+                print(
+                    f"warning: MLflow store {store.display(self.uri)} unreachable ({type(err).__name__}: "
+                    f"{str(err).splitlines()[0][:200]}); training goes on, {len(self._buffer)} metric "
+                    "values kept and retried with back-off",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            self._retry_at = time.monotonic() + self._pause
+            self._pause = min(RETRY_MAX_S, self._pause * 2)
+            return False
+        if self._down_since is not None:
+            print(
+                f"MLflow store {store.display(self.uri)} reachable again after "
+                f"{time.monotonic() - self._down_since:.0f} s; everything kept was sent",
+                file=sys.stderr,
+                flush=True,
+            )
+        self._retry_at, self._pause, self._down_since = 0.0, RETRY_FIRST_S, None
+        return True
+
+    def _waiting(self) -> bool:
+        return bool(self._buffer or self._tags or self._texts or self._files or self._spilled().exists())
+
+    def _send(self) -> None:
+        """Send in order, dropping each part only once the store has it (a failure mid-way resends none
+        of what arrived)."""
+        from mlflow.entities import RunTag
+
+        spilled = self._spilled()
+        if spilled.exists():
+            _send_metrics(self.client, self.run_id, _read_values(spilled))
+            spilled.unlink()
+        while self._buffer:
+            _send_metrics(self.client, self.run_id, self._buffer[:_MAX_METRICS_PER_BATCH])
+            del self._buffer[:_MAX_METRICS_PER_BATCH]
+        if self._tags:
+            self.client.log_batch(self.run_id, tags=[RunTag(k, v) for k, v in self._tags.items()])
+            self._tags.clear()
+        for name in list(self._texts):
+            self.client.log_text(self.run_id, self._texts[name], name)
+            del self._texts[name]
+        while self._files:
+            path, directory = self._files[0]
+            self.client.log_artifact(self.run_id, path, directory)
+            self._files.pop(0)
+
+    def _spilled(self) -> Path:
+        return self.folder / f"unsent-{self.run_id or 'new'}" / UNSENT_METRICS
+
+    def _spill(self, values: list[Value]) -> None:
+        path = self._spilled()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a") as out:
+            out.writelines(json.dumps(v) + "\n" for v in values)
+
+    def unsent(self) -> dict[str, Any]:
+        """What the store does not have yet, for the checkpoint (the trainer flushes first)."""
+        return {"metrics": list(self._buffer), "texts": dict(self._texts), "tags": dict(self._tags)}
+
+    def _patiently(self, action: Callable[[], T], what: str) -> T:
+        """Run `action`, retrying with back-off for PATIENCE_S while the store is unreachable."""
+        deadline, pause = time.monotonic() + PATIENCE_S, 1.0
+        while True:
+            try:
+                return action()
+            except Exception as err:
+                if not store.is_unreachable(err) or time.monotonic() + pause > deadline:
+                    raise
+                print(
+                    f"warning: cannot {what} at {store.display(self.uri)} ({err}); retrying", file=sys.stderr
+                )
+                time.sleep(pause)
+                pause = min(30.0, pause * 2)
 
     def finish(self, status: str = "FINISHED") -> None:
-        """Send what is buffered and end the run (FINISHED, FAILED or KILLED)."""
-        try:
-            self.flush()
-        finally:
+        """Send what is waiting and end the run (FINISHED, FAILED or KILLED), waiting up to PATIENCE_S for
+        a store that is down. If it stays down, save the unsent part in the trial's folder; a FINISHED
+        trial then fails with the command that sends it, a failing one keeps its own error."""
+
+        def send_and_end() -> None:
+            self._retry_at = 0.0
+            if not self.flush():
+                raise ConnectionError(f"MLflow store {store.display(self.uri)} unreachable")
             self.client.set_terminated(self.run_id, status=status)
 
-
-def start_tracker(cfg: ExperimentConfig, run_id: str = "") -> NullTracker:
-    """The trial's tracker: MLflow when `tracking.enabled`, else a NullTracker."""
-    return MlflowTracker(cfg, run_id) if cfg.tracking.enabled else NullTracker()
-
-
-def ray_placement_tags() -> dict[str, str]:
-    """Where a trial runs (`ray_node_id`, `hostname`), when inside Ray; else just the hostname."""
-    tags = {"hostname": socket.gethostname()}
-    import sys
-
-    if "ray" in sys.modules:
-        import ray
-
-        if ray.is_initialized():
-            tags["ray_node_id"] = ray.get_runtime_context().get_node_id()
-    return tags
-
-
-def sqlite_path(uri: str) -> Path | None:
-    """The database file of a `sqlite:///` store URI; None for any other store."""
-    prefix = "sqlite:///"
-    return Path(uri[len(prefix) :]) if uri.startswith(prefix) else None
-
-
-@contextmanager
-def store_lock(uri: str) -> Iterator[None]:
-    """Serialise opening a SQLite store: two processes opening a new one at once both run its schema
-    migrations and one fails ("duplicate column name"), so they take turns on a lock file beside it."""
-    db = sqlite_path(uri)
-    if db is None:
-        yield
-        return
-    db.parent.mkdir(parents=True, exist_ok=True)
-    with open(f"{db}.lock", "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
         try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            self._patiently(send_and_end, "send the trial's last metrics")
+        except Exception as err:
+            if not store.is_unreachable(err) and not isinstance(err, ConnectionError):
+                if status == "FINISHED":
+                    raise
+                print(f"warning: could not end run {self.run_id} as {status}: {err}", file=sys.stderr)
+                return
+            folder = self.save_unsent(status)
+            message = (
+                f"MLflow store {store.display(self.uri)} unreachable at the end of the trial ({err}); its "
+                f"unsent metrics and the run's end ({status}) are saved in {folder}. When the store is "
+                f"back, send them: python -m arith.tracking send {folder}"
+            )
+            if status == "FINISHED":
+                raise TrackingUnavailableError(message) from err
+            print(f"warning: {message}", file=sys.stderr)
+
+    def save_unsent(self, status: str) -> Path:
+        """Write everything unsent into `unsent-<run id>/` in the trial's folder, for `send`."""
+        folder = self._spilled().parent
+        self._spill(self._buffer)
+        self._buffer.clear()
+        figures = folder / "figures"
+        figures.mkdir(parents=True, exist_ok=True)
+        files = []
+        for path, directory in self._files:
+            target = figures / Path(path).name
+            target.write_bytes(Path(path).read_bytes())
+            files.append([str(target), directory])
+        header = {"tracking_uri": self.uri, "run_id": self.run_id, "status": status, "tags": self._tags}
+        header |= {"texts": self._texts, "files": files}
+        (folder / UNSENT_RUN).write_text(json.dumps(header, indent=1))
+        return folder
 
 
-def open_client(uri: str):
-    """An `MlflowClient` whose store is open (created and migrated, for a new SQLite file)."""
-    from mlflow import MlflowClient
+def _send_metrics(client, run_id: str, values: list[Value]) -> None:
+    from mlflow.entities import Metric
 
-    with store_lock(uri):
-        client = MlflowClient(tracking_uri=uri)
-        client.search_experiments(max_results=1)  # opens the store: runs the migrations of a new one
-    return client
+    for i in range(0, len(values), _MAX_METRICS_PER_BATCH):
+        chunk = values[i : i + _MAX_METRICS_PER_BATCH]
+        client.log_batch(run_id, metrics=[Metric(k, v, ts, step) for k, v, ts, step in chunk])
 
 
-def default_artifact_location(uri: str) -> str | None:
-    """`<dir of the db>/mlartifacts` for a SQLite store, so artifacts sit beside the database rather than
-    under the working directory; None (MLflow's default) for servers and other stores."""
-    db = sqlite_path(uri)
-    return None if db is None else (db.resolve().parent / "mlartifacts").as_uri()
+def _read_values(path: Path) -> list[Value]:
+    return [tuple(json.loads(line)) for line in path.read_text().splitlines() if line]
+
+
+def send_unsent(folder: str | Path, tracking_uri: str | None = None) -> int:
+    """Send a trial's saved unsent metrics, artifacts and end status (skipping any (key, step) the run
+    already has, so sending twice is harmless); returns how many metric values were sent."""
+    folder = Path(folder)
+    header = json.loads((folder / UNSENT_RUN).read_text())
+    uri = tracking_uri or header["tracking_uri"]
+    client = store.open_client(uri)
+    run_id = header["run_id"]
+    have = set()
+    for key in client.get_run(run_id).data.metrics:
+        have |= {(key, m.step) for m in client.get_metric_history(run_id, key)}
+    metrics_file = folder / UNSENT_METRICS
+    values = _read_values(metrics_file) if metrics_file.exists() else []
+    values = [v for v in values if (v[0], v[3]) not in have]
+    _send_metrics(client, run_id, values)
+    from mlflow.entities import RunTag
+
+    if header["tags"]:
+        client.log_batch(run_id, tags=[RunTag(k, v) for k, v in header["tags"].items()])
+    for name, text in header["texts"].items():
+        client.log_text(run_id, text, name)
+    for path, directory in header["files"]:
+        client.log_artifact(run_id, path, directory)
+    client.set_terminated(run_id, status=header["status"])
+    folder.rename(folder.with_name(folder.name + ".sent"))
+    return len(values)
+
+
+def start_tracker(
+    cfg: ExperimentConfig,
+    run_id: str = "",
+    unsent: dict[str, Any] | None = None,
+    folder: str | Path | None = None,
+) -> NullTracker:
+    """The trial's tracker: MLflow when `tracking.enabled`, else a NullTracker."""
+    return MlflowTracker(cfg, run_id, unsent, folder) if cfg.tracking.enabled else NullTracker()
 
 
 def _param_value(value: Any) -> str:
@@ -228,3 +402,19 @@ def _param_value(value: Any) -> str:
     if isinstance(value, (list, dict)):
         return json.dumps(value, sort_keys=True)
     return str(value)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m arith.tracking", description="Tracking utilities.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    send = commands.add_parser("send", help="send a trial's unsent metrics (an unsent-<run id> folder)")
+    send.add_argument("folder")
+    send.add_argument("--tracking-uri", help="the store to send to (default: the one the trial used)")
+    args = parser.parse_args(argv)
+    n = send_unsent(args.folder, args.tracking_uri)
+    print(f"sent {n} metric values and the run's end to {args.tracking_uri or 'its store'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,27 +1,26 @@
-"""The one trainer: `train(cfg) -> TrainResult`, used alone (`python -m arith.train`) and by Ray Tune.
+"""The one trainer: `train(cfg) -> TrainResult`, plain PyTorch, used alone (`python -m arith.train`), by
+the benchmarks and, through the adapter in sweeps/trainable.py, by Ray Tune.
 
-One loop for every task, format and position scheme: AdamW with warmup and a decaying schedule,
-gradient clipping, loss on the answer (or the whole line), length-bucketed batches, evaluations of the
-paper's grids at chosen epochs, and checkpoints that hold everything needed to continue exactly
-(weights, optimiser, scheduler, RNG states, epoch, step, MLflow run id). Inside a Ray Tune trial it
-reports to Tune and checkpoints through Tune; alone it does neither.
+It reads top-down like nanoGPT's train.py: `setup(cfg)` builds data, model and optimiser; `train` runs
+one loop over a `TrainState` (the counters a checkpoint saves beside the weights, optimiser, scheduler
+and RNG states) with AdamW, warmup and a decaying schedule, gradient clipping, length-bucketed batches,
+evaluations of the paper's grids at chosen epochs and checkpoints that continue a run exactly.
+
+Two hooks connect it to a scheduler without it knowing which: `checkpoints` (load the state to resume
+from; save a new one and say where) and `reporter(metrics, checkpoint_path)` after every epoch. Before a
+checkpoint is saved the tracker sends its buffer, and what it could not send rides in the checkpoint, so
+a run restored from it misses no metric logged before it.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import os
-import random
-import shutil
-import sys
-import tempfile
+import socket
 import time
-import warnings
-from collections.abc import Sequence
+from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +29,23 @@ import pandas as pd
 import torch
 
 from arith.batching import BatchLoader, encode_lines, example_digits, pad_token_id
-from arith.config import ConfigError, ExperimentConfig, TrainConfig, parse_set
-from arith.tracking import NullTracker, ray_placement_tags, start_tracker
+from arith.checkpoints import (
+    CheckpointFolder,
+    Checkpoints,
+    _check_same_config,
+    rng_state,
+    seed_everything,
+    set_rng_state,
+)
+from arith.config import ConfigError, ExperimentConfig, TrainConfig
+from arith.tracking import NullTracker, start_tracker
 
 #: the held-out probe for `train.target_accuracy`: this many fresh examples, drawn with a seed offset
 PROBE_SIZE = 300
 PROBE_SEED_OFFSET = 7919
-CHECKPOINT_FILE = "trainer_state.pt"
+
+#: called after every epoch with its metrics and the checkpoint saved at it (None when none was due)
+Reporter = Callable[[dict[str, Any], "Path | None"], None]
 
 
 class NonFiniteLossError(FloatingPointError):
@@ -84,35 +93,10 @@ def autocast_context(device: torch.device, precision: str):
 
 
 def cpu_threads(requested: int) -> int:
-    """Threads for a CPU run: the request, else the trial's CPUs inside Ray, else this process's CPUs."""
+    """Threads for a CPU run: the request (a scheduler sets it to the trial's CPUs), else this process's."""
     if requested > 0:
         return requested
-    if _in_ray_worker():
-        import ray
-
-        cpus = ray.get_runtime_context().get_assigned_resources().get("CPU")
-        if cpus:
-            return max(1, int(cpus))
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
-def _in_ray_worker() -> bool:
-    if "ray" not in sys.modules:
-        return False
-    import ray
-
-    return ray.is_initialized()
-
-
-def in_tune_trial() -> bool:
-    """True inside a Ray Tune trial (a Tune session exists); never imports ray when it is not loaded."""
-    if not _in_ray_worker():
-        return False
-    from ray import tune
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return tune.get_context().get_trial_id() is not None
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -153,108 +137,22 @@ def make_optimizer(model: torch.nn.Module, t: TrainConfig, device: torch.device)
     return torch.optim.AdamW(groups, lr=t.lr, betas=(0.9, 0.95), fused=device.type == "cuda")
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Checkpoints
-# ---------------------------------------------------------------------------------------------------------
+@dataclass
+class TrainState:
+    """Where training stands: with the weights, optimiser, scheduler and RNG states it is the checkpoint."""
 
+    epoch: int = 0
+    step: int = 0
+    tokens: int = 0
+    train_seconds: float = 0.0
+    seconds_to_target: float | None = None
+    #: why training ended: "epochs" (not yet, or all done), "max_steps" or "target_accuracy"
+    stopped: str = "epochs"
+    run_id: str = ""
 
-def rng_state(device: torch.device) -> dict[str, Any]:
-    return {
-        "python": random.getstate(),
-        "numpy": np.random.get_state(),
-        "torch": torch.get_rng_state(),
-        "cuda": torch.cuda.get_rng_state_all() if device.type == "cuda" else None,
-    }
-
-
-def set_rng_state(state: dict[str, Any]) -> None:
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
-    torch.set_rng_state(state["torch"])
-    if state.get("cuda") is not None and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-
-
-def save_checkpoint(directory: str | Path, state: dict[str, Any]) -> Path:
-    """Write `state` into `directory` atomically (a crash mid-write leaves the previous checkpoint)."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    tmp = directory / (CHECKPOINT_FILE + ".tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, directory / CHECKPOINT_FILE)
-    return directory
-
-
-def load_checkpoint(directory: str | Path) -> dict[str, Any] | None:
-    path = Path(directory) / CHECKPOINT_FILE
-    if not path.exists():
-        return None
-    return torch.load(path, map_location="cpu", weights_only=False)
-
-
-def _check_same_config(saved: dict[str, Any], cfg: ExperimentConfig) -> None:
-    """A checkpoint resumes only the trial that wrote it: data, model and training settings must match."""
-    ignore = ("tracking.", "train.checkpoint_dir", "train.device", "train.num_threads", "train.log_every")
-    now = cfg.flat()
-    before = ExperimentConfig.from_dict(saved).flat()
-    diff = [k for k in now if not k.startswith(ignore) and now[k] != before.get(k)]
-    if diff:
-        raise ConfigError(
-            "the checkpoint in train.checkpoint_dir was written by a different config "
-            f"({', '.join(f'{k}: {before.get(k)!r} -> {now[k]!r}' for k in diff)}); "
-            "use a fresh train.checkpoint_dir"
-        )
-
-
-class Checkpointer:
-    """Where checkpoints go: Tune's storage inside a trial, `train.checkpoint_dir` alone, or nowhere."""
-
-    def __init__(self, cfg: ExperimentConfig, tune_trial: bool) -> None:
-        self.tune_trial = tune_trial
-        self.directory = cfg.train.checkpoint_dir
-        self.last = ""
-
-    @property
-    def enabled(self) -> bool:
-        return self.tune_trial or bool(self.directory)
-
-    def restore(self) -> dict[str, Any] | None:
-        if self.tune_trial:
-            from ray import tune
-
-            checkpoint = tune.get_checkpoint()
-            if checkpoint is None:
-                return None
-            with checkpoint.as_directory() as directory:
-                return load_checkpoint(directory)
-        saved = load_checkpoint(self.directory) if self.directory else None
-        self.last = self.directory if saved is not None else ""
-        return saved
-
-    def report(self, metrics: dict[str, Any], state: dict[str, Any] | None) -> None:
-        """Save `state` (when given) and, inside Tune, report `metrics` with it."""
-        if not self.tune_trial:
-            if state is not None and self.directory:
-                self.last = str(save_checkpoint(self.directory, state))
-            return
-        from ray import tune
-
-        if state is None:
-            tune.report(metrics)
-            return
-        tmp = tempfile.mkdtemp(prefix="arith-ckpt-")
-        try:
-            save_checkpoint(tmp, state)
-            tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(tmp))  # persisted before return
-            self.last = tune.get_context().get_trial_dir()
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+    @classmethod
+    def of(cls, saved: dict[str, Any]) -> TrainState:
+        return cls(**{k: saved[k] for k in cls.__dataclass_fields__})
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -294,52 +192,65 @@ def summary_metrics(cells: pd.DataFrame, seconds: float) -> dict[str, float]:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# The trainer
+# Setup
 # ---------------------------------------------------------------------------------------------------------
 
 
-def train(cfg: ExperimentConfig) -> TrainResult:
-    """Train one trial and return its results; see the module docstring."""
-    cfg.validate()
-    tune_trial = in_tune_trial()
-    device = resolve_device(cfg.train.device)
-    if device.type == "cpu":
-        torch.set_num_threads(cpu_threads(cfg.train.num_threads))
-    else:
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
+@dataclass
+class Setup:
+    """Everything a run is built from; the benchmarks build theirs with `setup` too."""
 
-    checkpointer = Checkpointer(cfg, tune_trial)
-    saved = checkpointer.restore()
-    if saved is not None:
-        _check_same_config(saved["config"], cfg)
-    tracker = start_tracker(cfg, run_id=saved["run_id"] if saved else "")
-    try:
-        if _in_ray_worker():
-            tracker.set_tags(ray_placement_tags())
-        result = _train(cfg, device, tracker, checkpointer, saved)
-    except KeyboardInterrupt:
-        tracker.finish("KILLED")
-        raise
-    except BaseException:
-        tracker.finish("FAILED")
-        raise
-    tracker.finish("FINISHED")
-    return result
+    cfg: ExperimentConfig
+    device: torch.device
+    autocast: Any
+    tokenizer: Any
+    train_set: list
+    test_set: list
+    train_problems: set
+    probe: list
+    loader: BatchLoader
+    model: torch.nn.Module
+    step_model: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LambdaLR
+    n_steps: int
+
+    def checkpoint(self, state: TrainState, unsent: dict[str, Any]) -> dict[str, Any]:
+        """The checkpoint: config, modules' states, RNG states, the TrainState and unsent metrics."""
+        return {
+            "config": self.cfg.to_dict(),
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "rng": rng_state(self.device),
+            **asdict(state),
+            "unsent": unsent,
+        }
+
+    def restore(self, saved: dict[str, Any]) -> TrainState:
+        self.model.load_state_dict(saved["model"])
+        self.optimizer.load_state_dict(saved["optimizer"])
+        self.scheduler.load_state_dict(saved["scheduler"])
+        set_rng_state(saved["rng"])
+        return TrainState.of(saved)
 
 
-def _train(cfg: ExperimentConfig, device: torch.device, tracker, checkpointer, saved) -> TrainResult:
+def setup(cfg: ExperimentConfig) -> Setup:
+    """Device, data, tokenizer, batches, model, optimiser and schedule of `cfg`, seeded."""
     from arith.data import test_examples, train_examples
-    from arith.evaluate import evaluate
     from arith.formats import problem_ids
     from arith.model import build_model
     from arith.tokenizer import tokenizer_for
 
     t = cfg.train
+    device = resolve_device(t.device)
+    if device.type == "cpu":
+        torch.set_num_threads(cpu_threads(t.num_threads))
+    else:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
     seed_everything(t.seed)
     train_set = train_examples(cfg.data)
-    test_set = test_examples(cfg.data)
-    train_problems = problem_ids(train_set)
     tokenizer = tokenizer_for(cfg.model, [example.text for example in train_set])
     loader = BatchLoader(
         encode_lines(tokenizer, train_set),
@@ -349,181 +260,177 @@ def _train(cfg: ExperimentConfig, device: torch.device, tracker, checkpointer, s
         t.seed,
         digits=[example_digits(example) for example in train_set],
     )
-    probe = probe_examples(cfg) if t.target_accuracy > 0 else []
-
     model = build_model(cfg.model, tokenizer).to(device)
-    step_model = torch.compile(model) if t.compile else model
     optimizer = make_optimizer(model, t, device)
     n_steps = total_steps(t, len(loader))
     loader.curriculum_steps = round(t.curriculum * n_steps)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(t, n_steps))
-    autocast = autocast_context(device, t.precision)
+    return Setup(
+        cfg=cfg,
+        device=device,
+        autocast=autocast_context(device, t.precision),
+        tokenizer=tokenizer,
+        train_set=train_set,
+        test_set=test_examples(cfg.data),
+        train_problems=problem_ids(train_set),
+        probe=probe_examples(cfg) if t.target_accuracy > 0 else [],
+        loader=loader,
+        model=model,
+        step_model=torch.compile(model) if t.compile else model,
+        optimizer=optimizer,
+        scheduler=torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(t, n_steps)),
+        n_steps=n_steps,
+    )
 
-    start_epoch, step, tokens, train_seconds, seconds_to_target = 0, 0, 0, 0.0, None
+
+# ---------------------------------------------------------------------------------------------------------
+# The trainer
+# ---------------------------------------------------------------------------------------------------------
+
+
+def train(
+    cfg: ExperimentConfig, *, reporter: Reporter | None = None, checkpoints: Checkpoints | None = None
+) -> TrainResult:
+    """Train one trial and return its results. `checkpoints` defaults to `train.checkpoint_dir` (none when
+    empty); `reporter` gets every epoch's metrics and checkpoint (see the module docstring)."""
+    cfg.validate()
+    if checkpoints is None and cfg.train.checkpoint_dir:
+        checkpoints = CheckpointFolder(cfg.train.checkpoint_dir)
+    saved = checkpoints.load() if checkpoints is not None else None
     if saved is not None:
-        model.load_state_dict(saved["model"])
-        optimizer.load_state_dict(saved["optimizer"])
-        scheduler.load_state_dict(saved["scheduler"])
-        set_rng_state(saved["rng"])
-        start_epoch, step, tokens = saved["epoch"], saved["step"], saved["tokens"]
-        train_seconds, seconds_to_target = saved["train_seconds"], saved["seconds_to_target"]
+        _check_same_config(saved["config"], cfg)
+    s = setup(cfg)
+    state = s.restore(saved) if saved is not None else TrainState()
+    tracker = start_tracker(
+        cfg, state.run_id, (saved or {}).get("unsent"), folder=cfg.train.checkpoint_dir or None
+    )
+    state.run_id = tracker.run_id
+    tracker.set_tags({"hostname": socket.gethostname()})
+    if saved is not None:
         print(
-            f"resumed from epoch {start_epoch}, step {step} (MLflow run {tracker.run_id or '-'})", flush=True
+            f"resumed from epoch {state.epoch}, step {state.step} (MLflow run {state.run_id or '-'})",
+            flush=True,
         )
+    try:
+        result = _loop(s, state, tracker, reporter, checkpoints, resumed_finished=saved is not None)
+    except KeyboardInterrupt:
+        tracker.finish("KILLED")
+        raise
+    except BaseException as err:
+        if isinstance(err, NonFiniteLossError):
+            tracker.set_tags({"failure": "nonfinite_loss"})
+        tracker.finish("FAILED")
+        raise
+    tracker.finish("FINISHED")
+    return result
 
-    last_eval: tuple[pd.DataFrame, list[dict]] | None = None
-    last_test_acc = 0.0
-    stopped = "epochs"
-    epoch = start_epoch
+
+def _loop(s: Setup, state: TrainState, tracker, reporter, checkpoints, resumed_finished: bool) -> TrainResult:
+    """The training loop: epochs of optimiser steps, then probe, evaluation, checkpoint and report."""
+    t, device, model = s.cfg.train, s.device, s.model
     # A resumed run that had already finished does no more steps and is just evaluated again.
-    finished_before = saved is not None and (step >= n_steps or saved["stopped"] != "epochs")
-    if finished_before:
-        stopped = saved["stopped"]
-    epochs = range(start_epoch + 1, t.epochs + 1) if not finished_before else range(0)  # 1-based
-    for epoch in epochs:
+    done = resumed_finished and (state.step >= s.n_steps or state.stopped != "epochs")
+    last_eval: tuple[pd.DataFrame, list[dict], float] | None = None
+    last_test_acc, last_saved = 0.0, ""
+    for epoch in range(state.epoch + 1, t.epochs + 1) if not done else ():  # 1-based
         model.train()
         model.new_epoch(epoch)
-        epoch_start = time.perf_counter()
-        epoch_loss, epoch_steps, epoch_tokens = _run_epoch(
-            loader.epoch(epoch),
-            step_model,
-            optimizer,
-            scheduler,
-            t,
-            device,
-            autocast,
-            tracker,
-            first_step=step,
-            last_step=n_steps,
-            epoch=epoch,
-            seconds_before=train_seconds,
-            tokens_before=tokens,
-        )
-        step += epoch_steps
-        train_seconds += time.perf_counter() - epoch_start
-        tokens += epoch_tokens
+        epoch_start, epoch_loss, epoch_steps = time.perf_counter(), 0.0, 0
+        window: list[torch.Tensor] = []
+        for batch in s.loader.epoch(epoch):
+            if state.step >= s.n_steps:
+                break
+            state.tokens += batch.n_tokens  # counted on the host: no device sync per step
+            batch = batch.to(device)
+            with s.autocast:
+                loss = s.step_model(batch.input_ids, batch.attention_mask, loss_mask=batch.loss_mask).loss
+            loss.backward()
+            if t.grad_clip > 0:
+                torch.nn.utils.clip_grad_norm_(s.step_model.parameters(), t.grad_clip)
+            s.optimizer.step()
+            s.scheduler.step()
+            s.optimizer.zero_grad(set_to_none=True)
+            state.step += 1
+            epoch_steps += 1
+            window.append(loss.detach())
+            # On a CPU reading the loss costs nothing, so it is checked every step; on a GPU once per log
+            # window (no sync each step), still naming the first bad step.
+            if device.type == "cpu" or len(window) >= t.log_every_steps:
+                epoch_loss += drain_losses(window, state.step, epoch)
+            if state.step % t.log_every_steps == 0:
+                elapsed = state.train_seconds + time.perf_counter() - epoch_start
+                metrics = {
+                    "train/loss": float(loss.detach()),
+                    "train/lr": s.scheduler.get_last_lr()[0],
+                    "train/tokens_per_s": state.tokens / max(elapsed, 1e-9),
+                }
+                tracker.log_metrics(metrics, state.step)
+        epoch_loss += drain_losses(window, state.step, epoch)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        state.train_seconds += time.perf_counter() - epoch_start
+        state.epoch = epoch
         mean_loss = epoch_loss / max(1, epoch_steps)
-        if step >= n_steps and epoch < t.epochs:
-            stopped = "max_steps"
+        if state.step >= s.n_steps and epoch < t.epochs:
+            state.stopped = "max_steps"
 
-        metrics: dict[str, Any] = {"epoch": epoch, "step": step, "train_loss": mean_loss}
-        metrics["tokens_per_s"] = tokens / max(train_seconds, 1e-9)
-        line = (
-            f"epoch {epoch:4d}  step {step:7d}  loss {mean_loss:.4f}  tokens/s {metrics['tokens_per_s']:9.0f}"
-        )
-        if probe:
-            with autocast:
+        metrics: dict[str, Any] = {"epoch": epoch, "step": state.step, "train_loss": mean_loss}
+        metrics["tokens_per_s"] = state.tokens / max(state.train_seconds, 1e-9)
+        line = f"epoch {epoch:4d}  step {state.step:7d}  loss {mean_loss:.4f}"
+        line += f"  tokens/s {metrics['tokens_per_s']:9.0f}"
+        if s.probe:
+            from arith.evaluate import evaluate
+
+            with s.autocast:
                 probe_acc = exact_match(
-                    evaluate(model, tokenizer, probe, batch_size=t.eval_batch_size).to_frame()
+                    evaluate(model, s.tokenizer, s.probe, batch_size=t.eval_batch_size).to_frame()
                 )
             metrics["probe_acc"] = probe_acc
             tracker.log_metrics({"probe_acc": probe_acc}, epoch)
             line += f"  probe {probe_acc:.3f}"
             if probe_acc >= t.target_accuracy:
-                stopped = "target_accuracy"
-                if seconds_to_target is None:
-                    seconds_to_target = train_seconds
-        final = stopped != "epochs" or epoch == t.epochs
+                state.stopped = "target_accuracy"
+                if state.seconds_to_target is None:
+                    state.seconds_to_target = state.train_seconds
+        final = state.stopped != "epochs" or epoch == t.epochs
         if epoch in t.eval_epochs or final:
-            last_eval = _evaluate(cfg, model, tokenizer, test_set, train_problems, epoch, tracker, autocast)
+            last_eval = evaluate_and_log(s, epoch, tracker)
             metrics.update(summary_metrics(last_eval[0], seconds=last_eval[2]))
             line += f"  test_acc {metrics['test_acc']:.3f}"
-            last_eval = last_eval[:2]
         print(line, flush=True)
-        # Tune sees test_acc in every report: the latest evaluation's (0 before the first one)
+        # the scheduler sees test_acc in every report: the latest evaluation's (0 before the first one)
         metrics["evaluated"] = "test_acc" in metrics
         last_test_acc = metrics.setdefault("test_acc", last_test_acc)
         due = final or epoch in t.eval_epochs or (t.checkpoint_every and epoch % t.checkpoint_every == 0)
-        state = None
-        if due and checkpointer.enabled:
-            state = {
-                "config": cfg.to_dict(),
-                "model": model.state_dict(),
-                "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(),
-                "rng": rng_state(device),
-                **{"epoch": epoch, "step": step, "tokens": tokens, "train_seconds": train_seconds},
-                **{"seconds_to_target": seconds_to_target, "stopped": stopped, "run_id": tracker.run_id},
-            }
-        checkpointer.report(metrics, state)
+        path = None
+        if due and checkpoints is not None:
+            tracker.flush()  # the store has every value up to here before a checkpoint says so ...
+            path = checkpoints.save(s.checkpoint(state, tracker.unsent()))  # ... or the checkpoint has it
+            last_saved = str(path)
+        if reporter is not None:
+            reporter(metrics, path)
         if final:
             break
 
     if last_eval is None:  # resumed after the last epoch had finished: score it again, log nothing twice
-        epoch = saved["epoch"]
-        quiet = NullTracker()
-        last_eval = _evaluate(cfg, model, tokenizer, test_set, train_problems, epoch, quiet, autocast)[:2]
-    cells, failures = last_eval
-    tracker.log_metrics({"train_seconds": train_seconds, "epochs_done": epoch}, step)
+        last_eval = evaluate_and_log(s, state.epoch, NullTracker())
+    cells, failures, _ = last_eval
+    tracker.log_metrics({"train_seconds": state.train_seconds, "epochs_done": state.epoch}, state.step)
     return TrainResult(
         test_acc=float(cells["accuracy"].mean()),
         cells=cells,
-        epochs_done=epoch,
-        steps=step,
-        train_seconds=train_seconds,
-        tokens_per_s=tokens / max(train_seconds, 1e-9),
-        run_id=tracker.run_id,
-        checkpoint=checkpointer.last,
-        stopped=stopped,
-        seconds_to_target=seconds_to_target,
+        epochs_done=state.epoch,
+        steps=state.step,
+        train_seconds=state.train_seconds,
+        tokens_per_s=state.tokens / max(state.train_seconds, 1e-9),
+        run_id=state.run_id,
+        checkpoint=last_saved,
+        stopped=state.stopped,
+        seconds_to_target=state.seconds_to_target,
         failures=failures,
     )
 
 
-def _run_epoch(
-    batches,
-    step_model,
-    optimizer,
-    scheduler,
-    t: TrainConfig,
-    device: torch.device,
-    autocast,
-    tracker,
-    *,
-    first_step: int,
-    last_step: int,
-    epoch: int,
-    seconds_before: float,
-    tokens_before: int,
-) -> tuple[float, int, int]:
-    """One epoch of optimiser steps (stopping at `last_step`); returns (loss sum, steps, tokens)."""
-    loss_sum, steps, tokens, start = 0.0, 0, 0, time.perf_counter()
-    window: list[torch.Tensor] = []
-    for batch in batches:
-        step = first_step + steps
-        if step >= last_step:
-            break
-        tokens += batch.n_tokens  # counted on the host: no device sync per step
-        batch = batch.to(device)
-        with autocast:
-            loss = step_model(batch.input_ids, batch.attention_mask, loss_mask=batch.loss_mask).loss
-        loss.backward()
-        if t.grad_clip > 0:
-            torch.nn.utils.clip_grad_norm_(step_model.parameters(), t.grad_clip)
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
-        steps += 1
-        window.append(loss.detach())
-        # On a CPU reading the loss costs nothing, so it is checked every step; on a GPU once per log
-        # window (no sync each step), still naming the first bad step.
-        if device.type == "cpu" or len(window) >= t.log_every_steps:
-            loss_sum += _drain(window, step + 1, epoch)
-        if (step + 1) % t.log_every_steps == 0:
-            elapsed = seconds_before + time.perf_counter() - start
-            metrics = {
-                "train/loss": float(loss.detach()),
-                "train/lr": scheduler.get_last_lr()[0],
-                "train/tokens_per_s": (tokens_before + tokens) / max(elapsed, 1e-9),
-            }
-            tracker.log_metrics(metrics, step + 1)
-    loss_sum += _drain(window, first_step + steps, epoch)
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    return loss_sum, steps, tokens
-
-
-def _drain(window: list[torch.Tensor], step: int, epoch: int) -> float:
+def drain_losses(window: list[torch.Tensor], step: int, epoch: int) -> float:
     """Sum the losses of the last `len(window)` steps (ending at `step`), emptying the window; a NaN or
     infinite one stops training with an error naming its step and epoch."""
     if not window:
@@ -541,19 +448,19 @@ def _drain(window: list[torch.Tensor], step: int, epoch: int) -> float:
     return float(losses.sum())
 
 
-def _evaluate(cfg, model, tokenizer, examples, train_problems, epoch, tracker, autocast):
+def evaluate_and_log(s: Setup, epoch: int, tracker) -> tuple[pd.DataFrame, list[dict], float]:
     """Evaluate the test grid at `epoch`, log it (step = epoch) and return (cells, failures, seconds)."""
     from arith.evaluate import evaluate
 
-    t = cfg.train
+    t = s.cfg.train
     start = time.perf_counter()
-    with autocast:
+    with s.autocast:
         result = evaluate(
-            model,
-            tokenizer,
-            examples,
+            s.model,
+            s.tokenizer,
+            s.test_set,
             batch_size=t.eval_batch_size,
-            train_problems=train_problems,
+            train_problems=s.train_problems,
             failures_per_cell=t.failures_per_cell,
             seed=t.seed,
         )
@@ -564,84 +471,7 @@ def _evaluate(cfg, model, tokenizer, examples, train_problems, epoch, tracker, a
     return cells, failures, seconds
 
 
-def tune_entrypoint(config: dict) -> None:
-    """The Ray Tune trainable: `train(ExperimentConfig.from_dict(config))`. Metrics and checkpoints go to
-    Tune through `tune.report` inside `train`, so nothing is returned (Tune accepts only dicts/numbers)."""
-    train(ExperimentConfig.from_dict(config))
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Command line
-# ---------------------------------------------------------------------------------------------------------
-
-#: convenience flags -> config keys
-SHORTCUTS = {
-    "task": "data.task",
-    "format": "data.format",
-    "position": "model.position",
-    "max_digits": "data.max_digits",
-    "epochs": "train.epochs",
-    "tracking_uri": "tracking.tracking_uri",
-}
-
-
-def config_from_args(argv: Sequence[str] | None = None) -> tuple[ExperimentConfig, argparse.Namespace]:
-    """Config = defaults <- --config file <- convenience flags <- --set key=value (later wins)."""
-    parser = argparse.ArgumentParser(prog="python -m arith.train", description=__doc__.splitlines()[0])
-    parser.add_argument("--config", help="a YAML or JSON file with some or all of data/model/train/tracking")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="e.g. train.lr=1e-3")
-    parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
-    for flag, key in SHORTCUTS.items():
-        parser.add_argument(f"--{flag.replace('_', '-')}", dest=flag, help=f"= --set {key}=...")
-    args = parser.parse_args(argv)
-    cfg = ExperimentConfig.load(args.config) if args.config else ExperimentConfig()
-    overrides = {
-        key: getattr(args, flag) for flag, key in SHORTCUTS.items() if getattr(args, flag) is not None
-    }
-    overrides.update(parse_set(args.set))
-    return cfg.with_overrides(overrides), args
-
-
-def format_grid(cells: pd.DataFrame) -> str:
-    """The accuracy grid of each context as text: rows = digits of b, columns = digits of a for
-    multiplication; one row of accuracy by digit count for the other tasks."""
-    parts = []
-    for context, frame in cells.groupby("context", sort=False):
-        if frame["row_digits"].notna().any():
-            grid = frame.pivot_table(index="row_digits", columns="col_digits", values="accuracy")
-            grid.index = grid.index.astype(int).rename("b digits \\ a digits")
-            grid.columns.name = None
-        else:
-            grid = frame.set_index("col_digits")[["accuracy"]].T
-            grid.columns.name = "digits"
-        parts.append(f"[{context}]\n{grid.round(3).to_string()}")
-    return "\n".join(parts)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        cfg, args = config_from_args(argv)
-        if args.print_config:
-            print(cfg.to_json())
-            return 0
-        cfg.validate()
-    except ConfigError as err:
-        print(f"config error: {err}", file=sys.stderr)
-        return 2
-    result = train(cfg)
-    print(format_grid(result.cells))
-    summary = {
-        "test_acc": round(result.test_acc, 4),
-        "epochs_done": result.epochs_done,
-        "steps": result.steps,
-        "train_seconds": round(result.train_seconds, 2),
-        "tokens_per_s": round(result.tokens_per_s),
-        "stopped": result.stopped,
-        "run_id": result.run_id,
-    }
-    print(json.dumps(summary))
-    return 0
-
-
 if __name__ == "__main__":
+    from arith.cli import main
+
     raise SystemExit(main())

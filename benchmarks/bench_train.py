@@ -20,9 +20,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from arith.batching import BatchLoader, encode_lines, pad_token_id
+from arith.batching import BatchLoader
 from arith.config import ExperimentConfig, parse_set
-from arith.train import autocast_context, cpu_threads, make_optimizer, resolve_device, train
+from arith.train import autocast_context, cpu_threads, make_optimizer, resolve_device, setup, train
 
 #: peak dense bf16 tensor FLOP/s of the GPUs this project is lent, for MFU
 PEAK_BF16 = {"H100": 989e12, "H200": 989e12, "A100": 312e12}
@@ -75,20 +75,9 @@ def model_flops_per_token(model: torch.nn.Module, n_layer: int, n_embd: int, seq
 
 
 def prepare(cfg: ExperimentConfig):
-    """Model, tokenizer and the first epoch's batches, exactly as the trainer builds them."""
-    from arith.data import test_examples, train_examples
-    from arith.model import build_model
-    from arith.tokenizer import tokenizer_for
-
-    torch.manual_seed(cfg.train.seed)
-    examples = train_examples(cfg.data)
-    tokenizer = tokenizer_for(cfg.model, [e.text for e in examples])
-    lines = encode_lines(tokenizer, examples)
-    loader = BatchLoader(
-        lines, cfg.train.batch_size, pad_token_id(tokenizer), cfg.train.loss_on, cfg.train.seed
-    )
-    model = build_model(cfg.model, tokenizer)
-    return model, tokenizer, loader, test_examples(cfg.data)
+    """Model (on its device), tokenizer, batches and test set, built by the trainer's own `setup`."""
+    s = setup(cfg)
+    return s.model, s.tokenizer, s.loader, s.test_set
 
 
 def bare_loop_tokens_per_s(cfg: ExperimentConfig, steps: int, warmup: int) -> tuple[float, float]:

@@ -30,8 +30,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from analysis.findings import CLAIMS  # noqa: E402
-from analysis.load import _client, find_parent, load_sweep, sweep_runs  # noqa: E402
+from analysis.load import find_parent, load_sweep, sweep_runs  # noqa: E402
 from analysis.report import Analysis, analyse, render  # noqa: E402
+from arith.store import client as _client  # noqa: E402
 
 TAG_COMMAND, TAG_MACHINE, TAG_WALL = "reproduce.command", "reproduce.machine", "reproduce.wall_s"
 

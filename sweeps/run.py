@@ -26,7 +26,9 @@ if __package__ in (None, ""):  # `python sweeps/run.py`: make the repository imp
 
 import pandas as pd
 
+from arith import store
 from arith.config import ConfigError, ExperimentConfig, parse_set
+from arith.store import absolute_uri
 from sweeps.grids import GRIDS, get_grid, parse_seeds, points
 from sweeps.scales import SCALES, get_scale
 
@@ -163,16 +165,6 @@ def list_grids() -> str:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def absolute_uri(uri: str) -> str:
-    """Trials run in other folders (Ray's trial dirs, other machines): make a local SQLite path absolute."""
-    prefix = "sqlite:///"
-    if uri.startswith(prefix) and not uri.startswith(prefix + "/"):
-        return prefix + str(Path(uri[len(prefix) :]).resolve())
-    if "://" not in uri:  # a bare path is a file store folder
-        return str(Path(uri).resolve())
-    return uri
-
-
 def absolute_paths(overrides: dict[str, str]) -> dict[str, str]:
     """Local files named in --set (a dialogue file, a pretrained model folder) as absolute paths."""
     out = dict(overrides)
@@ -261,22 +253,12 @@ def trial_table(configs: dict[str, dict[str, Any]], res: dict[str, float]) -> pd
 
 
 def check_tracking(uri: str) -> None:
-    """Fail before any trial starts when the tracking server cannot be reached (and create a SQLite store
+    """Fail before any trial starts when the tracking store cannot be reached (and create a SQLite store
     here, once, rather than from two trials at the same moment)."""
-    if uri.startswith(("http://", "https://")):
-        import urllib.request
-
-        try:
-            with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=10):
-                pass
-        except OSError as err:
-            raise SweepError(f"MLflow tracking server {uri} is not reachable: {err}") from err
-    from arith.tracking import open_client
-
     try:
-        open_client(uri)
-    except Exception as err:
-        raise SweepError(f"MLflow tracking store {uri} is not usable: {err}") from err
+        store.check_usable(uri)
+    except store.StoreError as err:
+        raise SweepError(str(err)) from err
 
 
 def check_pretrained(configs: dict[str, dict[str, Any]]) -> None:
@@ -315,45 +297,18 @@ def git_commit() -> str:
     return commit + ("-dirty" if dirty else "")
 
 
-def open_parent_run(uri: str, experiment: str, run_name: str, tags: dict[str, str]) -> str:
-    """Create the sweep's parent run (its experiment too, if new); return its id."""
-    from mlflow import MlflowClient
-
-    from arith.tracking import default_artifact_location
-
-    client = MlflowClient(tracking_uri=uri)
-    found = client.get_experiment_by_name(experiment)
-    experiment_id = (
-        found.experiment_id
-        if found
-        else client.create_experiment(experiment, artifact_location=default_artifact_location(uri))
-    )
-    run = client.create_run(experiment_id, run_name=run_name, tags=tags)
-    return run.info.run_id
-
-
-def set_run_status(uri: str, run_id: str, status: str) -> None:
-    from mlflow import MlflowClient
-
-    client = MlflowClient(tracking_uri=uri)
-    if status == "RUNNING":
-        client.update_run(run_id, status="RUNNING")
-    else:
-        client.set_terminated(run_id, status=status)
-
-
 # ---------------------------------------------------------------------------------------------------------
 # Ray Tune
 # ---------------------------------------------------------------------------------------------------------
 
 
 def run_trial(config: dict[str, Any], configs: dict[str, dict[str, Any]]) -> None:
-    """The Tune trainable: look the trial's full config up by (point, seed) and hand it to the trainer.
+    """The Tune trainable: look the trial's full config up by (point, seed) and hand it to the adapter.
 
     Tune's search space holds only `point` and `seed`, so its trial table stays readable."""
     from ray import tune
 
-    from arith.train import tune_entrypoint
+    from sweeps.trainable import tune_entrypoint
 
     cfg = configs[trial_key(config["point"], config["seed"])]
     if tune.get_checkpoint() is None:
@@ -369,19 +324,11 @@ def discard_lost_attempts(cfg: dict[str, Any]) -> None:
     tracking = cfg["tracking"]
     if not tracking["enabled"] or not tracking["parent_run_id"]:
         return
-    from mlflow import MlflowClient
-
-    client = MlflowClient(tracking_uri=tracking["tracking_uri"])
-    experiment = client.get_experiment_by_name(tracking["experiment"])
-    if experiment is None:
-        return
-    query = (
-        f"tags.mlflow.parentRunId = '{tracking['parent_run_id']}' "
-        f"and tags.mlflow.runName = '{tracking['run_name']}'"
-    )
-    for run in client.search_runs([experiment.experiment_id], filter_string=query):
+    uri = tracking["tracking_uri"]
+    runs = store.trial_runs(uri, [tracking["experiment"]], tracking["parent_run_id"], tracking["run_name"])
+    for run in runs:
         if run.info.status != "FINISHED":
-            client.delete_run(run.info.run_id)
+            store.client(uri).delete_run(run.info.run_id)
 
 
 def trial_dirname(trial: Any) -> str:
@@ -478,7 +425,10 @@ class SweepStorage:
         if self.fs.get_file_info(folder).type != pyarrow.fs.FileType.NotFound:
             raise SweepError(f"sweep folder {self.uri(name)} already exists")
         self.fs.create_dir(folder, recursive=True)
-        with self.fs.open_output_stream(f"{folder}/{SWEEP_FILE}") as out:
+        self.save(name, state)
+
+    def save(self, name: str, state: dict[str, Any]) -> None:
+        with self.fs.open_output_stream(f"{self.root}/{name}/{SWEEP_FILE}") as out:
             out.write(json.dumps(state, indent=1).encode())
 
     def state(self, name: str) -> dict[str, Any]:
@@ -501,22 +451,18 @@ class SweepStorage:
         return names[-1]
 
 
-def finished_trials(uri: str, parent_run_id: str, configs: dict[str, dict[str, Any]], tune_done: int) -> int:
-    """How many trials have finished: those with a FINISHED MLflow run under the parent.
+def trial_outcomes(uri: str, parent_run_id: str, configs: dict[str, dict[str, Any]]) -> tuple[int, int]:
+    """(finished, failed) trials, from their MLflow runs under the parent.
 
     Tune stops the running trials of an interrupted sweep and reports them TERMINATED like finished
-    ones; the trial's own run, which the trainer ends only after its last epoch, tells them apart.
-    Without tracking, Tune's count (`tune_done`) is all there is."""
-    if not all(c["tracking"]["enabled"] for c in configs.values()):
-        return tune_done
-    from mlflow import MlflowClient
-
-    client = MlflowClient(tracking_uri=uri)
-    names = {c["tracking"]["experiment"] for c in configs.values()}
-    experiment_ids = [e.experiment_id for e in map(client.get_experiment_by_name, sorted(names)) if e]
-    query = f"tags.mlflow.parentRunId = '{parent_run_id}' and attributes.status = 'FINISHED'"
-    runs = client.search_runs(experiment_ids, filter_string=query, max_results=50_000)
-    return len({c["tracking"]["run_name"] for c in configs.values()} & {r.info.run_name for r in runs})
+    ones; the trial's own run, which the trainer ends only after its last epoch, tells them apart. A trial
+    ended by a NaN loss is not retried and reports normally to Tune; its run is FAILED."""
+    names = {c["tracking"]["run_name"] for c in configs.values()}
+    experiments = sorted({c["tracking"]["experiment"] for c in configs.values()})
+    runs = store.trial_runs(uri, experiments, parent_run_id)
+    finished = {r.info.run_name for r in runs if r.info.status == "FINISHED"} & names
+    failed = {r.info.run_name for r in runs if r.info.status == "FAILED"} & names - finished
+    return len(finished), len(failed)
 
 
 def make_trainable(configs: dict[str, dict[str, Any]], res: dict[str, float]):
@@ -555,6 +501,34 @@ def final_report(grid: str, uri: str, parent_run_id: str, results: Any) -> str:
     return summary(results).to_string(index=False)
 
 
+#: flags whose value a resumed sweep takes from the interrupted one (flag, attribute, default)
+RESUME_IGNORES = (
+    ("--set", "sets", []),
+    ("--seeds", "seeds", 1),
+    ("--only", "only", []),
+    ("--gpus-per-trial", "gpus_per_trial", None),
+    ("--cpus-per-trial", "cpus_per_trial", 1.0),
+)
+
+
+def ignored_on_resume(args: argparse.Namespace) -> list[str]:
+    """The flags given with --resume that it does not use (the interrupted sweep's values hold)."""
+    return [flag for flag, attr, default in RESUME_IGNORES if getattr(args, attr) != default]
+
+
+def resume_tracking_uri(args: argparse.Namespace, state: dict[str, Any], configs: dict[str, Any]) -> str:
+    """The store a resumed sweep logs to: the interrupted sweep's, or `--tracking-uri` when the store has
+    moved (a new head, a database restored elsewhere); the trials' configs follow it."""
+    uri = state["tracking_uri"]
+    if args.tracking_uri and absolute_uri(args.tracking_uri) != uri:
+        uri = absolute_uri(args.tracking_uri)
+        moved_from = store.display(state["tracking_uri"])
+        print(f"--resume: the sweep's store moved from {moved_from} to {store.display(uri)}")
+        for cfg in configs.values():
+            cfg["tracking"]["tracking_uri"] = uri
+    return uri
+
+
 def new_sweep(
     args: argparse.Namespace,
     storage: SweepStorage,
@@ -572,7 +546,7 @@ def new_sweep(
         "git_commit": commit,
         "trials": str(len(configs)),
     }
-    parent_run_id = open_parent_run(uri, args.grid, name, tags)
+    parent_run_id = store.open_parent_run(uri, args.grid, name, tags)
     for cfg in configs.values():
         cfg["tracking"]["parent_run_id"] = parent_run_id
         cfg["tracking"]["tags"]["git_commit"] = commit
@@ -601,9 +575,12 @@ def run(args: argparse.Namespace) -> int:
         sweep_name = storage.latest(args.grid, scale.name)
         state = storage.state(sweep_name)
         configs, res = state["configs"], state["resources"]
-        tracking_uri = state["tracking_uri"]
-        if args.sets or args.seeds != 1:
-            print("--resume: --set and --seeds are taken from the interrupted sweep", file=sys.stderr)
+        tracking_uri = resume_tracking_uri(args, state, configs)
+        if tracking_uri != state["tracking_uri"]:
+            storage.save(sweep_name, {**state, "tracking_uri": tracking_uri, "configs": configs})
+        ignored = ignored_on_resume(args)
+        if ignored:
+            print(f"--resume ignores {', '.join(ignored)}: taken from the interrupted sweep", file=sys.stderr)
     else:
         configs = build_configs(args, tracking_uri)
     if args.dry_run:
@@ -619,7 +596,7 @@ def run(args: argparse.Namespace) -> int:
         check_cluster(scale.name, res, 0.0 if started_ray else args.gpu_wait_min)
         if args.resume:
             parent_run_id = state["parent_run_id"]
-            set_run_status(tracking_uri, parent_run_id, "RUNNING")
+            store.set_run_status(tracking_uri, parent_run_id, "RUNNING")
         else:
             sweep_name, parent_run_id = new_sweep(args, storage, tracking_uri, configs, res)
         print(
@@ -628,7 +605,7 @@ def run(args: argparse.Namespace) -> int:
         results = fit(args, storage, sweep_name, configs, res)
     except BaseException:
         if parent_run_id:
-            set_run_status(tracking_uri, parent_run_id, "KILLED")
+            store.set_run_status(tracking_uri, parent_run_id, "KILLED")
         raise
     finally:
         if started_ray:
@@ -636,19 +613,22 @@ def run(args: argparse.Namespace) -> int:
 
             ray.shutdown()
 
-    done = finished_trials(tracking_uri, parent_run_id, configs, results.num_terminated)
-    unfinished = len(configs) - done - results.num_errors
+    done, failed = results.num_terminated, 0
+    if all(c["tracking"]["enabled"] for c in configs.values()):  # else Tune's count is all there is
+        done, failed = trial_outcomes(tracking_uri, parent_run_id, configs)
+    errors = results.num_errors + failed
+    unfinished = len(configs) - done - errors
     if unfinished:
-        set_run_status(tracking_uri, parent_run_id, "KILLED")
+        store.set_run_status(tracking_uri, parent_run_id, "KILLED")
         print(
             f"\nInterrupted with {unfinished} trial(s) unfinished. Continue with:\n  python sweeps/run.py "
             f"--grid {args.grid} --scale {scale.name} --storage-path {storage.location} --resume"
         )
         return 130
-    set_run_status(tracking_uri, parent_run_id, "FAILED" if results.num_errors else "FINISHED")
+    store.set_run_status(tracking_uri, parent_run_id, "FAILED" if errors else "FINISHED")
     print()
     print(final_report(args.grid, tracking_uri, parent_run_id, results))
-    return 1 if results.num_errors else 0
+    return 1 if errors else 0
 
 
 def fit(

@@ -103,7 +103,7 @@ def test_tracking_uri_falls_back_to_the_environment(tmp_path, monkeypatch) -> No
 
 
 def _open_and_start_a_run(uri: str, barrier, results) -> None:
-    from arith.tracking import open_client
+    from arith.store import open_client
 
     barrier.wait()
     try:

@@ -9,17 +9,9 @@ import torch
 
 from arith.config import ConfigError, ExperimentConfig, TrainConfig
 from arith.data import test_examples
-from arith.train import (
-    CHECKPOINT_FILE,
-    NonFiniteLossError,
-    config_from_args,
-    load_checkpoint,
-    lr_lambda,
-    main,
-    probe_examples,
-    total_steps,
-    train,
-)
+from arith.checkpoints import CHECKPOINT_FILE, load_checkpoint
+from arith.cli import config_from_args, main
+from arith.train import NonFiniteLossError, lr_lambda, probe_examples, total_steps, train
 
 mlflow = pytest.importorskip("mlflow")
 
@@ -216,7 +208,7 @@ def test_tune_trial_reports_checkpoints_and_resumes_in_the_same_mlflow_run(tmp_p
 
     def crash_once_then_train(config: dict) -> None:
         from arith.model import ArithModel
-        from arith.train import tune_entrypoint
+        from sweeps.trainable import tune_entrypoint
 
         if not crashed.exists():
             real_new_epoch = ArithModel.new_epoch

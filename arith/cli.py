@@ -1,0 +1,91 @@
+"""`python -m arith.train`: one trial from the command line, printing its accuracy grid and a JSON summary.
+
+Config = defaults <- --config file <- convenience flags <- --set key=value (later wins).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+import pandas as pd
+
+from arith.config import ConfigError, ExperimentConfig, parse_set
+
+#: convenience flags -> config keys
+SHORTCUTS = {
+    "task": "data.task",
+    "format": "data.format",
+    "position": "model.position",
+    "max_digits": "data.max_digits",
+    "epochs": "train.epochs",
+    "tracking_uri": "tracking.tracking_uri",
+}
+
+
+def config_from_args(argv: Sequence[str] | None = None) -> tuple[ExperimentConfig, argparse.Namespace]:
+    """Config = defaults <- --config file <- convenience flags <- --set key=value (later wins)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m arith.train", description="Train one trial of the arithmetic transformer."
+    )
+    parser.add_argument("--config", help="a YAML or JSON file with some or all of data/model/train/tracking")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="e.g. train.lr=1e-3")
+    parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
+    for flag, key in SHORTCUTS.items():
+        parser.add_argument(f"--{flag.replace('_', '-')}", dest=flag, help=f"= --set {key}=...")
+    args = parser.parse_args(argv)
+    cfg = ExperimentConfig.load(args.config) if args.config else ExperimentConfig()
+    overrides = {
+        key: getattr(args, flag) for flag, key in SHORTCUTS.items() if getattr(args, flag) is not None
+    }
+    overrides.update(parse_set(args.set))
+    return cfg.with_overrides(overrides), args
+
+
+def format_grid(cells: pd.DataFrame) -> str:
+    """The accuracy grid of each context as text: rows = digits of b, columns = digits of a for
+    multiplication; one row of accuracy by digit count for the other tasks."""
+    parts = []
+    for context, frame in cells.groupby("context", sort=False):
+        if frame["row_digits"].notna().any():
+            grid = frame.pivot_table(index="row_digits", columns="col_digits", values="accuracy")
+            grid.index = grid.index.astype(int).rename("b digits \\ a digits")
+            grid.columns.name = None
+        else:
+            grid = frame.set_index("col_digits")[["accuracy"]].T
+            grid.columns.name = "digits"
+        parts.append(f"[{context}]\n{grid.round(3).to_string()}")
+    return "\n".join(parts)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        cfg, args = config_from_args(argv)
+        if args.print_config:
+            print(cfg.to_json())
+            return 0
+        cfg.validate()
+    except ConfigError as err:
+        print(f"config error: {err}", file=sys.stderr)
+        return 2
+    from arith.train import train
+
+    result = train(cfg)
+    print(format_grid(result.cells))
+    summary = {
+        "test_acc": round(result.test_acc, 4),
+        "epochs_done": result.epochs_done,
+        "steps": result.steps,
+        "train_seconds": round(result.train_seconds, 2),
+        "tokens_per_s": round(result.tokens_per_s),
+        "stopped": result.stopped,
+        "run_id": result.run_id,
+    }
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

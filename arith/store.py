@@ -1,0 +1,257 @@
+"""The MLflow tracking store: the one module that opens clients, reads store URIs and owns the schema's
+shared calls (experiments by name, the sweep's parent run, run status, paged search).
+
+It lives in `arith` because the trainer's tracker, the sweep driver (`sweeps`) and the analysis
+(`analysis`) all need it and `arith` is the package the other two already import; putting it in `sweeps`
+would make `analysis` import the sweep driver. mlflow is imported lazily, inside the functions, so
+`arith` still imports (and trains with `tracking.enabled=False`) where mlflow is missing.
+
+Stores: `sqlite:///path` (the local default), `http(s)://host:port` (a tracking server, e.g. the
+cluster's, backed by PostgreSQL), or a database URI such as `postgresql://...` opened directly.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import socket
+import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+SQLITE = "sqlite:///"
+#: the schemes that name a database MLflow opens directly (no server in between)
+DATABASE_SCHEMES = ("postgresql", "mysql", "mssql")
+
+
+class StoreError(RuntimeError):
+    """The store cannot be used; the message names it and says what to do."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# URIs
+# ---------------------------------------------------------------------------------------------------------
+
+
+def sqlite_path(uri: str) -> Path | None:
+    """The database file of a `sqlite:///` store URI; None for any other store."""
+    return Path(uri[len(SQLITE) :]) if uri.startswith(SQLITE) else None
+
+
+def absolute_uri(uri: str) -> str:
+    """Trials run in other folders (Ray's trial dirs, other machines): make a local SQLite path absolute."""
+    db = sqlite_path(uri)
+    if db is not None and not db.is_absolute():
+        return SQLITE + str(db.resolve())
+    if "://" not in uri:  # a bare path is a file store folder
+        return str(Path(uri).resolve())
+    return uri
+
+
+def display(uri: str) -> str:
+    """The URI with any password replaced by `***`, for messages and logs."""
+    parsed = urllib.parse.urlparse(uri)
+    if parsed.password:
+        return uri.replace(f":{parsed.password}@", ":***@")
+    return uri
+
+
+def default_artifact_location(uri: str) -> str | None:
+    """`<dir of the db>/mlartifacts` for a SQLite store, so artifacts sit beside the database rather than
+    under the working directory; None (the server's or MLflow's default) for every other store."""
+    db = sqlite_path(uri)
+    return None if db is None else (db.resolve().parent / "mlartifacts").as_uri()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Clients
+# ---------------------------------------------------------------------------------------------------------
+
+
+@contextmanager
+def store_lock(uri: str) -> Iterator[None]:
+    """Serialise opening a SQLite store: two processes opening a new one at once both run its schema
+    migrations and one fails ("duplicate column name"), so they take turns on a lock file beside it."""
+    db = sqlite_path(uri)
+    if db is None:
+        yield
+        return
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with open(f"{db}.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def client(uri: str):
+    """An `MlflowClient` for `uri` (the only place one is constructed).
+
+    MLflow's HTTP client retries a failed request 7 times with growing waits (minutes in all); a trial
+    keeps its metrics and retries itself (arith.tracking), so a request here gives up after one retry."""
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # one bar per trial is noise
+    from mlflow import MlflowClient
+
+    return MlflowClient(tracking_uri=uri)
+
+
+def open_client(uri: str):
+    """A client whose store is open (created and migrated, for a new SQLite file)."""
+    with store_lock(uri):
+        opened = client(uri)
+        opened.search_experiments(max_results=1)  # opens the store: runs the migrations of a new one
+    return opened
+
+
+def check_reachable(uri: str, timeout_s: float = 5.0, must_exist: bool = True) -> None:
+    """Raise StoreError naming the store when it is not there: a server that does not answer, or (with
+    `must_exist`) a SQLite / file store whose path does not exist (MLflow would create an empty one)."""
+    parsed = urllib.parse.urlparse(uri)
+    if parsed.scheme in ("http", "https") or parsed.scheme in DATABASE_SCHEMES:
+        default_port = {"https": 443, "http": 80, "postgresql": 5432, "mysql": 3306}.get(parsed.scheme, 1433)
+        try:
+            with socket.create_connection(
+                (parsed.hostname or "localhost", parsed.port or default_port), timeout_s
+            ):
+                pass
+        except OSError as err:
+            raise StoreError(
+                f"cannot reach the MLflow tracking server at {display(uri)} ({err.strerror or err}); "
+                "start it or pass --tracking-uri"
+            ) from err
+        return
+    if parsed.scheme == "sqlite":
+        path = uri[len(SQLITE) :]
+        if must_exist and path and path != ":memory:" and not Path(path).exists():
+            raise StoreError(f"no MLflow store at {uri}: {Path(path).resolve()} does not exist")
+        return
+    if parsed.scheme in ("", "file"):
+        path = parsed.path if parsed.scheme == "file" else uri
+        if must_exist and not Path(path).exists():
+            raise StoreError(f"no MLflow store at {uri}: the folder does not exist")
+        return
+    if parsed.scheme == "databricks":
+        return
+    raise StoreError(
+        f"tracking URI {uri!r} is not one MLflow reads (sqlite:///, http(s)://, postgresql://, file:)"
+    )
+
+
+def check_usable(uri: str) -> None:
+    """Before a sweep starts: the store answers (and a new SQLite store is created here, once, rather than
+    from two trials at the same moment)."""
+    check_reachable(uri, timeout_s=10, must_exist=False)
+    try:
+        open_client(uri)
+    except Exception as err:
+        raise StoreError(f"MLflow tracking store {display(uri)} is not usable: {err}") from err
+
+
+def is_unreachable(err: BaseException) -> bool:
+    """True for the errors of a store that is down or busy (worth retrying later), False for a request the
+    store refused (a bad value, a missing run), which retrying cannot fix."""
+    from mlflow.exceptions import MlflowException
+
+    if isinstance(err, (OSError, TimeoutError)):
+        return True
+    if isinstance(err, MlflowException):
+        code = getattr(err, "error_code", "")
+        text = str(err)
+        return code in ("TEMPORARILY_UNAVAILABLE", "INTERNAL_ERROR", "REQUEST_LIMIT_EXCEEDED") or any(
+            marker in text
+            for marker in (
+                "Max retries",
+                "Connection",
+                "timed out",
+                "database is locked",
+                "could not connect",
+            )
+        )
+    name = type(err).__name__
+    return name in ("OperationalError", "ConnectionError", "Timeout", "ReadTimeout")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The schema's shared calls
+# ---------------------------------------------------------------------------------------------------------
+
+
+def experiment_id(mlflow_client, name: str, uri: str) -> str:
+    """The experiment's id, creating it if missing (with artifacts beside a SQLite store)."""
+    from mlflow.exceptions import MlflowException
+
+    found = mlflow_client.get_experiment_by_name(name)
+    if found is not None:
+        return found.experiment_id
+    try:
+        return mlflow_client.create_experiment(name, artifact_location=default_artifact_location(uri))
+    except MlflowException:  # another process created it first
+        return mlflow_client.get_experiment_by_name(name).experiment_id
+
+
+def open_parent_run(uri: str, experiment: str, run_name: str, tags: dict[str, str]) -> str:
+    """Create a sweep's parent run (its experiment too, if new); return its id."""
+    mlflow_client = client(uri)
+    run = mlflow_client.create_run(
+        experiment_id(mlflow_client, experiment, uri), run_name=run_name, tags=tags
+    )
+    return run.info.run_id
+
+
+def set_run_status(uri: str, run_id: str, status: str) -> None:
+    """RUNNING re-opens a run (a resumed sweep or trial); FINISHED, FAILED, KILLED end it."""
+    mlflow_client = client(uri)
+    if status == "RUNNING":
+        mlflow_client.update_run(run_id, status="RUNNING")
+    else:
+        mlflow_client.set_terminated(run_id, status=status)
+
+
+def experiment_ids(mlflow_client, names: list[str] | None = None) -> list[str]:
+    """The ids of the named experiments that exist, or of every experiment (all pages)."""
+    if names is not None:
+        found = (mlflow_client.get_experiment_by_name(name) for name in sorted(set(names)))
+        return [e.experiment_id for e in found if e is not None]
+    ids: list[str] = []
+    token = None
+    while True:
+        page = mlflow_client.search_experiments(max_results=1000, page_token=token)
+        ids += [e.experiment_id for e in page]
+        token = page.token
+        if not token:
+            return ids
+
+
+def search_runs(
+    mlflow_client, experiment_ids: list[str], filter_string: str = "", order_by: list[str] | None = None
+) -> list[Any]:
+    """Every run matching the filter, all pages (MLflow returns at most 1000 a call)."""
+    if not experiment_ids:
+        return []
+    runs: list[Any] = []
+    token = None
+    while True:
+        page = mlflow_client.search_runs(
+            experiment_ids, filter_string=filter_string, order_by=order_by, max_results=1000, page_token=token
+        )
+        runs.extend(page)
+        token = page.token
+        if not token:
+            return runs
+
+
+def trial_runs(
+    uri: str, experiments: list[str], parent_run_id: str, run_name: str | None = None
+) -> list[Any]:
+    """The trial runs nested under a sweep's parent run (only those named `run_name`, when given)."""
+    mlflow_client = client(uri)
+    query = f"tags.mlflow.parentRunId = '{parent_run_id}'"
+    if run_name is not None:
+        query += f" and tags.mlflow.runName = '{run_name}'"
+    return search_runs(mlflow_client, experiment_ids(mlflow_client, experiments), query)

@@ -1,0 +1,83 @@
+"""The Ray Tune adapter: `arith.train.train` as a Tune function trainable, as in Ray's own examples.
+
+The trainer knows nothing of Ray. Here a trial gets:
+- its threads: `train.num_threads` = the CPUs Tune assigned to it (when the config leaves it at 0);
+- its placement: `ray_node_id` and `hostname` tags on its MLflow run (set again when it moves node);
+- checkpoints through Tune: restored from `tune.get_checkpoint()`, every new one handed to `tune.report`
+  with the epoch's metrics (the trainer has sent its metrics buffer before saving it);
+- no retry of a NaN loss: the same checkpoint and seed would diverge again, so the trial reports
+  `nonfinite_loss` and ends (its MLflow run FAILED, tagged `failure=nonfinite_loss`) instead of raising.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from arith.checkpoints import load_checkpoint, save_checkpoint
+from arith.config import ExperimentConfig
+from arith.train import NonFiniteLossError, train
+
+
+class TuneCheckpoints:
+    """Checkpoints kept by Tune: each is written to a temporary folder and persisted by `tune.report`."""
+
+    def load(self) -> dict[str, Any] | None:
+        from ray import tune
+
+        checkpoint = tune.get_checkpoint()
+        if checkpoint is None:
+            return None
+        with checkpoint.as_directory() as directory:
+            return load_checkpoint(directory)
+
+    def save(self, state: dict[str, Any]) -> Path:
+        return save_checkpoint(tempfile.mkdtemp(prefix="arith-ckpt-"), state)
+
+
+def report(metrics: dict[str, Any], checkpoint: Path | None) -> None:
+    """`tune.report`, with the checkpoint folder when one was saved (Tune copies it to storage before
+    returning, so the temporary folder is removed afterwards)."""
+    from ray import tune
+
+    if checkpoint is None:
+        tune.report(metrics)
+        return
+    try:
+        tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(str(checkpoint)))
+    finally:
+        shutil.rmtree(checkpoint, ignore_errors=True)
+
+
+def placement_tags() -> dict[str, str]:
+    import ray
+
+    return {"hostname": socket.gethostname(), "ray_node_id": ray.get_runtime_context().get_node_id()}
+
+
+def trial_config(config: dict[str, Any]) -> ExperimentConfig:
+    """The trial's config with its CPU threads and placement tags filled in from Ray."""
+    import ray
+
+    cfg = ExperimentConfig.from_dict(config)
+    overrides: dict[str, Any] = {"tracking.tags": {**cfg.tracking.tags, **placement_tags()}}
+    if cfg.train.num_threads <= 0:
+        cpus = ray.get_runtime_context().get_assigned_resources().get("CPU")
+        overrides["train.num_threads"] = max(1, int(cpus or 1))
+    return cfg.with_overrides(overrides)
+
+
+def tune_entrypoint(config: dict[str, Any]) -> None:
+    """The Tune trainable: train the trial of `config` (an `ExperimentConfig` dict) under Tune. Metrics
+    and checkpoints go to Tune through `report`, so nothing is returned."""
+    try:
+        train(trial_config(config), reporter=report, checkpoints=TuneCheckpoints())
+    except NonFiniteLossError as err:
+        from ray import tune
+
+        print(f"not retried: {err}", file=sys.stderr, flush=True)
+        tune.report({"nonfinite_loss": 1, "error": str(err)})
