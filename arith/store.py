@@ -113,8 +113,9 @@ def check_reachable(uri: str, timeout_s: float = 5.0, must_exist: bool = True) -
     """Raise StoreError naming the store when it is not there: a server that does not answer, or (with
     `must_exist`) a SQLite / file store whose path does not exist (MLflow would create an empty one)."""
     parsed = urllib.parse.urlparse(uri)
-    if parsed.scheme in ("http", "https") or parsed.scheme in DATABASE_SCHEMES:
-        default_port = {"https": 443, "http": 80, "postgresql": 5432, "mysql": 3306}.get(parsed.scheme, 1433)
+    scheme = parsed.scheme.partition("+")[0]  # postgresql+psycopg2: the driver after the +
+    if scheme in ("http", "https") or scheme in DATABASE_SCHEMES:
+        default_port = {"https": 443, "http": 80, "postgresql": 5432, "mysql": 3306}.get(scheme, 1433)
         try:
             with socket.create_connection(
                 (parsed.hostname or "localhost", parsed.port or default_port), timeout_s

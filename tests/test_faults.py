@@ -1,9 +1,18 @@
-"""Faults, for real: a trial's worker process is killed mid-run and the trial resumes from its checkpoint
-into the same MLflow run; a sweep interrupted with Ctrl-C and started again with --resume runs only
-what was unfinished, under the same parent run."""
+"""Faults, for real processes and real stores (issue 14), each at smoke scale:
+
+1. a trial's worker process is SIGKILLed after a checkpoint and the trial resumes into the same MLflow run;
+2. the MLflow tracking server (PostgreSQL-backed, started here) is stopped mid-trial for longer than a
+   send interval and started again: the trial trains on and finishes, its metrics arrive once;
+3. the sweep driver is SIGKILLed and `--resume` runs only what was unfinished (and Ctrl-C does the same);
+after each, every trial's history holds every logged `train/loss` step exactly once, `test_acc` at every
+evaluation once, one `eval/cells.csv` row per evaluated cell, and one FINISHED run per trial.
+
+Only processes this test started are ever signalled (by pid, or by the session of a driver it started).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -14,7 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
+
+from arith import store
 
 ROOT = Path(__file__).resolve().parent.parent
 GRID = "add_posembed"  # three smoke trials
@@ -51,8 +63,47 @@ def sweep_cmd(uri: str, storage: Path, temp_dir: str, *extra: str) -> list[str]:
     ]
 
 
-def clean_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "MLFLOW_TRACKING_URI")}
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "MLFLOW_TRACKING_URI")}
+    return {**env, "PYTHONPATH": str(ROOT), **extra}
+
+
+def check_histories(uri: str, n_trials: int) -> None:
+    """The history checks of issue 14 on every trial run of the grid's experiment."""
+    client = store.client(uri)
+    (experiment,) = store.experiment_ids(client, [GRID])
+    runs = [r for r in store.search_runs(client, [experiment]) if r.data.tags.get("sweep") != "1"]
+    names = [r.info.run_name for r in runs]
+    assert len(runs) == n_trials and len(set(names)) == n_trials, names  # one run per trial
+    assert all(r.info.status == "FINISHED" for r in runs), [(r.info.run_name, r.info.status) for r in runs]
+    for run in runs:
+        run_id, params = run.info.run_id, run.data.params
+        every = int(params["train.log_every_steps"])
+        (end,) = client.get_metric_history(run_id, "train_seconds")  # logged once, at the last step
+        losses = [m.step for m in client.get_metric_history(run_id, "train/loss")]
+        assert sorted(losses) == list(range(every, end.step + 1, every)), (run.info.run_name, losses)
+        epochs = int(run.data.metrics["epochs_done"])
+        evaluated = sorted({e for e in json.loads(params["train.eval_epochs"]) if e <= epochs} | {epochs})
+        acc = [m.step for m in client.get_metric_history(run_id, "test_acc")]
+        assert sorted(acc) == evaluated, (run.info.run_name, acc)
+        with tempfile.TemporaryDirectory() as tmp:
+            cells = pd.read_csv(client.download_artifacts(run_id, "eval/cells.csv", tmp))
+        keys = ["epoch", "context", "row_digits", "col_digits"]
+        assert not cells.duplicated(keys).any() and sorted(set(cells["epoch"])) == evaluated
+
+
+def end_session(leader: int) -> None:
+    """SIGKILL every process of the session a driver we started leads (its local Ray included)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if int(fields[3]) == leader:  # field 6 of stat: the session id
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(entry.name), signal.SIGKILL)
 
 
 def child_runs(uri: str):
@@ -153,6 +204,7 @@ def test_killed_worker_resumes_from_checkpoint_into_the_same_run(tmp_path, ray_t
 
     history = MlflowClient(uri).get_metric_history(killed["run_id"], "test_acc")
     assert max(m.step for m in history) == EPOCHS
+    check_histories(uri, N_TRIALS)
 
 
 @pytest.mark.slow
@@ -214,3 +266,94 @@ def test_interrupted_sweep_resumes_only_what_was_unfinished(tmp_path, ray_temp_d
     assert done_before
     for run_id, end_time in finished_at.items():
         assert client.get_run(run_id).info.end_time == end_time
+    check_histories(uri, N_TRIALS)
+
+
+def checkpoints_of(storage: Path) -> list[Path]:
+    return sorted(storage.glob("*/*/checkpoint_*"))
+
+
+@pytest.mark.slow
+def test_killed_driver_resumes_only_unfinished_trials(tmp_path, ray_temp_dir):
+    """SIGKILL of the driver (no chance to clean up), then --resume."""
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    storage = tmp_path / "ray_results"
+    log = (tmp_path / "sweep.log").open("w")
+    cmd = sweep_cmd(uri, storage, ray_temp_dir, "--set", "train.eval_epochs=[2,4]")
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=clean_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+
+    def finished_and_checkpointed():
+        if not list(storage.glob("*/sweep.json")):
+            return None
+        try:
+            runs = store.search_runs(store.client(uri), store.experiment_ids(store.client(uri), [GRID]))
+        except Exception:  # the store is still being created
+            return None
+        trials = [r for r in runs if r.data.tags.get("sweep") != "1"]
+        finished = [r for r in trials if r.info.status == "FINISHED"]
+        running = (
+            len(trials) > len(finished) and len(checkpoints_of(storage)) > 2 * len(finished) * EPOCHS // 2
+        )
+        return finished if finished and running else None
+
+    try:
+        done_before = wait_for(finished_and_checkpointed, proc, 300, "a finished and a checkpointed trial")
+        os.kill(proc.pid, signal.SIGKILL)  # the driver dies without a word
+        proc.wait(timeout=30)
+    finally:
+        end_session(proc.pid)  # its local Ray (GCS, raylet, workers, agents) goes with it
+        log.close()
+    finished_at = {r.info.run_id: r.info.end_time for r in done_before}
+
+    resumed = subprocess.run(
+        sweep_cmd(uri, storage, ray_temp_dir, "--resume", "--set", "train.lr=1"),
+        cwd=ROOT,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert "--resume ignores --set" in resumed.stderr
+    client = store.client(uri)
+    for run_id, end_time in finished_at.items():  # finished trials were not run again
+        assert client.get_run(run_id).info.end_time == end_time
+    parents, _ = child_runs(uri)
+    assert len(parents) == 1 and parents.iloc[0]["status"] == "FINISHED"
+    check_histories(uri, N_TRIALS)
+
+
+@pytest.mark.slow
+def test_tracking_server_outage_mid_trial(tmp_path, ray_temp_dir):
+    """The PostgreSQL-backed MLflow server goes away after the trial's first checkpoint, stays away while
+    the trial checkpoints again, and comes back: the trial finishes and its history is whole."""
+    from stores import mlflow_server, postgres
+
+    storage = tmp_path / "ray_results"
+    with postgres() as database, mlflow_server(database, tmp_path) as server:
+        cmd = sweep_cmd(server.uri, storage, ray_temp_dir, "--only", "model.position=learned")
+        cmd += ["--set", "train.eval_epochs=[5,20]"]
+        cmd[cmd.index(f"train.epochs={EPOCHS}")] = "train.epochs=40"
+        log = (tmp_path / "sweep.log").open("w")
+        env = clean_env(POSDESC_TRACKING_PATIENCE_S="300")
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            wait_for(lambda: checkpoints_of(storage), proc, 300, "the first checkpoint")
+            server.stop()
+            down = len(checkpoints_of(storage))
+            # training goes on without the store: two more checkpoints (and sends that fail) while it is down
+            wait_for(
+                lambda: len(checkpoints_of(storage)) >= down + 2, proc, 120, "checkpoints during the outage"
+            )
+            server.start()
+            rc = proc.wait(timeout=400)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            log.close()
+        output = (tmp_path / "sweep.log").read_text()
+        assert rc == 0, output[-4000:]
+        assert "unreachable" in output  # the trial warned (once) and went on
+        check_histories(server.uri, 1)

@@ -7,10 +7,10 @@ import json
 import pytest
 import torch
 
-from arith.config import ConfigError, ExperimentConfig, TrainConfig
-from arith.data import test_examples
 from arith.checkpoints import CHECKPOINT_FILE, load_checkpoint
 from arith.cli import config_from_args, main
+from arith.config import ConfigError, ExperimentConfig, TrainConfig
+from arith.data import test_examples
 from arith.train import NonFiniteLossError, lr_lambda, probe_examples, total_steps, train
 
 mlflow = pytest.importorskip("mlflow")
