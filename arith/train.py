@@ -351,7 +351,7 @@ def _train(cfg: ExperimentConfig, device: torch.device, tracker, checkpointer, s
     )
     probe = probe_examples(cfg) if t.target_accuracy > 0 else []
 
-    model = build_model(cfg.model, tokenizer).to(device)
+    model = build_model(cfg.model, tokenizer, cfg.data).to(device)
     step_model = torch.compile(model) if t.compile else model
     optimizer = make_optimizer(model, t, device)
     n_steps = total_steps(t, len(loader))

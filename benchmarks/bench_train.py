@@ -87,7 +87,7 @@ def prepare(cfg: ExperimentConfig):
     loader = BatchLoader(
         lines, cfg.train.batch_size, pad_token_id(tokenizer), cfg.train.loss_on, cfg.train.seed
     )
-    model = build_model(cfg.model, tokenizer)
+    model = build_model(cfg.model, tokenizer, cfg.data)
     return model, tokenizer, loader, test_examples(cfg.data)
 
 

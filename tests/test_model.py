@@ -6,11 +6,15 @@ import pytest
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
-from arith.config import POSITION_SCHEMES, ModelConfig
+from arith.config import POSITION_SCHEMES, DataConfig, ModelConfig
 from arith.evaluate import left_pad
 from arith.formats import render_example
 from arith.model import build_model, load_model
 from arith.tokenizer import build_tokenizer, tokenizer_for
+
+
+#: the task the models are built for (position coupling reads its digit order; the others ignore it)
+DATA = DataConfig(task="add", format="padding_reverse")
 
 
 def tokenizer():
@@ -21,7 +25,7 @@ def tokenizer():
 def tiny_model(position: str, tok=None, **overrides):
     torch.manual_seed(0)
     cfg = ModelConfig(preset="nano", n_positions=64, position=position, **overrides)
-    return build_model(cfg, tok or tokenizer())
+    return build_model(cfg, tok or tokenizer(), DATA)
 
 
 def prompts(tok, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:

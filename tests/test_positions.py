@@ -5,12 +5,16 @@ from __future__ import annotations
 import pytest
 import torch
 
-from arith.config import POSITION_SCHEMES, ModelConfig
+from arith.config import POSITION_SCHEMES, DataConfig, ModelConfig
 from arith.model import build_model
 from arith.positions import Abacus, PositionState, digit_token_ids, make_scheme, rank_ids
 from arith.tokenizer import build_tokenizer
 
 SIZES = {"n_embd": 32, "n_head": 4, "n_positions": 64, "vocab_size": 40}
+
+
+#: the task the models are built for (position coupling reads its digit order; the others ignore it)
+DATA = DataConfig(task="add", format="padding_reverse")
 
 
 def tokenizer():
@@ -21,7 +25,7 @@ def tokenizer():
 def tiny_model(position: str, **overrides):
     torch.manual_seed(0)
     cfg = ModelConfig(preset="nano", n_positions=64, position=position, **overrides)
-    return build_model(cfg, tokenizer()).eval()
+    return build_model(cfg, tokenizer(), DATA).eval()
 
 
 def encode(tok, text: str) -> torch.Tensor:
