@@ -40,6 +40,9 @@ class Task:
     direct: frozenset[str] = frozenset()
     #: the paper's sizes and training digit ranges (the data CLI's and `generate`'s defaults)
     paper_defaults: ClassVar[Mapping[str, Any]] = {}
+    #: the first element of a problem_id: tasks that pose the same question share it (every addition
+    #: task and the dialogues: "+"), so `seen_in_train` finds a sum whatever its format
+    question = "+"
     #: DataConfig fields that only some tasks read: field -> its value when unused
     OWN_SETTINGS: ClassVar[Mapping[str, Any]] = {"augment": "none", "mix_format": "none"}
     #: the OWN_SETTINGS fields this task reads
@@ -110,7 +113,7 @@ class Task:
         """What makes two examples the same problem, whatever the format or random spaces."""
         if example.b is None:
             return ("text", " ".join(example.prompt.split()))
-        return ("+", example.a, example.b)
+        return (self.question, example.a, example.b)
 
     # --- structure ---------------------------------------------------------------------------------------
 

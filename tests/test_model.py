@@ -12,7 +12,6 @@ from arith.formats import render_example
 from arith.model import build_model, load_model
 from arith.tokenizer import build_tokenizer, tokenizer_for
 
-
 #: the task the models are built for (position coupling reads its digit order; the others ignore it)
 DATA = DataConfig(task="add", format="padding_reverse")
 
@@ -101,7 +100,7 @@ def test_kv_cache_greedy_equals_step_by_step_argmax_without_cache(position):
     assert torch.equal(cached, seq[:, ids.shape[1] :])
 
 
-@pytest.mark.parametrize("position", ["learned", "none", "abacus"])
+@pytest.mark.parametrize("position", ["learned", "none", "abacus", "coupling"])
 def test_left_padding_does_not_change_a_prompt_s_answer(position):
     tok = tokenizer()
     model = tiny_model(position, tok).double().eval()
