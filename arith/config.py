@@ -4,8 +4,9 @@ An `ExperimentConfig` holds four plain dataclasses (data, model, train, tracking
 through dicts, JSON and YAML, flattens to dotted keys (``data.max_digits``) for MLflow params and
 ``--set key=value`` overrides, and `validate()` rejects impossible settings before anything trains.
 
-The names of tasks, formats, position schemes and model presets live here, so that the data layer,
-the model, the sweeps and the analysis all agree on one spelling.
+Tasks (`arith.tasks.TASKS`) and position schemes (`arith.positions.SCHEMES`) are registries of their
+own: validation asks the task and the scheme of a config to check it, and each scheme's settings
+(`model.n_hash`, ...) are declared beside its class and become fields of `ModelConfig` here.
 """
 
 from __future__ import annotations
@@ -18,26 +19,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from arith.errors import ConfigError
+from arith.positions import SCHEME_SETTINGS, SCHEMES, scheme_class
+
+__all__ = ["ConfigError", "DataConfig", "ExperimentConfig", "ModelConfig", "TrackingConfig", "TrainConfig"]
+
 # ---------------------------------------------------------------------------------------------------------
 # Registries of names (single source of truth)
 # ---------------------------------------------------------------------------------------------------------
 
-#: task -> formats. `mul`, `add_scratchpad`, `reverse`, `add`, `dialogue` follow the paper's sections.
-TASK_FORMATS: dict[str, tuple[str, ...]] = {
-    "mul": ("basic", "reverse_product", "padding", "padding_reverse"),
-    "add_scratchpad": ("basic", "random_space", "recursive_scratchpad"),
-    "reverse": ("basic",),
-    "add": ("basic", "random_space", "padding_reverse"),
-    "dialogue": ("basic",),
-}
 #: multiplication augmentations (appendix A): every third sample becomes n x 1, or a first-step `%` line.
 AUGMENTS: tuple[str, ...] = ("none", "n_times_1", "first_step")
 #: arithmetic data mixed into the dialogue data for the nl_mix experiment (section 4): dia, dia+basic,
 #: dia+random_space.
 MIX_FORMATS: tuple[str, ...] = ("none", "basic", "random_space")
-#: position schemes of the model. `learned`/`none`/`random_embed` are the paper's; `randomized` (Ruoss et
-#: al. 2023) and `abacus` (McLeish et al. 2024) go beyond it.
-POSITION_SCHEMES: tuple[str, ...] = ("learned", "none", "random_embed", "randomized", "abacus")
+#: position schemes of the model, read from their registry (arith.positions.SCHEMES). `learned`/`none`/
+#: `random_embed` are the paper's; `randomized`, `abacus` and `coupling` go beyond it.
+POSITION_SCHEMES: tuple[str, ...] = tuple(SCHEMES)
 INITS: tuple[str, ...] = ("random", "pretrained")
 #: model size presets: name -> (n_layer, n_head, n_embd). `gpt2-small` is the paper's model.
 MODEL_PRESETS: dict[str, tuple[int, int, int]] = {
@@ -54,8 +52,14 @@ DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 
 
-class ConfigError(ValueError):
-    """A configuration that cannot be trained. The message names the field and the valid choices."""
+def __getattr__(name: str) -> Any:
+    """`TASK_FORMATS` (task -> formats), read from the task registry when first asked for: the tasks
+    import this module, so it cannot import them at its top."""
+    if name == "TASK_FORMATS":
+        from arith.tasks import TASKS
+
+        return {task.name: task.formats for task in TASKS.values()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _choice(name: str, value: str, choices: typing.Iterable[str]) -> None:
@@ -101,8 +105,10 @@ class DataConfig:
 
 
 @dataclass
-class ModelConfig:
-    """A GPT-2 (transformers' GPT2LMHeadModel) with an interchangeable position scheme."""
+class ModelConfig(*reversed(SCHEME_SETTINGS)):  # type: ignore[misc]
+    """A GPT-2 (transformers' GPT2LMHeadModel) with an interchangeable position scheme. The fields a
+    single scheme reads (`n_hash`, `randomized_max_position`, `abacus_max_offset`, ...) come from that
+    scheme's `Settings` in arith/positions.py and follow these."""
 
     preset: str = "tiny"
     #: explicit sizes override the preset; None = take the preset's
@@ -111,12 +117,6 @@ class ModelConfig:
     n_embd: int | None = None
     n_positions: int = 1024
     position: str = "learned"
-    #: random_embed: dimensions of the Gaussian tag; 0 = n_embd // 4 (rounded to a multiple of n_head)
-    n_hash: int = 0
-    #: randomized: position ids are drawn from 0..randomized_max_position-1; 0 = n_positions
-    randomized_max_position: int = 0
-    #: abacus: largest random offset added to the digit positions during training
-    abacus_max_offset: int = 20
     init: str = "random"
     #: init=pretrained: a local directory or a hub name
     pretrained: str = "gpt2"
@@ -126,12 +126,6 @@ class ModelConfig:
         """(n_layer, n_head, n_embd) after applying explicit overrides to the preset."""
         n_layer, n_head, n_embd = MODEL_PRESETS[self.preset]
         return (self.n_layer or n_layer, self.n_head or n_head, self.n_embd or n_embd)
-
-    def resolved_n_hash(self) -> int:
-        _, n_head, n_embd = self.sizes()
-        if self.n_hash:
-            return self.n_hash
-        return max(n_head, (n_embd // 4) // n_head * n_head)
 
 
 @dataclass
@@ -263,17 +257,14 @@ class ExperimentConfig:
 
     def validate(self) -> ExperimentConfig:
         """Raise ConfigError for any setting that cannot train; return self so calls can chain."""
+        from arith.tasks import get_task  # the tasks import this module
+
         d, m, t = self.data, self.model, self.train
-        _choice("data.task", d.task, TASK_FORMATS)
-        _choice("data.format", d.format, TASK_FORMATS[d.task])
+        task = get_task(d.task)
+        _choice("data.format", d.format, task.formats)
         _choice("data.augment", d.augment, AUGMENTS)
         _choice("data.mix_format", d.mix_format, MIX_FORMATS)
-        if d.augment != "none" and d.task != "mul":
-            raise ConfigError(f"data.augment={d.augment!r} applies to task 'mul' only (task is {d.task!r})")
-        if d.mix_format != "none" and d.task != "dialogue":
-            raise ConfigError(
-                "data.mix_format mixes arithmetic into dialogues; it needs data.task='dialogue'"
-            )
+        task.check(d)
         if d.reverse_addends and d.format != "recursive_scratchpad":
             raise ConfigError("data.reverse_addends applies to add_scratchpad format 'recursive_scratchpad'")
         if d.min_digits < 1 or d.max_digits < d.min_digits:
@@ -293,19 +284,12 @@ class ExperimentConfig:
             raise ConfigError(f"data.dialogue_file {d.dialogue_file!r} does not exist")
 
         _choice("model.preset", m.preset, MODEL_PRESETS)
-        _choice("model.position", m.position, POSITION_SCHEMES)
+        scheme = scheme_class(m.position)
         _choice("model.init", m.init, INITS)
         n_layer, n_head, n_embd = m.sizes()
         if min(n_layer, n_head, n_embd) < 1 or n_embd % n_head:
             raise ConfigError(f"model sizes need n_head | n_embd (got n_head={n_head}, n_embd={n_embd})")
-        if m.position == "random_embed":
-            n_hash = m.resolved_n_hash()
-            if n_hash % n_head:
-                raise ConfigError(f"model.n_hash={n_hash} must be a multiple of n_head={n_head}")
-            if n_hash >= n_embd:
-                raise ConfigError(f"model.n_hash={n_hash} must be smaller than n_embd={n_embd}")
-        if m.position == "abacus" and d.task == "dialogue" and d.mix_format == "none":
-            pass  # abacus only needs digits, which dialogues have
+        scheme.check(self)
         if m.init == "pretrained" and not m.pretrained:
             raise ConfigError(
                 "model.init='pretrained' needs model.pretrained (a local directory or hub name)"

@@ -22,11 +22,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from arith.config import TASK_FORMATS, ConfigError, DataConfig, ExperimentConfig
-from arith.dialogue import dialogue_test, dialogue_train
+from arith.config import ConfigError, DataConfig, ExperimentConfig
 from arith.examples import Example
 from arith.formats import problem_id, problem_ids
-from arith.sampling import TEST_SETS, TRAIN_SETS, test_digits
+from arith.tasks import TASKS, get_task
 
 __all__ = [
     "PAPER_DEFAULTS",
@@ -40,64 +39,35 @@ __all__ = [
     "write_jsonl",
 ]
 
-#: formats that zero-pad the operands to max_digits: no operand may be longer
-PADDED = {("mul", "padding"), ("mul", "padding_reverse"), ("add", "padding_reverse")}
 #: the paper's sizes and training digit ranges, applied by the CLI and `generate` where not given
-PAPER_DEFAULTS: dict[str, dict[str, Any]] = {
-    "mul": {"train_samples": 300_000, "min_digits": 1, "max_digits": 5},
-    "add_scratchpad": {"train_samples": 120_000, "min_digits": 2, "max_digits": 10},
-    "reverse": {"train_samples": 120_000, "min_digits": 2, "max_digits": 10},
-    "add": {"train_samples": 120_000, "min_digits": 1, "max_digits": 3},
-    "dialogue": {},
-}
-#: the paper's dialogue counts (2-3-digit, 4-5-digit), used to split --count for the dialogue task
-_DIALOGUE_SPLIT = (12_200, 1_040)
+#: (read from the tasks: `Task.paper_defaults`)
+PAPER_DEFAULTS: dict[str, dict[str, Any]] = {name: dict(task.paper_defaults) for name, task in TASKS.items()}
 
 
 def validate_data(cfg: DataConfig) -> DataConfig:
     """Raise ConfigError for settings the data layer cannot produce; return cfg."""
     ExperimentConfig(data=cfg).validate()
-    if (cfg.task, cfg.format) in PADDED and max(test_digits(cfg)) > cfg.max_digits:
-        raise ConfigError(
-            f"format {cfg.format!r} pads operands to max_digits={cfg.max_digits}; "
-            f"test digits {test_digits(cfg)} must not exceed it"
-        )
+    get_task(cfg.task).check_data(cfg)
     if cfg.min_digits == 1 == cfg.max_digits and cfg.one_digit_weight == 0:
         raise ConfigError("data.one_digit_weight=0 leaves no digit count to draw from 1..1")
-    counts = (cfg.dialogue_easy, cfg.dialogue_hard)
-    if cfg.task == "dialogue" and not cfg.dialogue_file and (min(counts) < 0 or sum(counts) < 1):
-        raise ConfigError("data.dialogue_easy and data.dialogue_hard must be >= 0 with at least one dialogue")
-    if cfg.task == "dialogue" and cfg.mix_format != "none" and cfg.mix_samples < 1:
-        raise ConfigError(f"data.mix_samples must be >= 1 with mix_format={cfg.mix_format!r}")
     return cfg
 
 
 def train_examples(cfg: DataConfig) -> list[Example]:
     """The training set of cfg (deterministic in cfg.seed); dialogues come with their mixed-in lines."""
     validate_data(cfg)
-    if cfg.task == "dialogue":
-        return dialogue_train(cfg)
-    return TRAIN_SETS[cfg.task](cfg)
+    return get_task(cfg.task).train_set(cfg)
 
 
 def train_size(cfg: DataConfig) -> int:
     """Lines in the training set of cfg, without generating it (except a dialogue file, which is read)."""
-    if cfg.task != "dialogue":
-        return cfg.train_samples
-    dialogues = (
-        len(train_examples(dataclasses.replace(cfg, mix_format="none")))
-        if cfg.dialogue_file
-        else (cfg.dialogue_easy + cfg.dialogue_hard)
-    )
-    return dialogues + (cfg.mix_samples if cfg.mix_format != "none" else 0)
+    return get_task(cfg.task).train_size(cfg)
 
 
 def test_examples(cfg: DataConfig) -> list[Example]:
     """The test set of cfg: cfg.test_per_cell examples per cell, each with its `cell`."""
     validate_data(cfg)
-    if cfg.task == "dialogue":
-        return dialogue_test(cfg)
-    return TEST_SETS[cfg.task](cfg)
+    return get_task(cfg.task).test_set(cfg)
 
 
 test_examples.__test__ = False  # type: ignore[attr-defined]  # not a pytest test when imported into one
@@ -114,8 +84,8 @@ def generate(
 
 
 def _config(task: str, fmt: str | None, *, count: int | None, seed: int, split: str, **options) -> DataConfig:
-    if task not in TASK_FORMATS:
-        raise ConfigError(f"unknown task {task!r}; choose one of: {', '.join(TASK_FORMATS)}")
+    if task not in TASKS:
+        raise ConfigError(f"unknown task {task!r}; choose one of: {', '.join(TASKS)}")
     fields = {f.name for f in dataclasses.fields(DataConfig)} - {"task", "format", "seed"}
     unknown = set(options) - fields
     if unknown:
@@ -130,12 +100,9 @@ def _config(task: str, fmt: str | None, *, count: int | None, seed: int, split: 
             raise ConfigError(f"count must be >= 1 (got {count})")
         if split == "test":
             values["test_per_cell"] = count
-        elif task == "dialogue":
-            easy = round(count * _DIALOGUE_SPLIT[0] / sum(_DIALOGUE_SPLIT))
-            values.update(dialogue_easy=easy, dialogue_hard=count - easy)
         else:
-            values["train_samples"] = count
-    cfg = DataConfig(task=task, format=fmt or TASK_FORMATS[task][0], seed=seed)
+            values.update(TASKS[task].sized(count))
+    cfg = DataConfig(task=task, format=fmt or TASKS[task].formats[0], seed=seed)
     overrides = {f"data.{k}": v for k, v in values.items()}
     return validate_data(ExperimentConfig(data=cfg).with_overrides(overrides).data)
 
@@ -170,7 +137,7 @@ def write_jsonl(examples: Iterable[Example], path: str | os.PathLike[str]) -> in
 
 def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--task", required=True, help=f"one of: {', '.join(TASK_FORMATS)}")
+    common.add_argument("--task", required=True, help=f"one of: {', '.join(TASKS)}")
     common.add_argument("--format", help="the task's data format (default: its first, 'basic')")
     common.add_argument("--split", default="train", help="train or test (default train)")
     common.add_argument("--min-digits", type=int)

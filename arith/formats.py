@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from arith.config import TASK_FORMATS, ConfigError
+from arith.errors import ConfigError
 from arith.examples import Example
 
 # ---------------------------------------------------------------------------------------------------------
@@ -39,14 +40,17 @@ def padded(n: int, width: int) -> str:
     return s.zfill(width)
 
 
-def check_format(task: str, fmt: str) -> None:
-    """Fail with the valid choices for an unknown task or format."""
-    if task not in TASK_FORMATS:
-        raise ConfigError(f"unknown task {task!r}; choose one of: {', '.join(TASK_FORMATS)}")
-    if fmt not in TASK_FORMATS[task]:
-        raise ConfigError(
-            f"unknown format {fmt!r} for task {task!r}; choose one of: {', '.join(TASK_FORMATS[task])}"
-        )
+def check_format(task: str, fmt: str):
+    """The registered task (arith.tasks) called `task`, failing with the valid choices for an unknown
+    task or format."""
+    from arith.tasks import TASKS  # the task registry imports this module
+
+    if task not in TASKS:
+        raise ConfigError(f"unknown task {task!r}; choose one of: {', '.join(TASKS)}")
+    formats = TASKS[task].formats
+    if fmt not in formats:
+        raise ConfigError(f"unknown format {fmt!r} for task {task!r}; choose one of: {', '.join(formats)}")
+    return TASKS[task]
 
 
 def _check_operand(n: int | None, name: str) -> int:
@@ -56,11 +60,46 @@ def _check_operand(n: int | None, name: str) -> int:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Multiplication (tab:dataformat_mul, tab:dataformat_mul_3data)
+# The direct formats: ``a op b marker answer`` with the numbers padded and / or the answer reversed
 # ---------------------------------------------------------------------------------------------------------
 
-_MUL_PADDED = {"basic": False, "reverse_product": False, "padding": True, "padding_reverse": True}
-_MUL_REVERSED = {"basic": False, "reverse_product": True, "padding": False, "padding_reverse": True}
+
+@dataclass(frozen=True)
+class Direct:
+    """How a direct format writes its numbers (mul: all four formats; add: basic, padding_reverse)."""
+
+    #: operands zero-padded to max_digits, the answer to its widest (2·max_digits for a product,
+    #: max_digits + 1 for a sum)
+    padded: bool
+    #: the answer written least significant digit first
+    reversed_answer: bool
+
+
+DIRECT_FORMATS: dict[str, Direct] = {
+    "basic": Direct(padded=False, reversed_answer=False),
+    "reverse_product": Direct(padded=False, reversed_answer=True),
+    "padding": Direct(padded=True, reversed_answer=False),
+    "padding_reverse": Direct(padded=True, reversed_answer=True),
+}
+
+
+def direct_numbers(
+    task: str, fmt: str, a: int, b: int, result: int, max_digits: int | None, answer_width: int
+) -> tuple[str, str, str]:
+    """The digits of a, b and the answer as `fmt` writes them; `answer_width` pads the answer."""
+    layout = DIRECT_FORMATS[fmt]
+    if layout.padded:
+        if max_digits is None or max_digits < 1:
+            raise ConfigError(f"{task} format {fmt!r} needs max_digits >= 1 (got {max_digits!r})")
+        sa, sb, sr = padded(a, max_digits), padded(b, max_digits), padded(result, answer_width)
+    else:
+        sa, sb, sr = str(a), str(b), str(result)
+    return sa, sb, sr[::-1] if layout.reversed_answer else sr
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Multiplication (tab:dataformat_mul, tab:dataformat_mul_3data)
+# ---------------------------------------------------------------------------------------------------------
 
 
 def mul_line(
@@ -72,14 +111,8 @@ def mul_line(
     the product least-significant digit first.
     """
     result = a * (b % 10) if first_step else a * b
-    if _MUL_PADDED[fmt]:
-        if max_digits is None or max_digits < 1:
-            raise ConfigError(f"mul format {fmt!r} needs max_digits >= 1 (got {max_digits!r})")
-        sa, sb, sr = padded(a, max_digits), padded(b, max_digits), padded(result, 2 * max_digits)
-    else:
-        sa, sb, sr = str(a), str(b), str(result)
-    if _MUL_REVERSED[fmt]:
-        sr = sr[::-1]
+    width = 2 * max_digits if max_digits else 0
+    sa, sb, sr = direct_numbers("mul", fmt, a, b, result, max_digits, width)
     marker = "%" if first_step else "#"
     return f"{spaced(sa)} * {spaced(sb)} {marker}", " " + spaced(sr), sr
 
@@ -199,8 +232,6 @@ def add_line(
     spaces + `` 5 2`` (no operators, as the paper's example); padding_reverse pads the operands to
     `max_digits` and the sum to max_digits + 1 digits, written least-significant digit first."""
     s = a + b
-    if fmt == "basic":
-        return f"{spaced(str(a))} + {spaced(str(b))} =", " " + spaced(str(s)), str(s)
     if fmt == "random_space":
         if spaces is None:
             if rng is None:
@@ -210,10 +241,8 @@ def add_line(
             spaces = rng.integers(1, 6, size=2).tolist()
         n1, n2 = spaces
         return f"{spaced(str(a))}{' ' * n1} {spaced(str(b))}{' ' * n2}", " " + spaced(str(s)), str(s)
-    if max_digits is None or max_digits < 1:
-        raise ConfigError(f"add format {fmt!r} needs max_digits >= 1 (got {max_digits!r})")
-    rev = padded(s, max_digits + 1)[::-1]
-    return f"{spaced(padded(a, max_digits))} + {spaced(padded(b, max_digits))} =", " " + spaced(rev), rev
+    sa, sb, sr = direct_numbers("add", fmt, a, b, s, max_digits, (max_digits or 0) + 1)
+    return f"{spaced(sa)} + {spaced(sb)} =", " " + spaced(sr), sr
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -243,35 +272,25 @@ def dialogue_line(a: int, b: int) -> tuple[str, str, str]:
 # Public API
 # ---------------------------------------------------------------------------------------------------------
 
-_OPTIONS = {
-    "mul": {"max_digits", "first_step"},
-    "add_scratchpad": {"reverse_addends", "rng", "random_space_prob", "spaces"},
-    "reverse": {"digits"},
-    "add": {"max_digits", "rng", "spaces"},
-    "dialogue": set(),
-}
-
 
 def render_parts(task: str, fmt: str, a: int, b: int | None = None, **options) -> tuple[str, str, str]:
-    """(prompt, answer, key) of one line. Options per task: mul `max_digits`, `first_step`;
-    add_scratchpad `reverse_addends`, `rng`, `random_space_prob`, `spaces`; reverse `digits`;
-    add `max_digits`, `rng`, `spaces`."""
-    check_format(task, fmt)
-    unknown = set(options) - _OPTIONS[task]
+    """(prompt, answer, key) of one line. Options per task (`Task.options`): mul `max_digits`,
+    `first_step`; add_scratchpad `reverse_addends`, `rng`, `random_space_prob`, `spaces`; reverse
+    `digits`; add `max_digits`, `rng`, `spaces`."""
+    spec = _checked(task, fmt, a, b, options)
+    return spec.line(fmt, a, b, **options)
+
+
+def _checked(task: str, fmt: str, a: int, b: int | None, options: dict):
+    spec = check_format(task, fmt)
+    unknown = set(options) - spec.options
     if unknown:
-        valid = ", ".join(sorted(_OPTIONS[task])) or "none"
+        valid = ", ".join(sorted(spec.options)) or "none"
         raise ConfigError(f"unknown option(s) {sorted(unknown)} for task {task!r}; valid: {valid}")
-    a = _check_operand(a, "a")
-    if task == "reverse":
-        return reverse_line(a, **options)
-    b = _check_operand(b, "b")
-    if task == "mul":
-        return mul_line(fmt, a, b, **options)
-    if task == "add_scratchpad":
-        return scratchpad_line(fmt, a, b, **options)
-    if task == "add":
-        return add_line(fmt, a, b, **options)
-    return dialogue_line(a, b)
+    _check_operand(a, "a")
+    if task != "reverse":
+        _check_operand(b, "b")
+    return spec
 
 
 def render(task: str, fmt: str, a: int, b: int | None = None, **options) -> str:
@@ -285,10 +304,8 @@ def render_example(
     task: str, fmt: str, a: int, b: int | None = None, *, kind: str = "main", cell=None, **options
 ) -> Example:
     """One `Example` (prompt, answer and exact-match key) of `task`/`fmt`."""
-    prompt, answer, key = render_parts(task, fmt, a, b, **options)
-    if task == "mul" and options.get("first_step"):
-        kind = "first_step"
-    return Example(task, fmt, a, None if task == "reverse" else b, prompt, answer, key, kind, cell)
+    spec = _checked(task, fmt, a, b, options)
+    return spec.example(fmt, int(a), None if b is None else int(b), kind=kind, cell=cell, **options)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -299,52 +316,56 @@ _NUMBER = re.compile(r"\d(?: ?\d)*")
 _STOP = ("<|endoftext|>", "\n")
 
 
-def _first_line(completion: str) -> str:
+def first_line(completion: str) -> str:
+    """The completion up to the first newline or end-of-text token."""
     for stop in _STOP:
         completion = completion.split(stop, 1)[0]
     return completion
 
 
-def answer_key(task: str, fmt: str, completion: str) -> str | None:
-    """The part of a completion that exact match compares with `Example.key`, or None if there is none.
-
-    Direct formats: the answer's digits (spaces dropped; leading zeros kept, as padded and reversed
-    formats need). Scratchpads: the final sum after the last comma (after ``=`` in the recursive
-    format). Dialogues: the last number in the teacher's reply. The completion is read up to the first
-    newline (leading ones skipped for dialogues) or end-of-text token.
-    """
-    check_format(task, fmt)
-    # a dialogue reply may open with the line break that ~1.5% of the training dialogues have
-    text = _first_line(completion.lstrip() if task == "dialogue" else completion)
-    if task == "dialogue":
-        text = text.split("Student:", 1)[0]
-        numbers = _NUMBER.findall(text)
-        return numbers[-1].replace(" ", "") if numbers else None
-    if task == "add_scratchpad":
-        text = text.rsplit(",", 1)[-1].strip()
-        if fmt == "recursive_scratchpad":
-            if not text.startswith("="):
-                return None
-            text = text[1:]
+def digits_key(text: str) -> str | None:
+    """A direct format's key: the digits, spaces dropped, leading zeros kept; None if not all digits."""
     digits = "".join(text.split())
     return digits if digits.isascii() and digits.isdigit() else None
 
 
+def scratchpad_key(fmt: str, text: str) -> str | None:
+    """A scratchpad's key: the final sum after the last comma (after ``=`` in the recursive format)."""
+    text = text.rsplit(",", 1)[-1].strip()
+    if fmt == "recursive_scratchpad":
+        if not text.startswith("="):
+            return None
+        text = text[1:]
+    return digits_key(text)
+
+
+def dialogue_key(text: str) -> str | None:
+    """A dialogue reply's key: the last number before the student speaks again."""
+    numbers = _NUMBER.findall(text.split("Student:", 1)[0])
+    return numbers[-1].replace(" ", "") if numbers else None
+
+
+def answer_key(task: str, fmt: str, completion: str) -> str | None:
+    """The part of a completion that exact match compares with `Example.key`, or None if there is none
+    (`Task.answer_key`). Direct formats: the answer's digits (spaces dropped; leading zeros kept, as
+    padded and reversed formats need). Scratchpads: the final sum after the last comma (after ``=`` in
+    the recursive format). Dialogues: the last number in the teacher's reply. The completion is read up
+    to the first newline (leading ones skipped for dialogues) or end-of-text token.
+    """
+    return check_format(task, fmt).answer_key(fmt, completion)
+
+
 def problem_id(example: Example) -> tuple:
-    """What makes two examples the same problem, whatever the format or random spaces.
+    """What makes two examples the same problem, whatever the format or random spaces (`Task.problem_id`).
 
     ``("*", a, b)`` for multiplication (``("%", a, b)`` for first-step lines), ``("+", a, b)`` for every
     addition task and dialogue, ``("reverse", digits)`` for reversal (the digits as written, leading zeros
     included), ``("text", prompt)`` for a user's dialogue without two numbers. The evaluator's
     `seen_in_train` is ``problem_id(test_example) in {problem_id(e) for e in train}``.
     """
-    if example.task == "mul":
-        return ("%" if example.kind == "first_step" else "*", example.a, example.b)
-    if example.task == "reverse":
-        return ("reverse", "".join(ch for ch in example.prompt if ch.isdigit()))
-    if example.b is None:
-        return ("text", " ".join(example.prompt.split()))
-    return ("+", example.a, example.b)
+    from arith.tasks import get_task
+
+    return get_task(example.task).problem_id(example)
 
 
 def problem_ids(examples: Sequence[Example]) -> set[tuple]:

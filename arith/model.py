@@ -19,8 +19,8 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import DynamicCache, GPT2Config, GPT2LMHeadModel
 
-from arith.config import INITS, MODEL_PRESETS, ModelConfig
-from arith.positions import PositionScheme, PositionState, digit_token_ids, make_scheme
+from arith.config import INITS, MODEL_PRESETS, DataConfig, ModelConfig
+from arith.positions import ModelShape, PositionScheme, PositionState, digit_token_ids, scheme_class
 
 #: file beside the HF weights that records the position scheme (and its learned tables)
 SCHEME_CONFIG = "position_scheme.json"
@@ -178,7 +178,7 @@ class ArithModel(nn.Module):
         path = Path(path)
         self.lm.save_pretrained(path)
         scheme_config = {"position": self.scheme.name, **self.scheme.extra_config()}
-        if self.scheme.name == "abacus":
+        if self.scheme.needs_digits:
             scheme_config["digit_ids"] = self.scheme.is_digit.nonzero().flatten().tolist()
         (path / SCHEME_CONFIG).write_text(
             json.dumps({"scheme": scheme_config, "model_config": dataclasses.asdict(self.cfg)}, indent=2)
@@ -202,9 +202,10 @@ def next_token_loss(logits: torch.Tensor, input_ids: torch.Tensor, weights: torc
     return (ce * weights).sum() / weights.sum().clamp(min=1.0)
 
 
-def build_model(cfg: ModelConfig, tokenizer) -> ArithModel:
+def build_model(cfg: ModelConfig, tokenizer, data: DataConfig | None = None) -> ArithModel:
     """A GPT-2 for `tokenizer`, randomly initialised from the preset/sizes or loaded with
-    `from_pretrained(cfg.pretrained)` (a local directory or hub name), with `cfg.position` attached."""
+    `from_pretrained(cfg.pretrained)` (a local directory or hub name), with `cfg.position` attached.
+    `data` tells schemes that read the task's structure (coupling: its digit order) what it is."""
     if cfg.init not in INITS:
         raise ValueError(f"model.init={cfg.init!r} is not valid; choose one of: {', '.join(INITS)}")
     if cfg.preset not in MODEL_PRESETS:
@@ -237,8 +238,18 @@ def build_model(cfg: ModelConfig, tokenizer) -> ArithModel:
             **overrides,
         )
         lm = GPT2LMHeadModel(config)
-    scheme = _scheme_for(cfg, lm.config, digit_token_ids(tokenizer) if cfg.position == "abacus" else ())
-    return ArithModel(lm, scheme, cfg)
+    scheme_cls = scheme_class(cfg.position)
+    digit_order: tuple[str, ...] = ()
+    if scheme_cls.needs_digit_order:
+        if data is None:
+            raise ValueError(
+                f"position scheme {cfg.position!r} needs the task: build_model(..., data=cfg.data)"
+            )
+        from arith.tasks import get_task
+
+        digit_order = get_task(data.task).digit_order(data.format)
+    digits = digit_token_ids(tokenizer) if scheme_cls.needs_digits else ()
+    return ArithModel(lm, _scheme_for(cfg, lm.config, digits, digit_order), cfg)
 
 
 def load_model(path: str | Path, device: str | torch.device | None = None) -> ArithModel:
@@ -247,7 +258,9 @@ def load_model(path: str | Path, device: str | torch.device | None = None) -> Ar
     saved = json.loads((path / SCHEME_CONFIG).read_text())
     cfg = ModelConfig(**saved["model_config"])
     lm = _load_pretrained(str(path))
-    scheme = _scheme_for(cfg, lm.config, saved["scheme"].get("digit_ids", ()))
+    scheme = _scheme_for(
+        cfg, lm.config, saved["scheme"].get("digit_ids", ()), saved["scheme"].get("digit_order", ())
+    )
     if (path / SCHEME_WEIGHTS).exists():
         scheme.load_state_dict(torch.load(path / SCHEME_WEIGHTS, map_location="cpu", weights_only=True))
     model = ArithModel(lm, scheme, cfg)
@@ -264,16 +277,14 @@ def _load_pretrained(name: str, **overrides) -> GPT2LMHeadModel:
         ) from err
 
 
-def _scheme_for(cfg: ModelConfig, config: GPT2Config, digit_ids) -> PositionScheme:
+def _scheme_for(cfg: ModelConfig, config: GPT2Config, digit_ids, digit_order=()) -> PositionScheme:
     """The scheme `cfg.position` for the actual model sizes (a pretrained model's, not the preset's)."""
-    return make_scheme(
-        cfg.position,
+    shape = ModelShape(
         n_embd=config.n_embd,
         n_head=config.n_head,
         n_positions=config.n_positions,
         vocab_size=config.vocab_size,
-        n_hash=cfg.n_hash,
-        randomized_max_position=cfg.randomized_max_position,
-        abacus_max_offset=cfg.abacus_max_offset,
-        digit_ids=digit_ids,
+        digit_ids=tuple(digit_ids),
+        digit_order=tuple(digit_order),
     )
+    return scheme_class(cfg.position).build(cfg, shape)

@@ -15,18 +15,29 @@ Every scheme turns token embeddings into the GPT-2 input in two steps:
 the non-tag dimensions). Real tokens are numbered by rank (cumsum of the mask), so left and right
 padding give the same positions. Schemes other than `learned`/`randomized` zero and freeze GPT-2's
 `wpe` once the model is built: transformers always adds it and re-initialises it in `post_init`.
+
+Each scheme owns its settings: a `Settings` dataclass beside its class holds the `model.*` config
+fields only it reads (with their defaults; `arith.config.ModelConfig` is built from them), `check`
+rejects an impossible experiment config, and `build` makes the module for a model's sizes. `SCHEMES`
+is the registry config validation, the model and the docs read: adding a scheme is a class here plus
+one line there (docs/DESIGN.md, "Add a position scheme").
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
-from arith.config import POSITION_SCHEMES
+from arith.errors import ConfigError
+
+if TYPE_CHECKING:  # config imports this module (for the Settings), so only for the type checker
+    from arith.config import DataConfig, ExperimentConfig
 
 
 @dataclass(frozen=True)
@@ -40,6 +51,8 @@ class PositionState:
     #: abacus: (B,) offset added to every digit index, and (B,) length of the digit run so far
     offset: torch.Tensor | None = None
     digit_run: torch.Tensor | None = None
+    #: coupling: (B,) numbers (digit runs) begun so far
+    numbers: torch.Tensor | None = None
 
     @property
     def width(self) -> int:
@@ -51,12 +64,43 @@ def rank_ids(attention_mask: torch.Tensor) -> torch.Tensor:
     return (attention_mask.long().cumsum(-1) - 1).clamp_(min=0)
 
 
+@dataclass(frozen=True)
+class ModelShape:
+    """What a scheme is built for: the GPT-2's actual sizes (a pretrained model's, not the preset's),
+    the tokenizer's digit tokens, and the order the task writes each number's digits in."""
+
+    n_embd: int
+    n_head: int
+    n_positions: int
+    vocab_size: int
+    digit_ids: tuple[int, ...] = ()
+    #: per number of a line (operands, then the answer): "msd" or "lsd" first (`Task.digit_order`)
+    digit_order: tuple[str, ...] = ()
+
+
 class PositionScheme(nn.Module):
     """Base class: the learned-style rank ids, no extra input, identity readout."""
 
     name = "base"
     #: whether GPT-2's own position embedding `wpe` is used (else it is zeroed and frozen)
     uses_wpe = False
+    #: whether `build` needs the tokenizer's digit tokens (ModelShape.digit_ids)
+    needs_digits = False
+    #: whether `build` needs the task's digit order (ModelShape.digit_order)
+    needs_digit_order = False
+
+    @dataclass
+    class Settings:
+        """The `model.*` config fields only this scheme reads, with their defaults (none here)."""
+
+    @classmethod
+    def check(cls, cfg: ExperimentConfig) -> None:
+        """Raise ConfigError for an experiment this scheme cannot run (called by `validate()`)."""
+
+    @classmethod
+    def build(cls, settings: Any, shape: ModelShape) -> PositionScheme:
+        """The scheme for a model of `shape`; `settings` has the Settings fields (a ModelConfig)."""
+        return cls()
 
     def attach(self, lm: nn.Module) -> None:
         """Adapt a freshly built or loaded GPT2LMHeadModel to the scheme."""
@@ -111,6 +155,29 @@ class RandomEmbed(PositionScheme):
 
     name = "random_embed"
 
+    @dataclass
+    class Settings:
+        #: random_embed: dimensions of the Gaussian tag; 0 = n_embd // 4 (rounded to a multiple of n_head)
+        n_hash: int = 0
+
+        def resolved_n_hash(self) -> int:
+            """The tag width for this config's sizes (on a ModelConfig: `sizes()` is its method)."""
+            _, n_head, n_embd = self.sizes()  # type: ignore[attr-defined]
+            return self.n_hash or default_n_hash(n_embd, n_head)
+
+    @classmethod
+    def check(cls, cfg: ExperimentConfig) -> None:
+        _, n_head, n_embd = cfg.model.sizes()
+        n_hash = cfg.model.resolved_n_hash()
+        if n_hash % n_head:
+            raise ConfigError(f"model.n_hash={n_hash} must be a multiple of n_head={n_head}")
+        if n_hash >= n_embd:
+            raise ConfigError(f"model.n_hash={n_hash} must be smaller than n_embd={n_embd}")
+
+    @classmethod
+    def build(cls, settings: Any, shape: ModelShape) -> RandomEmbed:
+        return cls(shape.n_embd, shape.n_head, settings.n_hash or default_n_hash(shape.n_embd, shape.n_head))
+
     def __init__(self, n_embd: int, n_head: int, n_hash: int) -> None:
         super().__init__()
         if n_hash % n_head or not 0 < n_hash < n_embd:
@@ -154,6 +221,27 @@ class Randomized(PositionScheme):
     name = "randomized"
     uses_wpe = True
 
+    @dataclass
+    class Settings:
+        #: randomized: position ids are drawn from 0..randomized_max_position-1; 0 = n_positions
+        randomized_max_position: int = 0
+
+    @classmethod
+    def check(cls, cfg: ExperimentConfig) -> None:
+        if cfg.model.randomized_max_position < 0:
+            raise ConfigError(
+                f"model.randomized_max_position must be >= 0 (got {cfg.model.randomized_max_position})"
+            )
+
+    @classmethod
+    def build(cls, settings: Any, shape: ModelShape) -> Randomized:
+        max_position = settings.randomized_max_position or shape.n_positions
+        if max_position > shape.n_positions:
+            raise ValueError(
+                f"randomized_max_position={max_position} exceeds the model's n_positions={shape.n_positions}"
+            )
+        return cls(max_position)
+
     def __init__(self, max_position: int) -> None:
         super().__init__()
         self.max_position = max_position
@@ -187,6 +275,27 @@ class Abacus(PositionScheme):
     training (0 at test), looked up in a learned table and added to the input; other tokens get 0."""
 
     name = "abacus"
+    needs_digits = True
+
+    @dataclass
+    class Settings:
+        #: abacus: largest random offset added to the digit positions during training
+        abacus_max_offset: int = 20
+
+    @classmethod
+    def check(cls, cfg: ExperimentConfig) -> None:
+        if cfg.model.abacus_max_offset < 0:
+            raise ConfigError(f"model.abacus_max_offset must be >= 0 (got {cfg.model.abacus_max_offset})")
+
+    @classmethod
+    def build(cls, settings: Any, shape: ModelShape) -> Abacus:
+        return cls(
+            shape.n_embd,
+            shape.digit_ids,
+            shape.vocab_size,
+            settings.abacus_max_offset,
+            max_index=shape.n_positions,
+        )
 
     def __init__(
         self, n_embd: int, digit_token_ids: Iterable[int], vocab_size: int, max_offset: int, max_index: int
@@ -230,6 +339,140 @@ class Abacus(PositionScheme):
         return {"abacus_max_offset": self.max_offset}
 
 
+class Coupling(PositionScheme):
+    """Position coupling (Cho et al. 2024): digits of equal significance in the operands and the
+    answer share a position id, so that the model finds the digits to combine by equal ids.
+
+    A digit of significance k (10^k) gets the id `offset + 1 + k`; every other token gets 0. The
+    offset is a random start in [0, max_offset] per sequence while training (the paper's random
+    starting id) and 0 at evaluation. Significance needs to know which way each number is written,
+    which is the task's knowledge (`Task.digit_order`): the n-th digit run of a line is the n-th
+    number; an "msd"-first number of L digits has significances L-1..0, an "lsd"-first one 0, 1, ...
+    Decoding reads one token at a time, so the answer must be lsd-first (reversed) — its significance
+    is then known as each digit is written; a run beyond the task's numbers gets id 0. An msd-first
+    number's length is read within one call of `embed` (a whole prompt: exact). The ids are GPT-2's
+    learned `wpe` rows, so `n_positions` bounds offset + the longest number."""
+
+    name = "coupling"
+    uses_wpe = True
+    needs_digits = True
+    needs_digit_order = True
+    ORDERS = ("msd", "lsd")
+
+    @dataclass
+    class Settings:
+        #: coupling: largest random start added to every digit's position id during training (0 at test)
+        coupling_max_offset: int = 20
+
+    @classmethod
+    def check(cls, cfg: ExperimentConfig) -> None:
+        from arith.tasks import get_task  # the task registry imports the config that imports this
+
+        m, d = cfg.model, cfg.data
+        if m.init == "pretrained":
+            raise ConfigError(
+                "model.position='coupling' needs one token per digit (the project's tokenizer); "
+                "GPT-2's pretrained tokenizer merges digits, so use model.init='random'"
+            )
+        if m.coupling_max_offset < 0:
+            raise ConfigError(f"model.coupling_max_offset must be >= 0 (got {m.coupling_max_offset})")
+        get_task(d.task).digit_order(d.format)  # refuses formats without a defined significance
+        longest = coupling_digits(d)
+        if m.coupling_max_offset + longest >= m.n_positions:
+            raise ConfigError(
+                f"model.position='coupling' gives ids up to coupling_max_offset + {longest} (the longest "
+                f"number's digits) = {m.coupling_max_offset + longest}; it must stay below "
+                f"model.n_positions={m.n_positions}"
+            )
+
+    @classmethod
+    def build(cls, settings: Any, shape: ModelShape) -> Coupling:
+        return cls(
+            shape.digit_ids,
+            shape.vocab_size,
+            shape.digit_order,
+            settings.coupling_max_offset,
+            shape.n_positions,
+        )
+
+    def __init__(
+        self,
+        digit_token_ids: Iterable[int],
+        vocab_size: int,
+        digit_order: Sequence[str],
+        max_offset: int,
+        n_positions: int,
+    ) -> None:
+        super().__init__()
+        if not digit_order or any(o not in self.ORDERS for o in digit_order):
+            raise ValueError(
+                f"position coupling needs the task's digit order, 'msd' or 'lsd' per number (got "
+                f"{tuple(digit_order)}); build the model with its data config"
+            )
+        self.digit_order = tuple(digit_order)
+        self.max_offset, self.n_positions = max_offset, n_positions
+        is_digit = torch.zeros(vocab_size, dtype=torch.bool)
+        is_digit[list(digit_token_ids)] = True
+        if not is_digit.any():
+            raise ValueError("position coupling needs digit tokens, but the tokenizer has none")
+        self.register_buffer("is_digit", is_digit)
+        #: per number of the line: True where it is written most significant digit first
+        self.register_buffer("msd_first", torch.tensor([o == "msd" for o in self.digit_order]))
+
+    def draw(self, attention_mask: torch.Tensor, generator: torch.Generator | None = None) -> PositionState:
+        batch = attention_mask.shape[0]
+        device = attention_mask.device
+        if self.training and self.max_offset:
+            offset = torch.randint(0, self.max_offset + 1, (batch,), generator=generator, device=device)
+        else:
+            offset = torch.zeros(batch, dtype=torch.long, device=device)
+        zeros = torch.zeros(batch, dtype=torch.long, device=device)
+        # position_ids only records the width here: embed computes the coupled ids from the tokens
+        return PositionState(
+            position_ids=torch.zeros_like(attention_mask, dtype=torch.long),
+            offset=offset,
+            digit_run=zeros,
+            numbers=zeros,
+        )
+
+    def embed(self, input_ids, token_embeds, state, start=0):
+        stop = start + input_ids.shape[1]
+        _check_width(state, stop)
+        fresh = start == 0
+        run = torch.zeros_like(state.digit_run) if fresh else state.digit_run
+        numbers = torch.zeros_like(state.numbers) if fresh else state.numbers
+        digit = self.is_digit[input_ids]
+        # 1-based index of each digit within its run (0 on other tokens), carried across calls
+        count = run[:, None] + digit.long().cumsum(-1)
+        index = count - torch.where(digit, 0, count).cummax(-1).values
+        # a number begins where a digit follows a non-digit (or a call that ended outside a run)
+        before = torch.cat([run[:, None] > 0, digit[:, :-1]], dim=1)
+        begins = (digit & ~before).long().cumsum(-1)
+        number = numbers[:, None] + begins - 1
+        # each run's length within this call: the largest index of its digits
+        length = count.new_zeros(count.shape[0], count.shape[1] + 1)
+        length = length.scatter_reduce(1, begins, index, "amax").gather(1, begins)
+        known = digit & (number >= 0) & (number < len(self.digit_order))
+        msd = self.msd_first[number.clamp(0, len(self.digit_order) - 1)]
+        significance = torch.where(msd, length - index, index - 1)
+        ids = torch.where(known, state.offset[:, None] + 1 + significance, 0).clamp_(max=self.n_positions - 1)
+        after = dataclasses.replace(
+            state, digit_run=index[:, -1], numbers=numbers + (digit & ~before).sum(-1)
+        )
+        return token_embeds, ids, after
+
+    def extra_config(self) -> dict:
+        return {"coupling_max_offset": self.max_offset, "digit_order": list(self.digit_order)}
+
+
+def coupling_digits(d: DataConfig) -> int:
+    """The most digits a number of data config `d` has (the answer of the longest test cell)."""
+    from arith.sampling import test_digits
+
+    widest = max(d.max_digits, *test_digits(d))
+    return 2 * widest + 1  # a product has at most twice its factors' digits; +1 for a sum's carry
+
+
 def digit_token_ids(tokenizer) -> list[int]:
     """Ids of tokens whose text is a digit string, possibly after one leading space (" 7", "12")."""
     ids = []
@@ -241,6 +484,22 @@ def digit_token_ids(tokenizer) -> list[int]:
     return ids
 
 
+#: every position scheme by its `model.position` name; adding one is a class above plus one entry here
+SCHEMES: dict[str, type[PositionScheme]] = {
+    scheme.name: scheme for scheme in (Learned, NoPosition, RandomEmbed, Randomized, Abacus, Coupling)
+}
+#: each scheme's Settings (once: schemes without settings share the base's), the bases of
+#: `arith.config.ModelConfig`
+SCHEME_SETTINGS: tuple[type, ...] = tuple(dict.fromkeys(scheme.Settings for scheme in SCHEMES.values()))
+
+
+def scheme_class(name: str) -> type[PositionScheme]:
+    """The registered scheme called `name`; an unknown name fails listing the valid ones."""
+    if name not in SCHEMES:
+        raise ConfigError(f"model.position={name!r} is not valid; choose one of: {', '.join(SCHEMES)}")
+    return SCHEMES[name]
+
+
 def make_scheme(
     name: str,
     *,
@@ -248,28 +507,19 @@ def make_scheme(
     n_head: int,
     n_positions: int,
     vocab_size: int,
-    n_hash: int = 0,
-    randomized_max_position: int = 0,
-    abacus_max_offset: int = 20,
     digit_ids: Iterable[int] = (),
+    digit_order: Sequence[str] = (),
+    **settings: Any,
 ) -> PositionScheme:
-    """The scheme called `name` (one of config.POSITION_SCHEMES) for a model of the given sizes."""
-    if name == "learned":
-        return Learned()
-    if name == "none":
-        return NoPosition()
-    if name == "random_embed":
-        return RandomEmbed(n_embd, n_head, n_hash or default_n_hash(n_embd, n_head))
-    if name == "randomized":
-        max_position = randomized_max_position or n_positions
-        if max_position > n_positions:
-            raise ValueError(
-                f"randomized_max_position={max_position} exceeds the model's n_positions={n_positions}"
-            )
-        return Randomized(max_position)
-    if name == "abacus":
-        return Abacus(n_embd, digit_ids, vocab_size, abacus_max_offset, max_index=n_positions)
-    raise ValueError(f"position scheme {name!r} is not valid; choose one of: {', '.join(POSITION_SCHEMES)}")
+    """The scheme called `name` for a model of the given sizes; `settings` are Settings fields
+    (``n_hash=8``, ``abacus_max_offset=3``), every other one at its default."""
+    cls = scheme_class(name)
+    defaults = {f.name: f.default for s in SCHEME_SETTINGS for f in dataclasses.fields(s)}
+    unknown = set(settings) - set(defaults)
+    if unknown:
+        raise TypeError(f"unknown scheme setting(s) {sorted(unknown)}; valid: {', '.join(defaults)}")
+    shape = ModelShape(n_embd, n_head, n_positions, vocab_size, tuple(digit_ids), tuple(digit_order))
+    return cls.build(SimpleNamespace(**{**defaults, **settings}), shape)
 
 
 def default_n_hash(n_embd: int, n_head: int) -> int:

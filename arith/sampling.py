@@ -92,16 +92,12 @@ def repetitive(rng: np.random.Generator, digits: np.ndarray) -> list[int]:
 
 
 def test_digits(cfg: DataConfig) -> list[int]:
-    """cfg.test_digits, else the task's default range."""
+    """cfg.test_digits, else the task's default range (`Task.default_test_digits`)."""
+    from arith.tasks import get_task  # the task registry imports this module
+
     if cfg.test_digits:
         return list(cfg.test_digits)
-    if cfg.task == "add_scratchpad":
-        return list(range(max(1, cfg.max_digits - 1), cfg.max_digits + 4))
-    if cfg.task == "reverse":
-        return list(range(cfg.min_digits, cfg.max_digits + 7))
-    if cfg.task == "dialogue":
-        return [2, 3, 4, 5]
-    return list(range(cfg.min_digits, cfg.max_digits + 1))
+    return get_task(cfg.task).default_test_digits(cfg)
 
 
 test_digits.__test__ = False  # type: ignore[attr-defined]  # not a pytest test when imported into one
@@ -240,15 +236,6 @@ def add_test(
         for a, b in zip(*_same_digits(rng, n, cfg.test_per_cell), strict=True):
             out.append(_add(fmt, a, b, rng, cfg.max_digits, cell=(context, None, n)))
     return out
-
-
-TRAIN_SETS = {
-    "mul": mul_train,
-    "add_scratchpad": add_scratchpad_train,
-    "reverse": reverse_train,
-    "add": add_train,
-}
-TEST_SETS = {"mul": mul_test, "add_scratchpad": add_scratchpad_test, "reverse": reverse_test, "add": add_test}
 
 
 def digit_histogram(numbers: Iterable[int]) -> dict[int, int]:

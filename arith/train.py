@@ -260,7 +260,7 @@ def setup(cfg: ExperimentConfig) -> Setup:
         t.seed,
         digits=[example_digits(example) for example in train_set],
     )
-    model = build_model(cfg.model, tokenizer).to(device)
+    model = build_model(cfg.model, tokenizer, cfg.data).to(device)
     optimizer = make_optimizer(model, t, device)
     n_steps = total_steps(t, len(loader))
     loader.curriculum_steps = round(t.curriculum * n_steps)

@@ -309,6 +309,32 @@ GRIDS: dict[str, Grid] = {
                 ],
                 "model.position": ["learned", "none", "random_embed", "randomized", "abacus"],
             },
+            also=(
+                # position coupling needs an answer written least significant digit first: plain
+                # addition padded and reversed (2-10 digits, tested on its training range, as padding
+                # allows no longer operand) under every scheme, and the reversed multiplication
+                {
+                    "data.task": [
+                        Variant(
+                            "add_reverse",
+                            {
+                                **ADD_LENGTH_SETUP,
+                                "data.task": "add",
+                                "data.format": "padding_reverse",
+                                "data.test_digits": list(range(2, 11)),
+                                **RANDEMBED_TRAINING,
+                            },
+                        )
+                    ],
+                    "model.position": ["learned", "none", "random_embed", "randomized", "abacus", "coupling"],
+                },
+                {
+                    "data.task": [
+                        Variant("mul", {**MUL_SETUP, "data.format": "padding_reverse", "data.max_digits": 5})
+                    ],
+                    "model.position": ["coupling"],
+                },
+            ),
         ),
     ]
 }

@@ -6,11 +6,14 @@ import pytest
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
-from arith.config import POSITION_SCHEMES, ModelConfig
+from arith.config import POSITION_SCHEMES, DataConfig, ModelConfig
 from arith.evaluate import left_pad
 from arith.formats import render_example
 from arith.model import build_model, load_model
 from arith.tokenizer import build_tokenizer, tokenizer_for
+
+#: the task the models are built for (position coupling reads its digit order; the others ignore it)
+DATA = DataConfig(task="add", format="padding_reverse")
 
 
 def tokenizer():
@@ -21,7 +24,7 @@ def tokenizer():
 def tiny_model(position: str, tok=None, **overrides):
     torch.manual_seed(0)
     cfg = ModelConfig(preset="nano", n_positions=64, position=position, **overrides)
-    return build_model(cfg, tok or tokenizer())
+    return build_model(cfg, tok or tokenizer(), DATA)
 
 
 def prompts(tok, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -97,7 +100,7 @@ def test_kv_cache_greedy_equals_step_by_step_argmax_without_cache(position):
     assert torch.equal(cached, seq[:, ids.shape[1] :])
 
 
-@pytest.mark.parametrize("position", ["learned", "none", "abacus"])
+@pytest.mark.parametrize("position", ["learned", "none", "abacus", "coupling"])
 def test_left_padding_does_not_change_a_prompt_s_answer(position):
     tok = tokenizer()
     model = tiny_model(position, tok).double().eval()

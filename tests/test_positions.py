@@ -5,12 +5,16 @@ from __future__ import annotations
 import pytest
 import torch
 
-from arith.config import POSITION_SCHEMES, ModelConfig
+from arith.config import POSITION_SCHEMES, DataConfig, ModelConfig
 from arith.model import build_model
 from arith.positions import Abacus, PositionState, digit_token_ids, make_scheme, rank_ids
 from arith.tokenizer import build_tokenizer
 
 SIZES = {"n_embd": 32, "n_head": 4, "n_positions": 64, "vocab_size": 40}
+
+
+#: the task the models are built for (position coupling reads its digit order; the others ignore it)
+DATA = DataConfig(task="add", format="padding_reverse")
 
 
 def tokenizer():
@@ -21,7 +25,7 @@ def tokenizer():
 def tiny_model(position: str, **overrides):
     torch.manual_seed(0)
     cfg = ModelConfig(preset="nano", n_positions=64, position=position, **overrides)
-    return build_model(cfg, tokenizer()).eval()
+    return build_model(cfg, tokenizer(), DATA).eval()
 
 
 def encode(tok, text: str) -> torch.Tensor:
@@ -199,3 +203,159 @@ def test_state_refuses_columns_beyond_its_draw():
     state: PositionState = scheme.draw(torch.ones(1, 3, dtype=torch.long))
     with pytest.raises(ValueError, match="3 columns"):
         scheme.embed(torch.zeros(1, 2, dtype=torch.long), torch.zeros(1, 2, 32), state, start=2)
+
+
+# --- position coupling -------------------------------------------------------------------------------------
+
+
+def coupling(tok, order=("msd", "msd", "lsd"), **settings):
+    return make_scheme(
+        "coupling",
+        **{**SIZES, "vocab_size": len(tok)},
+        digit_ids=digit_token_ids(tok),
+        digit_order=order,
+        **settings,
+    )
+
+
+def coupled_ids(scheme, ids, mask=None, start=0, state=None):
+    state = state or scheme.draw(torch.ones_like(ids) if mask is None else mask)
+    _, position_ids, state = scheme.embed(ids, torch.zeros(*ids.shape, 32), state, start)
+    return position_ids, state
+
+
+@pytest.mark.parametrize(
+    ("task", "fmt", "a", "b", "max_digits", "expected"),
+    [
+        # 123 + 045 = 0168 reversed: significance 2 1 0 | 2 1 0 | 0 1 2 3, ids = 1 + significance
+        ("add", "padding_reverse", 123, 45, 3, [3, 2, 1, 0, 3, 2, 1, 0, 1, 2, 3, 4]),
+        # 12 * 345 = 4140 reversed, operands unpadded: each operand's length gives its significances
+        ("mul", "reverse_product", 12, 345, None, [2, 1, 0, 3, 2, 1, 0, 1, 2, 3, 4]),
+        # 07 * 21 = 0147 reversed and padded to four digits
+        ("mul", "padding_reverse", 7, 21, 2, [2, 1, 0, 2, 1, 0, 1, 2, 3, 4]),
+    ],
+)
+def test_coupling_gives_digits_of_equal_significance_one_id(task, fmt, a, b, max_digits, expected):
+    from arith.formats import render
+    from arith.tasks import get_task
+
+    tok = tokenizer()
+    scheme = coupling(tok, get_task(task).digit_order(fmt)).eval()
+    ids = encode(tok, " " + render(task, fmt, a, b, **({"max_digits": max_digits} if max_digits else {})))
+    position_ids, _ = coupled_ids(scheme, torch.cat([ids, torch.tensor([[tok.eos_token_id]])], 1))
+    assert position_ids[0].tolist() == [*expected, 0]  # non-digit tokens (and eos) get id 0
+
+
+def test_coupling_offsets_digit_ids_only_in_training():
+    tok = tokenizer()
+    scheme = coupling(tok, coupling_max_offset=20)
+    ids = encode(tok, " 1 2 + 3 4 = 6 4 0").repeat(64, 1)
+    scheme.train()
+    state = scheme.draw(torch.ones_like(ids), torch.Generator().manual_seed(0))
+    offsets = state.offset
+    assert offsets.min() >= 0 and offsets.max() <= 20 and len(set(offsets.tolist())) > 1
+    trained, _ = coupled_ids(scheme, ids, state=state)
+    scheme.eval()
+    tested, _ = coupled_ids(scheme, ids)
+    digit = tested > 0
+    assert torch.equal(trained[digit], (tested + offsets[:, None])[digit])
+    assert torch.equal(trained[~digit], tested[~digit])
+
+
+def test_coupling_is_the_same_token_by_token_as_whole_and_under_left_padding():
+    """Decoding embeds the prompt at once, then one token per step: the carried run and number count
+    must give the ids a whole-line forward gives; pads before the prompt change nothing."""
+    tok = tokenizer()
+    scheme = coupling(tok).eval()
+    ids = encode(tok, " 9 8 7 + 0 1 2 = 9 9 9 0")
+    whole, _ = coupled_ids(scheme, ids)
+    prompt = 8  # up to and including " ="
+    pieces, state = coupled_ids(scheme, ids[:, :prompt], state=scheme.draw(torch.ones_like(ids)))
+    pieces = [pieces]
+    for column in range(prompt, ids.shape[1]):
+        piece, state = coupled_ids(scheme, ids[:, column : column + 1], start=column, state=state)
+        pieces.append(piece)
+    assert torch.equal(whole, torch.cat(pieces, 1))
+    padded = torch.cat([torch.full((1, 3), tok.pad_token_id), ids], 1)
+    mask = torch.cat([torch.zeros(1, 3, dtype=torch.long), torch.ones_like(ids)], 1)
+    left, _ = coupled_ids(scheme, padded, mask)
+    assert torch.equal(left[:, 3:], whole) and left[:, :3].eq(0).all()
+
+
+def test_coupling_needs_the_task_s_digit_order():
+    tok = tokenizer()
+    with pytest.raises(ValueError, match="digit order"):
+        coupling(tok, order=())
+    with pytest.raises(ValueError, match="needs the task"):
+        build_model(ModelConfig(preset="nano", n_positions=64, position="coupling"), tok)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"data.task": "add", "data.format": "basic"}, "least significant digit first"),
+        (
+            {"data.task": "mul", "data.format": "padding", "data.max_digits": 5},
+            "least significant digit first",
+        ),
+        ({"data.task": "reverse", "data.format": "basic"}, "does not define"),
+        ({"data.task": "add_scratchpad", "data.format": "basic"}, "does not define"),
+        ({"data.task": "dialogue", "data.format": "basic"}, "does not define"),
+        ({"model.init": "pretrained"}, "one token per digit"),
+        ({"model.n_positions": 20, "data.max_digits": 5}, "below model.n_positions=20"),
+        ({"model.coupling_max_offset": -1}, ">= 0"),
+    ],
+)
+def test_coupling_refuses_configs_without_a_digit_significance(overrides, message):
+    from arith.config import ConfigError, ExperimentConfig
+
+    cfg = ExperimentConfig().with_overrides({"model.position": "coupling", **overrides})
+    with pytest.raises(ConfigError, match=message):
+        cfg.validate()
+
+
+def test_coupling_accepts_reversed_answers():
+    from arith.config import ExperimentConfig
+
+    for task, fmt in [("add", "padding_reverse"), ("mul", "padding_reverse"), ("mul", "reverse_product")]:
+        overrides = {"model.position": "coupling", "data.task": task, "data.format": fmt}
+        ExperimentConfig().with_overrides(overrides).validate()
+
+
+# --- the registry ------------------------------------------------------------------------------------------
+
+
+def test_each_scheme_s_settings_are_model_config_fields_with_their_defaults():
+    import dataclasses
+
+    from arith.positions import SCHEMES
+
+    assert tuple(SCHEMES) == POSITION_SCHEMES
+    model_fields = {f.name: f.default for f in dataclasses.fields(ModelConfig)}
+    for scheme in SCHEMES.values():
+        for f in dataclasses.fields(scheme.Settings):
+            assert model_fields[f.name] == f.default, (scheme.name, f.name)
+    assert ModelConfig(preset="tiny").resolved_n_hash() == 32  # random_embed's default: n_embd // 4
+
+
+def test_a_scheme_is_one_class_plus_one_registration(monkeypatch):
+    """The recipe of docs/DESIGN.md: a new scheme class and its entry in SCHEMES make it a valid
+    `model.position` for config validation and the model (here: learned ids counted from the end)."""
+    from arith import positions
+    from arith.config import ExperimentConfig
+
+    class FromTheEnd(positions.PositionScheme):
+        name = "from_the_end"
+        uses_wpe = True
+
+        def draw(self, attention_mask, generator=None):
+            ranks = positions.rank_ids(attention_mask)
+            ids = attention_mask.sum(-1, keepdim=True) - 1 - ranks
+            return positions.PositionState(position_ids=torch.where(attention_mask.bool(), ids, 0))
+
+    monkeypatch.setitem(positions.SCHEMES, "from_the_end", FromTheEnd)
+    ExperimentConfig().with_overrides({"model.position": "from_the_end"}).validate()
+    model = tiny_model("from_the_end")
+    ids = encode(tokenizer(), " 1 2 + 3 =")
+    assert model.scheme.name == "from_the_end"
+    assert model(ids, torch.ones_like(ids)).logits.shape[:2] == ids.shape
