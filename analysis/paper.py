@@ -71,6 +71,8 @@ def paper_cells(point: dict, paper_epochs: float | None, final: bool) -> pd.Data
         or (task != "nl_mix" and not final)
     ):
         return empty
+    if fmt == "recursive_scratchpad" and str(point.get("data.reverse_addends")).lower() not in ("true", "1"):
+        return empty  # the paper's recursive scratchpad reverses the addends (appendix B, tab:fail)
     paper = paper_tables()
     keep = (paper["task"] == task) & (paper["format"] == fmt) & (paper["position"] == point["model.position"])
     tables = [t.strip() for t in str(point.get("paper_table") or "").split(",") if t.strip()]

@@ -32,7 +32,8 @@ def analyse(sweep: Sweep) -> Analysis:
     """Tables and findings of a loaded sweep."""
     point_keys = [*dict.fromkeys([*IDENTITY_KEYS, *sweep.axes]), *TAG_COLUMNS]
     frame = attach_paper(aggregate_seeds(sweep.cells, sweep.axes), point_keys)
-    return Analysis(sweep, frame, build_tables(frame, sweep.axes), evaluate_findings(frame, sweep.grid))
+    findings = evaluate_findings(sweep.cells, sweep.grid)  # per seed: verdicts weigh the spread over seeds
+    return Analysis(sweep, frame, build_tables(frame, sweep.axes), findings)
 
 
 def _status_line(sweep: Sweep) -> str:

@@ -47,6 +47,9 @@ MODEL_PRESETS: dict[str, tuple[int, int, int]] = {
 LOSS_ON: tuple[str, ...] = ("answer", "all")
 SCHEDULES: tuple[str, ...] = ("linear", "cosine", "constant")
 PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16")
+#: `auto`: GPT-2's tokenizer for a pretrained model, the digit-aware one (arith.tokenizer) otherwise;
+#: `pretrained`: model.pretrained's tokenizer whatever the init (the paper's random-init GPT-2s)
+TOKENIZERS: tuple[str, ...] = ("auto", "pretrained")
 DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
@@ -120,6 +123,9 @@ class ModelConfig(*reversed(SCHEME_SETTINGS)):  # type: ignore[misc]
     init: str = "random"
     #: init=pretrained: a local directory or a hub name
     pretrained: str = "gpt2"
+    #: see TOKENIZERS; `pretrained` falls back, with a message, to the digit-aware one when it cannot load
+    tokenizer: str = "auto"
+    #: GPT-2's resid/embd/attn dropout (Hugging Face's GPT2Config: 0.1; the paper scale uses that)
     dropout: float = 0.0
 
     def sizes(self) -> tuple[int, int, int]:
@@ -138,6 +144,11 @@ class TrainConfig:
     batch_size: int = 32
     lr: float = 2e-5
     weight_decay: float = 0.0
+    #: AdamW's betas and eps (Hugging Face's Trainer: 0.9, 0.999, 1e-8; the paper scale uses those; the
+    #: cpu and smoke scales keep the 0.95 they were tuned with)
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.95
+    adam_eps: float = 1e-8
     schedule: str = "linear"
     warmup_steps: int = 0
     warmup_ratio: float = 0.0
@@ -158,6 +169,10 @@ class TrainConfig:
     #: evaluation batch size and the number of failure examples kept per cell
     eval_batch_size: int = 256
     failures_per_cell: int = 3
+    #: tokens decoded per test reply; 0 = the longest reply the data can produce plus a margin
+    #: (arith.evaluate.reply_cap). Set it for a data.dialogue_file whose teacher replies are longer than
+    #: the generator's templates.
+    eval_max_new_tokens: int = 0
     #: when the answer's exact-match on a held-out probe reaches this, training stops early (0 = never)
     target_accuracy: float = 0.0
     seed: int = 0
@@ -286,6 +301,7 @@ class ExperimentConfig:
         _choice("model.preset", m.preset, MODEL_PRESETS)
         scheme = scheme_class(m.position)
         _choice("model.init", m.init, INITS)
+        _choice("model.tokenizer", m.tokenizer, TOKENIZERS)
         n_layer, n_head, n_embd = m.sizes()
         if min(n_layer, n_head, n_embd) < 1 or n_embd % n_head:
             raise ConfigError(f"model sizes need n_head | n_embd (got n_head={n_head}, n_embd={n_embd})")
@@ -305,6 +321,10 @@ class ExperimentConfig:
             raise ConfigError("train.epochs and train.batch_size must be >= 1 and train.lr > 0")
         if t.max_steps < 0 or t.warmup_steps < 0 or not 0 <= t.warmup_ratio < 1:
             raise ConfigError("train.max_steps, train.warmup_steps >= 0 and 0 <= train.warmup_ratio < 1")
+        if not (0 <= t.adam_beta1 < 1 and 0 <= t.adam_beta2 < 1 and t.adam_eps > 0):
+            raise ConfigError("train.adam_beta1 and adam_beta2 must be in [0, 1) and train.adam_eps > 0")
+        if t.eval_max_new_tokens < 0:
+            raise ConfigError(f"train.eval_max_new_tokens must be >= 0 (got {t.eval_max_new_tokens})")
         if not 0 <= t.curriculum < 1:
             raise ConfigError(f"train.curriculum={t.curriculum} must be in [0, 1): a fraction of the steps")
         bad = [e for e in t.eval_epochs if not 1 <= e <= t.epochs]

@@ -1,14 +1,20 @@
 """The paper's evaluation: greedy answers, exact match per test cell, memorisation and failures.
 
 Prompts are decoded in batches of similar length (sorted by prompt length, left-padded) with the KV
-cache, each batch only as far as its longest gold answer plus a small margin. A generation is correct
-iff `arith.formats.answer_key(task, format, generated) == example.key`. Each cell also records the
-fraction of its test problems that were in the training set (`arith.formats.problem_id`), which the
-paper worries about for small digit counts but never measures.
+cache. Each reply is decoded whole: until end of text, or end of line once the reply has begun (every
+format's answer is one line), capped at the longest reply the data can produce (`reply_cap`: for a
+dialogue the longest teacher reply of arith/dialogue.py's templates at the test's digit counts) plus a
+margin. A generation is correct iff it ended within the cap and
+`arith.formats.answer_key(task, format, generated) == example.key`: for dialogues the last number of
+the teacher's reply, as the paper checks "the teacher's response". Each cell also records the fraction of
+its test problems that were in the training set (`arith.formats.problem_id`), which the paper worries
+about for small digit counts but never measures.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 import time
 from collections.abc import Collection, Hashable, Sequence
@@ -19,11 +25,12 @@ import pandas as pd
 import torch
 from matplotlib.figure import Figure
 
+from arith.dialogue import ANSWERS, CLOSINGS, REACTIONS
 from arith.examples import Cell, Example
-from arith.formats import answer_key, problem_id
+from arith.formats import answer_key, problem_id, spaced
 from arith.tokenizer import encode_examples
 
-#: extra tokens decoded beyond the longest gold answer of a batch (room for a wrong, longer answer)
+#: extra tokens decoded beyond the longest reply the data can produce (room for a wrong, longer answer)
 ANSWER_MARGIN = 4
 CELL_COLUMNS = ["context", "row_digits", "col_digits", "n", "correct", "accuracy", "seen_in_train"]
 
@@ -106,20 +113,24 @@ def evaluate(
     train_problems: Collection[Hashable] | None = None,
     failures_per_cell: int = 3,
     seed: int = 0,
+    max_new_tokens: int = 0,
 ) -> EvalResult:
     """Greedy-decode every example's prompt and score it per cell.
 
     `train_problems`: `arith.formats.problem_ids(train_examples)`, for each cell's `seen_in_train`.
-    `seed` fixes the random position draws (random_embed tags, randomized ids) of the test."""
+    `seed` fixes the random position draws (random_embed tags, randomized ids) of the test.
+    `max_new_tokens`: the decoding cap of every reply (0 = `reply_cap`, fitted to the data; set it for
+    a dialogue file whose replies are longer than the generator's templates)."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1 (got {batch_size})")
     missing = [e for e in examples if e.cell is None]
     if missing:
         raise ValueError(f"every test example needs a cell; {len(missing)} have none, e.g. {missing[0]}")
     start = time.perf_counter()
-    generated = generate_answers(model, tokenizer, examples, batch_size=batch_size, seed=seed)
+    generated, ended = _generate(model, tokenizer, examples, batch_size, seed, max_new_tokens)
     correct = [
-        answer_key(e.task, e.format, text) == e.key for e, text in zip(examples, generated, strict=True)
+        done and answer_key(e.task, e.format, text) == e.key
+        for e, text, done in zip(examples, generated, ended, strict=True)
     ]
     seen = None
     if train_problems is not None:
@@ -130,17 +141,70 @@ def evaluate(
 
 
 def generate_answers(
-    model, tokenizer, examples: Sequence[Example], *, batch_size: int = 256, seed: int = 0
+    model,
+    tokenizer,
+    examples: Sequence[Example],
+    *,
+    batch_size: int = 256,
+    seed: int = 0,
+    max_new_tokens: int = 0,
 ) -> list[str]:
-    """The model's greedy completion of each prompt, as text, in the order of `examples`."""
+    """The model's greedy reply to each prompt, as text up to end of text, in the order of `examples`."""
+    return _generate(model, tokenizer, examples, batch_size, seed, max_new_tokens)[0]
+
+
+def reply_cap(tokenizer, example: Example, answer_tokens: int) -> int:
+    """Tokens to decode for `example`: the longest reply its data can produce, plus ANSWER_MARGIN.
+
+    `answer_tokens`: the reference answer's length (end of text included). Direct formats and the plain
+    scratchpads write one reply per problem, so that length is the longest; random-space scratchpads may
+    put an extra space token in every gap (at most twice the tokens); a dialogue's teacher may answer with
+    any template of arith/dialogue.py, the longest of which is measured at the example's digit counts."""
+    longest = answer_tokens
+    if example.task == "add_scratchpad" and example.format == "random_space":
+        longest = 2 * answer_tokens
+    elif example.task == "dialogue" and example.b is not None:
+        digits_a, digits_b = len(str(example.a)), len(str(example.b))
+        longest = max(longest, _longest_teacher_reply(tokenizer, digits_a, digits_b) + 1)  # + eos
+    return longest + ANSWER_MARGIN
+
+
+@functools.lru_cache(maxsize=64)
+def _longest_teacher_reply(tokenizer, digits_a: int, digits_b: int) -> int:
+    """Tokens of the longest `` Teacher: {reaction} {answer}{closing}`` for sums of these digit counts
+    (the sum one digit longer than the longer addend, as the largest sums are)."""
+    a, b, s = (spaced("9" * n) for n in (digits_a, digits_b, max(digits_a, digits_b) + 1))
+    replies = [
+        f" Teacher: {reaction} {answer.format(a=a, b=b, s=s)}{closing}"
+        for reaction, answer, closing in itertools.product(REACTIONS, ANSWERS, CLOSINGS)
+    ]
+    encoded = tokenizer.backend_tokenizer.encode_batch(replies, add_special_tokens=False)
+    return max(len(enc.ids) for enc in encoded)
+
+
+@functools.lru_cache(maxsize=8)
+def line_end_ids(tokenizer) -> tuple[int, ...]:
+    """The tokens that hold a line break ("\\n"; GPT-2 has several: "\\n", "\\n\\n", ...)."""
+    texts = tokenizer.batch_decode([[i] for i in range(len(tokenizer))])
+    return tuple(i for i, text in enumerate(texts) if "\n" in text)
+
+
+def _generate(
+    model, tokenizer, examples: Sequence[Example], batch_size: int, seed: int, max_new_tokens: int
+) -> tuple[list[str], list[bool]]:
+    """(reply texts up to end of text, whether each reply ended within its cap)."""
     if not examples:
-        return []
+        return [], []
     eos = tokenizer.eos_token_id
     pad = eos if tokenizer.pad_token_id is None else tokenizer.pad_token_id
     encoded = encode_examples(tokenizer, examples)  # the training encoding: prompt = ids[:answer_start]
     prompts = [ids[:start] for ids, start in encoded]
-    answer_lengths = [len(ids) - start for ids, start in encoded]  # eos included
-    order = sorted(range(len(examples)), key=lambda i: (len(prompts[i]), answer_lengths[i]))
+    caps = [
+        max_new_tokens or reply_cap(tokenizer, e, len(ids) - start)
+        for e, (ids, start) in zip(examples, encoded, strict=True)
+    ]
+    line_ends = line_end_ids(tokenizer)
+    order = sorted(range(len(examples)), key=lambda i: (len(prompts[i]), caps[i]))
     device = model.device
     generator = torch.Generator(device=device)
     generator.manual_seed(seed)
@@ -154,20 +218,35 @@ def generate_answers(
             new_tokens = model.generate_greedy(
                 input_ids.to(device, non_blocking=True),
                 attention_mask.to(device, non_blocking=True),
-                max_new_tokens=max(answer_lengths[i] for i in rows) + ANSWER_MARGIN,
+                max_new_tokens=max(caps[i] for i in rows),
                 eos_token_id=eos,
                 generator=generator,
+                stop_token_ids=line_ends,
             )
             outputs.append((rows, new_tokens))
     finally:
         model.train(was_training)
     texts: list[str] = [""] * len(examples)
+    ended: list[bool] = [False] * len(examples)
+    stops = set(line_ends)
     for rows, new_tokens in outputs:  # one device->host copy per batch, after all decoding is queued
         for i, ids in zip(rows, new_tokens.tolist(), strict=True):
-            texts[i] = tokenizer.decode(
-                ids[: ids.index(eos)] if eos in ids else ids, skip_special_tokens=True
-            )
-    return texts
+            ids = ids[: caps[i]]
+            end = ids.index(eos) if eos in ids else len(ids)
+            ended[i] = end < len(ids) or _line_ended(ids, stops)
+            texts[i] = tokenizer.decode(ids[:end], skip_special_tokens=True)
+    return texts, ended
+
+
+def _line_ended(ids: Sequence[int], line_ends: Collection[int]) -> bool:
+    """Whether a line break follows the reply's first token that is not one (a reply may open with one)."""
+    begun = False
+    for token in ids:
+        if token not in line_ends:
+            begun = True
+        elif begun:
+            return True
+    return False
 
 
 def left_pad(sequences: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -139,25 +140,35 @@ class ArithModel(nn.Module):
         *,
         generator: torch.Generator | None = None,
         positions: PositionState | None = None,
+        stop_token_ids: Sequence[int] = (),
     ) -> torch.Tensor:
         """Greedy continuation of left-padded prompts with the KV cache: (B, n <= max_new_tokens) new
-        tokens; after a row's eos it holds eos. Each row's position draw (tags, ids, offsets) is made
-        once for prompt + new tokens and kept through every step."""
+        tokens; after a row's eos it holds eos. A row also ends at a token of `stop_token_ids` (the line
+        breaks) written after its first other token (a reply may open with a line break). Each row's
+        position draw (tags, ids, offsets) is made once for prompt + new tokens and kept through every
+        step."""
         batch, prompt_len = input_ids.shape
         if max_new_tokens < 1:
             return input_ids.new_zeros(batch, 0)
         mask = torch.cat([attention_mask, attention_mask.new_ones(batch, max_new_tokens)], dim=1)
         if positions is None:
             positions = self.draw_positions(mask, generator)
+        stops = torch.tensor(list(stop_token_ids), dtype=input_ids.dtype, device=input_ids.device)
+        begun = torch.zeros(batch, dtype=torch.bool, device=input_ids.device)
+
+        def finished(token: torch.Tensor) -> torch.Tensor:
+            is_stop = torch.isin(token, stops)
+            ended = (is_stop & begun) | (token == eos_token_id if eos_token_id is not None else False)
+            begun.logical_or_(~is_stop)
+            return ended
+
         cache = DynamicCache(config=self.lm.config)
         hidden, positions, cache = self._trunk(input_ids, mask[:, :prompt_len], positions, 0, cache)
         token = self.lm.lm_head(hidden[:, -1]).argmax(-1)
-        done = (
-            token == eos_token_id if eos_token_id is not None else torch.zeros_like(token, dtype=torch.bool)
-        )
+        done = finished(token)
         new_tokens = [token]
         for step in range(1, max_new_tokens):
-            if eos_token_id is not None and step % FINISH_CHECK_EVERY == 0 and bool(done.all()):
+            if step % FINISH_CHECK_EVERY == 0 and bool(done.all()):
                 break
             column = prompt_len + step - 1
             hidden, positions, cache = self._trunk(
@@ -166,7 +177,7 @@ class ArithModel(nn.Module):
             token = self.lm.lm_head(hidden[:, -1]).argmax(-1)
             if eos_token_id is not None:
                 token = torch.where(done, eos_token_id, token)
-                done |= token == eos_token_id
+            done |= finished(token)
             new_tokens.append(token)
         return torch.stack(new_tokens, dim=1)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import string
+import sys
 from collections import Counter
 from collections.abc import Iterable
 
@@ -83,12 +84,25 @@ def build_tokenizer(
 
 
 def tokenizer_for(model_cfg: ModelConfig, texts: Iterable[str] = ()) -> PreTrainedTokenizerFast:
-    """GPT-2's tokenizer (from model_cfg.pretrained) for a pretrained model, else `build_tokenizer(texts)`.
+    """GPT-2's tokenizer (from model_cfg.pretrained) for a pretrained model, or for any model with
+    model.tokenizer='pretrained'; else `build_tokenizer(texts)`. A random-init model whose pretrained
+    tokenizer cannot be loaded (no hub access, no local copy) falls back to the digit-aware one, saying so.
 
     GPT-2 has no pad token; its end-of-text token pads (the attention mask hides it)."""
-    if model_cfg.init != "pretrained":
+    if model_cfg.init != "pretrained" and model_cfg.tokenizer != "pretrained":
         return build_tokenizer(texts)
-    tokenizer = AutoTokenizer.from_pretrained(model_cfg.pretrained)
+    if model_cfg.init != "pretrained":
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(model_cfg.pretrained)
+        except (OSError, ValueError) as err:
+            print(
+                f"model.tokenizer=pretrained: cannot load the tokenizer of {model_cfg.pretrained!r} ({err}); "
+                "using the digit-aware tokenizer of arith.tokenizer instead",
+                file=sys.stderr,
+            )
+            return build_tokenizer(texts)
+    else:
+        tokenizer = AutoTokenizer.from_pretrained(model_cfg.pretrained)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer

@@ -134,7 +134,9 @@ def make_optimizer(model: torch.nn.Module, t: TrainConfig, device: torch.device)
         {"params": [p for p in params if p.dim() >= 2], "weight_decay": t.weight_decay},
         {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
     ]
-    return torch.optim.AdamW(groups, lr=t.lr, betas=(0.9, 0.95), fused=device.type == "cuda")
+    return torch.optim.AdamW(
+        groups, lr=t.lr, betas=(t.adam_beta1, t.adam_beta2), eps=t.adam_eps, fused=device.type == "cuda"
+    )
 
 
 @dataclass
@@ -463,6 +465,7 @@ def evaluate_and_log(s: Setup, epoch: int, tracker) -> tuple[pd.DataFrame, list[
             train_problems=s.train_problems,
             failures_per_cell=t.failures_per_cell,
             seed=t.seed,
+            max_new_tokens=t.eval_max_new_tokens,
         )
     seconds = time.perf_counter() - start
     cells, failures = result.to_frame(), [failure.to_json() for failure in result.failures]

@@ -153,8 +153,10 @@ def _simple_case_table(cfg: ExperimentConfig) -> tuple[str, ...]:
 
 
 def _add_length_table(cfg: ExperimentConfig) -> tuple[str, ...]:
-    # the table holds the pretrained models on the three formats as printed (addends not reversed)
-    in_table = cfg.model.init == "pretrained" and not cfg.data.reverse_addends
+    # the table holds the pretrained models; its recursive scratchpad reverses the addends (the appendix's
+    # definition: "In addition, we reverse the order of the digits in the two addends"; tab:fail's example)
+    recursive = cfg.data.format == "recursive_scratchpad"
+    in_table = cfg.model.init == "pretrained" and cfg.data.reverse_addends == recursive
     return ("tb:acc_dataformat",) if in_table else ()
 
 

@@ -545,6 +545,8 @@ def new_sweep(
         "scale": args.scale,
         "git_commit": commit,
         "trials": str(len(configs)),
+        # paper digit count -> this scale's (analysis pairs each cell with the paper cell it stands for)
+        "digit_map": json.dumps({n: get_scale(args.scale).digits(n) for n in range(1, 41)}),
     }
     parent_run_id = store.open_parent_run(uri, args.grid, name, tags)
     for cfg in configs.values():

@@ -121,7 +121,21 @@ SCALES: dict[str, Scale] = {
         Scale(
             name="paper",
             description="the paper's setup: GPT2-small (124M), full samples and epochs; needs GPUs",
-            overrides={"model.preset": "gpt2-small", "model.pretrained": "gpt2", "train.loss_on": "all"},
+            # what the paper does not state follows the Hugging Face defaults (docs/SETTINGS.md)
+            overrides={
+                "model.preset": "gpt2-small",
+                "model.pretrained": "gpt2",
+                "model.tokenizer": "pretrained",
+                "model.dropout": 0.1,
+                "train.loss_on": "all",
+                "train.adam_beta1": 0.9,
+                "train.adam_beta2": 0.999,
+                "train.adam_eps": 1e-8,
+                "train.weight_decay": 0.0,
+                "train.schedule": "linear",
+                "train.warmup_steps": 0,
+                "train.warmup_ratio": 0.0,
+            },
             needs_gpu=True,
         ),
         Scale(

@@ -13,8 +13,9 @@ from torch import nn
 
 from arith.config import DataConfig, ModelConfig
 from arith.data import test_examples
+from arith.dialogue import ANSWERS, CLOSINGS, REACTIONS, dialogue_train
 from arith.evaluate import CELL_COLUMNS, evaluate, generate_answers, heatmap, left_pad
-from arith.formats import problem_ids
+from arith.formats import problem_ids, spaced
 from arith.model import build_model
 from arith.tokenizer import build_tokenizer
 
@@ -33,7 +34,9 @@ class ScriptedModel(nn.Module):
     def device(self) -> torch.device:
         return self.anchor.device
 
-    def generate_greedy(self, input_ids, attention_mask, max_new_tokens, eos_token_id, *, generator=None):
+    def generate_greedy(
+        self, input_ids, attention_mask, max_new_tokens, eos_token_id, *, generator=None, stop_token_ids=()
+    ):
         assert torch.all(attention_mask[:, -1] == 1), "prompts must be left-padded"
         self.budgets.append(max_new_tokens)
         rows = []
@@ -184,3 +187,99 @@ def test_cuda_evaluation_matches_cpu_and_runs_under_bf16_autocast():
     with torch.autocast("cuda", dtype=torch.bfloat16):
         result = evaluate(model, tok, examples, batch_size=5, seed=1)
     assert result.n_samples == len(examples)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The oracle: every reply the dialogue data can hold, written out whole, must score 100%
+# ---------------------------------------------------------------------------------------------------------
+
+
+def dialogue_test_set(digits: range = range(1, 6), per_cell: int = 3):
+    return [e for e in test_examples(_dialogue_cfg(digits, per_cell)) if e.cell[0] == "dialogue"]
+
+
+def _dialogue_cfg(digits: range, per_cell: int, **more) -> DataConfig:
+    return DataConfig(
+        task="dialogue", format="basic", test_digits=list(digits), test_per_cell=per_cell, **more
+    )
+
+
+def template_replies(example, reaction: str, answer: str, closing: str) -> str:
+    a, b, s = (spaced(str(n)) for n in (example.a, example.b, example.a + example.b))
+    return f" Teacher: {reaction} {answer.format(a=a, b=b, s=s)}{closing}\n Student: Thanks!"
+
+
+@pytest.mark.parametrize("answer", ANSWERS)
+def test_oracle_writing_each_teacher_template_scores_every_sum(answer):
+    """Each answer template, with the longest and the shortest reaction and closing, on 1-5-digit sums;
+    the reply runs on to a new line (the next turn), which the reading stops at."""
+    tok = build_tokenizer()
+    examples = dialogue_test_set()
+    longest = max(REACTIONS, key=len), max(CLOSINGS, key=len)
+    for reaction, closing in (longest, ("Sure thing.", "")):
+        script = {" " + e.prompt: template_replies(e, reaction, answer, closing) for e in examples}
+        result = evaluate(ScriptedModel(tok, script), tok, examples, batch_size=4)
+        assert [c.col_digits for c in result.cells] == [1, 2, 3, 4, 5]
+        assert result.mean_accuracy() == 1.0, result.failures_frame().to_string()
+
+
+def test_oracle_writing_free_form_replies_of_a_dialogue_file_scores_every_sum(tmp_path):
+    """Replies of a user's dialogue file (unspaced numbers, the sum last), loaded through
+    data.dialogue_file; longer ones than the templates need train.eval_max_new_tokens."""
+    examples = dialogue_test_set()
+    short = "Teacher: Well, {a} and {b}... I make that {s}."
+    chatty = (
+        "Teacher: What a lovely question, thank you so much for asking it on such a fine afternoon! "
+        "Let us line the digits up, start from the ones place, carry whenever a column reaches ten, "
+        "and check every step twice before we write anything on the board. Adding {a} and {b} gives {s}."
+    )
+    for reply, cap in ((short, 0), (chatty, 160)):
+        path = tmp_path / "dialogues.txt"
+        lines = [
+            f"Student: Hi, what is the sum of {e.a} and {e.b}? " + reply.format(a=e.a, b=e.b, s=e.a + e.b)
+            for e in examples
+        ]
+        path.write_text("\n".join(lines) + "\n")
+        loaded = dialogue_train(_dialogue_cfg(range(1, 6), 3, dialogue_file=str(path)))
+        tok = build_tokenizer(e.text for e in loaded)
+        script = {" " + e.prompt: e.answer for e in loaded}
+        assert set(script) == {" " + e.prompt for e in examples}
+        result = evaluate(ScriptedModel(tok, script), tok, examples, batch_size=4, max_new_tokens=cap)
+        assert result.mean_accuracy() == 1.0, result.failures_frame().to_string()
+
+
+def test_a_reply_cut_off_by_the_cap_is_wrong():
+    """A reply that has not ended within the cap is not read (its last number may be half a sum)."""
+    tok = build_tokenizer()
+    examples = dialogue_test_set(range(3, 4), 2)
+    script = {" " + e.prompt: template_replies(e, "Sure.", "The answer is {s}.", "") for e in examples}
+    assert evaluate(ScriptedModel(tok, script), tok, examples, max_new_tokens=60).mean_accuracy() == 1.0
+    assert evaluate(ScriptedModel(tok, script), tok, examples, max_new_tokens=12).mean_accuracy() == 0.0
+
+
+def test_a_reply_may_open_with_a_line_break_and_ends_at_the_next():
+    tok = build_tokenizer()
+    examples = dialogue_test_set(range(2, 3), 2)
+    script = {" " + e.prompt: "\n" + template_replies(e, "Sure.", "The sum is {s}.", "") for e in examples}
+    model = ScriptedModel(tok, script)
+    assert evaluate(model, tok, examples).mean_accuracy() == 1.0
+
+
+def test_real_model_stops_each_row_at_its_line_end():
+    """generate_greedy ends a row at a line break written after the reply began; an opening one runs on."""
+    tok = build_tokenizer()
+    model = tiny_model("random_embed", tok).eval()  # an untrained model whose reply varies
+
+    def greedy(stops=()):
+        return model.generate_greedy(
+            ids, mask, 12, tok.eos_token_id, generator=torch.Generator().manual_seed(0), stop_token_ids=stops
+        )[0].tolist()
+
+    ids, mask = left_pad([tok.encode(" 1 + 2 =", add_special_tokens=False)], tok.pad_token_id)
+    free = greedy()
+    first = next(k for k, t in enumerate(free) if t != free[0])  # pretend this token is a line break
+    stopped = greedy((free[first],))
+    assert stopped[: first + 1] == free[: first + 1]
+    assert set(stopped[first + 1 :]) == {tok.eos_token_id}
+    opening = greedy((free[0],))  # the reply opens with the "line break": it runs on past it
+    assert opening[: first + 1] == free[: first + 1]
