@@ -4,6 +4,17 @@
 # resolve `torch` to the multi-GB CUDA build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# PostgreSQL: the fault tests (tests/test_faults.py) start their own server, as the cluster's MLflow
+# store runs on one. Installed from the system's packages when missing and this runs as root.
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "install: PostgreSQL missing, installing it (apt-get install postgresql)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+  else
+    echo "install: PostgreSQL not found and not root: the PostgreSQL fault test will fail;" \
+      "install the 'postgresql' package" >&2
+  fi
+fi
 PY=${PYTHON:-python3}
 VENV=${VENV:-.venv}
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"

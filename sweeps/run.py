@@ -353,7 +353,15 @@ def start_ray(address: str | None, temp_dir: str | None) -> bool:
     kwargs: dict[str, Any] = {"include_dashboard": False}
     if temp_dir:
         kwargs["_temp_dir"] = str(Path(temp_dir).resolve())
-    ray.init(**kwargs)
+    for attempt in range(3):  # on a loaded machine the raylet can miss Ray's fixed 30 s start-up wait
+        try:
+            ray.init(**kwargs)
+            return True
+        except Exception as err:
+            if "timed out during startup" not in str(err) or attempt == 2:
+                raise
+            print(f"local Ray did not start in time ({err}); trying again", file=sys.stderr, flush=True)
+            ray.shutdown()
     return True
 
 

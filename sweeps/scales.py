@@ -121,7 +121,9 @@ SCALES: dict[str, Scale] = {
         Scale(
             name="paper",
             description="the paper's setup: GPT2-small (124M), full samples and epochs; needs GPUs",
-            # what the paper does not state follows the Hugging Face defaults (docs/SETTINGS.md)
+            # what the paper does not state follows the Hugging Face defaults (docs/SETTINGS.md);
+            # checkpoint every 5 epochs (and at each evaluation): GPT2-small with AdamW state is ~1.5 GB a
+            # checkpoint (README "Run on a cluster" states the cost of this choice)
             overrides={
                 "model.preset": "gpt2-small",
                 "model.pretrained": "gpt2",
@@ -135,6 +137,7 @@ SCALES: dict[str, Scale] = {
                 "train.schedule": "linear",
                 "train.warmup_steps": 0,
                 "train.warmup_ratio": 0.0,
+                "train.checkpoint_every": 5,
             },
             needs_gpu=True,
         ),

@@ -32,6 +32,9 @@ ROOT = Path(__file__).resolve().parent.parent
 GRID = "add_posembed"  # three smoke trials
 N_TRIALS = 3
 EPOCHS = 6
+#: generous waits: on a loaded 2-core machine (load average 25 while measured) a local Ray takes a minute
+WAIT_S = 600
+pytestmark = pytest.mark.timeout(1800)
 
 
 @pytest.fixture
@@ -178,10 +181,10 @@ def test_killed_worker_resumes_from_checkpoint_into_the_same_run(tmp_path, ray_t
     )
     try:
         worker, trial_id = wait_for(
-            lambda: trial_worker(proc.pid, storage), proc, 300, "a checkpointed trial"
+            lambda: trial_worker(proc.pid, storage), proc, WAIT_S, "a checkpointed trial"
         )
         os.kill(worker, signal.SIGKILL)  # the trial's process dies mid-run
-        rc = proc.wait(timeout=400)
+        rc = proc.wait(timeout=2 * WAIT_S)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -231,9 +234,9 @@ def test_interrupted_sweep_resumes_only_what_was_unfinished(tmp_path, ray_temp_d
         return [r for r in runs if "sweep" not in r.data.tags] or None
 
     try:
-        done_before = wait_for(finished_runs, proc, 300, "a finished trial")
+        done_before = wait_for(finished_runs, proc, WAIT_S, "a finished trial")
         proc.send_signal(signal.SIGINT)  # Ctrl-C
-        rc = proc.wait(timeout=120)
+        rc = proc.wait(timeout=WAIT_S)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -252,7 +255,7 @@ def test_interrupted_sweep_resumes_only_what_was_unfinished(tmp_path, ray_temp_d
         env=clean_env(),
         capture_output=True,
         text=True,
-        timeout=400,
+        timeout=2 * WAIT_S,
     )
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
 
@@ -299,7 +302,7 @@ def test_killed_driver_resumes_only_unfinished_trials(tmp_path, ray_temp_dir):
         return finished if finished and running else None
 
     try:
-        done_before = wait_for(finished_and_checkpointed, proc, 300, "a finished and a checkpointed trial")
+        done_before = wait_for(finished_and_checkpointed, proc, WAIT_S, "a finished and a checkpointed trial")
         os.kill(proc.pid, signal.SIGKILL)  # the driver dies without a word
         proc.wait(timeout=30)
     finally:
@@ -313,7 +316,7 @@ def test_killed_driver_resumes_only_unfinished_trials(tmp_path, ray_temp_dir):
         env=clean_env(),
         capture_output=True,
         text=True,
-        timeout=400,
+        timeout=2 * WAIT_S,
     )
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     assert "--resume ignores --set" in resumed.stderr
@@ -340,15 +343,18 @@ def test_tracking_server_outage_mid_trial(tmp_path, ray_temp_dir):
         env = clean_env(POSDESC_TRACKING_PATIENCE_S="300")
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
-            wait_for(lambda: checkpoints_of(storage), proc, 300, "the first checkpoint")
+            wait_for(lambda: checkpoints_of(storage), proc, WAIT_S, "the first checkpoint")
             server.stop()
             down = len(checkpoints_of(storage))
             # training goes on without the store: two more checkpoints (and sends that fail) while it is down
             wait_for(
-                lambda: len(checkpoints_of(storage)) >= down + 2, proc, 120, "checkpoints during the outage"
+                lambda: len(checkpoints_of(storage)) >= down + 2,
+                proc,
+                WAIT_S,
+                "checkpoints during the outage",
             )
             server.start()
-            rc = proc.wait(timeout=400)
+            rc = proc.wait(timeout=2 * WAIT_S)
         finally:
             if proc.poll() is None:
                 proc.kill()

@@ -128,3 +128,87 @@ def test_processes_opening_a_new_store_at_once_take_turns(tmp_path) -> None:
         proc.join(timeout=120)
     assert sorted(results.get(timeout=5) for _ in procs) == ["ok"] * 3
     assert (tmp_path / "new" / "mlflow.db.lock").exists()
+
+
+def test_restored_run_logs_nothing_it_already_has(tmp_path) -> None:
+    """An attempt that sent steps past its last checkpoint and died: the restored attempt logs those steps
+    and that evaluation again, and the run still holds each (key, step) and each evaluation once."""
+    cfg = _cfg(tmp_path)
+    first = MlflowTracker(cfg)
+    for step in (1, 2, 3, 4, 6, 7, 8, 9, 10):  # step 5 could not be sent: the checkpoint at 5 holds it
+        first.log_metrics({"train/loss": 1.0 / step}, step)
+    first.log_metrics({"test_acc": 0.5}, 1)
+    first.log_evaluation(_cells(0.5), [{"prompt": "p", "expected": "1", "generated": "2"}], epoch=1)
+    first.flush()  # ... and the worker is killed here, before its run is ended
+
+    second = MlflowTracker(cfg, run_id=first.run_id, unsent={"metrics": [("train/loss", 0.2, 0, 5)]})
+    for step in range(6, 15):  # the checkpoint was at step 5: steps 6-10 come again
+        second.log_metrics({"train/loss": 1.0 / step}, step)
+    second.log_metrics({"test_acc": 0.5}, 1)
+    second.log_evaluation(_cells(0.5), [{"prompt": "p", "expected": "1", "generated": "2"}], epoch=1)
+    second.log_evaluation(_cells(0.9), [], epoch=2)
+    second.finish()
+
+    client = mlflow.MlflowClient(cfg.tracking.tracking_uri)
+    steps = [m.step for m in client.get_metric_history(first.run_id, "train/loss")]
+    assert sorted(steps) == list(range(1, 15))
+    assert [m.step for m in client.get_metric_history(first.run_id, "test_acc")] == [1]
+    cells = pd.read_csv(client.download_artifacts(first.run_id, "eval/cells.csv", str(tmp_path)))
+    assert list(cells["epoch"]) == [1, 1, 1, 2, 2, 2]
+    failures = client.download_artifacts(first.run_id, "eval/failures.jsonl", str(tmp_path))
+    assert len(Path(failures).read_text().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_store_outage_keeps_metrics_and_unsent_ones_are_sent_later(tmp_path, monkeypatch, capsys) -> None:
+    """A real MLflow server stops mid-trial: sends fail without an error and keep the buffer (one warning),
+    the metrics arrive when it is back; still down at the end, the trial fails naming the store, leaves
+    its metrics in its folder, and `python -m arith.tracking send` delivers them exactly once."""
+    import subprocess
+    import sys
+
+    from stores import mlflow_server
+
+    import arith.tracking as tracking
+
+    monkeypatch.setattr(tracking, "PATIENCE_S", 3.0)
+    monkeypatch.setattr(tracking, "FLUSH_EVERY", 5)
+    with mlflow_server(f"sqlite:///{tmp_path / 'server.db'}", tmp_path) as server:
+        cfg = ExperimentConfig().with_overrides(
+            {"tracking.tracking_uri": server.uri, "tracking.experiment": "outage"}
+        )
+        tracker = MlflowTracker(cfg, folder=tmp_path / "trial")
+        tracker.log_metrics({"train/loss": 1.0}, 1)
+        assert tracker.flush()
+        server.stop()
+        for step in range(2, 20):
+            tracker.log_metrics({"train/loss": 1.0 / step}, step)  # sends fail quietly
+        tracker.log_evaluation(_cells(0.5), [], epoch=1)
+        assert not tracker.flush() and len(tracker.unsent()["metrics"]) == 18
+        assert capsys.readouterr().err.count("unreachable") == 1  # warned once
+        with pytest.raises(tracking.TrackingUnavailableError, match=server.uri) as failed:
+            tracker.finish()
+        folder = tmp_path / "trial" / f"unsent-{tracker.run_id}"
+        assert f"python -m arith.tracking send {folder}" in str(failed.value)
+        assert (folder / "metrics.jsonl").exists()
+
+        server.start()
+        for _ in range(2):  # sending twice is harmless
+            if folder.exists():
+                sent = subprocess.run(
+                    [sys.executable, "-m", "arith.tracking", "send", str(folder)],
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
+                )
+                assert sent.returncode == 0, sent.stderr
+        client = mlflow.MlflowClient(server.uri)
+        run = client.get_run(tracker.run_id)
+        assert run.info.status == "FINISHED"
+        assert sorted(m.step for m in client.get_metric_history(tracker.run_id, "train/loss")) == list(
+            range(1, 20)
+        )
+        assert {a.path for a in client.list_artifacts(tracker.run_id, "eval")} >= {
+            "eval/cells.csv",
+            "eval/heatmap_main_epoch1.png",
+        }

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Start or stop the MLflow tracking server: SQLite backend in a local folder, artifacts proxied by the
-# server to their destination (the S3 bucket on a cluster), so clients need no storage credentials.
+# Start or stop the MLflow tracking server: runs in a database, artifacts proxied by the server to their
+# destination (the S3 bucket on a cluster), so clients need no storage credentials.
 #
 #   mlflow_server.sh start | stop
 #
-# Settings (environment): POSDESC_MLFLOW_DIR (database, log and pid file; default ~/mlflow),
+# Settings (environment): POSDESC_MLFLOW_DB, where runs live: `head` = the head's PostgreSQL service
+# (scripts/cluster/postgres_service.sh), a database URI (an external PostgreSQL such as RDS:
+# postgresql://USER@HOST:5432/mlflow, its credential in ~/.pgpass), or unset = SQLite in
+# POSDESC_MLFLOW_DIR (a single machine, the tests). POSDESC_MLFLOW_DIR (log, pid file and the SQLite
+# database; default ~/mlflow),
 # POSDESC_MLFLOW_ARTIFACTS (default $POSDESC_BUCKET/mlflow-artifacts from ~/.posdesc_env),
 # POSDESC_MLFLOW_HOST (default 0.0.0.0: the cluster's private network; the security group keeps it off the
 # internet), POSDESC_MLFLOW_PORT (5000), POSDESC_MLFLOW_WORKERS (2).
@@ -39,9 +43,15 @@ case "$ACTION" in
     : "${POSDESC_MLFLOW_ARTIFACTS:?set POSDESC_MLFLOW_ARTIFACTS (or run setup_node.sh first)}"
     stop
     mkdir -p "$DIR"
+    case "${POSDESC_MLFLOW_DB:-}" in
+      "") BACKEND="sqlite:///$DIR/mlflow.db" ;;
+      head) BACKEND="postgresql+psycopg2://postgres@127.0.0.1:5432/mlflow" ;;
+      postgresql://*) BACKEND="postgresql+psycopg2://${POSDESC_MLFLOW_DB#postgresql://}" ;;
+      *) BACKEND="$POSDESC_MLFLOW_DB" ;;
+    esac
     # The job runner serves MLflow's GenAI features, which the project does not use.
     MLFLOW_SERVER_ENABLE_JOB_EXECUTION=${MLFLOW_SERVER_ENABLE_JOB_EXECUTION:-false} setsid mlflow server \
-      --backend-store-uri "sqlite:///$DIR/mlflow.db" \
+      --backend-store-uri "$BACKEND" \
       --artifacts-destination "$POSDESC_MLFLOW_ARTIFACTS" \
       --host "$HOST" --port "$PORT" --workers "${POSDESC_MLFLOW_WORKERS:-2}" \
       >"$DIR/server.log" 2>&1 </dev/null &
@@ -49,7 +59,7 @@ case "$ACTION" in
     for _ in $(seq 120); do
       if python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$PORT/health', timeout=2)" \
         2>/dev/null; then
-        echo "mlflow_server: up on $HOST:$PORT (pid $(cat "$PID_FILE"), store $DIR/mlflow.db)"
+        echo "mlflow_server: up on $HOST:$PORT (pid $(cat "$PID_FILE"), store ${POSDESC_MLFLOW_DB:-$BACKEND})"
         exit 0
       fi
       kill -0 "$(cat "$PID_FILE")" 2>/dev/null || break

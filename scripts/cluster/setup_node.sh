@@ -7,7 +7,7 @@ REPO=${POSDESC_REPO:-$HOME/posdesc}
 ENV_FILE=$HOME/.posdesc_env
 
 # shellcheck source=/dev/null
-source "$HOME/.posdesc_bucket"  # POSDESC_BUCKET, written by cluster.yaml's first setup command
+source "$HOME/.posdesc_bucket"  # POSDESC_BUCKET and POSDESC_MLFLOW_DB, from cluster.yaml's first setup command
 if [[ -z "${POSDESC_BUCKET:-}" || "$POSDESC_BUCKET" == *CHANGE-ME* ]]; then
   echo "setup_node: set your S3 bucket in cluster.yaml (the POSDESC_BUCKET line near the top)" >&2
   exit 1
@@ -25,8 +25,11 @@ cat > "$ENV_FILE" <<ENV
 export POSDESC_BUCKET=$POSDESC_BUCKET
 export POSDESC_STORAGE_PATH=$POSDESC_BUCKET/ray_results
 export POSDESC_MLFLOW_ARTIFACTS=$POSDESC_BUCKET/mlflow-artifacts
+export POSDESC_MLFLOW_DB=${POSDESC_MLFLOW_DB:-head}
 export MLFLOW_TRACKING_URI=http://$HEAD_IP:5000
 export RAY_AUTH_MODE=token
+# sweeps/run.py (started by `ray submit` on the head) joins this cluster instead of starting a local Ray
+export RAY_ADDRESS=$HEAD_IP:6379
 ENV
 grep -qs 'posdesc_env' "$HOME/.bashrc" || echo "source $ENV_FILE" >> "$HOME/.bashrc"
 
