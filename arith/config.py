@@ -111,7 +111,7 @@ class DataConfig:
 class ModelConfig(*reversed(SCHEME_SETTINGS)):  # type: ignore[misc]
     """A GPT-2 (transformers' GPT2LMHeadModel) with an interchangeable position scheme. The fields a
     single scheme reads (`n_hash`, `randomized_max_position`, `abacus_max_offset`, ...) come from that
-    scheme's `Settings` in arith/positions.py and follow these."""
+    scheme's `Settings` in arith/positions.py (they come before these in the field order)."""
 
     preset: str = "tiny"
     #: explicit sizes override the preset; None = take the preset's

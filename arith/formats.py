@@ -288,7 +288,7 @@ def _checked(task: str, fmt: str, a: int, b: int | None, options: dict):
         valid = ", ".join(sorted(spec.options)) or "none"
         raise ConfigError(f"unknown option(s) {sorted(unknown)} for task {task!r}; valid: {valid}")
     _check_operand(a, "a")
-    if task != "reverse":
+    if spec.operands == 2:
         _check_operand(b, "b")
     return spec
 

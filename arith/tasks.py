@@ -33,6 +33,8 @@ class Task:
     name = "base"
     #: the task's data formats; the first is the default of `arith.data.generate`
     formats: tuple[str, ...] = ()
+    #: operands of a line (a and b; reversal has a only)
+    operands = 2
     #: keyword options `line` accepts (`render(..., max_digits=5)`)
     options: frozenset[str] = frozenset()
     #: formats whose numbers are written as `arith.formats.DIRECT_FORMATS` says (padded operands,
@@ -202,6 +204,7 @@ class Reverse(Task):
     """Digit reversal (section 3.2): ``1 2 3 # 3 2 1``; one operand, no b."""
 
     name = "reverse"
+    operands = 1
     formats = ("basic",)
     options = frozenset({"digits"})
     paper_defaults: ClassVar[Mapping[str, Any]] = {
