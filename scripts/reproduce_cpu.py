@@ -35,6 +35,7 @@ if str(ROOT) not in sys.path:
 from analysis.findings import CLAIMS  # noqa: E402
 from analysis.load import _client, find_parent, load_sweep, sweep_runs  # noqa: E402
 from analysis.report import Analysis, analyse, render  # noqa: E402
+from sweeps.grids import GRIDS  # noqa: E402
 
 TAG_COMMAND, TAG_MACHINE, TAG_WALL = "reproduce.command", "reproduce.machine", "reproduce.wall_s"
 
@@ -340,7 +341,29 @@ def carried_section(grid: str, text: str) -> str | None:
         return text
     heading, body = text.split("\n", 1)
     body = _STATUS_CELL.sub(lambda m: f"| **{NOT_REJUDGED}** (earlier: {m.group(1)}) |", body)
-    return f"{heading}\n\n{CARRIED_NOTE}{CARRIED_EXTRA.get(grid, '')}\n{body}"
+    note = CARRIED_NOTE + CARRIED_EXTRA.get(grid, "")
+    if GRIDS[grid].scale_digits and "**difference**" in body:
+        body = drop_blocks(body, ("**paper**", "**difference**"))
+        note += UNLIKE_CELLS
+    return f"{heading}\n\n{note}\n{body}"
+
+
+UNLIKE_CELLS = (
+    " The paper's numbers and the differences printed with these tables then put each cell beside the "
+    "paper cell of the same digit count, though at this scale it stands for another (3 digits for the "
+    "paper's 5): they are left out here."
+)
+
+
+def drop_blocks(body: str, names: tuple[str, ...]) -> str:
+    """The markdown without the blocks (a bold name line, then its table) named in `names`."""
+    out, skipping = [], False
+    for line in body.split("\n"):
+        if line.startswith(("**", "#")):
+            skipping = line.strip() in names
+        if not skipping:
+            out.append(line)
+    return "\n".join(out)
 
 
 def carried_claims(section_text: str) -> list[tuple[str, str]]:
@@ -446,6 +469,18 @@ own sweeps at the `cpu` scale of `sweeps/scales.py`, with the command, machine, 
 each. Tables put the sweep's seed-mean accuracies beside the paper's where the paper has a table (figures
 have none), and the paper's claims are checked by the `analysis` package. Grids without a sweep in the
 store are listed as not yet run.
+
+## Judged by the rules of issue 13
+
+Issue 13 changed what a verdict means and how replies are read. The evaluation now decodes each reply
+whole (to end of text or end of line, capped at the longest reply the data can produce); before, a
+dialogue reply was cut off at the reference reply's length + 4 tokens, usually before the sum. A claim is
+now **not testable** unless every model it compares learned the task in range and the seeds can tell the
+difference (rules at "Findings at a glance", in full in analysis/findings.py); tables at this scale pair
+each cell with the paper cell it stands for ("3 (paper 5)") and subtract only that one. The store the
+earlier sections were measured into (runs/cpu/mlflow.db of stop 11) is not on the machine that applied
+these rules, so only the sweeps re-run here are re-judged; every other section is kept as it was measured
+and marked **not re-judged**.
 
 ## The `cpu` preset
 
