@@ -79,6 +79,8 @@ class Sweep:
     notes: list[str] = field(default_factory=list)
     #: every sweep read (the first is `parent_run_id`, where the analysis is logged)
     parent_run_ids: tuple[str, ...] = ()
+    #: the parent run's `digit_map` tag (JSON, paper digit count -> this scale's); '' on older runs
+    digit_map_tag: str = ""
 
     @property
     def status_counts(self) -> dict[str, int]:
@@ -420,6 +422,7 @@ def load_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] 
         cells=tidy_cells(trials, cells_by_run, axes),
         axes=axes,
         notes=notes,
+        digit_map_tag=parent.data.tags.get("digit_map", ""),
     )
 
 

@@ -4,6 +4,10 @@ A trial reproduces a paper table when its `paper_table` tag names it; within tha
 picked by the trial's params: format (for nl_mix the mixed data: dia, dia+basic, dia+random_space),
 position scheme, context, and the table's settings (augment, 1-digit weight, init, epochs). Nothing is
 interpolated: a cell only one side has stays missing on the other.
+
+At a scale whose digit counts differ from the paper's (`cpu`: 5 -> 3, 10 -> 5; the scale's digit map,
+recorded on the sweep's parent run) each of the sweep's cells stands for one paper cell (`stand_in`) and
+only that one is put beside it and subtracted: never a difference between unlike cells.
 """
 
 from __future__ import annotations
@@ -23,6 +27,45 @@ MIX_NAMES = {"none": "dia", "basic": "dia+basic", "random_space": "dia+random_sp
 PAPER_AUGMENTS = {"n_times_1_every_3": "n_times_1", "first_step_every_3": "first_step"}
 #: the paper reads its nl_mix runs (100 epochs) at 50 and at 100 epochs
 PAPER_NL_EPOCHS = 100
+#: paper digit counts a digit map covers
+MAP_DIGITS = range(1, 41)
+
+
+def digit_map_of(tag: str | None, scale: str, grid: str = "") -> dict[int, int]:
+    """paper digit count -> the sweep's, from the parent run's `digit_map` tag (JSON); runs older than the
+    tag fall back to the scale's definition in sweeps/scales.py, or the identity for a grid that keeps the
+    paper's digit counts (nl_mix) or an unknown scale."""
+    if tag:
+        try:
+            return {int(k): int(v) for k, v in json.loads(tag).items()}
+        except (ValueError, AttributeError, TypeError):
+            pass
+    try:
+        from sweeps.grids import GRIDS
+        from sweeps.scales import get_scale
+
+        scale_of = get_scale(scale)
+        if grid in GRIDS and not GRIDS[grid].scale_digits:
+            return {n: n for n in MAP_DIGITS}
+    except Exception:  # an unknown scale, or sweeps not importable: digit counts as they are
+        return {n: n for n in MAP_DIGITS}
+    return {n: scale_of.digits(n) for n in MAP_DIGITS}
+
+
+def stand_in(n: int, paper_digits: list[int], digit_map: dict[int, int], paper_max: float) -> int | None:
+    """The paper digit count that the sweep's digit count `n` stands for, among the paper's `paper_digits`.
+
+    Several paper counts may map to `n` (cpu: 3, 4 and 5 -> 3). Within the training range the largest
+    of them no longer than the paper's training maximum (cpu 3 -> the paper's 5, its max_digits); beyond
+    it the smallest (the first digit count past training); without a known maximum (nl_mix) the largest.
+    """
+    candidates = sorted(p for p in paper_digits if digit_map.get(p, p) == n)
+    if not candidates:
+        return None
+    if np.isnan(paper_max):
+        return candidates[-1]
+    inside = [p for p in candidates if p <= paper_max]
+    return inside[-1] if inside else candidates[0]
 
 
 @functools.cache
@@ -36,6 +79,10 @@ def paper_tables() -> pd.DataFrame:
     frame["one_digit_weight"] = settings.map(lambda s: float(s.get("one_digit_weight", 1.0)))
     frame["init"] = settings.map(lambda s: s.get("init", ""))
     frame["epochs"] = settings.map(lambda s: int(s["epochs"]) if "epochs" in s else np.nan)
+    # the largest digit count the paper's model was trained on (max_digits, or train_digits=2-10)
+    frame["train_max"] = settings.map(
+        lambda s: float(s.get("max_digits") or s.get("train_digits", "").split("-")[-1] or np.nan)
+    )
     frame["context"] = frame["context"].fillna("main")
     frame["row_digits"] = frame["row_digits"].astype("Int64")
     frame["col_digits"] = frame["col_digits"].astype("Int64")
@@ -53,15 +100,19 @@ def paper_format(point: dict) -> str | None:
     return point["data.format"]
 
 
-def paper_cells(point: dict, paper_epochs: float | None, final: bool) -> pd.DataFrame:
-    """The paper's cells for one evaluation of a trial point: table, context, row_digits, col_digits,
-    accuracy.
+def paper_cells(
+    point: dict, paper_epochs: float | None, final: bool, digit_map: dict[int, int] | None = None
+) -> pd.DataFrame:
+    """The paper's cells for one evaluation of a trial point: table, context, row_digits, col_digits
+    (the sweep's digit counts under `digit_map`), paper_row_digits, paper_col_digits (the paper cell
+    each stands for), accuracy.
 
     `point` maps config keys (data.task, data.format, ...) and the `paper_table` tag to values;
     `paper_epochs` is the paper's epoch count this evaluation stands for (None = unknown). Tables other
     than nl_mix are read at the end of training only, so only a trial's `final` evaluation matches them.
     """
-    empty = pd.DataFrame(columns=["table", "context", "row_digits", "col_digits", "accuracy"])
+    columns = ["table", "context", "row_digits", "col_digits", "accuracy"]
+    empty = pd.DataFrame(columns=[*columns, "paper_row_digits", "paper_col_digits"])
     task = PAPER_TASK.get(point["data.task"])
     fmt = paper_format(point)
     if (
@@ -85,8 +136,26 @@ def paper_cells(point: dict, paper_epochs: float | None, final: bool) -> pd.Data
     keep &= (paper["init"] == "") | (paper["init"] == point["model.init"])
     if task == "nl_mix":
         keep &= paper["epochs"] == paper_epochs
-    cells = paper.loc[keep, empty.columns]
-    return cells.drop_duplicates(["context", "row_digits", "col_digits"]).reset_index(drop=True)
+    cells = paper.loc[keep, [*columns, "train_max"]].drop_duplicates(["context", "row_digits", "col_digits"])
+    cells = cells.assign(paper_row_digits=cells["row_digits"], paper_col_digits=cells["col_digits"])
+    if digit_map and any(k != v for k, v in digit_map.items()):
+        cells = _stand_ins(cells, digit_map)
+    return cells[empty.columns].reset_index(drop=True)
+
+
+def _stand_ins(cells: pd.DataFrame, digit_map: dict[int, int]) -> pd.DataFrame:
+    """Keep, for each of the sweep's digit counts (per axis), the one paper cell it stands for, relabelled
+    with the sweep's digit counts."""
+    paper_max = float(cells["train_max"].max()) if cells["train_max"].notna().any() else np.nan
+    out = cells.copy()
+    for axis in ("row_digits", "col_digits"):
+        digits = sorted(int(d) for d in cells[axis].dropna().unique())
+        scaled = {d: digit_map.get(d, d) for d in digits}
+        chosen = {stand_in(n, digits, digit_map, paper_max) for n in set(scaled.values())}
+        present = out[axis].notna()
+        out = out[~present | out[axis].isin(list(chosen))].copy()
+        out[axis] = pd.array([pd.NA if pd.isna(d) else scaled[int(d)] for d in out[axis]], dtype="Int64")
+    return out
 
 
 def paper_reading(epoch: int, epochs: list[int], tag: str = "") -> float | None:
@@ -109,10 +178,13 @@ def paper_reading(epoch: int, epochs: list[int], tag: str = "") -> float | None:
     return None
 
 
-def attach_paper(agg: pd.DataFrame, point_keys: list[str]) -> pd.DataFrame:
+def attach_paper(
+    agg: pd.DataFrame, point_keys: list[str], digit_map: dict[int, int] | None = None
+) -> pd.DataFrame:
     """Outer-join the paper's numbers onto the seed-aggregated frame (`analysis.load.aggregate_seeds`).
 
-    Adds `paper_accuracy`, `paper_source` (table label), `paper_epochs` and `diff` (ours - paper). Cells
+    Adds `paper_accuracy`, `paper_source` (table label), `paper_epochs`, `paper_row_digits` /
+    `paper_col_digits` (the paper cell a cell stands for, under `digit_map`) and `diff` (ours - paper). Cells
     only the paper has get rows with a missing `accuracy`; cells only we have a missing `paper_accuracy`.
     `point_keys` are the columns that identify a trial point (config keys and the sweep's tags).
     """
@@ -123,7 +195,7 @@ def attach_paper(agg: pd.DataFrame, point_keys: list[str]) -> pd.DataFrame:
         final_epoch = int(point_frame["final_epoch"].max())
         for epoch, ours in point_frame.groupby("epoch", sort=True):
             reading = paper_reading(int(epoch), epochs, str(point.get("paper_epochs") or ""))
-            theirs = paper_cells(point, reading, final=int(epoch) == final_epoch).rename(
+            theirs = paper_cells(point, reading, final=int(epoch) == final_epoch, digit_map=digit_map).rename(
                 columns={"table": "paper_source", "accuracy": "paper_accuracy"}
             )
             merged = ours.drop(columns="paper_epochs", errors="ignore").merge(

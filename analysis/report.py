@@ -12,7 +12,7 @@ import pandas as pd
 
 from analysis.findings import Finding, evaluate_findings, findings_frame, render_findings
 from analysis.load import FINISHED, IDENTITY_KEYS, TAG_COLUMNS, Sweep, aggregate_seeds, load_sweep
-from analysis.paper import attach_paper
+from analysis.paper import attach_paper, digit_map_of
 from analysis.plots import write_heatmaps
 from analysis.tables import Table, build_tables, long_frame, render_tables
 
@@ -31,7 +31,8 @@ class Analysis:
 def analyse(sweep: Sweep) -> Analysis:
     """Tables and findings of a loaded sweep."""
     point_keys = [*dict.fromkeys([*IDENTITY_KEYS, *sweep.axes]), *TAG_COLUMNS]
-    frame = attach_paper(aggregate_seeds(sweep.cells, sweep.axes), point_keys)
+    digit_map = digit_map_of(sweep.digit_map_tag, sweep.scale, sweep.grid)  # older runs: the scale's
+    frame = attach_paper(aggregate_seeds(sweep.cells, sweep.axes), point_keys, digit_map)
     findings = evaluate_findings(sweep.cells, sweep.grid)  # per seed: verdicts weigh the spread over seeds
     return Analysis(sweep, frame, build_tables(frame, sweep.axes), findings)
 

@@ -6,6 +6,8 @@
 - every other task (addition length generalisation, reversal, ...): one table per task x context, rows
   the sweep's axes (format, init, position, ...), columns the digit count, as tb:acc_dataformat.
 Multiplication and length tables are read at each trial's last evaluation; nl_mix at every evaluation.
+At a scale whose digit counts differ from the paper's, each digit count is labelled with the paper's it
+stands for ("3 (paper 5)"), and only that paper cell stands beside it (analysis.paper.stand_in).
 """
 
 from __future__ import annotations
@@ -69,16 +71,41 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:120]
 
 
+def stand_in_labels(frame: pd.DataFrame, axis: str) -> dict[int, str]:
+    """{3: "3 (paper 5)"} where the sweep's digit counts stand for other paper digit counts; {} if none."""
+    paper_axis = f"paper_{axis}"
+    if paper_axis not in frame:
+        return {}
+    pairs = frame[[axis, paper_axis]].dropna().drop_duplicates()
+    if (pairs[axis].astype(int) == pairs[paper_axis].astype(int)).all():
+        return {}
+    return {int(a): f"{int(a)} (paper {int(p)})" for a, p in pairs.itertuples(index=False)}
+
+
 def _make(frame: pd.DataFrame, title: str, index: str, columns, row_name: str, col_name: str) -> Table:
     seeds = frame["seeds"].dropna()
+    grids = {
+        name: _pivot(frame, index, columns, value)
+        for name, value in (
+            ("ours", "accuracy"),
+            ("paper", "paper_accuracy"),
+            ("diff", "diff"),
+            ("std", "accuracy_std"),
+        )
+    }
+    rows, cols = stand_in_labels(frame, "row_digits"), stand_in_labels(frame, "col_digits")
+    for name, grid in grids.items():
+        if rows and index == "row_digits":
+            grid = grid.rename(index=rows)
+        if cols:
+            nested = isinstance(grid.columns, pd.MultiIndex)
+            grid = grid.rename(columns=cols, level="col_digits" if nested else None)
+        grids[name] = grid
     return Table(
         title=title,
         slug=_slug(title),
         paper_sources=sorted(set(frame["paper_source"].dropna().astype(str))),
-        ours=_pivot(frame, index, columns, "accuracy"),
-        paper=_pivot(frame, index, columns, "paper_accuracy"),
-        diff=_pivot(frame, index, columns, "diff"),
-        std=_pivot(frame, index, columns, "accuracy_std"),
+        **grids,
         min_seeds=int(seeds.min()) if len(seeds) else 0,
         row_name=row_name,
         col_name=col_name,

@@ -6,7 +6,9 @@
 
 Each sweep is `sweeps/run.py --scale cpu` into one local store (default runs/cpu/mlflow.db). After a sweep
 the script tags its parent run with the command, the machine and the wall time, so the report is rebuilt
-from the store alone: a grid with no sweep in the store is listed as not yet run, with the reason.
+from the store alone: a grid with no sweep in the store is listed as not yet run, with the reason, unless
+the earlier report (--out) has its section: that is kept as it was, marked "not re-judged" (its store is
+elsewhere, so the current analysis cannot read it).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shlex
 import subprocess
 import sys
@@ -33,6 +36,7 @@ from analysis.findings import CLAIMS  # noqa: E402
 from analysis.load import find_parent, load_sweep, sweep_runs  # noqa: E402
 from analysis.report import Analysis, analyse, render  # noqa: E402
 from arith.store import client as _client  # noqa: E402
+from sweeps.grids import GRIDS  # noqa: E402
 
 TAG_COMMAND, TAG_MACHINE, TAG_WALL = "reproduce.command", "reproduce.machine", "reproduce.wall_s"
 
@@ -172,10 +176,17 @@ def machine() -> str:
     return f"{platform.processor() or platform.machine()}, {cpus} CPU cores, {platform.system()}"
 
 
+def repo_relative(command: str) -> str:
+    """A command with this machine's folders dropped from its store paths (sqlite:////x/y/runs/cpu/... ->
+    sqlite:///runs/cpu/...), so that RESULTS.md reads the same on every clone."""
+    command = re.sub(r"sqlite:////\S*?/(runs/\S+)", r"sqlite:///\1", command)
+    return re.sub(r"(--storage-path )/\S*?/(runs/\S+)", r"\1\2", command)
+
+
 def run_sweep(plan: Planned, uri: str, storage: str) -> None:
     """One sweep via sweeps/run.py; on success its parent run is tagged with command, machine, wall time."""
     cmd = plan.command(uri, storage)
-    shown = "python " + shlex.join(cmd)
+    shown = repo_relative("python " + shlex.join(cmd))
     print(f"\n=== {plan.grid}: {shown}", flush=True)
     start = time.perf_counter()
     subprocess.run([sys.executable, *cmd], cwd=ROOT, check=True)
@@ -255,7 +266,7 @@ def section(result: GridResult) -> str:
         tags = run.data.tags
         started = datetime.fromtimestamp(run.info.start_time / 1000, tz=timezone.utc)
         lines += [
-            f"- command: `{tags[TAG_COMMAND]}`",
+            f"- command: `{repo_relative(tags[TAG_COMMAND])}`",
             f"  - wall time: {int(tags[TAG_WALL]) / 60:.1f} min on {tags[TAG_MACHINE]} "
             f"(two 1-CPU trials at a time), started {started:%Y-%m-%d %H:%M} UTC",
             f"  - seeds: {', '.join(map(str, plan.seed_values))}",
@@ -266,15 +277,99 @@ def section(result: GridResult) -> str:
     return "\n".join(lines) + "\n" + body
 
 
-def summary(results: list[GridResult]) -> str:
-    """One line per claim of the paper: its status on the grid's reported sweeps, or that it was not run."""
-    lines = ["## Findings at a glance", "", "| grid | claim | status |", "|---|---|---|"]
+def summary(results: list[GridResult], carried: dict[str, str] | None = None) -> str:
+    """One line per claim of the paper: its verdict on the grid's reported sweeps, "not re-judged" for a
+    section carried over from the earlier report, or that it was not run."""
+    carried = carried or {}
+    lines = ["## Findings at a glance", "", VERDICT_RULES, "", "| grid | claim | status |", "|---|---|---|"]
     for result in results:
         if result.analysis is not None:
             lines += [f"| {result.grid} | {f.claim} | **{f.status}** |" for f in result.analysis.findings]
+        elif result.grid in carried:
+            lines += [
+                f"| {result.grid} | {claim} | {status} |"
+                for claim, status in carried_claims(carried[result.grid])
+            ]
         elif any(claim.grid == result.grid for claim in CLAIMS):
             lines.append(f"| {result.grid} | all of its claims | not yet run |")
     return "\n".join(lines) + "\n"
+
+
+VERDICT_RULES = (
+    "Verdicts (analysis/findings.py): **not testable** unless every compared model learned the task in "
+    "range (mean accuracy >= 0.9 on the in-range cells each claim names) and, with >= 3 seeds, the "
+    "difference is clear of two standard errors over trials; **held** / **not held** when the claim's "
+    "difference is more than 2 SE above zero / at most zero even 2 SE up, with >= 3 seeds on every "
+    "compared point; **suggests held** / **suggests not held** with fewer seeds (the sign only); "
+    "**not re-judged**: a section measured earlier whose store is not on this machine, its earlier "
+    "status shown for reference only."
+)
+#: the mark of a section carried over from an earlier report
+NOT_REJUDGED = "not re-judged"
+CARRIED_NOTE = (
+    "**Measured at stop 11 under the previous rules; not re-judged: its store was not carried to this "
+    "machine.** The tables are as measured then. Its findings were judged by the rules of that time (a "
+    "claim held or not on the seed means alone, whether or not the models had learned the task, with no "
+    "spread over seeds), so each reads **not re-judged** here, the earlier status kept for reference."
+)
+#: what else a carried section must say, by grid
+CARRIED_EXTRA = {
+    "nl_mix": " Its dialogue-context accuracies were scored before the evaluation decoded the whole reply "
+    "(issue 13): replies were cut off at the reference reply's length + 4 tokens, before most templates "
+    "reach the sum, so they understate what the models wrote.",
+}
+_STATUS_CELL = re.compile(r"\| \*\*(held|not held|not testable)\*\* \|")
+_CARRIED_ROW = re.compile(r"^\| (.+?) \| (\*\*not re-judged\*\* \(earlier: [^)]*\)) \|")
+
+
+def previous_sections(text: str, names: list[str]) -> dict[str, str]:
+    """The `## grid` sections of an earlier report, for the grids in `names`."""
+    sections: dict[str, str] = {}
+    parts = re.split(r"(?m)^(?=## )", text)
+    for part in parts:
+        heading = part.split("\n", 1)[0].removeprefix("## ").strip()
+        if heading in names:
+            sections[heading] = part.rstrip() + "\n"
+    return sections
+
+
+def carried_section(grid: str, text: str) -> str | None:
+    """An earlier section kept, marked not re-judged (None when it held no measurement)."""
+    if "**Not yet run**" in text:
+        return None
+    text = repo_relative(text)
+    if CARRIED_NOTE in text:
+        return text
+    heading, body = text.split("\n", 1)
+    body = _STATUS_CELL.sub(lambda m: f"| **{NOT_REJUDGED}** (earlier: {m.group(1)}) |", body)
+    note = CARRIED_NOTE + CARRIED_EXTRA.get(grid, "")
+    if GRIDS[grid].scale_digits and "**difference**" in body:
+        body = drop_blocks(body, ("**paper**", "**difference**"))
+        note += UNLIKE_CELLS
+    return f"{heading}\n\n{note}\n{body}"
+
+
+UNLIKE_CELLS = (
+    " The paper's numbers and the differences printed with these tables then put each cell beside the "
+    "paper cell of the same digit count, though at this scale it stands for another (3 digits for the "
+    "paper's 5): they are left out here."
+)
+
+
+def drop_blocks(body: str, names: tuple[str, ...]) -> str:
+    """The markdown without the blocks (a bold name line, then its table) named in `names`."""
+    out, skipping = [], False
+    for line in body.split("\n"):
+        if line.startswith(("**", "#")):
+            skipping = line.strip() in names
+        if not skipping:
+            out.append(line)
+    return "\n".join(out)
+
+
+def carried_claims(section_text: str) -> list[tuple[str, str]]:
+    """(claim, status) rows of a carried section's findings table."""
+    return [(m.group(1), m.group(2)) for line in section_text.splitlines() if (m := _CARRIED_ROW.match(line))]
 
 
 PRESEARCH = ROOT / "docs" / "presearch"
@@ -355,7 +450,14 @@ def presearch_tables(folder: Path = PRESEARCH) -> str:
 
 def write_results(uri: str, out: Path, intro: str) -> None:
     results = grid_results(uri)
-    parts = [intro.rstrip() + "\n", summary(results), presearch_tables(), *map(section, results)]
+    earlier = previous_sections(out.read_text(), grids()) if out.exists() else {}
+    carried = {
+        r.grid: text
+        for r in results
+        if r.analysis is None and r.grid in earlier and (text := carried_section(r.grid, earlier[r.grid]))
+    }
+    sections = [carried.get(r.grid) or section(r) for r in results]
+    parts = [intro.rstrip() + "\n", summary(results, carried), presearch_tables(), *sections]
     out.write_text("\n".join(parts))
     print(f"wrote {out}")
 
@@ -368,6 +470,18 @@ own sweeps at the `cpu` scale of `sweeps/scales.py`, with the command, machine, 
 each. Tables put the sweep's seed-mean accuracies beside the paper's where the paper has a table (figures
 have none), and the paper's claims are checked by the `analysis` package. Grids without a sweep in the
 store are listed as not yet run.
+
+## Judged by the rules of issue 13
+
+Issue 13 changed what a verdict means and how replies are read. The evaluation now decodes each reply
+whole (to end of text or end of line, capped at the longest reply the data can produce); before, a
+dialogue reply was cut off at the reference reply's length + 4 tokens, usually before the sum. A claim is
+now **not testable** unless every model it compares learned the task in range and the seeds can tell the
+difference (rules at "Findings at a glance", in full in analysis/findings.py); tables at this scale pair
+each cell with the paper cell it stands for ("3 (paper 5)") and subtract only that one. The store the
+earlier sections were measured into (runs/cpu/mlflow.db of stop 11) is not on the machine that applied
+these rules, so only the sweeps re-run here are re-judged; every other section is kept as it was measured
+and marked **not re-judged**.
 
 ## The `cpu` preset
 

@@ -297,6 +297,13 @@ def git_commit() -> str:
     return commit + ("-dirty" if dirty else "")
 
 
+def digit_map(grid: str, scale: str) -> dict[int, int]:
+    """Paper digit count -> the sweep's: the scale's map, or the identity for a grid that keeps the
+    paper's digit counts (scale_digits=False, e.g. nl_mix)."""
+    keep = not get_grid(grid).scale_digits
+    return {n: n if keep else get_scale(scale).digits(n) for n in range(1, 41)}
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Ray Tune
 # ---------------------------------------------------------------------------------------------------------
@@ -553,8 +560,8 @@ def new_sweep(
         "scale": args.scale,
         "git_commit": commit,
         "trials": str(len(configs)),
-        # paper digit count -> this scale's (analysis pairs each cell with the paper cell it stands for)
-        "digit_map": json.dumps({n: get_scale(args.scale).digits(n) for n in range(1, 41)}),
+        # paper digit count -> this sweep's (analysis pairs each cell with the paper cell it stands for)
+        "digit_map": json.dumps(digit_map(args.grid, args.scale)),
     }
     parent_run_id = store.open_parent_run(uri, args.grid, name, tags)
     for cfg in configs.values():

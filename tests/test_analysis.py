@@ -36,7 +36,14 @@ from analysis.load import (
     tidy_cells,
     trials_frame,
 )
-from analysis.paper import PAPER_TASK, paper_cells, paper_reading, paper_tables
+from analysis.paper import (
+    PAPER_TASK,
+    digit_map_of,
+    paper_cells,
+    paper_reading,
+    paper_tables,
+    stand_in,
+)
 from analysis.report import FORMATS
 from arith.config import ExperimentConfig
 from sweeps.grids import GRIDS, points
@@ -195,13 +202,37 @@ def test_nl_mix_tables_are_per_context_and_epoch_with_the_papers_readings() -> N
     assert pure.paper[("dia", 2)].isna().all(), "the paper has no dia row in the pure-addition context"
 
 
-def test_scaled_sweep_shows_cells_only_one_side_has_as_missing() -> None:
-    """At smoke scale max_digits shrinks: the paper's larger cells are shown, ours missing there."""
-    analysis = analyse(synthetic_sweep("mul_simple_case", paper_or(0.5), scale="smoke"))
+def stand_in_value(table, label: str, row: str, col: str) -> float:
+    """The paper's accuracy at the cell a scaled cell's labels ("2 (paper 5)") name."""
+    paper = paper_tables()[paper_tables()["table"] == label]
+    b, a = (int(x.split("(paper ")[1].rstrip(")")) for x in (row, col))
+    return float(paper[(paper["row_digits"] == b) & (paper["col_digits"] == a)]["accuracy"].iloc[0])
+
+
+def test_scaled_sweep_subtracts_only_the_paper_cell_each_cell_stands_for() -> None:
+    """At smoke scale (paper 2-5 digits -> 2, 6 -> 3) each cell is labelled with the paper cell it stands
+    for, the paper block holds just those cells, and no difference is taken between unlike cells."""
+    analysis = analyse(synthetic_sweep("mul_simple_case", lambda *_: 0.5, scale="smoke"))
     for table in analysis.tables:
-        ours, paper = present_block(table.ours), present_block(table.paper)
-        assert ours.shape[0] < paper.shape[0] and ours.shape[1] < paper.shape[1]
-        assert table.ours.isna().to_numpy().any() and table.diff.notna().to_numpy().any()
+        n = len(present_block(table.ours))
+        assert table.paper.shape == table.ours.shape == (n, n) and table.diff.notna().all().all()
+        assert list(table.ours.index)[-1] == f"{n} (paper {5 if n == 2 else 6})"
+        (label,) = table.paper_sources
+        for row in table.ours.index:
+            for col in table.ours.columns:
+                expected = 0.5 - stand_in_value(table, label, row, col)
+                assert abs(table.diff.loc[row, col] - expected) < 1e-9
+
+
+def test_stand_ins_follow_the_training_range_and_the_recorded_digit_map() -> None:
+    cpu = digit_map_of("", "cpu", "mul_format")  # no tag (an older run): the scale's own map
+    assert [cpu[n] for n in (1, 2, 3, 5, 6, 10, 11, 12)] == [1, 2, 3, 3, 4, 5, 5, 6]
+    assert stand_in(3, [1, 2, 3, 4, 5], cpu, 5) == 5  # cpu 3 digits stands for the paper's 5
+    assert stand_in(5, list(range(1, 11)), cpu, 10) == 10  # cpu 5 for the paper's 10 (not 11)
+    assert stand_in(6, list(range(9, 14)), cpu, 10) == 12  # beyond training: the first paper count there
+    assert stand_in(3, [2, 3, 4, 5], cpu, float("nan")) == 5
+    assert digit_map_of("", "cpu", "nl_mix")[5] == 5  # nl_mix keeps the paper's digit counts
+    assert digit_map_of('{"5": 4}', "cpu", "mul_format") == {5: 4}  # the parent run's tag comes first
 
 
 def test_seeds_are_aggregated_to_mean_std_count() -> None:
@@ -495,8 +526,9 @@ def test_report_from_a_real_store_writes_and_logs_tables_and_heatmaps(
 
 
 def test_multiplication_sweep_beside_the_paper_from_a_real_store(tmp_path: Path, empty_store: Path) -> None:
-    """Smoke-scale mul_simple_case (max_digits 5, 6 -> 2, 3): this sweep's 2x2 / 3x3 corner of the paper's
-    5x5 / 6x6 tables, the difference where both have the cell, the finding, and a UI view."""
+    """Smoke-scale mul_simple_case (max_digits 5, 6 -> 2, 3): this sweep's 2x2 / 3x3 grids beside the paper
+    cells each cell stands for (the parent run has no digit_map tag: the scale's map), the finding, and a
+    UI view."""
     from mlflow import MlflowClient
 
     from analysis.ui_view import VIEW_TAG, share_view
@@ -513,11 +545,12 @@ def test_multiplication_sweep_beside_the_paper_from_a_real_store(tmp_path: Path,
     ]
     for table, label, n in zip(analysis.tables, ["c", "d", "b"], [2, 3, 3], strict=True):
         assert table.paper_sources == [f"tb:onedigit_5-6{label}"]
-        assert present_block(table.ours).shape == (n, n)
-        assert table.paper.shape == paper_shape(table.paper_sources[0], "mul")
-        expected = 0.5 - table.paper.iloc[:n, :n]  # every cell of this sweep is 0.5
-        assert (table.diff.iloc[:n, :n] - expected).abs().max().max() < 1e-9
-        assert table.diff.iloc[n:, n:].isna().all().all()
+        # smoke digit counts stand for the paper's (2 -> 5, 3 -> 6): only those paper cells, labelled
+        assert present_block(table.ours).shape == table.paper.shape == (n, n)
+        for row in table.ours.index:
+            for col in table.ours.columns:
+                expected = 0.5 - stand_in_value(table, table.paper_sources[0], row, col)  # ours: 0.5
+                assert abs(table.diff.loc[row, col] - expected) < 1e-9
     (finding,) = analysis.findings
     # 0.50 everywhere, also on the small products: the models did not learn, so the claim is not tested
     assert finding.status == NOT_TESTABLE and "not learned in range: first_step 0.50" in finding.evidence

@@ -57,7 +57,7 @@ def test_tables_findings_and_heatmaps_from_the_smoke_sweeps(swept) -> None:
     from mlflow import MlflowClient
 
     from analysis import analyse, load_sweep
-    from analysis.findings import CLAIMS, HELD, NOT_HELD, NOT_TESTABLE
+    from analysis.findings import CLAIMS, NOT_TESTABLE, VERDICTS
 
     uri, folder, _ = swept
     client = MlflowClient(uri)
@@ -88,10 +88,11 @@ def test_tables_findings_and_heatmaps_from_the_smoke_sweeps(swept) -> None:
             assert ((table.ours - table.paper - table.diff)[both].abs().max().max()) < 1e-9
         statuses = [f.status for f in analysis.findings]
         assert len(statuses) == sum(c.grid == grid for c in CLAIMS) > 0
-        assert set(statuses) <= {HELD, NOT_HELD, NOT_TESTABLE}
-        assert all(
-            any(ch.isdigit() for ch in f.evidence) for f in analysis.findings if f.status != NOT_TESTABLE
-        )
+        assert set(statuses) <= set(VERDICTS)
+        assert all(any(ch.isdigit() for ch in f.evidence) for f in analysis.findings)
+        # smoke models train for seconds and learn nothing: no claim is testable on them, each says why
+        assert statuses == [NOT_TESTABLE] * len(statuses)
+        assert all("not learned in range" in f.evidence for f in analysis.findings)
 
         # the CLI writes the report, the CSVs and one heatmap per table, and logs them on the parent run
         out = folder / f"out_{grid}"

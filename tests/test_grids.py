@@ -87,6 +87,34 @@ def test_paper_scale_is_the_papers_setup():
     assert (nl.train.epochs, nl.train.eval_epochs, nl.data.mix_samples) == (100, [50, 100], 120_000)
 
 
+def test_paper_scale_follows_hugging_face_defaults_where_the_paper_is_silent():
+    """docs/SETTINGS.md: GPT2Config dropout, TrainingArguments' AdamW, no weight decay, linear decay
+    without warm-up, GPT-2's tokenizer for random-init models too; cpu keeps its measured choices."""
+    for cfg in points("mul_format")[:1] + points("add_length"):
+        m, t = cfg.model, cfg.train
+        assert (m.dropout, m.tokenizer, m.pretrained) == (0.1, "pretrained", "gpt2")
+        assert (t.adam_beta1, t.adam_beta2, t.adam_eps, t.weight_decay) == (0.9, 0.999, 1e-8, 0.0)
+        assert (t.schedule, t.warmup_steps, t.warmup_ratio) == ("linear", 0, 0.0)
+    cpu = points("mul_format", "cpu")[0]
+    assert (cpu.model.dropout, cpu.model.tokenizer, cpu.train.adam_beta2, cpu.train.warmup_ratio) == (
+        0.0,
+        "auto",
+        0.95,
+        0.05,
+    )
+
+
+def test_the_recursive_row_of_tb_acc_dataformat_is_the_reversed_addends_run():
+    """The appendix's recursive scratchpad reverses the addends (and tab:fail shows it so)."""
+    tagged = {
+        (c.data.format, c.data.reverse_addends, c.model.init): c.tracking.tags["paper_table"]
+        for c in points("add_length")
+    }
+    assert tagged[("recursive_scratchpad", True, "pretrained")] == "tb:acc_dataformat"
+    assert tagged[("recursive_scratchpad", False, "pretrained")] == "none"
+    assert tagged[("basic", False, "pretrained")] == tagged[("random_space", False, "pretrained")]
+
+
 def test_every_paper_label_exists_in_the_papers_tables():
     with PAPER_TABLES.open() as f:
         tables = {row["table"] for row in csv.DictReader(f)}

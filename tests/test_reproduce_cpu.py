@@ -64,3 +64,44 @@ def test_each_part_finds_its_latest_tagged_sweep(tmp_path: Path) -> None:
     extra = sweep(later)
     found = {plan.seeds: run.info.run_id for plan, run in part_runs(client, "mul_simple_case")}
     assert found == {first.seeds: new, later.seeds: extra}
+
+
+EARLIER = """# Results
+
+## Findings at a glance
+
+## mul_format
+
+- command: `python sweeps/run.py --grid mul_format --scale cpu --seeds 3 --tracking-uri \
+sqlite:////work/main/runs/cpu/mlflow.db --storage-path /work/main/runs/cpu/ray_results`
+
+### Findings
+
+| claim | status | evidence |
+|---|---|---|
+| padding beats basic [tb:basic-5] | **held** | max_digits=3: 0.12 vs 0.03 |
+
+## add_length
+
+**Not yet run** at cpu scale (no time).
+"""
+
+
+def test_a_section_whose_store_is_elsewhere_is_kept_marked_not_re_judged() -> None:
+    sections = reproduce_cpu.previous_sections(EARLIER, ["mul_format", "add_length"])
+    assert set(sections) == {"mul_format", "add_length"}
+    assert reproduce_cpu.carried_section("add_length", sections["add_length"]) is None  # nothing measured
+    kept = reproduce_cpu.carried_section("mul_format", sections["mul_format"])
+    assert reproduce_cpu.CARRIED_NOTE in kept and "**held**" not in kept
+    assert "| **not re-judged** (earlier: held) | max_digits=3: 0.12 vs 0.03 |" in kept
+    assert "sqlite:///runs/cpu/mlflow.db --storage-path runs/cpu/ray_results" in kept and "/work" not in kept
+    assert reproduce_cpu.carried_section("mul_format", kept) == kept  # kept again as it is
+    assert reproduce_cpu.carried_claims(kept) == [
+        ("padding beats basic [tb:basic-5]", "**not re-judged** (earlier: held)")
+    ]
+    glance = reproduce_cpu.summary(
+        [reproduce_cpu.GridResult("mul_format", [], None), reproduce_cpu.GridResult("add_length", [], None)],
+        {"mul_format": kept},
+    )
+    assert "| mul_format | padding beats basic [tb:basic-5] | **not re-judged** (earlier: held) |" in glance
+    assert "| add_length | all of its claims | not yet run |" in glance

@@ -125,3 +125,25 @@ def test_tokenizer_for(tmp_path, dialogues):
     assert pretrained.pad_token == pretrained.eos_token == EOS  # GPT-2 pads with end-of-text
     ids, start = encode_example(pretrained, render_example("add", "basic", 48, 4))
     assert pretrained.decode(ids[start:-1]) == " 5 2" and ids[-1] == pretrained.eos_token_id
+
+
+def test_a_random_init_model_takes_the_pretrained_tokenizer_when_asked(tmp_path, capsys):
+    """model.tokenizer=pretrained (the paper scale): model.pretrained's tokenizer for random init too."""
+    from arith.config import ModelConfig
+    from arith.tokenizer import build_tokenizer, tokenizer_for
+
+    saved = build_tokenizer(["Teacher: hello"])
+    saved.save_pretrained(tmp_path)
+    cfg = ModelConfig(init="random", tokenizer="pretrained", pretrained=str(tmp_path))
+    loaded = tokenizer_for(cfg, ["other words"])
+    assert loaded.get_vocab() == saved.get_vocab()
+
+
+def test_the_pretrained_tokenizer_falls_back_to_the_digit_aware_one_saying_so(capsys):
+    from arith.config import ModelConfig
+    from arith.tokenizer import build_tokenizer, tokenizer_for
+
+    cfg = ModelConfig(init="random", tokenizer="pretrained", pretrained="/no/such/gpt2")
+    tok = tokenizer_for(cfg, ["Teacher: hello"])
+    assert tok.get_vocab() == build_tokenizer(["Teacher: hello"]).get_vocab()
+    assert "cannot load the tokenizer of '/no/such/gpt2'" in capsys.readouterr().err
