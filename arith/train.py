@@ -280,11 +280,26 @@ def exact_match(cells: pd.DataFrame) -> float:
     return float(cells["correct"].sum() / max(1, cells["n"].sum()))
 
 
-def summary_metrics(cells: pd.DataFrame, seconds: float) -> dict[str, float]:
-    """test_acc (mean over all cells), test_acc/<context>, seen_fraction, eval/samples_per_s."""
+def summary_metrics(cells: pd.DataFrame, seconds: float, max_digits: int | None = None) -> dict[str, float]:
+    """test_acc (mean over all cells), test_acc/<context>, seen_fraction, eval/samples_per_s; given the
+    training's `max_digits`, also test_acc/in_range and test_acc/beyond (cells with longer operands) and
+    both per context, test_acc/<context>/in_range etc.: the numbers length claims rest on, as UI columns."""
     metrics = {"test_acc": float(cells["accuracy"].mean())}
     for context, frame in cells.groupby("context", sort=False):
         metrics[f"test_acc/{context}"] = float(frame["accuracy"].mean())
+    if max_digits is not None:
+        longest = cells[["row_digits", "col_digits"]].astype(float).max(axis=1)
+        several_contexts = cells["context"].nunique() > 1
+        for name, part in (
+            ("in_range", cells[longest <= max_digits]),
+            ("beyond", cells[longest > max_digits]),
+        ):
+            if part.empty:
+                continue
+            metrics[f"test_acc/{name}"] = float(part["accuracy"].mean())
+            if several_contexts:
+                for context, frame in part.groupby("context", sort=False):
+                    metrics[f"test_acc/{context}/{name}"] = float(frame["accuracy"].mean())
     if "seen_in_train" in cells:
         metrics["seen_fraction"] = float(
             (cells["seen_in_train"] * cells["n"]).sum() / max(1, cells["n"].sum())
@@ -426,7 +441,7 @@ def _train(cfg: ExperimentConfig, device: torch.device, tracker, checkpointer, s
         final = stopped != "epochs" or epoch == t.epochs
         if epoch in t.eval_epochs or final:
             last_eval = _evaluate(cfg, model, tokenizer, test_set, train_problems, epoch, tracker, autocast)
-            metrics.update(summary_metrics(last_eval[0], seconds=last_eval[2]))
+            metrics.update(summary_metrics(last_eval[0], last_eval[2], cfg.data.max_digits))
             line += f"  test_acc {metrics['test_acc']:.3f}"
             last_eval = last_eval[:2]
         print(line, flush=True)
@@ -559,7 +574,7 @@ def _evaluate(cfg, model, tokenizer, examples, train_problems, epoch, tracker, a
         )
     seconds = time.perf_counter() - start
     cells, failures = result.to_frame(), [failure.to_json() for failure in result.failures]
-    tracker.log_metrics(summary_metrics(cells, seconds), epoch)
+    tracker.log_metrics(summary_metrics(cells, seconds, cfg.data.max_digits), epoch)
     tracker.log_evaluation(cells, failures, epoch)
     return cells, failures, seconds
 
