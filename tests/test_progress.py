@@ -102,6 +102,9 @@ def test_output_modes() -> None:
 def test_progress_line_in_a_real_tune_run(tmp_path) -> None:
     """A real local Ray and Tune run of three 4-step trials, two at a time: the line ends with all done,
     the best accuracy reported, and nothing left."""
+    import shutil
+    import tempfile
+
     import ray
     from ray import tune
 
@@ -113,7 +116,8 @@ def test_progress_line_in_a_real_tune_run(tmp_path) -> None:
     steps = {f"{p}|seed=0": 4 for p in accs}
     out = io.StringIO()
     progress = SweepProgress(steps, lambda c: f"{c['point']}|seed=0", stream=out, every_s=0.0, tty=False)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _temp_dir=str(tmp_path / "ray"))
+    ray_tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # Unix socket paths stay short
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _temp_dir=ray_tmp)
     try:
         tuner = tune.Tuner(
             tune.with_resources(lambda c: trainable({**c, "acc": accs[c["point"]]}), {"cpu": 1}),
@@ -126,6 +130,7 @@ def test_progress_line_in_a_real_tune_run(tmp_path) -> None:
         results = tuner.fit()
     finally:
         ray.shutdown()
+        shutil.rmtree(ray_tmp, ignore_errors=True)
     assert results.num_errors == 0
     lines = out.getvalue().splitlines()
     assert "trials 3 done, 0 running, 0 pending, 0 failed | test_acc latest" in lines[-1]
