@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+import urllib.parse
+from pathlib import Path
 
 from analysis.load import AnalysisError, load_sweep
 from analysis.report import FORMATS, report
@@ -44,9 +46,17 @@ def main(argv: list[str] | None = None) -> int:
     except AnalysisError as err:
         print(f"analysis: {err}", file=sys.stderr)
         return 2
-    print(text)
+    if args.format == "html" and args.out:  # a page of inline images is for a browser, not a terminal
+        print(f"HTML report: {Path(args.out) / 'report.html'} (open it in a browser)")
+        print(f"heatmaps and CSVs: {Path(args.out)}/")
+    else:
+        print(text)
     if link:
         print(f"MLflow UI view of this sweep: {link}")
+        print(f"  charts of the same groups:   {link}&compareRunsMode=CHART")
+        if not uri.startswith(("http://", "https://")):
+            port = urllib.parse.urlparse(args.ui_url).port or 5000
+            print(f"  start the UI first:          mlflow ui --backend-store-uri {uri} --port {port}")
     return 0
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.findings import Finding, evaluate_findings, findings_frame, render_findings
+from analysis.html import page
 from analysis.load import FINISHED, IDENTITY_KEYS, TAG_COLUMNS, Sweep, aggregate_seeds, load_sweep
 from analysis.paper import attach_paper, digit_map_of
 from analysis.plots import write_heatmaps
@@ -67,11 +68,7 @@ def render(analysis: Analysis, fmt: str = "markdown") -> str:
             parts += ["# unfinished trials", unfinished.to_csv(index=False)]
         return "\n".join(parts)
     if fmt == "html":
-        parts = [f"<h2>Sweep analysis: {sweep.grid}</h2>", f"<p>{head}</p>"]
-        parts += [f"<p>note: {n}</p>" for n in notes]
-        if len(unfinished):
-            parts += ["<h3>Unfinished trials</h3>", unfinished.to_html(index=False)]
-        return "\n".join([*parts, "<h2>Tables</h2>", tables, "<h2>Findings</h2>", findings])
+        return page(analysis, head)  # one self-contained page: figures inline (analysis.html)
     if fmt == "latex":
         parts = [f"% {head}", *(f"% note: {n}" for n in notes)]
         if len(unfinished):

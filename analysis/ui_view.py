@@ -1,31 +1,53 @@
-"""A ready-made MLflow UI view of a sweep: the grid's axes and accuracies as columns, trials grouped.
+"""A ready-made MLflow UI view of a sweep: the axes it varies and the accuracies its claims rest on as
+columns, trials grouped by those axes, and the same numbers as charts.
 
 The MLflow UI can open a view that is stored as an experiment tag (``mlflow.sharedViewState.<key>``,
 what its "Share" button writes) via ``#/experiments/<id>/runs?viewStateShareKey=<key>``. Writing that
-tag saves a person the clicks: params of every axis and `test_acc`, `test_acc/<context>` as columns,
-sorted by `test_acc`, grouped by the grid's last axis with the average shown for each group (grouping
-also lifts the trials out from under the collapsed parent run). The tag's JSON is the UI's own view
-state (checked with MLflow 3.x); an MLflow that reads it differently shows its default view instead.
+tag saves a person the clicks: the params of every axis the sweep varies and the test accuracies the
+trials logged (`test_acc`, in and beyond the training range, per context) as columns, sorted by
+`test_acc`, grouped by the varying axes with each group's average (grouping also lifts the trials out
+from under the collapsed parent run). Adding ``&compareRunsMode=CHART`` opens the chart view of the same
+groups: MLflow draws a bar chart per metric and a parallel-coordinates chart. The tag's JSON is the UI's
+own view state (checked with MLflow 3.17); an MLflow that reads it differently shows its default view.
 """
 
 from __future__ import annotations
 
 import json
 
-from analysis.load import Sweep
+from analysis.load import FINISHED, Sweep
 
 VIEW_TAG = "mlflow.sharedViewState."
+#: the accuracy metrics a view shows first, when the trials logged them (arith.train.summary_metrics)
+LEADING_METRICS = ("test_acc", "test_acc/in_range", "test_acc/beyond")
 
 
 def _quoted(kind: str, key: str) -> str:
     return f"{kind}.`{key}`"
 
 
-def view_state(sweep: Sweep) -> dict:
-    """The UI view for this sweep (columns, order, grouping)."""
-    contexts = sorted(sweep.cells["context"].dropna().unique())
-    metrics = ["test_acc", *(f"test_acc/{c}" for c in contexts if len(contexts) > 1 or c != "main")]
-    axes = [a for a in sweep.axes if not a.startswith(("train.lr", "data.test_digits"))] or ["data.format"]
+def varying_axes(sweep: Sweep) -> list[str]:
+    """The sweep's axes that take more than one value among its trials (a subset run with --only, or a
+    setting fixed in this sweep, is no axis of the view)."""
+    trials = sweep.trials
+    axes = [a for a in sweep.axes if a in trials.columns and trials[a].astype(str).nunique() > 1]
+    return axes or ["data.format"]
+
+
+def accuracy_metrics(sweep: Sweep, logged: list[str] | None = None) -> list[str]:
+    """The test-accuracy columns: the logged `test_acc*` metrics, the headline ones first; without
+    `logged`, those the contexts of the sweep's cells imply."""
+    if logged is None:
+        contexts = sorted(sweep.cells["context"].dropna().unique())
+        logged = ["test_acc", *(f"test_acc/{c}" for c in contexts if len(contexts) > 1 or c != "main")]
+    names = [m for m in logged if m == "test_acc" or m.startswith("test_acc/")]
+    return [*(m for m in LEADING_METRICS if m in names), *sorted(set(names) - set(LEADING_METRICS))]
+
+
+def view_state(sweep: Sweep, logged: list[str] | None = None) -> dict:
+    """The UI view for this sweep (columns, order, grouping, charts of the groups)."""
+    axes = varying_axes(sweep)
+    metrics = accuracy_metrics(sweep, logged)
     return {
         "searchFilter": "",
         "orderByKey": _quoted("metrics", "test_acc"),
@@ -33,9 +55,21 @@ def view_state(sweep: Sweep) -> dict:
         "selectedColumns": [*(_quoted("params", a) for a in axes), *(_quoted("metrics", m) for m in metrics)],
         "groupBy": {
             "aggregateFunction": "average",
-            "groupByKeys": [{"mode": "param", "groupByData": axes[-1]}],
+            "groupByKeys": [{"mode": "param", "groupByData": a} for a in axes],
         },
+        "useGroupedValuesInCharts": True,
+        "hideEmptyCharts": True,
     }
+
+
+def logged_metrics(sweep: Sweep) -> list[str]:
+    """The metric keys a finished trial of the sweep logged."""
+    from mlflow import MlflowClient
+
+    finished = sweep.trials.loc[sweep.trials["status"] == FINISHED, "run_id"]
+    if finished.empty:
+        return []
+    return sorted(MlflowClient(tracking_uri=sweep.tracking_uri).get_run(finished.iloc[0]).data.metrics)
 
 
 def share_view(sweep: Sweep, ui_url: str = "http://127.0.0.1:5000") -> str:
@@ -45,5 +79,6 @@ def share_view(sweep: Sweep, ui_url: str = "http://127.0.0.1:5000") -> str:
     client = store.client(sweep.tracking_uri)
     experiment_id = client.get_run(sweep.parent_run_id).info.experiment_id
     key = f"sweep-{sweep.parent_run_id[:12]}"
-    client.set_experiment_tag(experiment_id, VIEW_TAG + key, json.dumps(view_state(sweep)))
+    state = view_state(sweep, logged_metrics(sweep) or None)
+    client.set_experiment_tag(experiment_id, VIEW_TAG + key, json.dumps(state))
     return f"{ui_url.rstrip('/')}/#/experiments/{experiment_id}/runs?viewStateShareKey={key}"

@@ -180,11 +180,26 @@ def exact_match(cells: pd.DataFrame) -> float:
     return float(cells["correct"].sum() / max(1, cells["n"].sum()))
 
 
-def summary_metrics(cells: pd.DataFrame, seconds: float) -> dict[str, float]:
-    """test_acc (mean over all cells), test_acc/<context>, seen_fraction, eval/samples_per_s."""
+def summary_metrics(cells: pd.DataFrame, seconds: float, max_digits: int | None = None) -> dict[str, float]:
+    """test_acc (mean over all cells), test_acc/<context>, seen_fraction, eval/samples_per_s; given the
+    training's `max_digits`, also test_acc/in_range and test_acc/beyond (cells with longer operands) and
+    both per context, test_acc/<context>/in_range etc.: the numbers length claims rest on, as UI columns."""
     metrics = {"test_acc": float(cells["accuracy"].mean())}
     for context, frame in cells.groupby("context", sort=False):
         metrics[f"test_acc/{context}"] = float(frame["accuracy"].mean())
+    if max_digits is not None:
+        longest = cells[["row_digits", "col_digits"]].astype(float).max(axis=1)
+        several_contexts = cells["context"].nunique() > 1
+        for name, part in (
+            ("in_range", cells[longest <= max_digits]),
+            ("beyond", cells[longest > max_digits]),
+        ):
+            if part.empty:
+                continue
+            metrics[f"test_acc/{name}"] = float(part["accuracy"].mean())
+            if several_contexts:
+                for context, frame in part.groupby("context", sort=False):
+                    metrics[f"test_acc/{context}/{name}"] = float(frame["accuracy"].mean())
     if "seen_in_train" in cells:
         metrics["seen_fraction"] = float(
             (cells["seen_in_train"] * cells["n"]).sum() / max(1, cells["n"].sum())
@@ -396,7 +411,7 @@ def _loop(s: Setup, state: TrainState, tracker, reporter, checkpoints, resumed_f
         final = state.stopped != "epochs" or epoch == t.epochs
         if epoch in t.eval_epochs or final:
             last_eval = evaluate_and_log(s, epoch, tracker)
-            metrics.update(summary_metrics(last_eval[0], seconds=last_eval[2]))
+            metrics.update(summary_metrics(last_eval[0], last_eval[2], s.cfg.data.max_digits))
             line += f"  test_acc {metrics['test_acc']:.3f}"
         print(line, flush=True)
         # the scheduler sees test_acc in every report: the latest evaluation's (0 before the first one)
@@ -469,7 +484,7 @@ def evaluate_and_log(s: Setup, epoch: int, tracker) -> tuple[pd.DataFrame, list[
         )
     seconds = time.perf_counter() - start
     cells, failures = result.to_frame(), [failure.to_json() for failure in result.failures]
-    tracker.log_metrics(summary_metrics(cells, seconds), epoch)
+    tracker.log_metrics(summary_metrics(cells, seconds, cfg.data.max_digits), epoch)
     tracker.log_evaluation(cells, failures, epoch)
     return cells, failures, seconds
 

@@ -144,6 +144,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="continue the latest interrupted sweep of this grid and scale under --storage-path",
     )
     p.add_argument("--dry-run", action="store_true", help="print the trial table and exit")
+    output = p.add_mutually_exclusive_group()
+    output.add_argument("--quiet", action="store_true", help="no progress line, only the final report")
+    output.add_argument(
+        "--verbose", action="store_true", help="Tune's per-trial table and the trials' own output too"
+    )
     p.add_argument("--list", action="store_true", help="print the grids with their axes and paper tables")
     return p.parse_args(argv)
 
@@ -343,21 +348,21 @@ def trial_dirname(trial: Any) -> str:
     return trial.trial_id
 
 
-def start_ray(address: str | None, temp_dir: str | None) -> bool:
+def start_ray(address: str | None, temp_dir: str | None, log_to_driver: bool = True) -> bool:
     """Connect to the cluster at `address` / $RAY_ADDRESS, else start a local Ray; True if started here."""
     import ray
 
     address = address or os.environ.get("RAY_ADDRESS") or None
     if address:
         try:
-            ray.init(address=address)
+            ray.init(address=address, log_to_driver=log_to_driver)
         except Exception as err:
             raise SweepError(
                 f"cannot connect to the Ray cluster at {address}: {err}. With token authentication, the "
                 "cluster's token must be in $RAY_AUTH_TOKEN or ~/.ray/auth_token on this machine."
             ) from err
         return False
-    kwargs: dict[str, Any] = {"include_dashboard": False}
+    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": log_to_driver}
     if temp_dir:
         kwargs["_temp_dir"] = str(Path(temp_dir).resolve())
     for attempt in range(3):  # on a loaded machine the raylet can miss Ray's fixed 30 s start-up wait
@@ -607,7 +612,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_tracking(tracking_uri)
     check_pretrained(configs)
-    started_ray = start_ray(args.address, args.ray_temp_dir)
+    started_ray = start_ray(args.address, args.ray_temp_dir, log_to_driver=args.verbose)
     parent_run_id = ""
     try:
         check_cluster(scale.name, res, 0.0 if started_ray else args.gpu_wait_min)
@@ -658,6 +663,8 @@ def fit(
     """Hand the trials to Tune (or restore the interrupted Tune experiment) and wait for them."""
     from ray import tune
 
+    from sweeps.progress import trial_steps, tune_output
+
     trainable = make_trainable(configs, res)
     if args.resume and tune.Tuner.can_restore(storage.uri(sweep_name)):
         tuner = tune.Tuner.restore(
@@ -667,6 +674,7 @@ def fit(
     keys = list(configs)
     point_names = list(dict.fromkeys(k.partition("|")[0] for k in keys))
     seeds = list(dict.fromkeys(configs[k]["train"]["seed"] for k in keys))
+    steps = {k: trial_steps(c) for k, c in configs.items()}
     tuner = tune.Tuner(
         trainable,
         param_space={"point": tune.grid_search(point_names), "seed": tune.grid_search(seeds)},
@@ -678,6 +686,7 @@ def fit(
             storage_path=storage.location,
             failure_config=tune.FailureConfig(max_failures=args.max_failures),
             checkpoint_config=tune.CheckpointConfig(num_to_keep=2),
+            **tune_output(steps, lambda c: trial_key(c["point"], c["seed"]), args.quiet, args.verbose),
         ),
     )
     return tuner.fit()

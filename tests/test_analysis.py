@@ -154,6 +154,8 @@ EXPECTED_TABLES = {
     "cpu_tune_steps": 9,
     "cpu_tune_hash": 2,
     "cpu_tune_plain_add": 1,
+    # make demo: one addition table, rows the two answer formats
+    "demo": 1,
 }
 
 
@@ -562,7 +564,11 @@ def test_multiplication_sweep_beside_the_paper_from_a_real_store(tmp_path: Path,
     assert (
         "params.`data.augment`" in view["selectedColumns"] and "metrics.`test_acc`" in view["selectedColumns"]
     )
-    assert view["groupBy"]["groupByKeys"] == [{"mode": "param", "groupByData": "data.augment"}]
+    # grouped by every axis the sweep varies, as the tables are
+    assert view["groupBy"]["groupByKeys"] == [
+        {"mode": "param", "groupByData": "data.max_digits"},
+        {"mode": "param", "groupByData": "data.augment"},
+    ]
 
 
 def test_sweeps_run_apart_are_read_as_one(tmp_path: Path, empty_store: Path) -> None:

@@ -1,0 +1,192 @@
+"""The report as one self-contained HTML page a researcher opens in a browser.
+
+Everything is inline (CSS in a <style> block, every figure a base64 PNG), so the file can be mailed,
+logged as an MLflow artifact or opened offline. Sections: the sweep, the paper's claims with their verdicts
+and reasons, each table beside the paper's (heatmap and numbers), the spread over seeds, and each point's
+test accuracy by epoch, read from the trials' MLflow metric history.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+
+import matplotlib
+import pandas as pd
+
+matplotlib.use("Agg")
+from matplotlib.figure import Figure
+
+from analysis.findings import HELD, NOT_HELD, Finding
+from analysis.load import FINISHED, AnalysisError, Sweep, check_reachable
+from analysis.plots import heatmap
+from analysis.tables import render_tables
+
+#: metrics plotted by epoch, when the trials logged them (arith.train.summary_metrics)
+EPOCH_METRICS = ("test_acc/in_range", "test_acc/beyond", "test_acc")
+
+STYLE = """
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1d1d1f; margin: 0;
+       background: #f6f7f9; }
+main { max-width: 1100px; margin: 0 auto; padding: 24px 32px 64px; background: #fff; }
+h1 { font-size: 26px; margin: 0 0 4px; } h2 { margin-top: 36px; border-bottom: 1px solid #ddd; }
+h3 { margin-top: 26px; } h4 { margin: 14px 0 4px; font-size: 14px; color: #555; }
+.meta { color: #555; font-size: 14px; }
+table { border-collapse: collapse; font-size: 13px; margin: 6px 0 14px; }
+th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: right; }
+th { background: #f0f2f5; } td:first-child, th:first-child { text-align: left; }
+.verdict { display: inline-block; padding: 1px 8px; border-radius: 10px; font-weight: 600;
+           font-size: 13px; white-space: nowrap; }
+.held { background: #d7f5dd; color: #0f5d22; } .not-held { background: #fde0dd; color: #8a1c13; }
+.other { background: #eceff3; color: #444; }
+.finding td { text-align: left; vertical-align: top; }
+img { max-width: 100%; height: auto; display: block; margin: 8px 0; }
+.note { background: #fff8e1; padding: 6px 10px; border-left: 3px solid #e0b000; }
+"""
+
+
+def _png(figure: Figure, dpi: int = 110) -> str:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=dpi)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _img(figure: Figure, alt: str) -> str:
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{_png(figure)}">'
+
+
+def _verdict_class(status: str) -> str:
+    return {HELD: "held", NOT_HELD: "not-held"}.get(status, "other")
+
+
+def findings_html(findings: list[Finding], grid: str) -> str:
+    if not findings:
+        return f"<p>No claim of the paper is tested by grid {html.escape(grid)!s}.</p>"
+    rows = [
+        f'<tr class="finding"><td>{html.escape(f.claim)}</td>'
+        f'<td><span class="verdict {_verdict_class(f.status)}">{html.escape(f.status)}</span></td>'
+        f"<td>{html.escape(f.evidence)}</td></tr>"
+        for f in findings
+    ]
+    return "<table><tr><th>claim</th><th>verdict</th><th>why</th></tr>" + "".join(rows) + "</table>"
+
+
+def _point_labels(trials: pd.DataFrame, axes: list[str]) -> pd.Series:
+    """A short label for each trial's point: the sweep's axes and their values."""
+    shown = [a for a in axes if a in trials.columns]
+    if not shown:
+        return trials["point"].astype(str)
+    return (
+        trials[shown]
+        .astype(str)
+        .apply(lambda row: ", ".join(f"{k.rpartition('.')[2]}={v}" for k, v in row.items()), axis=1)
+    )
+
+
+def seed_spread_figure(sweep: Sweep) -> Figure | None:
+    """Each finished trial's mean accuracy at its last evaluation, one dot per seed, by point."""
+    cells = sweep.cells
+    if cells.empty:
+        return None
+    last = cells[cells["epoch"] == cells.groupby("run_id")["epoch"].transform("max")]
+    per_run = last.groupby("run_id")["accuracy"].mean()
+    trials = sweep.trials.set_index("run_id").loc[per_run.index]
+    labels = _point_labels(trials.reset_index(), sweep.axes).to_numpy()
+    frame = pd.DataFrame({"point": labels, "accuracy": per_run.to_numpy()})
+    points = sorted(frame["point"].unique())
+    figure = Figure(figsize=(7.5, 0.9 + 0.42 * len(points)))
+    ax = figure.subplots()
+    for i, point in enumerate(points):
+        values = frame.loc[frame["point"] == point, "accuracy"]
+        ax.scatter(values, [i] * len(values), s=36, alpha=0.75, color="C0", zorder=3)
+        ax.plot([values.mean()] * 2, [i - 0.3, i + 0.3], color="k", lw=2)
+    ax.set_yticks(range(len(points)), points, fontsize=8)
+    ax.set_xlim(-0.03, 1.03)
+    ax.set_xlabel("mean accuracy over the test grid, last evaluation (dot: a seed; bar: the mean)")
+    ax.grid(axis="x", alpha=0.3)
+    figure.tight_layout()
+    return figure
+
+
+def metric_histories(sweep: Sweep) -> pd.DataFrame:
+    """run_id, metric, epoch, value for every finished trial and metric of EPOCH_METRICS it logged, from
+    the MLflow metric history; from the cells read back (test_acc only) where the store has none."""
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    rows = []
+    try:
+        check_reachable(sweep.tracking_uri)  # never create a store that is not there
+        client = MlflowClient(tracking_uri=sweep.tracking_uri)
+        for run_id in sweep.trials.loc[sweep.trials["status"] == FINISHED, "run_id"]:
+            for metric in EPOCH_METRICS:
+                rows += [(run_id, metric, m.step, m.value) for m in client.get_metric_history(run_id, metric)]
+    except (AnalysisError, MlflowException, OSError):
+        rows = []
+    if rows or sweep.cells.empty:
+        return pd.DataFrame(rows, columns=["run_id", "metric", "epoch", "value"])
+    means = sweep.cells.groupby(["run_id", "epoch"])["accuracy"].mean().reset_index()
+    return means.assign(metric="test_acc").rename(columns={"accuracy": "value"})[
+        ["run_id", "metric", "epoch", "value"]
+    ]
+
+
+def epochs_figure(sweep: Sweep, history: pd.DataFrame) -> Figure | None:
+    """Test accuracy by epoch, a line per trial coloured by point; in and beyond the training range
+    side by side when the trials logged them, else the accuracy over the whole test grid."""
+    if history.empty:
+        return None
+    metrics = [m for m in EPOCH_METRICS[:2] if m in set(history["metric"])] or ["test_acc"]
+    labels = dict(zip(sweep.trials["run_id"], _point_labels(sweep.trials, sweep.axes), strict=True))
+    points = sorted(set(labels.values()))
+    colour = {p: f"C{i % 10}" for i, p in enumerate(points)}
+    figure = Figure(figsize=(5.2 * len(metrics), 3.6))
+    axes = figure.subplots(1, len(metrics), squeeze=False)[0]
+    for ax, metric in zip(axes, metrics, strict=True):
+        for run_id, line in history[history["metric"] == metric].groupby("run_id"):
+            line = line.sort_values("epoch")
+            ax.plot(line["epoch"], line["value"], marker="o", ms=3, lw=1.2, color=colour[labels[run_id]])
+        ax.set_title(metric, fontsize=10)
+        ax.set_xlabel("epoch")
+        ax.set_ylim(-0.03, 1.03)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("exact-match accuracy")
+    handles = [matplotlib.lines.Line2D([], [], color=colour[p], lw=2) for p in points]
+    figure.legend(handles, points, loc="lower center", ncol=min(4, len(points)), fontsize=8, frameon=False)
+    figure.tight_layout(rect=(0, 0.06 + 0.04 * (len(points) // 4), 1, 1))
+    return figure
+
+
+def page(analysis, head: str) -> str:
+    """The whole page for an `analysis.report.Analysis`; `head` is the report's one-line summary."""
+    sweep: Sweep = analysis.sweep
+    parts = [
+        f"<h1>Sweep analysis: {html.escape(sweep.grid)}</h1>",
+        f'<p class="meta">{html.escape(head)}</p>',
+        *(f'<p class="note">note: {html.escape(n)}</p>' for n in sweep.notes),
+    ]
+    if len(sweep.unfinished):
+        columns = [c for c in ["run_name", "status", *sweep.axes, "seed"] if c in sweep.unfinished.columns]
+        parts += ["<h2>Unfinished trials</h2>", sweep.unfinished[columns].to_html(index=False)]
+    parts += ["<h2>The paper's claims</h2>", findings_html(analysis.findings, sweep.grid)]
+    parts.append("<h2>Tables beside the paper's</h2>")
+    for table in analysis.tables:
+        parts.append(_img(heatmap(table), f"heatmap: {table.title}"))
+        parts.append(render_tables([table], "html"))
+    spread = seed_spread_figure(sweep)
+    if spread is not None:
+        parts += ["<h2>Spread over seeds</h2>", _img(spread, "accuracy of each seed by point")]
+    history = metric_histories(sweep)
+    by_epoch = epochs_figure(sweep, history)
+    if by_epoch is not None:
+        parts += ["<h2>Test accuracy by epoch</h2>", _img(by_epoch, "test accuracy by epoch, per trial")]
+    body = "\n".join(parts)
+    title = html.escape(f"{sweep.grid}: sweep analysis")
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        '<link rel="icon" href="data:,">\n'
+        f"<title>{title}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<main>\n{body}\n</main>\n"
+        "</body>\n</html>\n"
+    )

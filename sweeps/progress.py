@@ -1,0 +1,190 @@
+"""One progress line for a running sweep, read at a glance (a Ray Tune `Callback`):
+
+    [2:41] trials 2 done, 2 running, 2 pending, 0 failed | test_acc latest 0.49 best 0.61 | left ~3:05
+
+Counts come from Tune's trial states; accuracies from the trials' reports (the trainer reports `test_acc`
+with `evaluated` set when it ran the test grid); the time left for the whole sweep from each trial's
+step rate: a running trial's own (`step` / `time_total_s`), a pending one's at the mean seconds a step of
+the trials seen so far, queued onto as many slots as trials have run at once. On a terminal the line is
+rewritten in place (`\\r`), at most once a second; into a file or pipe it is printed every `every_s`
+seconds, so logs stay short.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from ray.tune import Callback
+
+ACCURACY = "test_acc"
+
+
+@dataclass(frozen=True)
+class TrialState:
+    """What the line needs of one trial: its Tune status, steps done of its total, seconds it has run."""
+
+    status: str
+    steps_done: int
+    steps_total: int
+    seconds: float
+
+    @property
+    def seconds_per_step(self) -> float | None:
+        return self.seconds / self.steps_done if self.steps_done > 0 and self.seconds > 0 else None
+
+
+def clock(seconds: float) -> str:
+    """0:42, 12:05, 1:02:03."""
+    seconds = max(0, round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+
+
+def seconds_left(trials: Sequence[TrialState], slots: int) -> float | None:
+    """Wall seconds until every trial is done, or None before any step rate is known.
+
+    Each running trial needs its remaining steps at its own rate; pending ones take their steps at the mean
+    seconds a step of the trials measured so far, each starting in the slot that frees up first."""
+    rates = [t.seconds_per_step for t in trials if t.status in ("RUNNING", "TERMINATED")]
+    rates = [r for r in rates if r is not None]
+    if not rates:
+        return None
+    mean_rate = sum(rates) / len(rates)
+    running = [t for t in trials if t.status == "RUNNING"]
+    pending = [t for t in trials if t.status in ("PENDING", "PAUSED")]
+    slots = max(1, slots, len(running))
+    finish = [max(0, t.steps_total - t.steps_done) * (t.seconds_per_step or mean_rate) for t in running]
+    finish += [0.0] * (slots - len(finish))
+    heapq.heapify(finish)
+    for trial in pending:
+        heapq.heappush(finish, heapq.heappop(finish) + trial.steps_total * mean_rate)
+    return max(finish)
+
+
+def progress_line(
+    trials: Sequence[TrialState], elapsed: float, latest: float | None, best: float | None, slots: int
+) -> str:
+    """The line itself (no newline)."""
+    counts = {"done": 0, "running": 0, "pending": 0, "failed": 0}
+    for t in trials:
+        key = {"TERMINATED": "done", "RUNNING": "running", "ERROR": "failed"}.get(t.status, "pending")
+        counts[key] += 1
+    parts = [
+        f"[{clock(elapsed)}] trials " + ", ".join(f"{n} {name}" for name, n in counts.items()),
+        f"{ACCURACY} latest {'-' if latest is None else f'{latest:.2f}'} "
+        f"best {'-' if best is None else f'{best:.2f}'}",
+    ]
+    if counts["done"] + counts["failed"] < len(trials):
+        left = seconds_left(trials, slots)
+        parts.append("left ~" + ("?" if left is None else clock(left)))
+    return " | ".join(parts)
+
+
+class SweepProgress(Callback):
+    """The Tune callback that keeps the line up to date.
+
+    `steps`: every trial of the sweep (by key) and its total steps; `key_of(trial.config)` is a Tune
+    trial's key. Tune creates trials only as slots free up, so the ones it has not created yet count as
+    pending from this list."""
+
+    def __init__(
+        self,
+        steps: Mapping[str, int],
+        key_of: Callable[[Mapping[str, Any]], str],
+        stream: TextIO | None = None,
+        every_s: float = 30.0,
+        tty: bool | None = None,
+    ) -> None:
+        self.steps = dict(steps)
+        self.key_of = key_of
+        self.stream = stream or sys.stdout
+        self.tty = self.stream.isatty() if tty is None else tty
+        self.every_s = 1.0 if self.tty else every_s
+        self.start = time.monotonic()
+        self.last_shown = -math.inf
+        self.latest: float | None = None
+        self.best: float | None = None
+        self.slots = 1
+        self.width = 0
+
+    def states(self, trials: Sequence[Any]) -> list[TrialState]:
+        out, seen = [], set()
+        for trial in trials:
+            key = self.key_of(trial.config)
+            seen.add(key)
+            result = trial.last_result or {}
+            out.append(
+                TrialState(
+                    status=trial.status,
+                    steps_done=int(result.get("step", 0) or 0),
+                    steps_total=self.steps.get(key, 0),
+                    seconds=float(result.get("time_total_s", 0.0) or 0.0),
+                )
+            )
+        out += [TrialState("PENDING", 0, n, 0.0) for key, n in self.steps.items() if key not in seen]
+        return out
+
+    def line(self, trials: Sequence[Any]) -> str:
+        states = self.states(trials)
+        self.slots = max(self.slots, sum(s.status == "RUNNING" for s in states))
+        return progress_line(states, time.monotonic() - self.start, self.latest, self.best, self.slots)
+
+    def show(self, trials: Sequence[Any], force: bool = False, end: str = "") -> None:
+        now = time.monotonic()
+        if not force and now - self.last_shown < self.every_s:
+            return
+        self.last_shown = now
+        text = self.line(trials)
+        if self.tty:
+            self.stream.write("\r" + text.ljust(self.width) + end)
+            self.width = len(text)
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info) -> None:
+        if result.get("evaluated") and ACCURACY in result:
+            self.latest = float(result[ACCURACY])
+            self.best = self.latest if self.best is None else max(self.best, self.latest)
+
+    def on_step_end(self, iteration: int, trials: list, **info) -> None:
+        self.show(trials)
+
+    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info) -> None:
+        self.show(trials, force=True)
+
+    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info) -> None:
+        self.show(trials, force=True)
+
+    def on_experiment_end(self, trials: list, **info) -> None:
+        self.show(trials, force=True, end="\n")
+
+
+def trial_steps(config: Mapping[str, Any]) -> int:
+    """Optimiser steps a trial's config will take (epochs x batches, capped by train.max_steps); the same
+    sum the trainer does, without building the data (a run that reaches its target accuracy stops early)."""
+    from arith.config import ExperimentConfig
+    from arith.data import train_size
+    from arith.train import total_steps
+
+    cfg = ExperimentConfig.from_dict(dict(config))
+    return total_steps(cfg.train, math.ceil(train_size(cfg.data) / cfg.train.batch_size))
+
+
+def tune_output(
+    steps: Mapping[str, int],
+    key_of: Callable[[Mapping[str, Any]], str],
+    quiet: bool = False,
+    verbose: bool = False,
+) -> dict[str, Any]:
+    """`tune.RunConfig` arguments for the sweep's output: by default the progress line alone; `quiet`
+    nothing; `verbose` Tune's own per-trial table as before, with the progress line as plain lines."""
+    if verbose:
+        return {"callbacks": [SweepProgress(steps, key_of, tty=False)]}
+    return {"verbose": 0, "callbacks": [] if quiet else [SweepProgress(steps, key_of)]}

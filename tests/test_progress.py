@@ -1,0 +1,138 @@
+"""The sweep's progress line (sweeps/progress.py): its text and time left on Tune's own Trial objects, and
+the callback inside a real (tiny) Tune run."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from ray.tune.experiment import Trial
+
+from sweeps.progress import SweepProgress, TrialState, clock, progress_line, seconds_left, tune_output
+
+
+def key_of(config: dict) -> str:
+    return f"{config['point']}|seed={config['seed']}"
+
+
+def trial(point: str, status: str = Trial.PENDING, **result) -> Trial:
+    """A real Tune Trial (stub: no trainable registered) in `status` with `result` as its last report."""
+    made = Trial("run_trial", config={"point": point, "seed": 0}, stub=True)
+    made.set_status(status)
+    if result:
+        made.update_last_result(result)
+    return made
+
+
+def test_clock() -> None:
+    assert [clock(s) for s in (0, 42.4, 125, 3723)] == ["0:00", "0:42", "2:05", "1:02:03"]
+
+
+def test_time_left_queues_pending_trials_onto_the_free_slots() -> None:
+    # two slots: the running trials need 100 s and 20 s more; two pending trials of 100 steps at the mean
+    # rate (1 s a step) start as slots free up: 20 + 100 = 120 s, then 100 + 100 = 200 s
+    running = [TrialState("RUNNING", 100, 200, 100.0), TrialState("RUNNING", 80, 100, 80.0)]
+    pending = [TrialState("PENDING", 0, 100, 0.0)] * 2
+    assert seconds_left(running + pending, slots=2) == pytest.approx(200.0)
+    # before any trial has taken a step there is no rate to go by
+    assert seconds_left([TrialState("RUNNING", 0, 100, 3.0), *pending], slots=2) is None
+    # a finished trial's rate counts for the pending ones; nothing left to run is 0
+    assert seconds_left([TrialState("TERMINATED", 50, 50, 25.0), *pending], slots=1) == pytest.approx(100.0)
+    assert seconds_left([TrialState("TERMINATED", 50, 50, 25.0)], slots=1) == 0.0
+
+
+def test_line_counts_states_and_shows_accuracies() -> None:
+    states = [
+        TrialState("TERMINATED", 10, 10, 10.0),
+        TrialState("RUNNING", 5, 10, 5.0),
+        TrialState("PENDING", 0, 10, 0.0),
+        TrialState("ERROR", 3, 10, 4.0),
+    ]
+    line = progress_line(states, 75.0, latest=0.5, best=0.875, slots=1)
+    assert line == (
+        "[1:15] trials 1 done, 1 running, 1 pending, 1 failed | test_acc latest 0.50 best 0.88 | left ~0:15"
+    )
+    assert progress_line(states[:1], 3.0, None, None, 1) == (
+        "[0:03] trials 1 done, 0 running, 0 pending, 0 failed | test_acc latest - best -"
+    )
+
+
+def test_callback_on_tune_trials_counts_trials_not_created_yet_and_throttles() -> None:
+    steps = {key_of({"point": p, "seed": 0}): 100 for p in ("a", "b", "c")}
+    out = io.StringIO()
+    progress = SweepProgress(steps, key_of, stream=out, every_s=3600.0, tty=False)
+    first = trial("a", Trial.RUNNING, step=50, time_total_s=25.0, test_acc=0.4, evaluated=True)
+    trials = [first, trial("b", Trial.RUNNING, step=20, time_total_s=20.0, test_acc=0.0, evaluated=False)]
+    for t in trials:
+        progress.on_trial_result(0, trials, t, t.last_result)
+    progress.on_step_end(0, trials)
+    progress.on_step_end(1, trials)  # within every_s: nothing more written
+    (line,) = out.getvalue().splitlines()
+    # c is not created yet: pending. Left: a 25 s, b 80 s; c (100 steps at the mean 0.75 s) after a: 100 s
+    assert "trials 0 done, 2 running, 1 pending, 0 failed" in line
+    assert "test_acc latest 0.40 best 0.40" in line and line.endswith("left ~1:40")
+    first.set_status(Trial.TERMINATED)
+    progress.on_trial_complete(2, trials, first)  # a finished trial is always shown
+    assert "trials 1 done, 1 running, 1 pending" in out.getvalue().splitlines()[-1]
+
+
+def test_terminal_rewrites_one_line() -> None:
+    out = io.StringIO()
+    progress = SweepProgress({"a|seed=0": 10}, key_of, stream=out, tty=True)
+    trials = [trial("a", Trial.RUNNING, step=5, time_total_s=5.0)]
+    progress.show(trials, force=True)
+    trials[0].set_status(Trial.TERMINATED)
+    progress.on_experiment_end(trials)
+    text = out.getvalue()
+    assert text.count("\r") == 2 and text.count("\n") == 1 and text.endswith("\n")
+    assert (
+        text.split("\r")[-1].rstrip().endswith("0 failed | test_acc latest - best -")
+    )  # padded over the last
+
+
+def test_output_modes() -> None:
+    assert tune_output({}, key_of, quiet=True) == {"verbose": 0, "callbacks": []}
+    (default,) = tune_output({}, key_of)["callbacks"]
+    assert isinstance(default, SweepProgress) and tune_output({}, key_of)["verbose"] == 0
+    verbose = tune_output({}, key_of, verbose=True)
+    assert "verbose" not in verbose and not verbose["callbacks"][0].tty  # Tune's table as before
+
+
+@pytest.mark.slow
+def test_progress_line_in_a_real_tune_run(tmp_path) -> None:
+    """A real local Ray and Tune run of three 4-step trials, two at a time: the line ends with all done,
+    the best accuracy reported, and nothing left."""
+    import shutil
+    import tempfile
+
+    import ray
+    from ray import tune
+
+    def trainable(config: dict) -> None:
+        for step in range(1, 5):
+            tune.report({"step": step, "test_acc": config["acc"] * step / 4, "evaluated": step % 2 == 0})
+
+    accs = {"a": 0.2, "b": 0.9, "c": 0.5}
+    steps = {f"{p}|seed=0": 4 for p in accs}
+    out = io.StringIO()
+    progress = SweepProgress(steps, lambda c: f"{c['point']}|seed=0", stream=out, every_s=0.0, tty=False)
+    ray_tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # Unix socket paths stay short
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _temp_dir=ray_tmp)
+    try:
+        tuner = tune.Tuner(
+            tune.with_resources(lambda c: trainable({**c, "acc": accs[c["point"]]}), {"cpu": 1}),
+            param_space={"point": tune.grid_search(list(accs))},
+            tune_config=tune.TuneConfig(max_concurrent_trials=2),
+            run_config=tune.RunConfig(
+                storage_path=str(tmp_path / "results"), verbose=0, callbacks=[progress]
+            ),
+        )
+        results = tuner.fit()
+    finally:
+        ray.shutdown()
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    assert results.num_errors == 0
+    lines = out.getvalue().splitlines()
+    assert "trials 3 done, 0 running, 0 pending, 0 failed | test_acc latest" in lines[-1]
+    assert lines[-1].endswith("best 0.90")
+    assert any("running" in line and "left ~" in line for line in lines[:-1])
