@@ -143,6 +143,11 @@ def lr_lambda(t: TrainConfig, n_steps: int):
     return factor
 
 
+def compile_model(model: torch.nn.Module, t: TrainConfig) -> torch.nn.Module:
+    """The module the training step calls: `model` itself, or compiled in `train.compile_mode`."""
+    return torch.compile(model, mode=t.compile_mode) if t.compile else model
+
+
 def make_optimizer(model: torch.nn.Module, t: TrainConfig, device: torch.device) -> torch.optim.AdamW:
     """AdamW; weight decay on matrices only (not biases, norms); fused kernels on CUDA."""
     params = [p for p in model.parameters() if p.requires_grad]
@@ -201,6 +206,7 @@ def load_checkpoint(directory: str | Path) -> dict[str, Any] | None:
 def _check_same_config(saved: dict[str, Any], cfg: ExperimentConfig) -> None:
     """A checkpoint resumes only the trial that wrote it: data, model and training settings must match."""
     ignore = ("tracking.", "train.checkpoint_dir", "train.device", "train.num_threads", "train.log_every")
+    ignore += ("train.compile",)  # compiled or not, a step computes the same
     now = cfg.flat()
     before = ExperimentConfig.from_dict(saved).flat()
     diff = [k for k in now if not k.startswith(ignore) and now[k] != before.get(k)]
@@ -348,11 +354,12 @@ def _train(cfg: ExperimentConfig, device: torch.device, tracker, checkpointer, s
         t.loss_on,
         t.seed,
         digits=[example_digits(example) for example in train_set],
+        bucket_lengths=t.bucket_lengths,
     )
     probe = probe_examples(cfg) if t.target_accuracy > 0 else []
 
     model = build_model(cfg.model, tokenizer).to(device)
-    step_model = torch.compile(model) if t.compile else model
+    step_model = compile_model(model, t)
     optimizer = make_optimizer(model, t, device)
     n_steps = total_steps(t, len(loader))
     loader.curriculum_steps = round(t.curriculum * n_steps)
@@ -504,7 +511,8 @@ def _run_epoch(
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
         steps += 1
-        window.append(loss.detach())
+        # a copy: a CUDA-graph step (compile mode reduce-overhead) reuses its output memory next step
+        window.append(loss.detach().clone())
         # On a CPU reading the loss costs nothing, so it is checked every step; on a GPU once per log
         # window (no sync each step), still naming the first bad step.
         if device.type == "cpu" or len(window) >= t.log_every_steps:

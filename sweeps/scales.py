@@ -115,13 +115,27 @@ def _moved_evaluations(eval_epochs: list[int], paper_epochs: int, epochs: int) -
     return sorted({min(epochs, max(1, round(e * epochs / paper_epochs))) for e in eval_epochs})
 
 
+#: the paper scale's batch widths: multiples of 16 up to 256, then of 32 up to 512 (the paper's longest
+#: lines, add_length's scratchpads, are about 310 tokens), so a batch carries under 16-32 padding tokens a
+#: line and a trial records a handful of CUDA graphs (its lines span a few buckets)
+PAPER_BUCKET_LENGTHS = [*range(16, 257, 16), *range(288, 513, 32)]
+
 SCALES: dict[str, Scale] = {
     scale.name: scale
     for scale in [
         Scale(
             name="paper",
             description="the paper's setup: GPT2-small (124M), full samples and epochs; needs GPUs",
-            overrides={"model.preset": "gpt2-small", "model.pretrained": "gpt2", "train.loss_on": "all"},
+            overrides={
+                "model.preset": "gpt2-small",
+                "model.pretrained": "gpt2",
+                "train.loss_on": "all",
+                # one GPU's settings, same computation (benchmarks/bench_paper.py measures them): a few fixed
+                # batch shapes, each replayed as a CUDA graph
+                "train.compile": True,
+                "train.compile_mode": "reduce-overhead",
+                "train.bucket_lengths": PAPER_BUCKET_LENGTHS,
+            },
             needs_gpu=True,
         ),
         Scale(
