@@ -76,3 +76,25 @@ def default_gpus_per_trial(path: str | Path = MEASUREMENT_FILE) -> float:
     (one trial per GPU) when there is none."""
     m = load_measurement(path)
     return 1.0 / choose_trials_per_gpu(m) if m is not None else 1.0
+
+
+def check_packing(gpus_per_trial: float, path: str | Path = MEASUREMENT_FILE) -> None:
+    """Refuse a fractional `--gpus-per-trial` whose trials the kept measurement says do not fit in one
+    GPU's memory together (nothing to check without a measurement, or at a whole GPU per trial)."""
+    m = load_measurement(path)
+    if m is None or not 0 < gpus_per_trial < 1:
+        return
+    trials = int(1 / gpus_per_trial + 1e-9)
+    if not fits(trials, m.trial_memory_bytes, m.device_memory_bytes):
+        raise ValueError(
+            f"--gpus-per-trial {gpus_per_trial:g} packs {trials} trials on a GPU, but one trial took "
+            f"{m.trial_memory_bytes / 2**30:.1f} GiB of the {m.device_memory_bytes / 2**30:.0f} GiB "
+            f"{m.device} measured in {path}; use at least {1 / _most_that_fit(m):g}"
+        )
+
+
+def _most_that_fit(m: PackingMeasurement) -> int:
+    trials = 1
+    while fits(trials + 1, m.trial_memory_bytes, m.device_memory_bytes):
+        trials += 1
+    return trials

@@ -28,7 +28,7 @@ import pandas as pd
 
 from arith.config import ConfigError, ExperimentConfig, parse_set
 from sweeps.grids import GRIDS, get_grid, parse_seeds, points
-from sweeps.packing import default_gpus_per_trial
+from sweeps.packing import check_packing, default_gpus_per_trial
 from sweeps.scales import SCALES, get_scale
 
 SWEEP_FILE = "sweep.json"
@@ -218,6 +218,10 @@ def resources(args: argparse.Namespace) -> dict[str, float]:
         gpus = default_gpus_per_trial() if get_scale(args.scale).needs_gpu else 0.0
     if args.cpus_per_trial <= 0 or gpus < 0:
         raise SweepError("--cpus-per-trial must be > 0 and --gpus-per-trial >= 0")
+    try:
+        check_packing(gpus)  # several trials a GPU: only as many as the measured memory allows
+    except ValueError as err:
+        raise SweepError(str(err)) from err
     return {"cpu": args.cpus_per_trial, "gpu": gpus}
 
 

@@ -43,13 +43,14 @@ def test_widths_measured_are_the_needed_few_or_a_stride_over_many() -> None:
 
 
 def test_table_extrapolates_each_point_to_its_schedule_without_ray_or_mlflow(tmp_path) -> None:
-    for mode in ("before", "after"):
-        done = run_blocked(
-            "benchmarks/bench_paper.py", "table", "--mode", mode, *TINY, "--set", "train.compile=false",
-            "--grids", "mul_simple_case", "--steps", "2", "--eval-samples", "8", "--out", str(tmp_path),
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr[-3000:]
-        assert "| mul_simple_case | 4 |" in done.stdout and "price: g5.2xlarge" in done.stdout
+    from bench_paper import main
+
+    args = [*TINY, "--set", "train.compile=false", "--grids", "mul_simple_case", "--steps", "2"]
+    args += ["--eval-samples", "8", "--out", str(tmp_path)]
+    assert main(["table", "--mode", "before", *args]) == 0
+    done = run_blocked("benchmarks/bench_paper.py", "table", "--mode", "after", *args)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "| mul_simple_case | 4 |" in done.stdout and "price: g5.2xlarge" in done.stdout
     before = json.loads((tmp_path / "paper_gpu_hours_before.json").read_text())
     after = json.loads((tmp_path / "paper_gpu_hours_after.json").read_text())
     for result in (before, after):
@@ -72,8 +73,14 @@ def test_gpu_bench_dry_run_writes_every_result(tmp_path) -> None:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        env={**os.environ, "OUT": str(tmp_path), "PYTHON": sys.executable, "OMP_NUM_THREADS": "1"},
-        timeout=1200,
+        env={
+            **os.environ,
+            "OUT": str(tmp_path),
+            "PYTHON": sys.executable,
+            "OMP_NUM_THREADS": "1",
+            "GPU_BENCH_SECONDS": "1800",
+        },
+        timeout=2400,
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     steps = [json.loads(line) for line in (tmp_path / "step_batch32.jsonl").read_text().splitlines()]

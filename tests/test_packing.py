@@ -7,8 +7,14 @@ import argparse
 import pytest
 
 from sweeps import packing
-from sweeps.packing import PackingMeasurement, choose_trials_per_gpu, default_gpus_per_trial, fits
-from sweeps.run import resources
+from sweeps.packing import (
+    PackingMeasurement,
+    check_packing,
+    choose_trials_per_gpu,
+    default_gpus_per_trial,
+    fits,
+)
+from sweeps.run import SweepError, resources
 
 GIB = 2**30
 
@@ -50,3 +56,16 @@ def test_measurement_round_trips_and_sets_the_paper_default(tmp_path, monkeypatc
     assert resources(args) == {"cpu": 1.0, "gpu": 0.25}
     assert resources(argparse.Namespace(gpus_per_trial=1.0, cpus_per_trial=1.0, scale="paper"))["gpu"] == 1.0
     assert resources(argparse.Namespace(gpus_per_trial=None, cpus_per_trial=1.0, scale="cpu"))["gpu"] == 0.0
+
+
+def test_a_packing_the_measured_memory_cannot_hold_is_refused(tmp_path, monkeypatch) -> None:
+    path = tmp_path / "gpu_packing.json"
+    check_packing(0.25, path)  # nothing measured: nothing to check
+    path.write_text(_measured(25, 80, {1: 30.0, 2: 55.0}).to_json())
+    check_packing(0.5, path)  # two trials of 25 GiB fit in 80
+    check_packing(1.0, path)
+    with pytest.raises(ValueError, match=r"packs 4 trials.*25.0 GiB of the 80 GiB.*at least 0.5"):
+        check_packing(0.25, path)
+    monkeypatch.setattr("sweeps.run.check_packing", lambda gpus: check_packing(gpus, path))
+    with pytest.raises(SweepError, match="packs 4 trials"):
+        resources(argparse.Namespace(gpus_per_trial=0.25, cpus_per_trial=1.0, scale="paper"))
