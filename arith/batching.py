@@ -7,6 +7,12 @@ sorted by length, so a batch holds lines of similar length and little of it is p
 A digit curriculum (`train.curriculum`) replaces the first steps' batches with draws from the lines of
 at most a few digits, the cap rising from the fewest digits in the training set to the most; an epoch
 keeps its number of batches, so epochs, evaluations and resumption mean what they mean without it.
+
+Fixed-shape batches (`train.bucket_lengths`) pad every batch up to the next of a few bucket lengths, so
+that a GPU sees a handful of shapes, which CUDA graphs (`torch.compile(mode="reduce-overhead")`) record
+once each. Padding is right-padding under the attention and loss masks: no real token attends to it and
+the loss ignores it, so a step computes what it computed without buckets (up to float rounding; the one
+exception is `random_embed`, whose tags are drawn per padded cell: the same distribution, other draws).
 """
 
 from __future__ import annotations
@@ -69,14 +75,32 @@ def pad_token_id(tokenizer) -> int:
     return tokenizer.eos_token_id if pad is None else pad
 
 
-def collate(lines: Sequence[EncodedLine], pad_id: int, loss_on: str = "answer") -> Batch:
-    """Right-pad `lines` into a Batch. `answer`: learn the answer tokens; `all`: every real token after
-    the first (the first has nothing before it to be predicted from)."""
+def bucket_width(width: int, bucket_lengths: Sequence[int] = ()) -> int:
+    """The padded width of a batch whose longest line has `width` tokens: the smallest bucket that holds
+    it; past the largest bucket, the next multiple of the largest; without buckets, `width` itself."""
+    if not bucket_lengths:
+        return width
+    fits = [b for b in bucket_lengths if b >= width]
+    if fits:
+        return min(fits)
+    largest = max(bucket_lengths)
+    return -(-width // largest) * largest
+
+
+def collate(
+    lines: Sequence[EncodedLine],
+    pad_id: int,
+    loss_on: str = "answer",
+    bucket_lengths: Sequence[int] = (),
+) -> Batch:
+    """Right-pad `lines` into a Batch (to a bucket length when `bucket_lengths` are given). `answer`:
+    learn the answer tokens; `all`: every real token after the first (the first has nothing before it to
+    be predicted from)."""
     if loss_on not in LOSS_ON:
         raise ValueError(f"loss_on={loss_on!r} is not valid; choose one of: {', '.join(LOSS_ON)}")
     if not lines:
         raise ValueError("collate needs at least one line")
-    width = max(len(line) for line in lines)
+    width = bucket_width(max(len(line) for line in lines), bucket_lengths)
     ids = np.full((len(lines), width), pad_id, dtype=np.int64)
     attention = np.zeros((len(lines), width), dtype=np.int64)
     learn = np.zeros((len(lines), width), dtype=np.float32)
@@ -103,6 +127,13 @@ def epoch_order(lengths: Sequence[int], batch_size: int, seed: int, epoch: int) 
         chunk = chunk[np.argsort(lengths_arr[chunk], kind="stable")]
         batches.extend(chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size))
     return [batches[i] for i in rng.permutation(len(batches))]
+
+
+def batches_per_epoch(n_lines: int, batch_size: int) -> int:
+    """Batches in an epoch of `n_lines` lines (each bucketing window may end in one short batch)."""
+    window = batch_size * BUCKET_WINDOW
+    full, rest = divmod(n_lines, window)
+    return full * BUCKET_WINDOW + -(-rest // batch_size)
 
 
 def example_digits(example) -> int:
@@ -133,6 +164,7 @@ class BatchLoader:
         seed: int,
         digits: Sequence[int] | None = None,
         curriculum_steps: int = 0,
+        bucket_lengths: Sequence[int] = (),
     ) -> None:
         if not lines:
             raise ValueError("the training set is empty")
@@ -146,17 +178,16 @@ class BatchLoader:
         self._lengths = [len(line) for line in self.lines]
         self.curriculum_steps = curriculum_steps
         self._digits = np.asarray(digits if digits is not None else [0] * len(self.lines))
+        self.bucket_lengths = tuple(sorted(bucket_lengths))
 
     def __len__(self) -> int:
         """Batches per epoch (each bucketing window may end in one short batch)."""
-        window = self.batch_size * BUCKET_WINDOW
-        full, rest = divmod(len(self.lines), window)
-        return full * BUCKET_WINDOW + -(-rest // self.batch_size)
+        return batches_per_epoch(len(self.lines), self.batch_size)
 
     def epoch(self, epoch: int) -> Iterator[Batch]:
         """The batches of `epoch` (1-based, as the trainer counts)."""
         for idx in self.epoch_indices(epoch):
-            yield collate([self.lines[i] for i in idx], self.pad_id, self.loss_on)
+            yield collate([self.lines[i] for i in idx], self.pad_id, self.loss_on, self.bucket_lengths)
 
     def epoch_indices(self, epoch: int) -> list[np.ndarray]:
         order = epoch_order(self._lengths, self.batch_size, self.seed, epoch)
@@ -173,11 +204,19 @@ class BatchLoader:
             order[b] = picked[np.argsort(lengths[picked], kind="stable")]
         return order
 
+    def batch_shapes(self, epoch: int = 1) -> set[tuple[int, int]]:
+        """The distinct (rows, width) of one epoch's batches: the shapes a compiled step records."""
+        return {
+            (len(idx), bucket_width(max(self._lengths[i] for i in idx), self.bucket_lengths))
+            for idx in self.epoch_indices(epoch)
+        }
+
     def padding_fraction(self, epoch: int = 1) -> float:
-        """Share of batch cells that are padding in one epoch (what bucketing keeps small)."""
+        """Share of batch cells that are padding in one epoch (what length-sorting keeps small and
+        bucket lengths raise)."""
         cells = real = 0
         for idx in self.epoch_indices(epoch):
             widths = [self._lengths[i] for i in idx]
-            cells += max(widths) * len(widths)
+            cells += bucket_width(max(widths), self.bucket_lengths) * len(widths)
             real += sum(widths)
         return 1.0 - real / cells

@@ -60,6 +60,7 @@ def load_checkpoint(directory: str | Path) -> dict[str, Any] | None:
 def _check_same_config(saved: dict[str, Any], cfg: ExperimentConfig) -> None:
     """A checkpoint resumes only the trial that wrote it: data, model and training settings must match."""
     ignore = ("tracking.", "train.checkpoint_dir", "train.device", "train.num_threads", "train.log_every")
+    ignore += ("train.compile",)  # compiled or not, a step computes the same
     now = cfg.flat()
     before = ExperimentConfig.from_dict(saved).flat()
     diff = [k for k in now if not k.startswith(ignore) and now[k] != before.get(k)]

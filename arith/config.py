@@ -51,6 +51,8 @@ PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16")
 #: `pretrained`: model.pretrained's tokenizer whatever the init (the paper's random-init GPT-2s)
 TOKENIZERS: tuple[str, ...] = ("auto", "pretrained")
 DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
+#: torch.compile modes; `reduce-overhead` replays CUDA graphs (one per batch shape: see train.bucket_lengths)
+COMPILE_MODES: tuple[str, ...] = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 
@@ -179,6 +181,11 @@ class TrainConfig:
     device: str = "auto"
     precision: str = "auto"
     compile: bool = False
+    #: torch.compile's mode when `compile` is on
+    compile_mode: str = "default"
+    #: pad each batch to the next of these lengths (a few fixed shapes for compiled steps and CUDA graphs);
+    #: empty = to its longest line (see arith.batching)
+    bucket_lengths: list[int] = field(default_factory=list)
     #: torch threads on a CPU; 0 = the CPUs this process may use (Ray sets them per trial)
     num_threads: int = 0
     log_every_steps: int = 50
@@ -317,6 +324,11 @@ class ExperimentConfig:
         _choice("train.schedule", t.schedule, SCHEDULES)
         _choice("train.precision", t.precision, PRECISIONS)
         _choice("train.device", t.device, DEVICES)
+        _choice("train.compile_mode", t.compile_mode, COMPILE_MODES)
+        if any(not 1 <= b <= m.n_positions for b in t.bucket_lengths):
+            raise ConfigError(
+                f"train.bucket_lengths {t.bucket_lengths} must lie in 1..model.n_positions={m.n_positions}"
+            )
         if t.epochs < 1 or t.batch_size < 1 or t.lr <= 0:
             raise ConfigError("train.epochs and train.batch_size must be >= 1 and train.lr > 0")
         if t.max_steps < 0 or t.warmup_steps < 0 or not 0 <= t.warmup_ratio < 1:

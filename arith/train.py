@@ -127,6 +127,11 @@ def lr_lambda(t: TrainConfig, n_steps: int):
     return factor
 
 
+def compile_model(model: torch.nn.Module, t: TrainConfig) -> torch.nn.Module:
+    """The module the training step calls: `model` itself, or compiled in `train.compile_mode`."""
+    return torch.compile(model, mode=t.compile_mode) if t.compile else model
+
+
 def make_optimizer(model: torch.nn.Module, t: TrainConfig, device: torch.device) -> torch.optim.AdamW:
     """AdamW; weight decay on matrices only (not biases, norms); fused kernels on CUDA."""
     params = [p for p in model.parameters() if p.requires_grad]
@@ -276,6 +281,7 @@ def setup(cfg: ExperimentConfig) -> Setup:
         t.loss_on,
         t.seed,
         digits=[example_digits(example) for example in train_set],
+        bucket_lengths=t.bucket_lengths,
     )
     model = build_model(cfg.model, tokenizer, cfg.data).to(device)
     optimizer = make_optimizer(model, t, device)
@@ -292,7 +298,7 @@ def setup(cfg: ExperimentConfig) -> Setup:
         probe=probe_examples(cfg) if t.target_accuracy > 0 else [],
         loader=loader,
         model=model,
-        step_model=torch.compile(model) if t.compile else model,
+        step_model=compile_model(model, t),
         optimizer=optimizer,
         scheduler=torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(t, n_steps)),
         n_steps=n_steps,
@@ -368,7 +374,8 @@ def _loop(s: Setup, state: TrainState, tracker, reporter, checkpoints, resumed_f
             s.optimizer.zero_grad(set_to_none=True)
             state.step += 1
             epoch_steps += 1
-            window.append(loss.detach())
+            # a copy: a CUDA-graph step (compile mode reduce-overhead) reuses its output memory next step
+            window.append(loss.detach().clone())
             # On a CPU reading the loss costs nothing, so it is checked every step; on a GPU once per log
             # window (no sync each step), still naming the first bad step.
             if device.type == "cpu" or len(window) >= t.log_every_steps:

@@ -30,6 +30,7 @@ from arith import store
 from arith.config import ConfigError, ExperimentConfig, parse_set
 from arith.store import absolute_uri
 from sweeps.grids import GRIDS, get_grid, parse_seeds, points
+from sweeps.packing import check_packing, default_gpus_per_trial
 from sweeps.scales import SCALES, get_scale
 
 SWEEP_FILE = "sweep.json"
@@ -93,8 +94,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--gpus-per-trial",
         type=float,
         default=None,
-        help="GPUs per trial; fractions pack trials (0.25 = four on a GPU). Default: 1 at "
-        "scale paper, else 0",
+        help="GPUs per trial; fractions pack trials (0.25 = four on a GPU). Default at scale paper: "
+        "the packing measured by scripts/gpu_bench.sh (sweeps/packing.py), else 1; 0 at other scales",
     )
     p.add_argument(
         "--cpus-per-trial",
@@ -210,10 +211,14 @@ def select(configs: list[ExperimentConfig], only: dict[str, str]) -> list[Experi
 
 def resources(args: argparse.Namespace) -> dict[str, float]:
     gpus = args.gpus_per_trial
-    if gpus is None:
-        gpus = 1.0 if get_scale(args.scale).needs_gpu else 0.0
+    if gpus is None:  # GPU scales: the packing measured by scripts/gpu_bench.sh, else one trial a GPU
+        gpus = default_gpus_per_trial() if get_scale(args.scale).needs_gpu else 0.0
     if args.cpus_per_trial <= 0 or gpus < 0:
         raise SweepError("--cpus-per-trial must be > 0 and --gpus-per-trial >= 0")
+    try:
+        check_packing(gpus)  # several trials a GPU: only as many as the measured memory allows
+    except ValueError as err:
+        raise SweepError(str(err)) from err
     return {"cpu": args.cpus_per_trial, "gpu": gpus}
 
 

@@ -115,6 +115,11 @@ def _moved_evaluations(eval_epochs: list[int], paper_epochs: int, epochs: int) -
     return sorted({min(epochs, max(1, round(e * epochs / paper_epochs))) for e in eval_epochs})
 
 
+#: the paper scale's batch widths: multiples of 16 up to 256, then of 32 up to 512 (the paper's longest
+#: lines, add_length's scratchpads, are about 310 tokens), so a batch carries under 16-32 padding tokens a
+#: line and a trial records a handful of CUDA graphs (its lines span a few buckets)
+PAPER_BUCKET_LENGTHS = [*range(16, 257, 16), *range(288, 513, 32)]
+
 SCALES: dict[str, Scale] = {
     scale.name: scale
     for scale in [
@@ -138,6 +143,11 @@ SCALES: dict[str, Scale] = {
                 "train.warmup_steps": 0,
                 "train.warmup_ratio": 0.0,
                 "train.checkpoint_every": 5,
+                # one GPU's settings, same computation (benchmarks/bench_paper.py measures them): a few fixed
+                # batch shapes, each replayed as a CUDA graph
+                "train.compile": True,
+                "train.compile_mode": "reduce-overhead",
+                "train.bucket_lengths": PAPER_BUCKET_LENGTHS,
             },
             needs_gpu=True,
         ),

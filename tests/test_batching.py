@@ -10,6 +10,7 @@ from arith.batching import (
     BUCKET_WINDOW,
     BatchLoader,
     EncodedLine,
+    bucket_width,
     collate,
     curriculum_cap,
     epoch_order,
@@ -118,3 +119,31 @@ def test_curriculum_batches_stay_under_the_cap_and_epochs_keep_their_length() ->
 def test_a_curriculum_needs_a_digit_count_per_line() -> None:
     with pytest.raises(ValueError, match="one digit count per line"):
         BatchLoader(_lines(10), 4, 0, "answer", seed=0, curriculum_steps=5)
+
+
+def test_bucket_width_is_the_smallest_bucket_that_holds_the_batch() -> None:
+    buckets = (16, 32, 64)
+    assert [bucket_width(w, buckets) for w in (1, 16, 17, 32, 33, 64)] == [16, 16, 32, 32, 64, 64]
+    assert bucket_width(65, buckets) == 128 and bucket_width(129, buckets) == 192  # multiples past the top
+    assert bucket_width(23, ()) == 23  # no buckets: the longest line
+
+
+def test_bucketed_batches_take_few_shapes_and_keep_their_lines_and_masks() -> None:
+    lines = _lines(3000)
+    plain = BatchLoader(lines, batch_size=32, pad_id=0, loss_on="answer", seed=2)
+    bucketed = BatchLoader(
+        lines, batch_size=32, pad_id=0, loss_on="answer", seed=2, bucket_lengths=[24, 16, 40]
+    )
+    assert len(plain.batch_shapes()) > 10  # every width from 5 to 39 occurs
+    assert {width for _, width in bucketed.batch_shapes()} <= {16, 24, 40}
+    assert len(bucketed.batch_shapes()) <= 2 * 3  # the epoch's one short batch may add a row count
+    for a, b in zip(plain.epoch(1), bucketed.epoch(1), strict=True):
+        assert b.input_ids.shape[1] == bucket_width(a.input_ids.shape[1], (16, 24, 40))
+        width = a.input_ids.shape[1]
+        # the real cells are the same; what buckets add is padding, unattended and unlearned
+        assert torch.equal(a.input_ids, b.input_ids[:, :width])
+        assert torch.equal(a.attention_mask, b.attention_mask[:, :width])
+        assert torch.equal(a.loss_mask, b.loss_mask[:, :width])
+        assert not b.attention_mask[:, width:].any() and not b.loss_mask[:, width:].any()
+        assert a.n_tokens == b.n_tokens
+    assert bucketed.padding_fraction() > plain.padding_fraction()
