@@ -1,0 +1,151 @@
+"""Position coupling (Cho et al. 2024), a position scheme beyond the paper, registered in
+`arith.positions.SCHEMES` (docs/DESIGN.md, "Add a position scheme", followed once for it)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from arith.errors import ConfigError
+from arith.positions import ModelShape, PositionScheme, PositionState, _check_width
+
+if TYPE_CHECKING:
+    from arith.config import DataConfig, ExperimentConfig
+
+
+class Coupling(PositionScheme):
+    """Position coupling (Cho et al. 2024): digits of equal significance in the operands and the
+    answer share a position id, so that the model finds the digits to combine by equal ids.
+
+    A digit of significance k (10^k) gets the id `offset + 1 + k`; every other token gets 0. The
+    offset is a random start in [0, max_offset] per sequence while training (the paper's random
+    starting id) and 0 at evaluation. Significance needs to know which way each number is written,
+    which is the task's knowledge (`Task.digit_order`): the n-th digit run of a line is the n-th
+    number; an "msd"-first number of L digits has significances L-1..0, an "lsd"-first one 0, 1, ...
+    Decoding reads one token at a time, so the answer must be lsd-first (reversed) — its significance
+    is then known as each digit is written; a run beyond the task's numbers gets id 0. An msd-first
+    number's length is read within one call of `embed` (a whole prompt: exact). The ids are GPT-2's
+    learned `wpe` rows, so `n_positions` bounds offset + the longest number."""
+
+    name = "coupling"
+    uses_wpe = True
+    needs_digits = True
+    needs_digit_order = True
+    ORDERS = ("msd", "lsd")
+
+    @dataclass
+    class Settings:
+        #: coupling: largest random start added to every digit's position id during training (0 at test)
+        coupling_max_offset: int = 20
+
+    @classmethod
+    def check(cls, cfg: ExperimentConfig) -> None:
+        from arith.tasks import get_task  # the task registry imports the config that imports this
+
+        m, d = cfg.model, cfg.data
+        if m.init == "pretrained":
+            raise ConfigError(
+                "model.position='coupling' needs one token per digit (the project's tokenizer); "
+                "GPT-2's pretrained tokenizer merges digits, so use model.init='random'"
+            )
+        if m.coupling_max_offset < 0:
+            raise ConfigError(f"model.coupling_max_offset must be >= 0 (got {m.coupling_max_offset})")
+        get_task(d.task).digit_order(d.format)  # refuses formats without a defined significance
+        longest = coupling_digits(d)
+        if m.coupling_max_offset + longest >= m.n_positions:
+            raise ConfigError(
+                f"model.position='coupling' gives ids up to coupling_max_offset + {longest} (the longest "
+                f"number's digits) = {m.coupling_max_offset + longest}; it must stay below "
+                f"model.n_positions={m.n_positions}"
+            )
+
+    @classmethod
+    def build(cls, settings: Any, shape: ModelShape) -> Coupling:
+        return cls(
+            shape.digit_ids,
+            shape.vocab_size,
+            shape.digit_order,
+            settings.coupling_max_offset,
+            shape.n_positions,
+        )
+
+    def __init__(
+        self,
+        digit_token_ids: Iterable[int],
+        vocab_size: int,
+        digit_order: Sequence[str],
+        max_offset: int,
+        n_positions: int,
+    ) -> None:
+        super().__init__()
+        if not digit_order or any(o not in self.ORDERS for o in digit_order):
+            raise ValueError(
+                f"position coupling needs the task's digit order, 'msd' or 'lsd' per number (got "
+                f"{tuple(digit_order)}); build the model with its data config"
+            )
+        self.digit_order = tuple(digit_order)
+        self.max_offset, self.n_positions = max_offset, n_positions
+        is_digit = torch.zeros(vocab_size, dtype=torch.bool)
+        is_digit[list(digit_token_ids)] = True
+        if not is_digit.any():
+            raise ValueError("position coupling needs digit tokens, but the tokenizer has none")
+        self.register_buffer("is_digit", is_digit)
+        #: per number of the line: True where it is written most significant digit first
+        self.register_buffer("msd_first", torch.tensor([o == "msd" for o in self.digit_order]))
+
+    def draw(self, attention_mask: torch.Tensor, generator: torch.Generator | None = None) -> PositionState:
+        batch = attention_mask.shape[0]
+        device = attention_mask.device
+        if self.training and self.max_offset:
+            offset = torch.randint(0, self.max_offset + 1, (batch,), generator=generator, device=device)
+        else:
+            offset = torch.zeros(batch, dtype=torch.long, device=device)
+        zeros = torch.zeros(batch, dtype=torch.long, device=device)
+        # position_ids only records the width here: embed computes the coupled ids from the tokens
+        return PositionState(
+            position_ids=torch.zeros_like(attention_mask, dtype=torch.long),
+            offset=offset,
+            digit_run=zeros,
+            numbers=zeros,
+        )
+
+    def embed(self, input_ids, token_embeds, state, start=0):
+        stop = start + input_ids.shape[1]
+        _check_width(state, stop)
+        fresh = start == 0
+        run = torch.zeros_like(state.digit_run) if fresh else state.digit_run
+        numbers = torch.zeros_like(state.numbers) if fresh else state.numbers
+        digit = self.is_digit[input_ids]
+        # 1-based index of each digit within its run (0 on other tokens), carried across calls
+        count = run[:, None] + digit.long().cumsum(-1)
+        index = count - torch.where(digit, 0, count).cummax(-1).values
+        # a number begins where a digit follows a non-digit (or a call that ended outside a run)
+        before = torch.cat([run[:, None] > 0, digit[:, :-1]], dim=1)
+        begins = (digit & ~before).long().cumsum(-1)
+        number = numbers[:, None] + begins - 1
+        # each run's length within this call: the largest index of its digits
+        length = count.new_zeros(count.shape[0], count.shape[1] + 1)
+        length = length.scatter_reduce(1, begins, index, "amax").gather(1, begins)
+        known = digit & (number >= 0) & (number < len(self.digit_order))
+        msd = self.msd_first[number.clamp(0, len(self.digit_order) - 1)]
+        significance = torch.where(msd, length - index, index - 1)
+        ids = torch.where(known, state.offset[:, None] + 1 + significance, 0).clamp_(max=self.n_positions - 1)
+        after = dataclasses.replace(
+            state, digit_run=index[:, -1], numbers=numbers + (digit & ~before).sum(-1)
+        )
+        return token_embeds, ids, after
+
+    def extra_config(self) -> dict:
+        return {"coupling_max_offset": self.max_offset, "digit_order": list(self.digit_order)}
+
+
+def coupling_digits(d: DataConfig) -> int:
+    """The most digits a number of data config `d` has (the answer of the longest test cell)."""
+    from arith.sampling import test_digits
+
+    widest = max(d.max_digits, *test_digits(d))
+    return 2 * widest + 1  # a product has at most twice its factors' digits; +1 for a sum's carry
