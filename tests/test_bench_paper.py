@@ -66,6 +66,7 @@ def test_table_extrapolates_each_point_to_its_schedule_without_ray_or_mlflow(tmp
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2400)  # seven Python processes; on a shared, loaded 2-core machine over 15 minutes
 def test_gpu_bench_dry_run_writes_every_result(tmp_path) -> None:
     """The GPU script's whole path (steps before/after, packing 1 and 2 processes, both tables) on a CPU."""
     done = subprocess.run(
