@@ -363,19 +363,10 @@ def _loop(s: Setup, state: TrainState, tracker, reporter, checkpoints, resumed_f
             if state.step >= s.n_steps:
                 break
             state.tokens += batch.n_tokens  # counted on the host: no device sync per step
-            batch = batch.to(device)
-            with s.autocast:
-                loss = s.step_model(batch.input_ids, batch.attention_mask, loss_mask=batch.loss_mask).loss
-            loss.backward()
-            if t.grad_clip > 0:
-                torch.nn.utils.clip_grad_norm_(s.step_model.parameters(), t.grad_clip)
-            s.optimizer.step()
-            s.scheduler.step()
-            s.optimizer.zero_grad(set_to_none=True)
+            loss = train_step(s.step_model, s.optimizer, s.scheduler, batch.to(device), t, s.autocast)
             state.step += 1
             epoch_steps += 1
-            # a copy: a CUDA-graph step (compile mode reduce-overhead) reuses its output memory next step
-            window.append(loss.detach().clone())
+            window.append(loss)
             # On a CPU reading the loss costs nothing, so it is checked every step; on a GPU once per log
             # window (no sync each step), still naming the first bad step.
             if device.type == "cpu" or len(window) >= t.log_every_steps:
@@ -383,7 +374,7 @@ def _loop(s: Setup, state: TrainState, tracker, reporter, checkpoints, resumed_f
             if state.step % t.log_every_steps == 0:
                 elapsed = state.train_seconds + time.perf_counter() - epoch_start
                 metrics = {
-                    "train/loss": float(loss.detach()),
+                    "train/loss": float(loss),
                     "train/lr": s.scheduler.get_last_lr()[0],
                     "train/tokens_per_s": state.tokens / max(elapsed, 1e-9),
                 }
@@ -452,6 +443,21 @@ def _loop(s: Setup, state: TrainState, tracker, reporter, checkpoints, resumed_f
         seconds_to_target=state.seconds_to_target,
         failures=failures,
     )
+
+
+def train_step(step_model, optimizer, scheduler, batch, t: TrainConfig, autocast) -> torch.Tensor:
+    """One optimiser step on `batch` (on the device); returns the loss, still on the device (no sync).
+    The benchmarks time this same function."""
+    with autocast:
+        loss = step_model(batch.input_ids, batch.attention_mask, loss_mask=batch.loss_mask).loss
+    loss.backward()
+    if t.grad_clip > 0:
+        torch.nn.utils.clip_grad_norm_(step_model.parameters(), t.grad_clip)
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
+    # a copy: a CUDA-graph step (compile mode reduce-overhead) reuses its output memory next step
+    return loss.detach().clone()
 
 
 def drain_losses(window: list[torch.Tensor], step: int, epoch: int) -> float:

@@ -48,16 +48,16 @@ from arith.config import ExperimentConfig, parse_set
 from arith.data import test_examples, train_examples, train_size
 from arith.model import build_model
 from arith.tokenizer import build_tokenizer
-from arith.tracking import NullTracker
 from arith.train import (
-    _run_epoch,
     autocast_context,
     compile_model,
+    drain_losses,
     lr_lambda,
     make_optimizer,
     resolve_device,
     seed_everything,
     total_steps,
+    train_step,
 )
 from sweeps.grids import points
 from sweeps.packing import PackingMeasurement, choose_trials_per_gpu, load_measurement
@@ -230,12 +230,14 @@ def synthetic_batch(rows: int, width: int, vocab: int, pad_id: int, loss_on: str
 
 def timed_steps(step_model, optimizer, scheduler, cfg, device, batches: list) -> float:
     """Wall seconds of the trainer's training loop over `batches` (device work finished)."""
+    t, autocast = cfg.train, autocast_context(device, cfg.train.precision)
     start = time.perf_counter()
-    _run_epoch(
-        iter(batches), step_model, optimizer, scheduler, cfg.train, device,
-        autocast_context(device, cfg.train.precision), NullTracker(),
-        first_step=0, last_step=len(batches), epoch=1, seconds_before=0.0, tokens_before=0,
-    )  # fmt: skip
+    window: list[torch.Tensor] = []
+    for step, batch in enumerate(batches, 1):  # the trainer's loop: its step, its loss read-back
+        window.append(train_step(step_model, optimizer, scheduler, batch.to(device), t, autocast))
+        if device.type == "cpu" or len(window) >= t.log_every_steps:
+            drain_losses(window, step, 1)
+    drain_losses(window, len(batches), 1)
     _sync(device)
     return time.perf_counter() - start
 

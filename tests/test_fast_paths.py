@@ -48,7 +48,7 @@ def loss_curve(monkeypatch, **overrides) -> list[float]:
         "tracking.enabled": False,
     }
     curve = LossCurve()
-    monkeypatch.setattr(arith.train, "start_tracker", lambda cfg, run_id="": curve)
+    monkeypatch.setattr(arith.train, "start_tracker", lambda cfg, *args, **kwargs: curve)
     train(ExperimentConfig().with_overrides({**base, **overrides}))
     return [curve.losses[s] for s in sorted(curve.losses)]
 
