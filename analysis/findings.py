@@ -229,7 +229,7 @@ def unlearned(sides: dict[str, pd.DataFrame], where: str) -> str:
     if not low:
         return ""
     listed = ", ".join(f"{name} {mean:.2f}" for name, mean in low.items())
-    return f"not learned in range: {listed} on {where} (a claim needs >= {LEARNED:g} there)"
+    return f"not learned in range: {listed} on {where}"
 
 
 # ---------------------------------------------------------------------------------------------------------
