@@ -177,7 +177,12 @@ def test_killed_worker_resumes_from_checkpoint_into_the_same_run(tmp_path, ray_t
     storage = tmp_path / "ray_results"
     log = (tmp_path / "sweep.log").open("w")
     proc = subprocess.Popen(
-        sweep_cmd(uri, storage, ray_temp_dir), cwd=ROOT, env=clean_env(), stdout=log, stderr=subprocess.STDOUT
+        sweep_cmd(uri, storage, ray_temp_dir),
+        cwd=ROOT,
+        env=clean_env(),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     try:
         worker, trial_id = wait_for(
@@ -186,8 +191,7 @@ def test_killed_worker_resumes_from_checkpoint_into_the_same_run(tmp_path, ray_t
         os.kill(worker, signal.SIGKILL)  # the trial's process dies mid-run
         rc = proc.wait(timeout=2 * WAIT_S)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        end_session(proc.pid)
         log.close()
     output = (tmp_path / "sweep.log").read_text()
     assert rc == 0, output[-4000:]
@@ -218,7 +222,12 @@ def test_interrupted_sweep_resumes_only_what_was_unfinished(tmp_path, ray_temp_d
     storage = tmp_path / "ray_results"
     log = (tmp_path / "sweep.log").open("w")
     proc = subprocess.Popen(
-        sweep_cmd(uri, storage, ray_temp_dir), cwd=ROOT, env=clean_env(), stdout=log, stderr=subprocess.STDOUT
+        sweep_cmd(uri, storage, ray_temp_dir),
+        cwd=ROOT,
+        env=clean_env(),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
 
     def finished_runs():
@@ -238,8 +247,7 @@ def test_interrupted_sweep_resumes_only_what_was_unfinished(tmp_path, ray_temp_d
         proc.send_signal(signal.SIGINT)  # Ctrl-C
         rc = proc.wait(timeout=WAIT_S)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        end_session(proc.pid)
         log.close()
     output = (tmp_path / "sweep.log").read_text()
     assert rc == 130, output[-4000:]
@@ -273,7 +281,13 @@ def test_interrupted_sweep_resumes_only_what_was_unfinished(tmp_path, ray_temp_d
 
 
 def checkpoints_of(storage: Path) -> list[Path]:
+    """The checkpoints Tune keeps (the last 2 of each trial)."""
     return sorted(storage.glob("*/*/checkpoint_*"))
+
+
+def latest_checkpoint(storage: Path) -> int:
+    """The index of the newest checkpoint of any trial (-1 before the first)."""
+    return max((int(path.name.rpartition("_")[2]) for path in checkpoints_of(storage)), default=-1)
 
 
 @pytest.mark.slow
@@ -341,7 +355,9 @@ def test_tracking_server_outage_mid_trial(tmp_path, ray_temp_dir):
         cmd[cmd.index(f"train.epochs={EPOCHS}")] = "train.epochs=40"
         log = (tmp_path / "sweep.log").open("w")
         env = clean_env(POSDESC_TRACKING_PATIENCE_S="300")
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         try:
             wait_for(lambda: checkpoints_of(storage), proc, WAIT_S, "the first checkpoint")
             server.stop()
@@ -356,8 +372,7 @@ def test_tracking_server_outage_mid_trial(tmp_path, ray_temp_dir):
             server.start()
             rc = proc.wait(timeout=2 * WAIT_S)
         finally:
-            if proc.poll() is None:
-                proc.kill()
+            end_session(proc.pid)
             log.close()
         output = (tmp_path / "sweep.log").read_text()
         assert rc == 0, output[-4000:]
