@@ -297,6 +297,7 @@ def test_killed_driver_resumes_only_unfinished_trials(tmp_path, ray_temp_dir):
     storage = tmp_path / "ray_results"
     log = (tmp_path / "sweep.log").open("w")
     cmd = sweep_cmd(uri, storage, ray_temp_dir, "--set", "train.eval_epochs=[2,4]")
+    cmd[cmd.index(f"train.epochs={EPOCHS}")] = "train.epochs=30"  # the last trial runs long enough to be hit
     proc = subprocess.Popen(
         cmd, cwd=ROOT, env=clean_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
     )
