@@ -294,9 +294,9 @@ class MlflowTracker(NullTracker):
             except Exception as err:
                 if not store.is_unreachable(err) or time.monotonic() + pause > deadline:
                     raise
-                print(
-                    f"warning: cannot {what} at {store.display(self.uri)} ({err}); retrying", file=sys.stderr
-                )
+                if pause == 1.0:  # warn once
+                    message = f"cannot {what} at {store.display(self.uri)} ({err})"
+                    print(f"warning: {message}; retrying for up to {PATIENCE_S:.0f} s", file=sys.stderr)
                 time.sleep(pause)
                 pause = min(30.0, pause * 2)
 

@@ -177,7 +177,12 @@ def test_killed_worker_resumes_from_checkpoint_into_the_same_run(tmp_path, ray_t
     storage = tmp_path / "ray_results"
     log = (tmp_path / "sweep.log").open("w")
     proc = subprocess.Popen(
-        sweep_cmd(uri, storage, ray_temp_dir), cwd=ROOT, env=clean_env(), stdout=log, stderr=subprocess.STDOUT
+        sweep_cmd(uri, storage, ray_temp_dir),
+        cwd=ROOT,
+        env=clean_env(),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     try:
         worker, trial_id = wait_for(
@@ -186,8 +191,7 @@ def test_killed_worker_resumes_from_checkpoint_into_the_same_run(tmp_path, ray_t
         os.kill(worker, signal.SIGKILL)  # the trial's process dies mid-run
         rc = proc.wait(timeout=2 * WAIT_S)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        end_session(proc.pid)
         log.close()
     output = (tmp_path / "sweep.log").read_text()
     assert rc == 0, output[-4000:]
@@ -218,7 +222,12 @@ def test_interrupted_sweep_resumes_only_what_was_unfinished(tmp_path, ray_temp_d
     storage = tmp_path / "ray_results"
     log = (tmp_path / "sweep.log").open("w")
     proc = subprocess.Popen(
-        sweep_cmd(uri, storage, ray_temp_dir), cwd=ROOT, env=clean_env(), stdout=log, stderr=subprocess.STDOUT
+        sweep_cmd(uri, storage, ray_temp_dir),
+        cwd=ROOT,
+        env=clean_env(),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
 
     def finished_runs():
@@ -238,8 +247,7 @@ def test_interrupted_sweep_resumes_only_what_was_unfinished(tmp_path, ray_temp_d
         proc.send_signal(signal.SIGINT)  # Ctrl-C
         rc = proc.wait(timeout=WAIT_S)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        end_session(proc.pid)
         log.close()
     output = (tmp_path / "sweep.log").read_text()
     assert rc == 130, output[-4000:]
@@ -273,7 +281,13 @@ def test_interrupted_sweep_resumes_only_what_was_unfinished(tmp_path, ray_temp_d
 
 
 def checkpoints_of(storage: Path) -> list[Path]:
+    """The checkpoints Tune keeps (the last 2 of each trial)."""
     return sorted(storage.glob("*/*/checkpoint_*"))
+
+
+def latest_checkpoint(storage: Path) -> int:
+    """The index of the newest checkpoint of any trial (-1 before the first)."""
+    return max((int(path.name.rpartition("_")[2]) for path in checkpoints_of(storage)), default=-1)
 
 
 @pytest.mark.slow
@@ -283,31 +297,25 @@ def test_killed_driver_resumes_only_unfinished_trials(tmp_path, ray_temp_dir):
     storage = tmp_path / "ray_results"
     log = (tmp_path / "sweep.log").open("w")
     cmd = sweep_cmd(uri, storage, ray_temp_dir, "--set", "train.eval_epochs=[2,4]")
+    cmd[cmd.index(f"train.epochs={EPOCHS}")] = "train.epochs=30"  # the last trial runs long enough to be hit
     proc = subprocess.Popen(
         cmd, cwd=ROOT, env=clean_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
     )
 
-    def finished_and_checkpointed():
-        if not list(storage.glob("*/sweep.json")):
-            return None
-        try:
-            runs = store.search_runs(store.client(uri), store.experiment_ids(store.client(uri), [GRID]))
-        except Exception:  # the store is still being created
-            return None
-        trials = [r for r in runs if r.data.tags.get("sweep") != "1"]
-        finished = [r for r in trials if r.info.status == "FINISHED"]
-        running = (
-            len(trials) > len(finished) and len(checkpoints_of(storage)) > 2 * len(finished) * EPOCHS // 2
-        )
-        return finished if finished and running else None
+    def last_trial_checkpointed():
+        # at most 2 run at once: the third trial starts when one has finished
+        return len({path.parent for path in checkpoints_of(storage)}) == N_TRIALS
 
     try:
-        done_before = wait_for(finished_and_checkpointed, proc, WAIT_S, "a finished and a checkpointed trial")
+        wait_for(last_trial_checkpointed, proc, WAIT_S, "the last trial's first checkpoint")
         os.kill(proc.pid, signal.SIGKILL)  # the driver dies without a word
         proc.wait(timeout=30)
     finally:
         end_session(proc.pid)  # its local Ray (GCS, raylet, workers, agents) goes with it
         log.close()
+    runs = store.search_runs(store.client(uri), store.experiment_ids(store.client(uri), [GRID]))
+    done_before = [r for r in runs if r.data.tags.get("sweep") != "1" and r.info.status == "FINISHED"]
+    assert 0 < len(done_before) < N_TRIALS
     finished_at = {r.info.run_id: r.info.end_time for r in done_before}
 
     resumed = subprocess.run(
@@ -341,14 +349,16 @@ def test_tracking_server_outage_mid_trial(tmp_path, ray_temp_dir):
         cmd[cmd.index(f"train.epochs={EPOCHS}")] = "train.epochs=40"
         log = (tmp_path / "sweep.log").open("w")
         env = clean_env(POSDESC_TRACKING_PATIENCE_S="300")
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         try:
             wait_for(lambda: checkpoints_of(storage), proc, WAIT_S, "the first checkpoint")
             server.stop()
-            down = len(checkpoints_of(storage))
+            down = latest_checkpoint(storage)
             # training goes on without the store: two more checkpoints (and sends that fail) while it is down
             wait_for(
-                lambda: len(checkpoints_of(storage)) >= down + 2,
+                lambda: latest_checkpoint(storage) >= down + 2,
                 proc,
                 WAIT_S,
                 "checkpoints during the outage",
@@ -356,8 +366,7 @@ def test_tracking_server_outage_mid_trial(tmp_path, ray_temp_dir):
             server.start()
             rc = proc.wait(timeout=2 * WAIT_S)
         finally:
-            if proc.poll() is None:
-                proc.kill()
+            end_session(proc.pid)
             log.close()
         output = (tmp_path / "sweep.log").read_text()
         assert rc == 0, output[-4000:]
