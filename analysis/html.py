@@ -17,6 +17,7 @@ import pandas as pd
 
 matplotlib.use("Agg")
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from analysis.findings import HELD, NOT_HELD, Finding
 from analysis.load import FINISHED, AnalysisError, Sweep, check_reachable
@@ -152,7 +153,7 @@ def epochs_figure(sweep: Sweep, history: pd.DataFrame) -> Figure | None:
         ax.set_ylim(-0.03, 1.03)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("exact-match accuracy")
-    handles = [matplotlib.lines.Line2D([], [], color=colour[p], lw=2) for p in points]
+    handles = [Line2D([], [], color=colour[p], lw=2) for p in points]
     figure.legend(handles, points, loc="lower center", ncol=min(4, len(points)), fontsize=8, frameon=False)
     figure.tight_layout(rect=(0, 0.06 + 0.04 * (len(points) // 4), 1, 1))
     return figure

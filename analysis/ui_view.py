@@ -59,6 +59,8 @@ def view_state(sweep: Sweep, logged: list[str] | None = None) -> dict:
         },
         "useGroupedValuesInCharts": True,
         "hideEmptyCharts": True,
+        # the chart view shows the accuracy charts only (by epoch, a line per group), not throughput
+        "chartsSearchFilter": "test_acc",
     }
 
 

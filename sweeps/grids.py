@@ -533,8 +533,10 @@ DEMO_SETUP: dict[str, Any] = {
     "model.preset": "tiny",
     "model.n_positions": 64,
     "model.init": "random",
-    "train.epochs": 10,
-    "train.max_steps": 500,
+    # tests/test_learning.py's seeds reached 98% at 500-650 steps of an 800-step schedule; 500 steps of
+    # a 500-step schedule left seed 0 at 0.86 on the training range (measured), below the claim's 0.9
+    "train.epochs": 14,
+    "train.max_steps": 700,
     "train.batch_size": 128,
     "train.lr": 3e-3,
     "train.warmup_steps": 50,
@@ -545,7 +547,7 @@ DEMO_SETUP: dict[str, Any] = {
     "train.eval_batch_size": 512,
     "train.log_every_steps": 50,
     # every other epoch, for the report's accuracy-by-epoch plot
-    "train.eval_epochs": [1, 2, 4, 6, 8, 10],
+    "train.eval_epochs": [1, 2, 4, 7, 10, 14],
     # a checkpoint at each evaluation is enough for a retry (the cpu scale's cadence is for 750 epochs)
     "train.checkpoint_every": 0,
 }

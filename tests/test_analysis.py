@@ -740,3 +740,28 @@ def test_a_setting_older_runs_lack_is_no_axis_while_it_is_at_its_default() -> No
     # set to something else in some runs, it is an axis
     runs[-1].params["train.curriculum"] = "0.5"
     assert "train.curriculum" in trials_frame(runs, "mul_simple_case")[1]
+
+
+def test_html_report_is_one_self_contained_page(tmp_path: Path, empty_store: Path) -> None:
+    """The HTML report on a real store: inline CSS and PNGs only, the verdicts with their reasons, the
+    tables, and accuracy by epoch drawn from the MLflow metric history the trials logged."""
+    from mlflow import MlflowClient
+
+    from analysis.html import metric_histories
+
+    uri = write_store(tmp_path, empty_store, seeds=2)
+    sweep = load_sweep("add_posembed", uri)
+    client = MlflowClient(uri)
+    finished = sweep.trials.loc[sweep.trials["status"] == FINISHED, "run_id"].tolist()
+    for run_id in finished:
+        for epoch, value in ((1, 0.1), (2, 0.4)):
+            client.log_metric(run_id, "test_acc/in_range", value, step=epoch)
+    history = metric_histories(sweep)
+    assert len(history) == 2 * len(finished) and set(history["metric"]) == {"test_acc/in_range"}
+
+    page = render(analyse(sweep), "html")
+    assert page.startswith("<!DOCTYPE html>") and "<style>" in page
+    assert "<script" not in page and "http://" not in page and "https://" not in page
+    # one heatmap per table, the seeds' spread, accuracy by epoch
+    assert page.count('src="data:image/png;base64,') == 1 + 2
+    assert "Test accuracy by epoch" in page and "not testable" in page and "position=none" in page

@@ -71,10 +71,18 @@ def test_smoke_sweep_of_two_grids_into_mlflow(tmp_path, ray_temp_dir):
             proc = run_sweep(*args, temp_dir=ray_temp_dir)
         else:
             with cluster(tempfile.mkdtemp(prefix="ray", dir="/tmp")) as address:
-                proc = run_sweep(*args, "--address", address, temp_dir=ray_temp_dir)
+                proc = run_sweep(*args, "--address", address, "--verbose", temp_dir=ray_temp_dir)
             assert "Connecting to existing Ray cluster" in proc.stderr, proc.stderr[-3000:]
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-        assert "Trial status" in proc.stdout + proc.stderr  # Tune's progress table
+        if grid == GRIDS_UNDER_TEST[0]:  # by default the sweep's own progress line, not Tune's table
+            assert (
+                " done, " in proc.stdout
+                and " pending, " in proc.stdout
+                and " failed | test_acc" in proc.stdout
+            )
+            assert "Trial status" not in proc.stdout + proc.stderr
+        else:
+            assert "Trial status" in proc.stdout + proc.stderr  # Tune's progress table, behind --verbose
         assert (
             f"Sweep analysis: {grid}" in proc.stdout or "test_acc" in proc.stdout
         )  # the end-of-sweep report
