@@ -113,13 +113,14 @@ def seed_spread_figure(sweep: Sweep) -> Figure | None:
 def metric_histories(sweep: Sweep) -> pd.DataFrame:
     """run_id, metric, epoch, value for every finished trial and metric of EPOCH_METRICS it logged, from
     the MLflow metric history; from the cells read back (test_acc only) where the store has none."""
-    from mlflow import MlflowClient
     from mlflow.exceptions import MlflowException
+
+    from arith import store
 
     rows = []
     try:
         check_reachable(sweep.tracking_uri)  # never create a store that is not there
-        client = MlflowClient(tracking_uri=sweep.tracking_uri)
+        client = store.client(sweep.tracking_uri)
         for run_id in sweep.trials.loc[sweep.trials["status"] == FINISHED, "run_id"]:
             for metric in EPOCH_METRICS:
                 rows += [(run_id, metric, m.step, m.value) for m in client.get_metric_history(run_id, metric)]

@@ -66,12 +66,12 @@ def view_state(sweep: Sweep, logged: list[str] | None = None) -> dict:
 
 def logged_metrics(sweep: Sweep) -> list[str]:
     """The metric keys a finished trial of the sweep logged."""
-    from mlflow import MlflowClient
+    from arith import store
 
     finished = sweep.trials.loc[sweep.trials["status"] == FINISHED, "run_id"]
     if finished.empty:
         return []
-    return sorted(MlflowClient(tracking_uri=sweep.tracking_uri).get_run(finished.iloc[0]).data.metrics)
+    return sorted(store.client(sweep.tracking_uri).get_run(finished.iloc[0]).data.metrics)
 
 
 def share_view(sweep: Sweep, ui_url: str = "http://127.0.0.1:5000") -> str:
