@@ -344,7 +344,7 @@ def test_tracking_server_outage_mid_trial(tmp_path, ray_temp_dir):
 
     storage = tmp_path / "ray_results"
     with postgres() as database, mlflow_server(database, tmp_path) as server:
-        cmd = sweep_cmd(server.uri, storage, ray_temp_dir, "--only", "model.position=learned")
+        cmd = sweep_cmd(server.uri, storage, ray_temp_dir, "--only", "model.position=learned", "--verbose")
         cmd += ["--set", "train.eval_epochs=[5,20]"]
         cmd[cmd.index(f"train.epochs={EPOCHS}")] = "train.epochs=40"
         log = (tmp_path / "sweep.log").open("w")
