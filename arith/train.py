@@ -257,6 +257,19 @@ class Setup:
         return TrainState.of(saved)
 
 
+def train_loader(train_set: list, tokenizer, t: TrainConfig) -> BatchLoader:
+    """The trainer's batches of `train_set` (the benchmarks time these same batches)."""
+    return BatchLoader(
+        encode_lines(tokenizer, train_set),
+        t.batch_size,
+        pad_token_id(tokenizer),
+        t.loss_on,
+        t.seed,
+        digits=[example_digits(example) for example in train_set],
+        bucket_lengths=t.bucket_lengths,
+    )
+
+
 def setup(cfg: ExperimentConfig) -> Setup:
     """Device, data, tokenizer, batches, model, optimiser and schedule of `cfg`, seeded."""
     from arith.data import test_examples, train_examples
@@ -274,15 +287,7 @@ def setup(cfg: ExperimentConfig) -> Setup:
     seed_everything(t.seed)
     train_set = train_examples(cfg.data)
     tokenizer = tokenizer_for(cfg.model, [example.text for example in train_set])
-    loader = BatchLoader(
-        encode_lines(tokenizer, train_set),
-        t.batch_size,
-        pad_token_id(tokenizer),
-        t.loss_on,
-        t.seed,
-        digits=[example_digits(example) for example in train_set],
-        bucket_lengths=t.bucket_lengths,
-    )
+    loader = train_loader(train_set, tokenizer, t)
     model = build_model(cfg.model, tokenizer, cfg.data).to(device)
     optimizer = make_optimizer(model, t, device)
     n_steps = total_steps(t, len(loader))

@@ -43,7 +43,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from arith.batching import BatchLoader, EncodedLine, batches_per_epoch, collate, encode_lines, pad_token_id
+from arith.batching import EncodedLine, batches_per_epoch, collate, pad_token_id
 from arith.config import ExperimentConfig, parse_set
 from arith.data import test_examples, train_examples, train_size
 from arith.model import build_model
@@ -57,6 +57,7 @@ from arith.train import (
     resolve_device,
     seed_everything,
     total_steps,
+    train_loader,
     train_step,
 )
 from sweeps.grids import points
@@ -178,14 +179,7 @@ def profile_points(grids: list[str], args: argparse.Namespace, sets: dict) -> tu
             train_set, test_set = probe_data(cfg, args.probe)
             tokenizer = build_tokenizer(e.text for e in train_set)
             t = cfg.train
-            loader = BatchLoader(
-                encode_lines(tokenizer, train_set),
-                t.batch_size,
-                pad_token_id(tokenizer),
-                t.loss_on,
-                t.seed,
-                bucket_lengths=t.bucket_lengths,
-            )
+            loader = train_loader(train_set, tokenizer, t)
             widths, tokens = Counter(), []
             for batch in loader.epoch(1):
                 widths[batch.input_ids.shape[1]] += 1
@@ -434,14 +428,7 @@ def step(args: argparse.Namespace) -> int:
     train_set, _ = probe_data(cfg, args.probe)
     tokenizer = build_tokenizer(e.text for e in train_set)
     t = cfg.train
-    loader = BatchLoader(
-        encode_lines(tokenizer, train_set),
-        t.batch_size,
-        pad_token_id(tokenizer),
-        t.loss_on,
-        t.seed,
-        bucket_lengths=t.bucket_lengths,
-    )
+    loader = train_loader(train_set, tokenizer, t)
     epoch, batches = 1, []
     while len(batches) < args.steps:
         batches.extend(loader.epoch(epoch))
