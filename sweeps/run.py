@@ -8,16 +8,18 @@ under the parent and keeps its id in its checkpoint), so a retried or resumed tr
 
 The sweep's configs and parent run id are saved in the experiment folder (`sweep.json`), so `--resume`
 restores exactly the interrupted sweep and runs only what was unfinished.
+
+This file is the command line and the sweep's steps in order; each concern has its own module:
+`sweeps/cluster.py` (Ray and the autoscaler), `sweeps/storage.py` (the sweep folder and the parent run),
+`sweeps/tuner.py` (Tune: the trainable, new or restored Tuner, the report), `sweeps/trainable.py` (the
+adapter that runs `arith.train.train` as a trial).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -29,18 +31,13 @@ import pandas as pd
 from arith import store
 from arith.config import ConfigError, ExperimentConfig, parse_set
 from arith.store import absolute_uri
+from sweeps.cluster import check_cluster, start_ray
+from sweeps.errors import SweepError
 from sweeps.grids import GRIDS, get_grid, parse_seeds, points
 from sweeps.packing import check_packing, default_gpus_per_trial
 from sweeps.scales import SCALES, get_scale
-
-SWEEP_FILE = "sweep.json"
-#: metrics shown in the end-of-sweep summary when the analysis package is not available
-SUMMARY_METRICS = ("test_acc", "epoch", "time_total_s")
-
-
-class SweepError(RuntimeError):
-    """A sweep that cannot start; the message says why and what to do instead."""
-
+from sweeps.storage import SweepStorage, check_tracking, new_sweep, resume_tracking_uri, trial_outcomes
+from sweeps.tuner import final_report, fit, trial_key
 
 # ---------------------------------------------------------------------------------------------------------
 # Command line
@@ -166,6 +163,21 @@ def list_grids() -> str:
     return "\n".join(lines)
 
 
+#: flags whose value a resumed sweep takes from the interrupted one (flag, attribute, default)
+RESUME_IGNORES = (
+    ("--set", "sets", []),
+    ("--seeds", "seeds", 1),
+    ("--only", "only", []),
+    ("--gpus-per-trial", "gpus_per_trial", None),
+    ("--cpus-per-trial", "cpus_per_trial", 1.0),
+)
+
+
+def ignored_on_resume(args: argparse.Namespace) -> list[str]:
+    """The flags given with --resume that it does not use (the interrupted sweep's values hold)."""
+    return [flag for flag, attr, default in RESUME_IGNORES if getattr(args, attr) != default]
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Building the sweep
 # ---------------------------------------------------------------------------------------------------------
@@ -179,10 +191,6 @@ def absolute_paths(overrides: dict[str, str]) -> dict[str, str]:
         if value and Path(value).exists():
             out[key] = str(Path(value).resolve())
     return out
-
-
-def trial_key(point: str, seed: int) -> str:
-    return f"{point}|seed={seed}"
 
 
 def build_configs(args: argparse.Namespace, tracking_uri: str) -> dict[str, dict[str, Any]]:
@@ -257,20 +265,6 @@ def trial_table(configs: dict[str, dict[str, Any]], res: dict[str, float]) -> pd
     return pd.DataFrame(rows)
 
 
-# ---------------------------------------------------------------------------------------------------------
-# MLflow
-# ---------------------------------------------------------------------------------------------------------
-
-
-def check_tracking(uri: str) -> None:
-    """Fail before any trial starts when the tracking store cannot be reached (and create a SQLite store
-    here, once, rather than from two trials at the same moment)."""
-    try:
-        store.check_usable(uri)
-    except store.StoreError as err:
-        raise SweepError(str(err)) from err
-
-
 def check_pretrained(configs: dict[str, dict[str, Any]]) -> None:
     """Fail before any trial starts when a pretrained point's model cannot be loaded (no hub access, a
     wrong path), rather than in every one of its trials."""
@@ -288,305 +282,9 @@ def check_pretrained(configs: dict[str, dict[str, Any]]) -> None:
             ) from err
 
 
-def git_commit() -> str:
-    """The project's commit (with `-dirty` when the tree has changes), for the runs' `git_commit` tag."""
-    root = Path(__file__).resolve().parent.parent
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True, timeout=10
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=10,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return commit + ("-dirty" if dirty else "")
-
-
-def digit_map(grid: str, scale: str) -> dict[int, int]:
-    """Paper digit count -> the sweep's: the scale's map, or the identity for a grid that keeps the
-    paper's digit counts (scale_digits=False, e.g. nl_mix)."""
-    keep = not get_grid(grid).scale_digits
-    return {n: n if keep else get_scale(scale).digits(n) for n in range(1, 41)}
-
-
 # ---------------------------------------------------------------------------------------------------------
-# Ray Tune
+# The sweep
 # ---------------------------------------------------------------------------------------------------------
-
-
-def run_trial(config: dict[str, Any], configs: dict[str, dict[str, Any]]) -> None:
-    """The Tune trainable: look the trial's full config up by (point, seed) and hand it to the adapter.
-
-    Tune's search space holds only `point` and `seed`, so its trial table stays readable."""
-    from ray import tune
-
-    from sweeps.trainable import tune_entrypoint
-
-    cfg = configs[trial_key(config["point"], config["seed"])]
-    if tune.get_checkpoint() is None:
-        discard_lost_attempts(cfg)
-    tune_entrypoint(cfg)
-
-
-def discard_lost_attempts(cfg: dict[str, Any]) -> None:
-    """Delete the unfinished MLflow runs an earlier attempt of this trial left behind.
-
-    An attempt killed before its first checkpoint has nothing to resume, so the trial starts over with a
-    new run; deleting the old one keeps exactly one run per trial (no orphans stuck in RUNNING)."""
-    tracking = cfg["tracking"]
-    if not tracking["enabled"] or not tracking["parent_run_id"]:
-        return
-    uri = tracking["tracking_uri"]
-    runs = store.trial_runs(uri, [tracking["experiment"]], tracking["parent_run_id"], tracking["run_name"])
-    for run in runs:
-        if run.info.status != "FINISHED":
-            store.client(uri).delete_run(run.info.run_id)
-
-
-def trial_dirname(trial: Any) -> str:
-    """Short trial folder names (the default spells the whole config, too long for some file systems)."""
-    return trial.trial_id
-
-
-def start_ray(address: str | None, temp_dir: str | None, log_to_driver: bool = True) -> bool:
-    """Connect to the cluster at `address` / $RAY_ADDRESS, else start a local Ray; True if started here."""
-    import ray
-
-    address = address or os.environ.get("RAY_ADDRESS") or None
-    if address:
-        try:
-            ray.init(address=address, log_to_driver=log_to_driver)
-        except Exception as err:
-            raise SweepError(
-                f"cannot connect to the Ray cluster at {address}: {err}. With token authentication, the "
-                "cluster's token must be in $RAY_AUTH_TOKEN or ~/.ray/auth_token on this machine."
-            ) from err
-        return False
-    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": log_to_driver}
-    if temp_dir:
-        kwargs["_temp_dir"] = str(Path(temp_dir).resolve())
-    for attempt in range(3):  # on a loaded machine the raylet can miss Ray's fixed 30 s start-up wait
-        try:
-            ray.init(**kwargs)
-            return True
-        except Exception as err:
-            if "timed out during startup" not in str(err) or attempt == 2:
-                raise
-            print(f"local Ray did not start in time ({err}); trying again", file=sys.stderr, flush=True)
-            ray.shutdown()
-    return True
-
-
-def wait_for_gpus(needed: float, minutes: float) -> float:
-    """Ask the autoscaler for GPU workers (cluster.yaml scales them from zero) and wait for them to join.
-
-    The request is withdrawn once they are up: from then on the pending trials' own demands keep the
-    autoscaler going, and idle workers leave after `idle_timeout_minutes`."""
-    import math
-
-    import ray
-    from ray.autoscaler.sdk import request_resources
-
-    request_resources(bundles=[{"GPU": 1}] * max(1, math.ceil(needed)))
-    deadline = time.time() + minutes * 60
-    try:
-        while (gpus := ray.cluster_resources().get("GPU", 0.0)) < needed and time.time() < deadline:
-            print(f"waiting for GPU workers to join: {gpus:g}/{needed:g} GPUs", flush=True)
-            time.sleep(15)
-    finally:
-        request_resources(bundles=[])
-    return ray.cluster_resources().get("GPU", 0.0)
-
-
-def check_cluster(scale_name: str, res: dict[str, float], gpu_wait_min: float) -> None:
-    """Stop before starting anything when the cluster cannot run a single trial of this sweep."""
-    import ray
-
-    total = ray.cluster_resources()
-    gpus, cpus = total.get("GPU", 0.0), total.get("CPU", 0.0)
-    needs_gpu = get_scale(scale_name).needs_gpu or res["gpu"] > 0
-    if needs_gpu and gpus < max(res["gpu"], 1e-9) and gpu_wait_min > 0:
-        gpus = wait_for_gpus(max(res["gpu"], 1.0), gpu_wait_min)
-    if get_scale(scale_name).needs_gpu and gpus == 0:
-        raise SweepError(
-            f"--scale {scale_name} trains the paper's GPT2-small for hundreds of epochs and needs GPUs, but "
-            "this Ray cluster has none"
-            + (f" (none joined within {gpu_wait_min:g} min)" if gpu_wait_min > 0 else "")
-            + ". Run the CPU miniature instead: --scale cpu (or --address a GPU cluster)."
-        )
-    if res["gpu"] > gpus:
-        raise SweepError(
-            f"--gpus-per-trial {res['gpu']:g} but the cluster has {gpus:g} GPUs; use 0 or a GPU cluster"
-        )
-    if res["cpu"] > cpus:
-        raise SweepError(f"--cpus-per-trial {res['cpu']:g} but the cluster has {cpus:g} CPUs")
-
-
-class SweepStorage:
-    """Where sweeps are kept: a local folder, or a URI Ray reads (s3://, gs://) through pyarrow.fs.
-
-    On a cluster this must be storage every node shares, so that checkpoints follow a trial to whichever
-    node retries it. Each sweep is a folder `<grid>-<scale>-<time>` holding Tune's experiment and
-    `sweep.json` (the configs and the parent run id, for `--resume`)."""
-
-    def __init__(self, location: str) -> None:
-        import pyarrow.fs
-
-        self.location = location.rstrip("/") if "://" in location else str(Path(location).resolve())
-        self.fs, self.root = pyarrow.fs.FileSystem.from_uri(self.location)
-
-    def uri(self, name: str) -> str:
-        return f"{self.location}/{name}"
-
-    def create(self, name: str, state: dict[str, Any]) -> None:
-        import pyarrow.fs
-
-        folder = f"{self.root}/{name}"
-        if self.fs.get_file_info(folder).type != pyarrow.fs.FileType.NotFound:
-            raise SweepError(f"sweep folder {self.uri(name)} already exists")
-        self.fs.create_dir(folder, recursive=True)
-        self.save(name, state)
-
-    def save(self, name: str, state: dict[str, Any]) -> None:
-        with self.fs.open_output_stream(f"{self.root}/{name}/{SWEEP_FILE}") as out:
-            out.write(json.dumps(state, indent=1).encode())
-
-    def state(self, name: str) -> dict[str, Any]:
-        with self.fs.open_input_stream(f"{self.root}/{name}/{SWEEP_FILE}") as src:
-            return json.loads(src.read().decode())
-
-    def latest(self, grid: str, scale: str) -> str:
-        """The most recent sweep of this grid and scale (names sort by start time)."""
-        import pyarrow.fs
-
-        selector = pyarrow.fs.FileSelector(self.root, allow_not_found=True, recursive=False)
-        names = sorted(
-            info.base_name
-            for info in self.fs.get_file_info(selector)
-            if info.type == pyarrow.fs.FileType.Directory and info.base_name.startswith(f"{grid}-{scale}-")
-        )
-        names = [n for n in names if self.fs.get_file_info(f"{self.root}/{n}/{SWEEP_FILE}").is_file]
-        if not names:
-            raise SweepError(f"no sweep of grid {grid!r} at scale {scale!r} to resume under {self.location}")
-        return names[-1]
-
-
-def trial_outcomes(uri: str, parent_run_id: str, configs: dict[str, dict[str, Any]]) -> tuple[int, int]:
-    """(finished, failed) trials, from their MLflow runs under the parent.
-
-    Tune stops the running trials of an interrupted sweep and reports them TERMINATED like finished
-    ones; the trial's own run, which the trainer ends only after its last epoch, tells them apart. A trial
-    ended by a NaN loss is not retried and reports normally to Tune; its run is FAILED."""
-    names = {c["tracking"]["run_name"] for c in configs.values()}
-    experiments = sorted({c["tracking"]["experiment"] for c in configs.values()})
-    runs = store.trial_runs(uri, experiments, parent_run_id)
-    finished = {r.info.run_name for r in runs if r.info.status == "FINISHED"} & names
-    failed = {r.info.run_name for r in runs if r.info.status == "FAILED"} & names - finished
-    return len(finished), len(failed)
-
-
-def make_trainable(configs: dict[str, dict[str, Any]], res: dict[str, float]):
-    from ray import tune
-
-    return tune.with_resources(tune.with_parameters(run_trial, configs=configs), res)
-
-
-def summary(results: Any) -> pd.DataFrame:
-    """Per-trial table from Tune's results: point, seed, status and the final metrics."""
-    rows = []
-    for result in results:
-        cfg = result.config or {}
-        metrics = result.metrics or {}
-        row = {
-            "point": cfg.get("point"),
-            "seed": cfg.get("seed"),
-            "status": "ERROR" if result.error else "DONE",
-        }
-        row.update({m: metrics.get(m) for m in SUMMARY_METRICS})
-        rows.append(row)
-    return pd.DataFrame(rows).sort_values(["point", "seed"]).reset_index(drop=True)
-
-
-def final_report(grid: str, uri: str, parent_run_id: str, results: Any) -> str:
-    """The analysis comparison for this sweep, or the per-trial summary until the analysis exists."""
-    try:
-        from analysis import report
-    except ImportError:
-        report = None
-    if report is not None:
-        try:
-            return report(grid, uri, parent_run_id=parent_run_id, fmt="markdown")
-        except Exception as err:  # the sweep's results stand even if the comparison cannot be drawn
-            print(f"analysis.report failed ({err}); per-trial summary instead", file=sys.stderr)
-    return summary(results).to_string(index=False)
-
-
-#: flags whose value a resumed sweep takes from the interrupted one (flag, attribute, default)
-RESUME_IGNORES = (
-    ("--set", "sets", []),
-    ("--seeds", "seeds", 1),
-    ("--only", "only", []),
-    ("--gpus-per-trial", "gpus_per_trial", None),
-    ("--cpus-per-trial", "cpus_per_trial", 1.0),
-)
-
-
-def ignored_on_resume(args: argparse.Namespace) -> list[str]:
-    """The flags given with --resume that it does not use (the interrupted sweep's values hold)."""
-    return [flag for flag, attr, default in RESUME_IGNORES if getattr(args, attr) != default]
-
-
-def resume_tracking_uri(args: argparse.Namespace, state: dict[str, Any], configs: dict[str, Any]) -> str:
-    """The store a resumed sweep logs to: the interrupted sweep's, or `--tracking-uri` when the store has
-    moved (a new head, a database restored elsewhere); the trials' configs follow it."""
-    uri = state["tracking_uri"]
-    if args.tracking_uri and absolute_uri(args.tracking_uri) != uri:
-        uri = absolute_uri(args.tracking_uri)
-        moved_from = store.display(state["tracking_uri"])
-        print(f"--resume: the sweep's store moved from {moved_from} to {store.display(uri)}")
-        for cfg in configs.values():
-            cfg["tracking"]["tracking_uri"] = uri
-    return uri
-
-
-def new_sweep(
-    args: argparse.Namespace,
-    storage: SweepStorage,
-    uri: str,
-    configs: dict[str, dict[str, Any]],
-    res: dict[str, float],
-) -> tuple[str, str]:
-    """Open the parent MLflow run, nest every trial under it and save the sweep for `--resume`."""
-    name = f"{args.grid}-{args.scale}-{time.strftime('%Y%m%d-%H%M%S')}"
-    commit = git_commit()
-    tags = {
-        "sweep": "1",
-        "grid": args.grid,
-        "scale": args.scale,
-        "git_commit": commit,
-        "trials": str(len(configs)),
-        # paper digit count -> this sweep's (analysis pairs each cell with the paper cell it stands for)
-        "digit_map": json.dumps(digit_map(args.grid, args.scale)),
-    }
-    parent_run_id = store.open_parent_run(uri, args.grid, name, tags)
-    for cfg in configs.values():
-        cfg["tracking"]["parent_run_id"] = parent_run_id
-        cfg["tracking"]["tags"]["git_commit"] = commit
-    state = {
-        "grid": args.grid,
-        "scale": args.scale,
-        "tracking_uri": uri,
-        "parent_run_id": parent_run_id,
-        "resources": res,
-        "configs": configs,
-    }
-    storage.create(name, state)
-    return name, parent_run_id
 
 
 def run(args: argparse.Namespace) -> int:
@@ -658,45 +356,6 @@ def run(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
-def fit(
-    args: argparse.Namespace,
-    storage: SweepStorage,
-    sweep_name: str,
-    configs: dict[str, dict[str, Any]],
-    res: dict[str, float],
-):
-    """Hand the trials to Tune (or restore the interrupted Tune experiment) and wait for them."""
-    from ray import tune
-
-    from sweeps.progress import trial_steps, tune_output
-
-    trainable = make_trainable(configs, res)
-    if args.resume and tune.Tuner.can_restore(storage.uri(sweep_name)):
-        tuner = tune.Tuner.restore(
-            storage.uri(sweep_name), trainable=trainable, resume_unfinished=True, resume_errored=True
-        )
-        return tuner.fit()
-    keys = list(configs)
-    point_names = list(dict.fromkeys(k.partition("|")[0] for k in keys))
-    seeds = list(dict.fromkeys(configs[k]["train"]["seed"] for k in keys))
-    steps = {k: trial_steps(c) for k, c in configs.items()}
-    tuner = tune.Tuner(
-        trainable,
-        param_space={"point": tune.grid_search(point_names), "seed": tune.grid_search(seeds)},
-        tune_config=tune.TuneConfig(
-            max_concurrent_trials=args.max_concurrent, trial_dirname_creator=trial_dirname
-        ),
-        run_config=tune.RunConfig(
-            name=sweep_name,
-            storage_path=storage.location,
-            failure_config=tune.FailureConfig(max_failures=args.max_failures),
-            checkpoint_config=tune.CheckpointConfig(num_to_keep=2),
-            **tune_output(steps, lambda c: trial_key(c["point"], c["seed"]), args.quiet, args.verbose),
-        ),
-    )
-    return tuner.fit()
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.list:
@@ -712,7 +371,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    # Re-enter through the package so that Ray pickles `sweeps.run.run_trial` by reference.
+    # Re-enter through the package, so that this file's names are the `sweeps.run` ones the other modules
+    # and Ray's pickles refer to (not a second copy under `__main__`).
     from sweeps.run import main as _main
 
     sys.exit(_main())

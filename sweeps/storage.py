@@ -1,0 +1,167 @@
+"""Where a sweep keeps its state: its folder under --storage-path (Tune's experiment and `sweep.json`)
+and its MLflow parent run (opened here, with the tags analysis reads; the trials' outcomes read back).
+
+The tracking store itself (clients, URIs, runs) is `arith.store`; this module holds what a sweep adds."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from arith import store
+from arith.store import absolute_uri
+from sweeps.errors import SweepError
+from sweeps.grids import get_grid
+from sweeps.scales import get_scale
+
+SWEEP_FILE = "sweep.json"
+
+
+class SweepStorage:
+    """Where sweeps are kept: a local folder, or a URI Ray reads (s3://, gs://) through pyarrow.fs.
+
+    On a cluster this must be storage every node shares, so that checkpoints follow a trial to whichever
+    node retries it. Each sweep is a folder `<grid>-<scale>-<time>` holding Tune's experiment and
+    `sweep.json` (the configs and the parent run id, for `--resume`)."""
+
+    def __init__(self, location: str) -> None:
+        import pyarrow.fs
+
+        self.location = location.rstrip("/") if "://" in location else str(Path(location).resolve())
+        self.fs, self.root = pyarrow.fs.FileSystem.from_uri(self.location)
+
+    def uri(self, name: str) -> str:
+        return f"{self.location}/{name}"
+
+    def create(self, name: str, state: dict[str, Any]) -> None:
+        import pyarrow.fs
+
+        folder = f"{self.root}/{name}"
+        if self.fs.get_file_info(folder).type != pyarrow.fs.FileType.NotFound:
+            raise SweepError(f"sweep folder {self.uri(name)} already exists")
+        self.fs.create_dir(folder, recursive=True)
+        self.save(name, state)
+
+    def save(self, name: str, state: dict[str, Any]) -> None:
+        with self.fs.open_output_stream(f"{self.root}/{name}/{SWEEP_FILE}") as out:
+            out.write(json.dumps(state, indent=1).encode())
+
+    def state(self, name: str) -> dict[str, Any]:
+        with self.fs.open_input_stream(f"{self.root}/{name}/{SWEEP_FILE}") as src:
+            return json.loads(src.read().decode())
+
+    def latest(self, grid: str, scale: str) -> str:
+        """The most recent sweep of this grid and scale (names sort by start time)."""
+        import pyarrow.fs
+
+        selector = pyarrow.fs.FileSelector(self.root, allow_not_found=True, recursive=False)
+        names = sorted(
+            info.base_name
+            for info in self.fs.get_file_info(selector)
+            if info.type == pyarrow.fs.FileType.Directory and info.base_name.startswith(f"{grid}-{scale}-")
+        )
+        names = [n for n in names if self.fs.get_file_info(f"{self.root}/{n}/{SWEEP_FILE}").is_file]
+        if not names:
+            raise SweepError(f"no sweep of grid {grid!r} at scale {scale!r} to resume under {self.location}")
+        return names[-1]
+
+
+def check_tracking(uri: str) -> None:
+    """Fail before any trial starts when the tracking store cannot be reached (and create a SQLite store
+    here, once, rather than from two trials at the same moment)."""
+    try:
+        store.check_usable(uri)
+    except store.StoreError as err:
+        raise SweepError(str(err)) from err
+
+
+def git_commit() -> str:
+    """The project's commit (with `-dirty` when the tree has changes), for the runs' `git_commit` tag."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return commit + ("-dirty" if dirty else "")
+
+
+def digit_map(grid: str, scale: str) -> dict[int, int]:
+    """Paper digit count -> the sweep's: the scale's map, or the identity for a grid that keeps the
+    paper's digit counts (scale_digits=False, e.g. nl_mix)."""
+    keep = not get_grid(grid).scale_digits
+    return {n: n if keep else get_scale(scale).digits(n) for n in range(1, 41)}
+
+
+def new_sweep(
+    args: argparse.Namespace,
+    storage: SweepStorage,
+    uri: str,
+    configs: dict[str, dict[str, Any]],
+    res: dict[str, float],
+) -> tuple[str, str]:
+    """Open the parent MLflow run, nest every trial under it and save the sweep for `--resume`."""
+    name = f"{args.grid}-{args.scale}-{time.strftime('%Y%m%d-%H%M%S')}"
+    commit = git_commit()
+    tags = {
+        "sweep": "1",
+        "grid": args.grid,
+        "scale": args.scale,
+        "git_commit": commit,
+        "trials": str(len(configs)),
+        # paper digit count -> this sweep's (analysis pairs each cell with the paper cell it stands for)
+        "digit_map": json.dumps(digit_map(args.grid, args.scale)),
+    }
+    parent_run_id = store.open_parent_run(uri, args.grid, name, tags)
+    for cfg in configs.values():
+        cfg["tracking"]["parent_run_id"] = parent_run_id
+        cfg["tracking"]["tags"]["git_commit"] = commit
+    state = {
+        "grid": args.grid,
+        "scale": args.scale,
+        "tracking_uri": uri,
+        "parent_run_id": parent_run_id,
+        "resources": res,
+        "configs": configs,
+    }
+    storage.create(name, state)
+    return name, parent_run_id
+
+
+def resume_tracking_uri(args: argparse.Namespace, state: dict[str, Any], configs: dict[str, Any]) -> str:
+    """The store a resumed sweep logs to: the interrupted sweep's, or `--tracking-uri` when the store has
+    moved (a new head, a database restored elsewhere); the trials' configs follow it."""
+    uri = state["tracking_uri"]
+    if args.tracking_uri and absolute_uri(args.tracking_uri) != uri:
+        uri = absolute_uri(args.tracking_uri)
+        moved_from = store.display(state["tracking_uri"])
+        print(f"--resume: the sweep's store moved from {moved_from} to {store.display(uri)}")
+        for cfg in configs.values():
+            cfg["tracking"]["tracking_uri"] = uri
+    return uri
+
+
+def trial_outcomes(uri: str, parent_run_id: str, configs: dict[str, dict[str, Any]]) -> tuple[int, int]:
+    """(finished, failed) trials, from their MLflow runs under the parent.
+
+    Tune stops the running trials of an interrupted sweep and reports them TERMINATED like finished
+    ones; the trial's own run, which the trainer ends only after its last epoch, tells them apart. A trial
+    ended by a NaN loss is not retried and reports normally to Tune; its run is FAILED."""
+    names = {c["tracking"]["run_name"] for c in configs.values()}
+    experiments = sorted({c["tracking"]["experiment"] for c in configs.values()})
+    runs = store.trial_runs(uri, experiments, parent_run_id)
+    finished = {r.info.run_name for r in runs if r.info.status == "FINISHED"} & names
+    failed = {r.info.run_name for r in runs if r.info.status == "FAILED"} & names - finished
+    return len(finished), len(failed)
