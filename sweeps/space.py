@@ -1,0 +1,190 @@
+"""What a grid is and how it becomes trial configs; the grids themselves are in `sweeps.grids`.
+
+A `Grid` is a base config (the paper's setup for that experiment, as dotted overrides) and axes whose
+product gives the points, plus `also` blocks for coupled values the product cannot express. An axis value
+may be a `Variant`: a named bundle of settings that travel together (a task with its sample count, epochs
+and test digits). `resolve(grid, scale, seeds)` turns a grid into validated `ExperimentConfig`s: base,
+point, scale (`sweeps.scales`), user overrides, then one copy per seed, tagged for MLflow.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from arith.config import ConfigError, ExperimentConfig
+from arith.data import validate_data
+from sweeps.scales import Scale, get_scale
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A named bundle of coupled settings used as one value of an axis."""
+
+    name: str
+    overrides: Mapping[str, Any]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Point:
+    """One grid point before scaling: a readable id and the dotted overrides over the default config."""
+
+    name: str
+    overrides: dict[str, Any]
+
+
+Axes = Mapping[str, list[Any]]
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A named experiment: base settings x axes (+ coupled `also` blocks) -> points -> paper tables."""
+
+    name: str
+    description: str
+    base: Mapping[str, Any]
+    axes: Axes
+    #: extra products merged after the main one, for values that exist only together
+    also: tuple[Axes, ...] = ()
+    #: the paper labels this grid reproduces (tables `tb:*`, figures `fig:*`); empty for new experiments
+    paper_tables: tuple[str, ...] = ()
+    #: the label(s) one point reproduces, from its paper-scale config; () when the paper has no number
+    table_of: Callable[[ExperimentConfig], tuple[str, ...]] = field(default=lambda cfg: ())
+    #: scales shrink digit counts, except where the digit split is the experiment (nl_mix's 2-3 vs 4-5)
+    scale_digits: bool = True
+    #: keys whose point values are set after the scale (tuning grids of a scale's own settings: its model,
+    #: step budget, tag width); every other key is in the paper's units and the scale shrinks it
+    over_scale: tuple[str, ...] = ()
+
+    def points(self) -> list[Point]:
+        """The grid's points in a stable order: the main product, then each `also` block."""
+        out: dict[str, Point] = {}
+        for block in (self.axes, *self.also):
+            keys = list(block)
+            for values in itertools.product(*(block[k] for k in keys)):
+                overrides = dict(self.base)
+                labels = []
+                for key, value in zip(keys, values, strict=True):
+                    if isinstance(value, Variant):
+                        overrides.update(value.overrides)
+                        labels.append(f"{_short(key)}={value.name}")
+                    else:
+                        overrides[key] = value
+                        labels.append(f"{_short(key)}={_show(value)}")
+                name = ",".join(labels) or "base"
+                out.setdefault(name, Point(name, overrides))
+        return list(out.values())
+
+    def declared_axes(self) -> list[str]:
+        """The config keys the main product varies, in order (Variant-valued axes named without a dot are
+        bundles, not keys). The sweep records them on its parent run (tag `axes`) for the analysis."""
+        return [key for key in self.axes if "." in key]
+
+    def axis_summary(self) -> list[str]:
+        """Human-readable axes, one line per block, for `--list`."""
+        lines = []
+        for i, block in enumerate((self.axes, *self.also)):
+            body = " x ".join(f"{_short(k)} {{{', '.join(_show(v) for v in vs)}}}" for k, vs in block.items())
+            lines.append(("  also " if i else "") + body)
+        return lines
+
+
+def _short(key: str) -> str:
+    return key.rpartition(".")[2]
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def resolve(
+    grid: Grid,
+    scale: Scale | str = "paper",
+    seeds: int | Iterable[int] = 1,
+    overrides: Mapping[str, Any] | None = None,
+) -> list[ExperimentConfig]:
+    """Every trial of `grid` at `scale`: one validated config per point and seed, tagged for MLflow.
+
+    Order of precedence: defaults < grid base < point < scale < the point's `over_scale` keys <
+    `overrides` (--set) < seed. `seeds` is a
+    count K (seeds base, base+1, ..., with base = the configured train.seed) or explicit seed values.
+    """
+    scale = get_scale(scale) if isinstance(scale, str) else scale
+    out = []
+    for point in grid.points():
+        paper_cfg = ExperimentConfig().with_overrides(point.overrides)
+        labels = grid.table_of(paper_cfg)
+        cfg = scale.apply(paper_cfg, scale_digits=grid.scale_digits)
+        later = {**{k: v for k, v in point.overrides.items() if k in grid.over_scale}, **(overrides or {})}
+        cfg = cfg.with_overrides(later)
+        if later and cfg.data.task in scale.steps_by_task and "train.epochs" not in later:
+            cfg = scale.fit_epochs(
+                cfg, paper_cfg
+            )  # a new step budget, batch or sample count moves the epochs
+        for seed in _seed_values(seeds, cfg.train.seed):
+            offset = seed - cfg.train.seed
+            trial = cfg.with_overrides(
+                {
+                    "data.seed": cfg.data.seed + offset,
+                    "train.seed": seed,
+                    "tracking.experiment": grid.name,
+                    "tracking.run_name": f"{point.name},seed={seed}",
+                    "tracking.tags": {
+                        **cfg.tracking.tags,
+                        "grid": grid.name,
+                        "scale": scale.name,
+                        "seed": str(seed),
+                        "point": point.name,
+                        "paper_table": ",".join(labels) or "none",
+                        "paper_epochs": json.dumps(_paper_epochs(paper_cfg, cfg)),
+                    },
+                }
+            )
+            try:
+                validate_data(trial.validate().data)  # what the data layer cannot produce fails here too
+                out.append(trial)
+            except ConfigError as err:
+                raise ConfigError(
+                    f"grid {grid.name!r} point {point.name!r} at scale {scale.name!r}: {err}"
+                ) from err
+    return out
+
+
+def parse_seeds(text: str) -> int | tuple[int, ...]:
+    """`--seeds`: a count K ("3": the configured seed and the K-1 after it) or explicit seeds ("1,2"),
+    which add seeds to an earlier sweep without re-running the ones it has."""
+    try:
+        values = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        values = ()
+    if not values:
+        raise ConfigError(f"--seeds takes a count (3) or seeds like 1,2, not {text!r}")
+    return values[0] if len(values) == 1 and "," not in text else values
+
+
+def _seed_values(seeds: int | Iterable[int], base: int) -> list[int]:
+    if isinstance(seeds, int):
+        if seeds < 1:
+            raise ConfigError(f"--seeds must be >= 1 (got {seeds})")
+        return [base + i for i in range(seeds)]
+    values = list(seeds)
+    if not values or len(set(values)) != len(values):
+        raise ConfigError(f"seeds must be distinct and at least one (got {values})")
+    return values
+
+
+def _paper_epochs(paper_cfg: ExperimentConfig, cfg: ExperimentConfig) -> dict[str, int]:
+    """Evaluated epoch -> the paper's epoch it stands for (a scale shortens training proportionally)."""
+    scaled = sorted({*cfg.train.eval_epochs, cfg.train.epochs})
+    paper = sorted({*paper_cfg.train.eval_epochs, paper_cfg.train.epochs})
+    if len(scaled) == len(paper):
+        return {str(s): p for s, p in zip(scaled, paper, strict=True)}
+    return {str(cfg.train.epochs): paper_cfg.train.epochs}
