@@ -1,43 +1,42 @@
 """The paper's claims, each stated once, judged on a sweep's per-seed numbers, each verdict with its reason.
 
-Verdicts (`Finding.status`, machine-readable):
-
-- **not testable**: a model the claim compares did not learn the task inside its training range (mean
-  accuracy below the claim's `learned` threshold on its in-range cells), the sweep lacks the runs the claim
-  needs (e.g. the paper's claim is about fine-tuned GPT-2 and the sweep has only random-init runs), or
-  with >= 3 seeds the difference lies within two standard errors of zero (the seeds cannot tell);
-- **held** / **not held** (>= `MIN_SEEDS` seeds on every compared point): the claim's difference (the
-  better side's mean accuracy minus the worse side's; a claim of several comparisons needs them all) is
-  more than `STANDARD_ERRORS` standard errors above zero / its upper end (difference + 2 SE) is at or
-  below zero. The standard error is over trials: each trial's mean over the compared cells is one sample,
-  the two sides' variances added (Welch);
-- **suggests held** / **suggests not held** (fewer seeds): the sign of the difference only.
-
-Claims are written over relative notions, not the paper's digit counts, so that they read the same at
-every scale: "beyond the training length" is a digit count above the trial's `data.max_digits`; "the
-largest cells" are the larger half of the digit counts the sweep tested. Every check reads each trial's
-last evaluation and reports the numbers it compared.
+`CLAIMS` is the catalogue: each claim names the grid that tests it, the paper label it comes from and the
+check that reads it off the numbers; the checks use the cell selectors and the verdict rule of
+`analysis.verdicts` (held, not held, suggests, not testable: see there). Claims are written over relative
+notions, not the paper's digit counts, so that they read the same at every scale.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 
-HELD, NOT_HELD, NOT_TESTABLE = "held", "not held", "not testable"
-SUGGESTS_HELD, SUGGESTS_NOT_HELD = "suggests held", "suggests not held"
-VERDICTS = (HELD, NOT_HELD, SUGGESTS_HELD, SUGGESTS_NOT_HELD, NOT_TESTABLE)
-#: seeds every compared point needs for held / not held; fewer say at most "suggests"
-MIN_SEEDS = 3
-#: a difference must exceed this many standard errors
-STANDARD_ERRORS = 2.0
-#: "learned the task": mean accuracy on the in-range cells at least this (every claim uses it)
-LEARNED = 0.9
-#: "does not extrapolate": no cell beyond the training length above this accuracy
-NO_EXTRAPOLATION = 0.1
+from analysis.verdicts import (  # noqa: F401  (the verdicts are re-exported: tests and scripts read them here)
+    HELD,
+    LEARNED,
+    NO_EXTRAPOLATION,
+    NOT_HELD,
+    NOT_TESTABLE,
+    SUGGESTS_HELD,
+    SUGGESTS_NOT_HELD,
+    VERDICTS,
+    Contrast,
+    Side,
+    beyond_training,
+    difference,
+    digit_range,
+    judge,
+    large_products,
+    largest_digits,
+    measured,
+    small_products,
+    smaller_digits,
+    unlearned,
+    untestable,
+    within_training,
+)
 
 
 @dataclass(frozen=True)
@@ -59,177 +58,6 @@ class Claim:
     #: the in-range cells on which each compared model must reach LEARNED
     learned_on: str
     check: Callable[[pd.DataFrame], tuple[str, str]]
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Cells: the per-seed frame (analysis.load.Sweep.cells), each trial's last evaluation
-# ---------------------------------------------------------------------------------------------------------
-
-
-def measured(frame: pd.DataFrame) -> pd.DataFrame:
-    """Each trial's cells at its last evaluation (leaving out cells only the paper has)."""
-    if frame.empty:
-        return frame
-    final = frame["final"] if "final" in frame else frame["epoch"] == frame["final_epoch"]
-    return frame[final.astype(bool) & frame["accuracy"].notna()]
-
-
-def beyond_training(frame: pd.DataFrame) -> pd.DataFrame:
-    """Cells whose operands are longer than the trial was trained on."""
-    return frame[frame["col_digits"].astype(float) > frame["data.max_digits"].astype(float)]
-
-
-def within_training(frame: pd.DataFrame) -> pd.DataFrame:
-    """Cells whose operands have a digit count the trial was trained on."""
-    digits = frame["col_digits"].astype(float)
-    lowest = frame["data.min_digits"].astype(float) if "data.min_digits" in frame else 1.0
-    return frame[(digits >= lowest) & (digits <= frame["data.max_digits"].astype(float))]
-
-
-def small_products(frame: pd.DataFrame) -> pd.DataFrame:
-    """Multiplication cells with at most max_digits digits in both factors together (the easy half)."""
-    total = frame["row_digits"].astype(float) + frame["col_digits"].astype(float)
-    return frame[total <= frame["data.max_digits"].astype(float)]
-
-
-def large_products(frame: pd.DataFrame) -> pd.DataFrame:
-    total = frame["row_digits"].astype(float) + frame["col_digits"].astype(float)
-    return frame[total > frame["data.max_digits"].astype(float)]
-
-
-def _digit_half(frame: pd.DataFrame, upper: bool) -> pd.DataFrame:
-    digits = sorted(frame["col_digits"].dropna().astype(int).unique())
-    if not digits:
-        return frame
-    top = digits[len(digits) - max(1, len(digits) // 2) :]
-    chosen = top if upper else ([d for d in digits if d not in top] or digits[:1])
-    return frame[frame["col_digits"].isin(chosen)]
-
-
-def largest_digits(frame: pd.DataFrame) -> pd.DataFrame:
-    """Cells in the larger half of the digit counts tested (4-5 of the paper's 2-5)."""
-    return _digit_half(frame, upper=True)
-
-
-def smaller_digits(frame: pd.DataFrame) -> pd.DataFrame:
-    """Cells in the smaller half of the digit counts tested (2-3 of the paper's 2-5)."""
-    return _digit_half(frame, upper=False)
-
-
-def _digits(frame: pd.DataFrame) -> str:
-    digits = sorted(frame["col_digits"].dropna().astype(int).unique())
-    if not digits:
-        return "no"
-    return f"{digits[0]}-{digits[-1]}" if len(digits) > 1 else str(digits[0])
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Statistics: one sample per trial, Welch standard errors, the verdict rule
-# ---------------------------------------------------------------------------------------------------------
-
-
-def trial_means(cells: pd.DataFrame) -> pd.Series:
-    """Each trial's mean accuracy over `cells` (a trial: its run id, else its point and seed)."""
-    if "run_id" in cells:
-        keys = ["run_id"]
-    else:
-        keys = [c for c in cells.columns if c.startswith(("data.", "model.", "train."))] + ["seed"]
-        keys = [k for k in keys if k in cells]
-    return cells.groupby(keys, dropna=False)["accuracy"].mean()
-
-
-def seeds_of(cells: pd.DataFrame) -> int:
-    return int(cells["seed"].nunique()) if "seed" in cells else 1
-
-
-@dataclass(frozen=True)
-class Side:
-    """One compared model (or pooled points): its trial means over the compared cells."""
-
-    name: str
-    samples: pd.Series
-    seeds: int
-
-    @classmethod
-    def of(cls, name: str, cells: pd.DataFrame) -> Side:
-        return cls(name, trial_means(cells), seeds_of(cells))
-
-    @property
-    def mean(self) -> float:
-        return float(self.samples.mean()) if len(self.samples) else math.nan
-
-    @property
-    def variance_of_mean(self) -> float:
-        n = len(self.samples)
-        return float(self.samples.var(ddof=1)) / n if n > 1 else math.nan
-
-
-@dataclass(frozen=True)
-class Contrast:
-    """sum(weight * mean) over sides, e.g. better - worse, or (a - b) - (c - d); positive = the claim."""
-
-    terms: tuple[tuple[float, Side], ...]
-    label: str
-
-    @property
-    def value(self) -> float:
-        return round(sum(w * s.mean for w, s in self.terms), 9)  # equal means give 0, not float noise
-
-    @property
-    def standard_error(self) -> float:
-        return round(math.sqrt(sum(w * w * s.variance_of_mean for w, s in self.terms)), 9)
-
-    @property
-    def seeds(self) -> int:
-        return min(s.seeds for _, s in self.terms)
-
-    def describe(self) -> str:
-        se = self.standard_error
-        spread = f" ± {se:.2f} SE" if not math.isnan(se) else ""
-        return f"{self.label}: difference {self.value:+.2f}{spread} ({self.seeds} seed(s))"
-
-
-def difference(better: Side, worse: Side, where: str = "") -> Contrast:
-    """better - worse, labelled "where: better 0.90 vs worse 0.10"."""
-    label = f"{better.name} {better.mean:.2f} vs {worse.name} {worse.mean:.2f}"
-    return Contrast(((1.0, better), (-1.0, worse)), f"{where}: {label}" if where else label)
-
-
-def judge(contrasts: Sequence[Contrast], extra_not_held: str = "") -> tuple[str, str]:
-    """The verdict of a claim made of `contrasts` (each must be positive), with its evidence.
-
-    `extra_not_held`: a reason the claim fails whatever the seeds say (e.g. basic extrapolates)."""
-    evidence = "; ".join(c.describe() for c in contrasts)
-    if extra_not_held:
-        evidence = f"{extra_not_held}; {evidence}"
-    seeds = min(c.seeds for c in contrasts)
-    if seeds < MIN_SEEDS:
-        held = not extra_not_held and all(c.value > 0 for c in contrasts)
-        why = f"fewer than {MIN_SEEDS} seeds: the sign of the difference only"
-        return (SUGGESTS_HELD if held else SUGGESTS_NOT_HELD), f"{why}; {evidence}"
-    z = STANDARD_ERRORS
-    if extra_not_held or any(c.value + z * c.standard_error <= 0 for c in contrasts):
-        return NOT_HELD, f"a difference is at most 0 even {z:g} SE up; {evidence}"
-    if all(c.value - z * c.standard_error > 0 for c in contrasts):
-        return HELD, f"every difference exceeds {z:g} SE; {evidence}"
-    return NOT_TESTABLE, f"the seeds cannot tell: a difference lies within {z:g} SE of 0; {evidence}"
-
-
-def _untestable(why: str) -> tuple[str, str]:
-    return NOT_TESTABLE, why
-
-
-def unlearned(sides: dict[str, pd.DataFrame], where: str) -> str:
-    """'' when every side reached LEARNED on its in-range cells, else the reason (with the numbers)."""
-    means = {name: float(cells["accuracy"].mean()) for name, cells in sides.items()}
-    missing = [name for name, mean in means.items() if math.isnan(mean)]
-    if missing:
-        return f"no in-range cells ({where}) for {', '.join(missing)}"
-    low = {name: mean for name, mean in means.items() if mean < LEARNED}
-    if not low:
-        return ""
-    listed = ", ".join(f"{name} {mean:.2f}" for name, mean in low.items())
-    return f"not learned in range: {listed} on {where}"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -266,7 +94,7 @@ def _judge_parts(contrasts: list[Contrast], skipped: list[str], needs: str) -> t
     """A claim made per setting (max_digits): judged on the settings whose models learned; the others
     are listed. Not testable when none is left."""
     if not contrasts:
-        return _untestable("; ".join(skipped) or needs)
+        return untestable("; ".join(skipped) or needs)
     status, evidence = judge(contrasts)
     return status, "; ".join([evidence, *skipped])
 
@@ -277,13 +105,13 @@ def lower_one_digit_weight_hurts(frame: pd.DataFrame) -> tuple[str, str]:
     cells = measured(frame)
     by_weight = {float(w): c for w, c in cells.groupby("data.one_digit_weight")}
     if len(by_weight) < 2:
-        return _untestable("needs trials with at least two 1-digit weights")
+        return untestable("needs trials with at least two 1-digit weights")
     learned, skipped = [], []
     for weight, chosen in sorted(by_weight.items()):
         why = unlearned({f"weight {weight:g}": small_products(chosen)}, MUL_IN_RANGE)
         (skipped if why else learned).append(why or weight)
     if len(learned) < 2 or learned[-1] != max(by_weight):
-        return _untestable("; ".join(skipped) or "needs two weights whose models learned")
+        return untestable("; ".join(skipped) or "needs two weights whose models learned")
     low, high = learned[0], learned[-1]
     contrast = difference(
         Side.of(f"weight {high:g}", by_weight[high]), Side.of(f"weight {low:g}", by_weight[low])
@@ -313,7 +141,7 @@ def first_step_beats_n_times_1(frame: pd.DataFrame) -> tuple[str, str]:
 def scratchpad_extrapolation_order(frame: pd.DataFrame) -> tuple[str, str]:
     cells = measured(frame)
     if not (cells["model.init"] == "pretrained").any():
-        return _untestable(
+        return untestable(
             "the paper's claim (tb:acc_dataformat) is about GPT-2 fine-tuned from its pretrained weights; "
             "this sweep has only random-init runs, which cannot test it"
         )
@@ -323,7 +151,7 @@ def scratchpad_extrapolation_order(frame: pd.DataFrame) -> tuple[str, str]:
     basic = cells[cells["data.format"] == "basic"]
     spaced = cells[cells["data.format"] == "random_space"]
     if basic.empty or spaced.empty or recursive.empty or beyond_training(cells).empty:
-        return _untestable(
+        return untestable(
             "needs basic, random_space and recursive_scratchpad (reversed addends, the paper's definition) "
             "cells beyond the training length from pretrained runs"
         )
@@ -336,7 +164,7 @@ def scratchpad_extrapolation_order(frame: pd.DataFrame) -> tuple[str, str]:
         "the digit counts trained on",
     )
     if why:
-        return _untestable(why)
+        return untestable(why)
     b, s, r = (
         Side.of(n, beyond_training(c))
         for n, c in (("basic", basic), ("random_space", spaced), ("recursive", recursive))
@@ -347,7 +175,7 @@ def scratchpad_extrapolation_order(frame: pd.DataFrame) -> tuple[str, str]:
         if best_basic > NO_EXTRAPOLATION
         else ""
     )
-    where = f"{_digits(beyond_training(cells))} digits (beyond training, init=pretrained)"
+    where = f"{digit_range(beyond_training(cells))} digits (beyond training, init=pretrained)"
     return judge(
         [difference(s, b, where), difference(r, s)],
         extrapolates,
@@ -370,12 +198,12 @@ def no_position_generalises_further(frame: pd.DataFrame) -> tuple[str, str]:
             {p: within_training(positions[p]) for p in ("none", "learned")}, "regular data in range"
         )
         if why:
-            return _untestable(f"init={init}: {why}")
+            return untestable(f"init={init}: {why}")
         none, learned = (Side.of(p, beyond_training(positions[p])) for p in ("none", "learned"))
-        label = f"init={init}, regular data, {_digits(beyond_training(by_init))} digits"
+        label = f"init={init}, regular data, {digit_range(beyond_training(by_init))} digits"
         contrasts.append(difference(none, learned, label))
     if not contrasts:
-        return _untestable("needs learned and none trials with regular test cells beyond the training length")
+        return untestable("needs learned and none trials with regular test cells beyond the training length")
     return judge(contrasts)
 
 
@@ -384,19 +212,19 @@ def random_embed_fixes_repetitive(frame: pd.DataFrame) -> tuple[str, str]:
     cells = cells[cells["model.init"] == "random"]
     positions = _by_position(cells)
     if not {"none", "random_embed"} <= set(positions):
-        return _untestable("needs none and random_embed trials from random init with repetitive test cells")
+        return untestable("needs none and random_embed trials from random init with repetitive test cells")
     regular = {
         p: within_training(positions[p][positions[p]["context"] == "regular"])
         for p in ("none", "random_embed")
     }
     why = unlearned(regular, "regular data in range")
     if why:
-        return _untestable(why)
+        return untestable(why)
     repetitive = {p: positions[p][positions[p]["context"] == "repetitive"] for p in ("none", "random_embed")}
     if any(c.empty for c in repetitive.values()):
-        return _untestable("needs repetitive test cells for none and random_embed")
+        return untestable("needs repetitive test cells for none and random_embed")
     tags, none = Side.of("random_embed", repetitive["random_embed"]), Side.of("none", repetitive["none"])
-    label = f"repetitive data, init=random, {_digits(repetitive['none'])} digits"
+    label = f"repetitive data, init=random, {digit_range(repetitive['none'])} digits"
     return judge([difference(tags, none, label)])
 
 
@@ -404,18 +232,18 @@ def random_embed_extrapolates_addition(frame: pd.DataFrame) -> tuple[str, str]:
     cells = measured(frame)
     positions = _by_position(cells)
     if not {"random_embed", "learned", "none"} <= set(positions) or beyond_training(cells).empty:
-        return _untestable("needs learned, none and random_embed cells beyond the training length")
+        return untestable("needs learned, none and random_embed cells beyond the training length")
     # the paper: without a position embedding the model "does not perform well" even in range, so only
     # random_embed and learned must have learned; none is compared as it is
     why = unlearned(
         {p: within_training(positions[p]) for p in ("random_embed", "learned")}, "the digit counts trained on"
     )
     if why:
-        return _untestable(why)
+        return untestable(why)
     tags, learned, none = (
         Side.of(p, beyond_training(positions[p])) for p in ("random_embed", "learned", "none")
     )
-    where = f"{_digits(beyond_training(cells))} digits (beyond training)"
+    where = f"{digit_range(beyond_training(cells))} digits (beyond training)"
     return judge(
         [
             difference(tags, learned, where),
@@ -451,12 +279,12 @@ def _mix_name(mix: str) -> str:
 def _nl_pair(frame: pd.DataFrame, position: str, better: str, worse: str) -> tuple[str, str]:
     sides, why, cells = _nl_sides(frame, [(position, better), (position, worse)])
     if why:
-        return _untestable(why)
+        return untestable(why)
     a, b = (
         Side.of(_mix_name(better), sides[(position, better)]),
         Side.of(_mix_name(worse), sides[(position, worse)]),
     )
-    label = f"position={position}, dialogue context, {_digits(largest_digits(cells))}-digit sums"
+    label = f"position={position}, dialogue context, {digit_range(largest_digits(cells))}-digit sums"
     return judge([difference(a, b, label)])
 
 
@@ -473,7 +301,7 @@ def positions_close_the_gap(frame: pd.DataFrame) -> tuple[str, str]:
     points = [(p, m) for p in positions for m in ("random_space", "basic")]
     sides, why, cells = _nl_sides(frame, points)
     if why:
-        return _untestable(why)
+        return untestable(why)
     side = {k: Side.of(f"{k[0]}/{_mix_name(k[1])}", c) for k, c in sides.items()}
     gaps = {p: side[(p, "random_space")].mean - side[(p, "basic")].mean for p in positions}
     listed = ", ".join(f"{p} {gaps[p]:+.2f}" for p in positions)
@@ -490,7 +318,7 @@ def positions_close_the_gap(frame: pd.DataFrame) -> tuple[str, str]:
         for p in ("none", "random_embed")
     ]
     status, evidence = judge(contrasts)
-    sums = _digits(largest_digits(cells))
+    sums = digit_range(largest_digits(cells))
     where = f"dialogue context, {sums}-digit sums, dia+random_space minus dia+basic: {listed}"
     return status, f"{where}; {evidence}"
 
@@ -616,11 +444,11 @@ def padded_reversed_answer_beats_plain(frame: pd.DataFrame) -> tuple[str, str]:
     padded = cells[cells["data.format"] == "padding_reverse"]
     basic = cells[cells["data.format"] == "basic"]
     if padded.empty or basic.empty:
-        return _untestable("needs padding_reverse and basic trials with cells in the training range")
+        return untestable("needs padding_reverse and basic trials with cells in the training range")
     why = unlearned({"padding_reverse": padded}, "the training range")
     if why:
-        return _untestable(why)
-    where = f"{_digits(cells)}-digit sums (training range)"
+        return untestable(why)
+    where = f"{digit_range(cells)}-digit sums (training range)"
     return judge([difference(Side.of("padding_reverse", padded), Side.of("basic", basic), where)])
 
 
