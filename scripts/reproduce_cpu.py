@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -39,6 +40,20 @@ from arith.store import client as _client  # noqa: E402
 from sweeps.grids import GRIDS  # noqa: E402
 
 TAG_COMMAND, TAG_MACHINE, TAG_WALL = "reproduce.command", "reproduce.machine", "reproduce.wall_s"
+#: the report's fixed prose and the plan, kept as markdown and YAML beside the report they make
+TEXTS = ROOT / "docs" / "results"
+
+
+#: the page's head (docs/results/intro.md) and the pre-search section's (docs/results/presearch.md)
+INTRO = (TEXTS / "intro.md").read_text()
+PRESEARCH_INTRO = (TEXTS / "presearch.md").read_text()
+#: the verdict rules of "Findings at a glance"; a carried section's note, what it adds by grid and where its
+#: tables paired unlike cells (docs/results/notes.yaml)
+_NOTES = yaml.safe_load((TEXTS / "notes.yaml").read_text())
+VERDICT_RULES = _NOTES["verdict_rules"]
+CARRIED_NOTE = _NOTES["carried_note"]
+CARRIED_EXTRA = {grid: " " + text for grid, text in _NOTES["carried_extra"].items()}
+UNLIKE_CELLS = " " + _NOTES["unlike_cells"]
 
 
 @dataclass(frozen=True)
@@ -88,87 +103,23 @@ def sweep_args_of(command: str) -> list[str]:
     return out
 
 
-NO_PRETRAINED = "model.init=random"
-NO_PRETRAINED_NOTE = "pretrained GPT-2 weights are not available offline: random-init points only"
-FIRST_PRESET = (
-    "run with the first cpu preset (at most 10 epochs: 1,570 steps here), before the per-task step "
-    "budget; its learning-rate and sample-count choices carried over"
-)
-#: grids whose trials cost more than the session that wrote RESULTS.md had left: 3,000 steps of scratchpad
-#: or dialogue lines (60-100 tokens) take 12-23 min a trial at ~12k tokens/s on one core
-SCRATCHPAD_COST = (
-    "3,000 steps of scratchpad lines (~2,800 tokens a step) take about 12 min a trial on one core"
-)
-PRESEARCH_ADD = (
-    "the H200 pre-search of this preset (below) gives, at 3,000 steps, held-out accuracy on 5/6 digits "
-    "(5 is the longest trained) of learned 0.33/0.00, none 0.67/0.10, random_embed 0.00/0.00"
-)
-PRESEARCH_ADD_LENGTH = (
-    "the H200 pre-search (3,000 steps, batch 32, random init) gives on 5/6 digits basic 0.77/0.00, "
-    "random space 0.03/0.00, recursive scratchpad 0.60/0.00: nothing extrapolates from scratch at this size"
-)
-NL_MIX_COST = (
-    "9 points of 3,000 steps of dialogue lines take about 12 min a trial (~54 min for 1 seed). An "
-    "exploratory H200 run of five of its points at 3,000 steps (before scripts/presearch.py; records not "
-    "kept) gave 0.00-0.07 in every cell: at this size and "
-    "budget the dialogue task is not learned, so it would not test the paper's claims"
-)
+def load_plan(path: Path) -> tuple[Planned, ...]:
+    """The plan's parts, in order, from its YAML file (docs/results/plan.yaml says what each field means)."""
+    parts = yaml.safe_load(path.read_text())
+    return tuple(
+        Planned(
+            grid=part["grid"],
+            seeds=part.get("seeds", 3) if isinstance(part.get("seeds", 3), int) else tuple(part["seeds"]),
+            only=tuple(part.get("only", ())),
+            note=part.get("note", ""),
+            why_not_run=part.get("why_not_run", ""),
+        )
+        for part in parts
+    )
 
-NL_MIX_NOTE = (
-    "one seed: 3,000 steps take ~14 min a trial on the dialogues alone, ~6 min mixed 1:9 with arithmetic"
-)
 
 #: in order: the tuning sweeps that chose the preset, then the paper's grids cheapest first
-PLAN: tuple[Planned, ...] = (
-    Planned("cpu_tune_reverse", seeds=1, note="chose the learning rate and sample count; " + FIRST_PRESET),
-    Planned("cpu_tune_mul", seeds=1, note="the learning rate on multiplication; " + FIRST_PRESET),
-    Planned("reverse_posembed", only=(NO_PRETRAINED,), note=NO_PRETRAINED_NOTE),
-    Planned("mul_format", only=("data.max_digits=3",), note="the paper's 5-digit runs (3 digits at cpu)"),
-    Planned(
-        "mul_format",
-        seeds=1,
-        only=("data.max_digits=5",),
-        note="the paper's 10-digit runs (5 at cpu scale), one seed: 6-7 min a trial; its 15- and 20-digit "
-        "padding+reverse runs (7 and 8 at cpu) are left out: no claim compares them, 8-9 min a trial",
-    ),
-    Planned("mul_one_digit_weight", seeds=1, note="seed 0: the grid's 5-digit trials take ~6 min each"),
-    Planned("mul_one_digit_weight", seeds=(1, 2), note="seeds 1 and 2, run after seed 0"),
-    Planned("mul_simple_case", seeds=1, note="seed 0"),
-    Planned("mul_simple_case", seeds=(1, 2), note="seeds 1 and 2, run after seed 0"),
-    Planned(
-        "add_posembed",
-        seeds=1,
-        note="seed 0: " + SCRATCHPAD_COST,
-        why_not_run=SCRATCHPAD_COST + "; " + PRESEARCH_ADD,
-    ),
-    Planned("add_posembed", seeds=(1, 2), note="seeds 1 and 2: " + SCRATCHPAD_COST),
-    Planned(
-        "add_length",
-        seeds=1,
-        only=(NO_PRETRAINED,),
-        note=NO_PRETRAINED_NOTE + "; seed 0: scratchpad lines make 10-15 min trials",
-        why_not_run="4 random-init points of 10-15 min a trial; " + PRESEARCH_ADD_LENGTH,
-    ),
-    Planned(
-        "add_length",
-        seeds=(1, 2),
-        only=(NO_PRETRAINED,),
-        note=NO_PRETRAINED_NOTE + "; seeds 1 and 2, run after seed 0",
-    ),
-    Planned(
-        "position_schemes",
-        seeds=1,
-        note="one seed: a new experiment, no claim of the paper",
-        why_not_run="10 points of 3-5 min a trial, about 21 min for one seed",
-    ),
-    Planned("nl_mix", seeds=1, note=NL_MIX_NOTE, why_not_run=NL_MIX_COST),
-    Planned(
-        "nl_mix",
-        seeds=(1, 2),
-        only=("model.position=learned",),
-        note="seeds 1 and 2 of the learned-position points, whose gaps the first two claims are about",
-    ),
-)
+PLAN: tuple[Planned, ...] = load_plan(TEXTS / "plan.yaml")
 
 
 def machine() -> str:
@@ -295,29 +246,8 @@ def summary(results: list[GridResult], carried: dict[str, str] | None = None) ->
     return "\n".join(lines) + "\n"
 
 
-VERDICT_RULES = (
-    "Verdicts (analysis/findings.py): **not testable** unless every compared model learned the task in "
-    "range (mean accuracy >= 0.9 on the in-range cells each claim names) and, with >= 3 seeds, the "
-    "difference is clear of two standard errors over trials; **held** / **not held** when the claim's "
-    "difference is more than 2 SE above zero / at most zero even 2 SE up, with >= 3 seeds on every "
-    "compared point; **suggests held** / **suggests not held** with fewer seeds (the sign only); "
-    "**not re-judged**: a section measured earlier whose store is not on this machine, its earlier "
-    "status shown for reference only."
-)
 #: the mark of a section carried over from an earlier report
 NOT_REJUDGED = "not re-judged"
-CARRIED_NOTE = (
-    "**Measured at stop 11 under the previous rules; not re-judged: its store was not carried to this "
-    "machine.** The tables are as measured then. Its findings were judged by the rules of that time (a "
-    "claim held or not on the seed means alone, whether or not the models had learned the task, with no "
-    "spread over seeds), so each reads **not re-judged** here, the earlier status kept for reference."
-)
-#: what else a carried section must say, by grid
-CARRIED_EXTRA = {
-    "nl_mix": " Its dialogue-context accuracies were scored before the evaluation decoded the whole reply "
-    "(issue 13): replies were cut off at the reference reply's length + 4 tokens, before most templates "
-    "reach the sum, so they understate what the models wrote.",
-}
 _STATUS_CELL = re.compile(r"\| \*\*(held|not held|not testable)\*\* \|")
 _CARRIED_ROW = re.compile(r"^\| (.+?) \| (\*\*not re-judged\*\* \(earlier: [^)]*\)) \|")
 
@@ -349,13 +279,6 @@ def carried_section(grid: str, text: str) -> str | None:
     return f"{heading}\n\n{note}\n{body}"
 
 
-UNLIKE_CELLS = (
-    " The paper's numbers and the differences printed with these tables then put each cell beside the "
-    "paper cell of the same digit count, though at this scale it stands for another (3 digits for the "
-    "paper's 5): they are left out here."
-)
-
-
 def drop_blocks(body: str, names: tuple[str, ...]) -> str:
     """The markdown without the blocks (a bold name line, then its table) named in `names`."""
     out, skipping = [], False
@@ -373,33 +296,6 @@ def carried_claims(section_text: str) -> list[tuple[str, str]]:
 
 
 PRESEARCH = ROOT / "docs" / "presearch"
-PRESEARCH_INTRO = """## Pre-search of the preset
-
-`python scripts/presearch.py --grid GRID --scale cpu --set ... --procs N --out docs/presearch/GRID.jsonl`
-runs a grid's trials in a process pool with tracking off (the lent GPU machines have no Ray or MLflow),
-one JSON line a trial; the records below are committed in docs/presearch/, seed 0.
-
-- `cpu_tune_steps`, `cpu_tune_hash` (a lent H200, 12 trials at a time, bf16 autocast): the first preset
-  (at most 10 epochs, 1,570 steps on these grids) left random tags, scratchpad addition and
-  multiplication barely trained. 3,000 steps is where they learn something and a trial still takes 2.5-6
-  min on one CPU core (scratchpad addition ~12); 8-dim tags learned where 32 (the default quarter of the
-  width) barely did; 4 and 8 are within one seed's noise of each other and 8 (two dimensions a head) was
-  kept.
-- `nl_mix` (this 2-core CPU, two trials at a time, learned positions only): at 1/30 of the paper's data
-  (442 dialogues) five points learned nothing (0.00-0.07; an exploratory H200 run, records not kept); with
-  all 13,240 dialogues and 10,000, then the paper's 120,000, arithmetic lines mixed in, the model writes a
-  well-formed teacher's reply but no right sum, not even on 2-digit pure addition: plain (most significant
-  digit first) addition is not learned by this model in 3,000 steps. The preset keeps the dialogue data
-  whole; the grid's sweep below is at that preset.
-- `cpu_tune_plain_add` (this CPU, one trial at a time beside a two-trial sweep): nl_mix's arithmetic alone
-  (its 120,000 lines of 1-5-digit plain sums, no dialogue). After 3,000 steps 2-digit sums are at 0.06,
-  0.16 with a digit curriculum over the first half of the steps (`train.curriculum=0.5`); after 9,000,
-  0.74/0.12/0.00/0.00 on 2/3/4/5 digits, the curriculum no better. nl_mix's claims are about 4-5-digit
-  sums, which this model has not begun to learn at three times the budget: a 9,000-step nl_mix trial
-  (dialogue lines are longer) takes ~20 min on a core, 9 trials ~1.7 h a seed, and would still not
-  test them. At `cpu` scale nl_mix stays measured at 3,000 steps and reported as not held; its claims
-  need a GPU run (the `paper` scale, or `--set train.max_steps=...` on a lent machine).
-"""
 
 
 def markdown(frame: pd.DataFrame) -> str:
@@ -460,51 +356,6 @@ def write_results(uri: str, out: Path, intro: str) -> None:
     parts = [intro.rstrip() + "\n", summary(results, carried), presearch_tables(), *sections]
     out.write_text("\n".join(parts))
     print(f"wrote {out}")
-
-
-INTRO = """# Results at `cpu` scale
-
-Generated by `python scripts/reproduce_cpu.py --report-only` from the MLflow store that
-`python scripts/reproduce_cpu.py` fills (runs/cpu/mlflow.db): every number below is from this project's
-own sweeps at the `cpu` scale of `sweeps/scales.py`, with the command, machine, wall time and seeds of
-each. Tables put the sweep's seed-mean accuracies beside the paper's where the paper has a table (figures
-have none), and the paper's claims are checked by the `analysis` package. Grids without a sweep in the
-store are listed as not yet run, or, where the earlier report measured them, kept and marked not re-judged.
-
-## Judged by the rules of issue 13
-
-Issue 13 changed what a verdict means and how replies are read. The evaluation now decodes each reply
-whole (to end of text or end of line, capped at the longest reply the data can produce); before, a
-dialogue reply was cut off at the reference reply's length + 4 tokens, usually before the sum. A claim is
-now **not testable** unless every model it compares learned the task in range and the seeds can tell the
-difference (rules at "Findings at a glance", in full in analysis/findings.py); tables at this scale pair
-each cell with the paper cell it stands for ("3 (paper 5)") and subtract only that one. The store the
-earlier sections were measured into (runs/cpu/mlflow.db of stop 11) is not on the machine that applied
-these rules, so only the sweeps re-run here are re-judged; every other section is kept as it was measured
-and marked **not re-judged**. The cheapest testable grid, reverse_posembed (28.9 min for its 15 trials on
-a quiet 2-core machine at stop 11), was started again there and stopped unfinished: shared by five
-sessions (load average 11-23 on 2 cores), its first two trials had reached step 945 of 3,000 after 31 min.
-`python scripts/reproduce_cpu.py --grids reverse_posembed --rerun` re-judges it on a quiet machine.
-
-## The `cpu` preset
-
-A 4-layer, 4-head, 128-wide GPT-2 trained from scratch with the loss on the answer tokens only; batch 64, 5%
-warmup then linear decay; the paper's learning rate x 50; 1/30 of the paper's samples (at most 10,000; nl_mix
-keeps the paper's 13,240 dialogues and 120,000 mixed-in lines whole); digit counts above 2 count a third (5 ->
-3, 10 -> 5, 20 -> 8); random tags of 8 dimensions; and a budget of 3,000 optimiser steps a trial for every
-task, in place of the paper's epochs (the epochs are whatever the budget needs over the scaled training set;
-nl_mix is still read at half and at the end). The tuning sweeps `cpu_tune_reverse` and `cpu_tune_mul` below
-chose the learning rate and sample count with the first preset (at most 10 epochs); the pre-search below chose
-the step budget and the tag width. The loss on the answer only replaced the first guess's whole-line loss
-because it learned in fewer steps (configs/add3_padding_reverse.yaml, benchmarks/bench_train.py).
-
-## Learning check (CI)
-
-`pytest tests/test_learning.py` (marked slow) trains the tiny GPT-2 on up to 3-digit addition with the
-padded, reversed answer until a held-out probe reaches 98% (at most 800 steps), then the plain answer for
-the same number of steps, and checks padded >= 95% and basic < 0.5 < padded. Its thresholds and timing are
-stated in the test.
-"""
 
 
 def main(argv: list[str] | None = None) -> int:
