@@ -4,11 +4,17 @@ A sweep is a parent run tagged ``sweep=1`` and ``grid=<name>``; its trials are t
 (docs/DESIGN.md, "MLflow schema"). Each trial's params become typed columns (through the config's own
 type hints), its cells come from its ``eval/cells.csv`` artifact. Trials that did not finish are kept in
 `Sweep.trials` with their status so the report can count them; their cells are left out of the numbers.
+
+What the sweep declared is read from its parent run, not from the `sweeps` package (which the analysis
+does not import): the grid's axes (tag ``axes``, JSON list of config keys) and the scale's digit map
+(tag ``digit_map``, read in `analysis.paper.digit_map_of`). A parent run from before the ``axes`` tag
+(2026-11-27) is read with the axes being the params that vary among its trials, with a note saying so.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import tempfile
 import typing
 from collections.abc import Sequence
@@ -81,6 +87,8 @@ class Sweep:
     parent_run_ids: tuple[str, ...] = ()
     #: the parent run's `digit_map` tag (JSON, paper digit count -> this scale's); '' on older runs
     digit_map_tag: str = ""
+    #: the grid's axes as the sweep recorded them (parent run tag `axes`); () on older runs
+    declared_axes: tuple[str, ...] = ()
 
     @property
     def status_counts(self) -> dict[str, int]:
@@ -223,24 +231,33 @@ def _without_derived(params: pd.DataFrame, axes: list[str], declared: list[str])
     return kept
 
 
-def known_grids() -> list[str]:
-    """The grids sweeps/grids.py defines ([] where the sweeps package is not importable)."""
-    try:
-        from sweeps.grids import GRIDS
-    except ImportError:
-        return []
-    return list(GRIDS)
+#: the parent run's tag holding the grid's declared axes (JSON list of dotted config keys)
+AXES_TAG = "axes"
 
 
-def grid_axes(grid: str) -> list[str]:
-    """The grid's declared axes from sweeps/grids.py, when that module has the grid (else [])."""
-    if grid not in known_grids():
-        return []
-    from sweeps.grids import GRIDS
-
-    spec = GRIDS.get(grid)
-    axes = getattr(spec, "axes", None) or {}
-    return [key for key in axes if "." in key]
+def declared_axes(parents: Sequence[Any]) -> tuple[list[str], list[str]]:
+    """The axes the sweep(s) declared, from the parent runs' `axes` tags (in order, without repeats);
+    returns (axes, notes). A parent without the tag (a sweep from before it) adds nothing but a note: its
+    axes are then the params that vary among the trials."""
+    axes: list[str] = []
+    lacking = []
+    for parent in parents:
+        tag = parent.data.tags.get(AXES_TAG)
+        try:
+            keys = json.loads(tag) if tag else None
+        except ValueError:
+            keys = None
+        if not isinstance(keys, list):
+            lacking.append(parent.info.run_id)
+            continue
+        axes += [str(k) for k in keys if str(k) not in axes]
+    notes = []
+    if lacking:
+        notes.append(
+            f"sweep parent run(s) {', '.join(lacking)} record no declared axes (tag {AXES_TAG!r}, an older "
+            "sweep): the axes are the params that vary among the trials"
+        )
+    return axes, notes
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -264,11 +281,14 @@ class TrialRun:
         return cls(info.run_id, info.run_name or "", info.status, dict(run.data.params), dict(run.data.tags))
 
 
-def trials_frame(children: list[TrialRun], grid: str) -> tuple[pd.DataFrame, list[str], list[str]]:
-    """One row per trial run with typed param columns; returns (frame, axes, notes)."""
+def trials_frame(
+    children: list[TrialRun], declared: Sequence[str] = ()
+) -> tuple[pd.DataFrame, list[str], list[str]]:
+    """One row per trial run with typed param columns; returns (frame, axes, notes). The axes are the
+    `declared` ones (the grid's, recorded on the parent run) and every other param the trials vary in."""
     hints = _type_hints()
     raw = pd.DataFrame([run.params for run in children])
-    declared = grid_axes(grid)
+    declared = list(declared)
     axes = _without_derived(raw, list(dict.fromkeys([*declared, *_varying(raw)])), declared)
     notes: list[str] = []
 
@@ -355,9 +375,6 @@ def load_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] 
     Several parent run ids read as one sweep: the parts of a study run at different times (seeds added
     later, a grid's costly points run apart). A (point, seed) trial in more than one part is taken from
     the first part listed that has it."""
-    grids = known_grids()
-    if grids and grid not in grids:
-        raise AnalysisError(f"unknown grid {grid!r}; choose one of: {', '.join(grids)}")
     check_reachable(tracking_uri)
     from mlflow.exceptions import MlflowException
 
@@ -384,7 +401,9 @@ def load_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] 
     scales = sorted({p.data.tags.get("scale", "") for p in parents})
     if len(scales) > 1:
         raise AnalysisError(f"the sweeps {', '.join(ids)} are of different scales ({', '.join(scales)})")
-    trials, axes, notes = trials_frame([TrialRun.of(run) for run in children], grid)
+    declared, notes = declared_axes(parents)
+    trials, axes, trial_notes = trials_frame([TrialRun.of(run) for run in children], declared)
+    notes += trial_notes
     if len(parents) > 1:
         repeated = trials.duplicated(["point", "seed"])
         if repeated.any():
@@ -423,6 +442,7 @@ def load_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] 
         axes=axes,
         notes=notes,
         digit_map_tag=parent.data.tags.get("digit_map", ""),
+        declared_axes=tuple(declared),
     )
 
 

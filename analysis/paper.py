@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from importlib import resources
 
 import numpy as np
@@ -31,25 +32,27 @@ PAPER_NL_EPOCHS = 100
 MAP_DIGITS = range(1, 41)
 
 
+#: the scales' digit maps as they stood when sweeps began recording theirs on the parent run (2026-11-26):
+#: scale -> (knee, stride), digit counts up to the knee kept, every `stride` above it counting one. Only
+#: sweeps from before the `digit_map` tag read these; later sweeps carry their own map.
+LEGACY_SCALE_DIGITS = {"cpu": (2, 3), "smoke": (1, 4)}
+#: the grids that then kept the paper's digit counts at every scale (the digit split is their experiment)
+LEGACY_PAPER_DIGIT_GRIDS = ("nl_mix", "cpu_tune_plain_add")
+
+
 def digit_map_of(tag: str | None, scale: str, grid: str = "") -> dict[int, int]:
-    """paper digit count -> the sweep's, from the parent run's `digit_map` tag (JSON); runs older than the
-    tag fall back to the scale's definition in sweeps/scales.py, or the identity for a grid that keeps the
-    paper's digit counts (nl_mix) or an unknown scale."""
+    """paper digit count -> the sweep's, from the parent run's `digit_map` tag (JSON). A run from before
+    the tag falls back to the map its scale had then (`LEGACY_SCALE_DIGITS`), or the identity for a grid
+    that kept the paper's digit counts (nl_mix) or a scale without a recorded map (paper, unknown)."""
     if tag:
         try:
             return {int(k): int(v) for k, v in json.loads(tag).items()}
         except (ValueError, AttributeError, TypeError):
             pass
-    try:
-        from sweeps.grids import GRIDS
-        from sweeps.scales import get_scale
-
-        scale_of = get_scale(scale)
-        if grid in GRIDS and not GRIDS[grid].scale_digits:
-            return {n: n for n in MAP_DIGITS}
-    except Exception:  # an unknown scale, or sweeps not importable: digit counts as they are
+    if scale not in LEGACY_SCALE_DIGITS or grid in LEGACY_PAPER_DIGIT_GRIDS:
         return {n: n for n in MAP_DIGITS}
-    return {n: scale_of.digits(n) for n in MAP_DIGITS}
+    knee, stride = LEGACY_SCALE_DIGITS[scale]
+    return {n: n if n <= knee else knee + math.ceil((n - knee) / stride) for n in MAP_DIGITS}
 
 
 def stand_in(n: int, paper_digits: list[int], digit_map: dict[int, int], paper_max: float) -> int | None:

@@ -123,6 +123,8 @@ def new_sweep(
         "trials": str(len(configs)),
         # paper digit count -> this sweep's (analysis pairs each cell with the paper cell it stands for)
         "digit_map": json.dumps(digit_map(args.grid, args.scale)),
+        # the grid's declared axes (analysis makes them table axes even where a sweep holds one value)
+        "axes": json.dumps(get_grid(args.grid).declared_axes()),
     }
     parent_run_id = store.open_parent_run(uri, args.grid, name, tags)
     for cfg in configs.values():

@@ -8,6 +8,7 @@ tags and an eval/cells.csv artifact).
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import shutil
@@ -114,7 +115,7 @@ def synthetic_sweep(
                 )
         if status == FINISHED:
             cells_by_run[run.run_id] = pd.DataFrame(rows)
-    trials, axes, _notes = trials_frame(runs, grid)
+    trials, axes, _notes = trials_frame(runs, GRIDS[grid].declared_axes())
     return Sweep(
         grid, "parent", "sqlite:///unused.db", scale, trials, tidy_cells(trials, cells_by_run, axes), axes
     )
@@ -459,12 +460,19 @@ def write_store(
     fail_first: bool = True,
     seeds: int | tuple[int, ...] = 1,
     accuracy: float | None = None,
+    recorded: bool = False,
+    only: dict[str, str] | None = None,
 ) -> str:
     """A store with one smoke-scale sweep of `grid`: parent run + trial runs (the first FAILED); a store
     already in tmp_path gets one more sweep. Every cell's accuracy is `accuracy`, else 0.5 for position
-    none and 0.25 for the others."""
+    none and 0.25 for the others. The parent run is the one `sweeps/run.py` opens (`sweeps.storage.new_sweep`,
+    recording the grid's axes and digit map) when `recorded`, else one of an older sweep (no such tags).
+    `only` keeps the points whose config has those values (`--only`)."""
     from mlflow import MlflowClient
     from mlflow.entities import Param
+
+    from sweeps.run import select
+    from sweeps.storage import SweepStorage, new_sweep
 
     if not (tmp_path / "mlflow.db").exists():
         shutil.copy(empty_store, tmp_path / "mlflow.db")
@@ -476,9 +484,17 @@ def write_store(
         if existing
         else client.create_experiment(grid, artifact_location=(tmp_path / "mlartifacts").as_uri())
     )
-    parent = client.create_run(
-        experiment, tags={"sweep": "1", "grid": grid, "scale": "smoke"}, run_name="sweep"
-    )
+    configs = points(grid, "smoke", seeds)
+    kept = {c.tracking.run_name for c in select(configs, only or {})}
+    if recorded:
+        args = argparse.Namespace(grid=grid, scale="smoke")
+        trials = {c.tracking.run_name: c.to_dict() for c in configs if c.tracking.run_name in kept}
+        _name, parent_id = new_sweep(args, SweepStorage(str(tmp_path / "ray_results")), uri, trials, {})
+        parent = client.get_run(parent_id)
+    else:
+        parent = client.create_run(
+            experiment, tags={"sweep": "1", "grid": grid, "scale": "smoke"}, run_name="sweep"
+        )
     sweep = synthetic_sweep(
         grid,
         lambda cfg, *_: (
@@ -487,7 +503,9 @@ def write_store(
         "smoke",
         seeds,
     )
-    for i, cfg in enumerate(points(grid, "smoke", seeds)):
+    for i, cfg in enumerate(configs):
+        if cfg.tracking.run_name not in kept:
+            continue
         tags = {**cfg.tracking.tags, "mlflow.parentRunId": parent.info.run_id}
         run = client.create_run(experiment, tags=tags, run_name=cfg.tracking.run_name)
         params = {k: v for k, v in params_of(cfg).items() if k != drop_param}
@@ -603,6 +621,59 @@ def test_sweeps_run_apart_are_read_as_one(tmp_path: Path, empty_store: Path) -> 
     assert load_sweep("add_posembed", uri).parent_run_id == second  # no ids: the latest sweep alone
 
 
+def test_the_sweep_records_its_axes_and_digit_map_and_the_analysis_reads_them(
+    tmp_path: Path, empty_store: Path
+) -> None:
+    """The parent run `sweeps/run.py` opens records the grid's axes and the scale's digit map; the analysis
+    reads both from the store. A declared axis that this sweep holds at one value (`--only
+    data.max_digits=3`) stays an axis; read from an older sweep without the tags, the axes are the params
+    that vary, and a note says so."""
+    from sweeps.storage import digit_map
+
+    only = {"data.max_digits": "3"}  # the paper's 6 at smoke scale
+    recorded = tmp_path / "recorded"
+    recorded.mkdir()
+    uri = write_store(
+        recorded, empty_store, grid="mul_simple_case", fail_first=False, recorded=True, only=only
+    )
+    sweep = load_sweep("mul_simple_case", uri)
+    assert sweep.declared_axes == ("data.max_digits", "data.augment")
+    assert sweep.axes == ["data.max_digits", "data.augment"]
+    assert json.loads(sweep.digit_map_tag) == {
+        str(k): v for k, v in digit_map("mul_simple_case", "smoke").items()
+    }
+    assert not any("declared axes" in note for note in sweep.notes)
+    titles = ["mul: augment=first_step", "mul: augment=n_times_1"]  # a one-value axis splits nothing
+    assert [t.title for t in analyse(sweep).tables] == titles
+
+    older = tmp_path / "older"
+    older.mkdir()
+    uri = write_store(older, empty_store, grid="mul_simple_case", fail_first=False, only=only)
+    sweep = load_sweep("mul_simple_case", uri)
+    assert sweep.declared_axes == () and sweep.digit_map_tag == ""
+    assert sweep.axes == ["data.augment"]
+    assert any("record no declared axes" in note for note in sweep.notes)
+    assert [t.title for t in analyse(sweep).tables] == titles
+    assert "record no declared axes" in report("mul_simple_case", uri, log_artifacts=False)
+
+
+def test_the_analysis_does_not_import_the_sweep_driver(tmp_path: Path, empty_store: Path) -> None:
+    """`import analysis` and a report from a real store load neither `sweeps` nor Ray: what the sweep
+    declared is read from the store."""
+    uri = write_store(tmp_path, empty_store, recorded=True)
+    code = (
+        "import sys, analysis\n"
+        "text = analysis.report('add_posembed', sys.argv[1], log_artifacts=False)\n"
+        "assert 'position=none' in text, text\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('sweeps', 'ray')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, uri], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
 def test_cli_prints_the_report_and_exits_zero(tmp_path: Path, empty_store: Path) -> None:
     uri = write_store(tmp_path, empty_store, fail_first=False)
     done = subprocess.run(
@@ -638,9 +709,11 @@ def test_grid_without_a_sweep_names_the_grids_there_are(tmp_path: Path, empty_st
         report("nl_mix", uri)
 
 
-def test_unknown_grid_lists_the_grids() -> None:
-    with pytest.raises(AnalysisError, match=r"unknown grid 'nl_mixx'; choose one of: .*nl_mix"):
-        report("nl_mixx", "sqlite:///unused.db")
+def test_unknown_grid_lists_the_grids(tmp_path: Path, empty_store: Path) -> None:
+    # the analysis knows the grids from the store (it does not import sweeps/grids.py)
+    uri = write_store(tmp_path, empty_store)
+    with pytest.raises(AnalysisError, match=r"no sweep of grid 'nl_mixx'.*grid\(s\): add_posembed"):
+        report("nl_mixx", uri)
 
 
 def test_unknown_parent_run(tmp_path: Path, empty_store: Path) -> None:
@@ -716,7 +789,7 @@ def test_dialogue_data_of_sweeps_run_apart_does_not_split_other_tasks_tables() -
         params = params_of(cfg)
         params["data.mix_samples"] = str(4000 if i % 2 else 120_000)
         runs.append(TrialRun(f"run{i}", cfg.tracking.run_name, FINISHED, params, dict(cfg.tracking.tags)))
-    _trials, axes, _notes = trials_frame(runs, "mul_simple_case")
+    _trials, axes, _notes = trials_frame(runs, GRIDS["mul_simple_case"].declared_axes())
     assert "data.mix_samples" not in axes and "data.augment" in axes
     # the dialogue task reads it: there it stays an axis when it varies
     dialogue = [c for c in points("nl_mix", "cpu") if c.data.mix_format == "basic"]
@@ -724,7 +797,7 @@ def test_dialogue_data_of_sweeps_run_apart_does_not_split_other_tasks_tables() -
         TrialRun(f"d{i}", c.tracking.run_name, FINISHED, {**params_of(c), "data.mix_samples": str(n)}, {})
         for i, (c, n) in enumerate(zip(dialogue, (4000, 120_000, 4000), strict=True))
     ]
-    assert "data.mix_samples" in trials_frame(runs, "nl_mix")[1]
+    assert "data.mix_samples" in trials_frame(runs, GRIDS["nl_mix"].declared_axes())[1]
 
 
 def test_a_setting_older_runs_lack_is_no_axis_while_it_is_at_its_default() -> None:
@@ -736,10 +809,10 @@ def test_a_setting_older_runs_lack_is_no_axis_while_it_is_at_its_default() -> No
         if cfg.train.seed == 0:
             params.pop("train.curriculum")
         runs.append(TrialRun(f"run{i}", cfg.tracking.run_name, FINISHED, params, dict(cfg.tracking.tags)))
-    assert "train.curriculum" not in trials_frame(runs, "mul_simple_case")[1]
+    assert "train.curriculum" not in trials_frame(runs, GRIDS["mul_simple_case"].declared_axes())[1]
     # set to something else in some runs, it is an axis
     runs[-1].params["train.curriculum"] = "0.5"
-    assert "train.curriculum" in trials_frame(runs, "mul_simple_case")[1]
+    assert "train.curriculum" in trials_frame(runs, GRIDS["mul_simple_case"].declared_axes())[1]
 
 
 def test_html_report_is_one_self_contained_page(tmp_path: Path, empty_store: Path) -> None:
