@@ -13,10 +13,7 @@ does not import): the grid's axes (tag ``axes``, JSON list of config keys) and t
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import tempfile
-import typing
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,8 +21,9 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.axes import axes_of, declared_axes, type_hints, typed_value
 from arith import store
-from arith.config import ConfigError, ExperimentConfig, coerce
+from arith.config import ExperimentConfig
 
 
 class AnalysisError(RuntimeError):
@@ -59,8 +57,6 @@ IDENTITY_KEYS: tuple[str, ...] = (
 )
 #: params a run cannot be read without
 REQUIRED_KEYS: tuple[str, ...] = ("data.task", "data.format", "model.position")
-#: params that only repeat a point (aggregated over), or only say where it logged
-SEED_KEYS: tuple[str, ...] = ("data.seed", "train.seed")
 #: tags a sweep sets on each trial that say which paper numbers it stands beside: the table label(s), and
 #: a JSON map from each evaluated epoch to the paper's epoch count it stands for
 TAG_COLUMNS: tuple[str, ...] = ("paper_table", "paper_epochs")
@@ -164,105 +160,7 @@ def find_parent(client, grid: str, parent_run_id: str | None = None):
 
 # ---------------------------------------------------------------------------------------------------------
 # Params -> typed columns
-# ---------------------------------------------------------------------------------------------------------
-
-
-def _type_hints() -> dict[str, Any]:
-    """Dotted config key -> the field's type hint, read from the config dataclasses themselves."""
-    hints: dict[str, Any] = {}
-    cfg = ExperimentConfig()
-    for section in dataclasses.fields(cfg):
-        section_type = type(getattr(cfg, section.name))
-        for name, hint in typing.get_type_hints(section_type).items():
-            hints[f"{section.name}.{name}"] = hint
-    return hints
-
-
-def typed_value(key: str, value: str | None, hints: dict[str, Any]) -> Any:
-    """A param string back to the config field's type (unknown keys stay strings)."""
-    if value is None or key not in hints:
-        return value
-    try:
-        typed = coerce(value, hints[key], key)
-    except ConfigError:
-        return value
-    return tuple(typed) if isinstance(typed, list) else typed
-
-
-def _varying(params: pd.DataFrame) -> list[str]:
-    """Config keys the trials differ in, leaving out seeds and tracking. A key that runs logged by an
-    older config lack counts as its default there (a new setting left at its default splits nothing)."""
-    hints, defaults = _type_hints(), ExperimentConfig().flat()
-    keys = []
-    for key in params.columns:
-        if key in SEED_KEYS or key.startswith("tracking."):
-            continue
-        values = params[key]
-        if key in defaults:
-            values = values.map(lambda v, k=key: defaults[k] if pd.isna(v) else typed_value(k, v, hints))
-        if values.astype(str).nunique(dropna=False) > 1:
-            keys.append(key)
-    return keys
-
-
-#: settings a scale derives from others (a step budget over a smaller data set gives more epochs)
-DERIVED_KEYS = ("train.epochs", "train.eval_epochs", "train.checkpoint_every", "train.max_steps")
-
-
-#: data the dialogue task alone reads: never an axis of other tasks' sweeps (a scale may set it differently
-#: in sweeps run apart, which must not split their tables)
-DIALOGUE_KEYS = ("data.mix_format", "data.mix_samples", "data.dialogue_easy", "data.dialogue_hard")
-
-
-def _without_derived(params: pd.DataFrame, axes: list[str], declared: list[str]) -> list[str]:
-    """The axes less the undeclared derived keys that the other axes determine: they would only split
-    the tables into more titles (nl_mix at cpu scale: the epochs follow from the data mixed in); and
-    less the dialogue task's data where no trial is of that task."""
-    kept = list(axes)
-    if "data.task" in params.columns and not (params["data.task"] == "dialogue").any():
-        kept = [k for k in kept if k not in DIALOGUE_KEYS or k in declared]
-    for key in [k for k in axes if k in DERIVED_KEYS and k not in declared]:
-        others = [k for k in kept if k != key and k in params.columns]
-        if not others or key not in params.columns:
-            continue
-        shown = params[[*others, key]].astype(str)
-        if (shown.groupby(others)[key].nunique() <= 1).all():
-            kept.remove(key)
-    return kept
-
-
-#: the parent run's tag holding the grid's declared axes (JSON list of dotted config keys)
-AXES_TAG = "axes"
-
-
-def declared_axes(parents: Sequence[Any]) -> tuple[list[str], list[str]]:
-    """The axes the sweep(s) declared, from the parent runs' `axes` tags (in order, without repeats);
-    returns (axes, notes). A parent without the tag (a sweep from before it) adds nothing but a note: its
-    axes are then the params that vary among the trials."""
-    axes: list[str] = []
-    lacking = []
-    for parent in parents:
-        tag = parent.data.tags.get(AXES_TAG)
-        try:
-            keys = json.loads(tag) if tag else None
-        except ValueError:
-            keys = None
-        if not isinstance(keys, list):
-            lacking.append(parent.info.run_id)
-            continue
-        axes += [str(k) for k in keys if str(k) not in axes]
-    notes = []
-    if lacking:
-        notes.append(
-            f"sweep parent run(s) {', '.join(lacking)} record no declared axes (tag {AXES_TAG!r}, an older "
-            "sweep): the axes are the params that vary among the trials"
-        )
-    return axes, notes
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The sweep -> frames
-# ---------------------------------------------------------------------------------------------------------
+# -----------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -286,10 +184,10 @@ def trials_frame(
 ) -> tuple[pd.DataFrame, list[str], list[str]]:
     """One row per trial run with typed param columns; returns (frame, axes, notes). The axes are the
     `declared` ones (the grid's, recorded on the parent run) and every other param the trials vary in."""
-    hints = _type_hints()
+    hints = type_hints()
     raw = pd.DataFrame([run.params for run in children])
     declared = list(declared)
-    axes = _without_derived(raw, list(dict.fromkeys([*declared, *_varying(raw)])), declared)
+    axes = axes_of(raw, declared)
     notes: list[str] = []
 
     required = [*REQUIRED_KEYS, *(a for a in declared if a not in REQUIRED_KEYS)]
