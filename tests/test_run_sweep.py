@@ -94,6 +94,9 @@ def test_smoke_sweep_of_two_grids_into_mlflow(tmp_path, ray_temp_dir):
         parent = parents.iloc[0]
         assert parent["status"] == "FINISHED"
         assert parent["tags.grid"] == grid and parent["tags.scale"] == "smoke" and parent["tags.git_commit"]
+        # what the analysis reads instead of importing sweeps: the grid's axes and the scale's digit map
+        assert json.loads(parent["tags.axes"]) == GRIDS[grid].declared_axes()
+        assert json.loads(parent["tags.digit_map"])["5"] == 2  # smoke: the paper's 5 digits are 2
 
         children = runs[runs["tags.mlflow.parentRunId"] == parent["run_id"]]
         n_points = len(GRIDS[grid].points())
