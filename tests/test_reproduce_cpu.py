@@ -105,3 +105,22 @@ def test_a_section_whose_store_is_elsewhere_is_kept_marked_not_re_judged() -> No
     )
     assert "| mul_format | padding beats basic [tb:basic-5] | **not re-judged** (earlier: held) |" in glance
     assert "| add_length | all of its claims | not yet run |" in glance
+
+
+def test_the_report_is_written_from_its_prose_files_and_the_store(tmp_path: Path) -> None:
+    """On an empty store: the page's head, the verdict rules and the pre-search come from docs/results/,
+    and every grid of the plan (docs/results/plan.yaml) is listed as not yet run, with its parts' notes."""
+    from mlflow import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    MlflowClient(uri).search_experiments()  # an initialised, empty store
+    out = tmp_path / "RESULTS.md"
+    reproduce_cpu.write_results(uri, out, reproduce_cpu.INTRO)
+    text = out.read_text()
+    texts = ROOT / "docs" / "results"
+    assert text.startswith((texts / "intro.md").read_text())
+    assert reproduce_cpu.VERDICT_RULES in text and (texts / "presearch.md").read_text() in text
+    assert "Verdicts (analysis/findings.py): **not testable** unless every compared model" in text
+    for grid in reproduce_cpu.grids():
+        notes = "; ".join(n for p in PLAN if p.grid == grid for n in (p.note, p.why_not_run) if n)
+        assert f"## {grid}\n\n**Not yet run** at cpu scale ({notes}; the CPU time" in text
