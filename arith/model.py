@@ -32,10 +32,11 @@ FINISH_CHECK_EVERY = 8
 
 @dataclass
 class ModelOutput:
-    """`loss`: next-token cross-entropy, mean over the weighted target tokens (None without targets)."""
+    """`loss`: next-token cross-entropy, mean over the weighted target tokens (None without targets);
+    `logits`: (batch, columns, vocab), None when the forward pass was asked for the loss only."""
 
     loss: torch.Tensor | None
-    logits: torch.Tensor
+    logits: torch.Tensor | None
 
 
 class ArithModel(nn.Module):
@@ -94,16 +95,25 @@ class ArithModel(nn.Module):
         *,
         positions: PositionState | None = None,
         generator: torch.Generator | None = None,
+        logits: bool = True,
     ) -> ModelOutput:
         """Logits for every column and the loss on the tokens `loss_mask` marks (default: every real
-        token after the first). `positions` reuses a draw (e.g. the one a generation used)."""
+        token after the first). `positions` reuses a draw (e.g. the one a generation used).
+
+        `logits=False` (training) runs the LM head only on the columns that predict a weighted token
+        and returns no logits: the same loss, without the head's matmuls on the prompt (most of a
+        line when the loss is on the answer). Selecting those columns has a data-dependent shape, so
+        a CUDA graph or a host-sync-free GPU step keeps `logits=True`."""
         if positions is None:
             positions = self.draw_positions(attention_mask, generator)
         hidden, _, _ = self._trunk(input_ids, attention_mask, positions, start=0, cache=None)
-        logits = self.lm.lm_head(hidden)
         weights = (attention_mask if loss_mask is None else loss_mask)[:, 1:]
-        loss = next_token_loss(logits, input_ids, weights)
-        return ModelOutput(loss=loss, logits=logits)
+        if not logits:
+            return ModelOutput(
+                loss=weighted_rows_loss(self.lm.lm_head, hidden, input_ids, weights), logits=None
+            )
+        all_logits = self.lm.lm_head(hidden)
+        return ModelOutput(loss=next_token_loss(all_logits, input_ids, weights), logits=all_logits)
 
     def _trunk(
         self,
@@ -202,6 +212,16 @@ class ArithModel(nn.Module):
 
     def num_parameters(self, trainable_only: bool = False) -> int:
         return sum(p.numel() for p in self.parameters() if p.requires_grad or not trainable_only)
+
+
+def weighted_rows_loss(
+    lm_head: nn.Module, hidden: torch.Tensor, input_ids: torch.Tensor, weights: torch.Tensor
+) -> torch.Tensor:
+    """`next_token_loss` with the LM head applied only to the columns whose next token has weight."""
+    rows = weights > 0
+    ce = F.cross_entropy(lm_head(hidden[:, :-1][rows]).float(), input_ids[:, 1:][rows], reduction="none")
+    kept = weights[rows].to(ce.dtype)
+    return (ce * kept).sum() / kept.sum().clamp(min=1.0)
 
 
 def next_token_loss(logits: torch.Tensor, input_ids: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:

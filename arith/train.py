@@ -450,11 +450,23 @@ def _loop(s: Setup, state: TrainState, tracker, reporter, checkpoints, resumed_f
     )
 
 
+def head_on_loss_rows(device: torch.device, t: TrainConfig) -> bool:
+    """Whether a training step runs the LM head on the loss's columns only (`ArithModel.forward`'s
+    logits=False): on a CPU, where selecting them is free; not on a GPU, where the selection's
+    data-dependent shape would cost a host sync each step and break CUDA graphs, nor under compile."""
+    return device.type == "cpu" and not t.compile
+
+
 def train_step(step_model, optimizer, scheduler, batch, t: TrainConfig, autocast) -> torch.Tensor:
     """One optimiser step on `batch` (on the device); returns the loss, still on the device (no sync).
     The benchmarks time this same function."""
     with autocast:
-        loss = step_model(batch.input_ids, batch.attention_mask, loss_mask=batch.loss_mask).loss
+        loss = step_model(
+            batch.input_ids,
+            batch.attention_mask,
+            loss_mask=batch.loss_mask,
+            logits=not head_on_loss_rows(batch.input_ids.device, t),
+        ).loss
     loss.backward()
     if t.grad_clip > 0:
         torch.nn.utils.clip_grad_norm_(step_model.parameters(), t.grad_clip)

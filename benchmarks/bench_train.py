@@ -22,7 +22,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from arith.batching import BatchLoader
 from arith.config import ExperimentConfig, parse_set
-from arith.train import autocast_context, cpu_threads, make_optimizer, resolve_device, setup, train
+from arith.train import (
+    autocast_context,
+    cpu_threads,
+    head_on_loss_rows,
+    make_optimizer,
+    resolve_device,
+    setup,
+    train,
+)
 
 #: peak dense bf16 tensor FLOP/s of the GPUs this project is lent, for MFU
 PEAK_BF16 = {"H100": 989e12, "H200": 989e12, "A100": 312e12}
@@ -96,7 +104,12 @@ def bare_loop_tokens_per_s(cfg: ExperimentConfig, steps: int, warmup: int) -> tu
             _sync(device)
             start, tokens = time.perf_counter(), 0
         with autocast:
-            loss = step_model(batch.input_ids, batch.attention_mask, loss_mask=batch.loss_mask).loss
+            loss = step_model(
+                batch.input_ids,
+                batch.attention_mask,
+                loss_mask=batch.loss_mask,
+                logits=not head_on_loss_rows(device, cfg.train),
+            ).loss
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)

@@ -81,6 +81,31 @@ def test_loss_is_the_mean_over_weighted_target_tokens():
     assert torch.allclose(no_mask, -(logp * mask[:, 1:]).sum() / mask[:, 1:].sum(), atol=1e-5)
 
 
+@pytest.mark.parametrize("position", ["learned", "randomized"])
+def test_loss_only_head_gives_the_same_loss_and_gradients(position):
+    """logits=False runs the LM head on the answer's columns only: same loss and gradients (float64)."""
+    tok = tokenizer()
+    model = tiny_model(position, tok).double().train()
+    ids, mask, learn = addition_batch(tok, 8, seed=2)
+    grads = []
+    for logits in (True, False):
+        model.zero_grad()
+        out = model(
+            ids,
+            mask,
+            learn,
+            positions=model.draw_positions(mask, torch.Generator().manual_seed(3)),
+            logits=logits,
+        )
+        assert (out.logits is None) == (not logits)
+        out.loss.backward()
+        grads.append((out.loss.detach(), [p.grad.clone() for p in model.parameters() if p.grad is not None]))
+    (full, full_grads), (rows, rows_grads) = grads
+    assert torch.allclose(full, rows, atol=1e-12)
+    assert len(full_grads) == len(rows_grads)
+    assert all(torch.allclose(a, b, atol=1e-10) for a, b in zip(full_grads, rows_grads, strict=True))
+
+
 @pytest.mark.parametrize("position", POSITION_SCHEMES)
 def test_kv_cache_greedy_equals_step_by_step_argmax_without_cache(position):
     """Same draw (tags, random ids, offsets) for the sequence in both; float64 so ties cannot flip."""
