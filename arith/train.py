@@ -14,12 +14,9 @@ a run restored from it misses no metric logged before it.
 
 from __future__ import annotations
 
-import math
-import os
 import socket
 import time
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -37,7 +34,9 @@ from arith.checkpoints import (
     seed_everything,
     set_rng_state,
 )
-from arith.config import ConfigError, ExperimentConfig, TrainConfig
+from arith.config import ExperimentConfig, TrainConfig
+from arith.hardware import autocast_context, compile_model, cpu_threads, resolve_device
+from arith.optim import lr_lambda, make_optimizer, total_steps
 from arith.tracking import NullTracker, start_tracker
 
 #: the held-out probe for `train.target_accuracy`: this many fresh examples, drawn with a seed offset
@@ -69,79 +68,6 @@ class TrainResult:
     #: training seconds at which the probe first reached train.target_accuracy (None if it did not)
     seconds_to_target: float | None = None
     failures: list[dict] = field(default_factory=list)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Hardware
-# ---------------------------------------------------------------------------------------------------------
-
-
-def resolve_device(name: str) -> torch.device:
-    """`auto` = CUDA when present; asking for `cuda` without one is an error, not a silent CPU run."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("train.device='cuda' but no CUDA device is available; use 'auto' or 'cpu'")
-    return torch.device(name)
-
-
-def autocast_context(device: torch.device, precision: str):
-    """bf16 autocast on CUDA for `auto`/`bf16`; on a CPU only when bf16 is asked for explicitly."""
-    if precision == "bf16" or (precision == "auto" and device.type == "cuda"):
-        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
-    return nullcontext()
-
-
-def cpu_threads(requested: int) -> int:
-    """Threads for a CPU run: the request (a scheduler sets it to the trial's CPUs), else this process's."""
-    if requested > 0:
-        return requested
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Optimisation
-# ---------------------------------------------------------------------------------------------------------
-
-
-def total_steps(t: TrainConfig, steps_per_epoch: int) -> int:
-    """Optimiser steps of the whole run: the epochs, capped by max_steps."""
-    steps = t.epochs * steps_per_epoch
-    return min(steps, t.max_steps) if t.max_steps else steps
-
-
-def lr_lambda(t: TrainConfig, n_steps: int):
-    """Multiplier of the peak lr at each step: linear warmup, then linear / cosine decay to 0 or constant."""
-    warmup = t.warmup_steps or round(t.warmup_ratio * n_steps)
-
-    def factor(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / warmup
-        if t.schedule == "constant":
-            return 1.0
-        progress = min(1.0, (step - warmup) / max(1, n_steps - warmup))
-        if t.schedule == "cosine":
-            return 0.5 * (1.0 + math.cos(math.pi * progress))
-        return 1.0 - progress
-
-    return factor
-
-
-def compile_model(model: torch.nn.Module, t: TrainConfig) -> torch.nn.Module:
-    """The module the training step calls: `model` itself, or compiled in `train.compile_mode`."""
-    return torch.compile(model, mode=t.compile_mode) if t.compile else model
-
-
-def make_optimizer(model: torch.nn.Module, t: TrainConfig, device: torch.device) -> torch.optim.AdamW:
-    """AdamW; weight decay on matrices only (not biases, norms); fused kernels on CUDA."""
-    params = [p for p in model.parameters() if p.requires_grad]
-    groups = [
-        {"params": [p for p in params if p.dim() >= 2], "weight_decay": t.weight_decay},
-        {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
-    ]
-    return torch.optim.AdamW(
-        groups, lr=t.lr, betas=(t.adam_beta1, t.adam_beta2), eps=t.adam_eps, fused=device.type == "cuda"
-    )
 
 
 @dataclass
