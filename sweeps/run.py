@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -483,18 +484,28 @@ class SweepStorage:
         return names[-1]
 
 
-def trial_outcomes(uri: str, parent_run_id: str, configs: dict[str, dict[str, Any]]) -> tuple[int, int]:
-    """(finished, failed) trials, from their MLflow runs under the parent.
+def trial_outcomes(
+    uri: str, parent_run_id: str, configs: dict[str, dict[str, Any]], errored: Iterable[str] = ()
+) -> tuple[int, int]:
+    """(finished, failed) trials, from their MLflow runs under the parent and the trial keys Tune saw
+    error (`errored`: retries exhausted); a trial is counted once.
 
     Tune stops the running trials of an interrupted sweep and reports them TERMINATED like finished
     ones; the trial's own run, which the trainer ends only after its last epoch, tells them apart. A trial
-    ended by a NaN loss is not retried and reports normally to Tune; its run is FAILED."""
+    ended by a NaN loss is not retried and reports normally to Tune; its run is FAILED. A trial that errored
+    has a FAILED run too, or a RUNNING one when its worker died with its last attempt."""
     names = {c["tracking"]["run_name"] for c in configs.values()}
     experiments = sorted({c["tracking"]["experiment"] for c in configs.values()})
     runs = store.trial_runs(uri, experiments, parent_run_id)
     finished = {r.info.run_name for r in runs if r.info.status == "FINISHED"} & names
-    failed = {r.info.run_name for r in runs if r.info.status == "FAILED"} & names - finished
-    return len(finished), len(failed)
+    failed = {r.info.run_name for r in runs if r.info.status == "FAILED"} & names
+    failed |= {configs[key]["tracking"]["run_name"] for key in errored}
+    return len(finished), len(failed - finished)
+
+
+def errored_trials(results: Any) -> set[str]:
+    """The trial keys of the trials Tune reports errored."""
+    return {trial_key(r.config["point"], r.config["seed"]) for r in results if r.error and r.config}
 
 
 def make_trainable(configs: dict[str, dict[str, Any]], res: dict[str, float]):
@@ -646,10 +657,9 @@ def run(args: argparse.Namespace) -> int:
 
             ray.shutdown()
 
-    done, failed = results.num_terminated, 0
+    done, errors = results.num_terminated, results.num_errors
     if all(c["tracking"]["enabled"] for c in configs.values()):  # else Tune's count is all there is
-        done, failed = trial_outcomes(tracking_uri, parent_run_id, configs)
-    errors = results.num_errors + failed
+        done, errors = trial_outcomes(tracking_uri, parent_run_id, configs, errored_trials(results))
     unfinished = len(configs) - done - errors
     if unfinished:
         store.set_run_status(tracking_uri, parent_run_id, "KILLED")
