@@ -406,7 +406,8 @@ def wait_for_gpus(needed: float, minutes: float, poll_s: float = 1.0, say_every_
     finally:
         request_resources(bundles=[])
     gpus = ray.cluster_resources().get("GPU", 0.0)
-    print(f"GPU workers joined: {gpus:g} GPUs after {time.time() - start:.0f} s", flush=True)
+    joined = "GPU workers joined" if gpus >= needed else f"only {gpus:g}/{needed:g} GPUs joined"
+    print(f"{joined}: {gpus:g} GPUs after {time.time() - start:.0f} s", flush=True)
     return gpus
 
 

@@ -285,6 +285,7 @@ def test_spot_reclaim_of_a_gpu_worker_mid_trial(tmp_path) -> None:
         assert not [pid for pid, env in cluster_processes(marker).items() if node_of(env) == node]
 
     # the sweep asked the autoscaler for the GPU it lacked and waited for a worker to join
+    assert "waiting for GPU workers to join: 0/1 GPUs" in output, output[-4000:]
     assert "GPU workers joined: 1 GPUs" in output, output[-4000:]
     (sweep_dir,) = storage.glob(f"{GRID}-smoke-*")
     failures = trial_failures(sweep_dir)
