@@ -258,7 +258,8 @@ def train(
         cfg, state.run_id, (saved or {}).get("unsent"), folder=cfg.train.checkpoint_dir or None
     )
     state.run_id = tracker.run_id
-    tracker.set_tags({"hostname": socket.gethostname()})
+    # the device it trained on: a scheduler may assign a (fractional, or fake) GPU where torch has none
+    tracker.set_tags({"hostname": socket.gethostname(), "device": s.device.type})
     if saved is not None:
         print(
             f"resumed from epoch {state.epoch}, step {state.step} (MLflow run {state.run_id or '-'})",
@@ -271,7 +272,7 @@ def train(
         raise
     except BaseException as err:
         if isinstance(err, NonFiniteLossError):
-            tracker.set_tags({"failure": "nonfinite_loss"})
+            tracker.set_tags({"failure": "nonfinite_loss", "failure_message": str(err)})
         tracker.finish("FAILED")
         raise
     tracker.finish("FINISHED")

@@ -42,25 +42,32 @@ def start_ray(address: str | None, temp_dir: str | None, log_to_driver: bool = T
     return True
 
 
-def wait_for_gpus(needed: float, minutes: float) -> float:
+def wait_for_gpus(needed: float, minutes: float, poll_s: float = 1.0, say_every_s: float = 15.0) -> float:
     """Ask the autoscaler for GPU workers (cluster.yaml scales them from zero) and wait for them to join.
 
     The request is withdrawn once they are up: from then on the pending trials' own demands keep the
-    autoscaler going, and idle workers leave after `idle_timeout_minutes`."""
+    autoscaler going, and idle workers leave after `idle_timeout_minutes`. Polled every `poll_s` (a node
+    joins in seconds once its instance boots), the wait is printed every `say_every_s`."""
     import math
 
     import ray
     from ray.autoscaler.sdk import request_resources
 
     request_resources(bundles=[{"GPU": 1}] * max(1, math.ceil(needed)))
-    deadline = time.time() + minutes * 60
+    start = time.time()
+    deadline, said = start + minutes * 60, -math.inf
     try:
         while (gpus := ray.cluster_resources().get("GPU", 0.0)) < needed and time.time() < deadline:
-            print(f"waiting for GPU workers to join: {gpus:g}/{needed:g} GPUs", flush=True)
-            time.sleep(15)
+            if time.time() - said >= say_every_s:
+                print(f"waiting for GPU workers to join: {gpus:g}/{needed:g} GPUs", flush=True)
+                said = time.time()
+            time.sleep(poll_s)
     finally:
         request_resources(bundles=[])
-    return ray.cluster_resources().get("GPU", 0.0)
+    gpus = ray.cluster_resources().get("GPU", 0.0)
+    joined = "GPU workers joined" if gpus >= needed else f"only {gpus:g}/{needed:g} GPUs joined"
+    print(f"{joined}: {gpus:g} GPUs after {time.time() - start:.0f} s", flush=True)
+    return gpus
 
 
 def check_cluster(scale_name: str, res: dict[str, float], gpu_wait_min: float) -> None:
@@ -68,10 +75,11 @@ def check_cluster(scale_name: str, res: dict[str, float], gpu_wait_min: float) -
     import ray
 
     total = ray.cluster_resources()
-    gpus, cpus = total.get("GPU", 0.0), total.get("CPU", 0.0)
     needs_gpu = get_scale(scale_name).needs_gpu or res["gpu"] > 0
-    if needs_gpu and gpus < max(res["gpu"], 1e-9) and gpu_wait_min > 0:
-        gpus = wait_for_gpus(max(res["gpu"], 1.0), gpu_wait_min)
+    if needs_gpu and total.get("GPU", 0.0) < max(res["gpu"], 1e-9) and gpu_wait_min > 0:
+        wait_for_gpus(max(res["gpu"], 1.0), gpu_wait_min)
+        total = ray.cluster_resources()  # the GPU workers bring their CPUs (the head offers none)
+    gpus, cpus = total.get("GPU", 0.0), total.get("CPU", 0.0)
     if get_scale(scale_name).needs_gpu and gpus == 0:
         raise SweepError(
             f"--scale {scale_name} trains the paper's GPT2-small for hundreds of epochs and needs GPUs, but "

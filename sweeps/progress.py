@@ -121,7 +121,8 @@ class SweepProgress(Callback):
             result = trial.last_result or {}
             out.append(
                 TrialState(
-                    status=trial.status,
+                    # a NaN loss ends a trial without an error (it is not retried), yet it failed
+                    status="ERROR" if result.get("nonfinite_loss") else trial.status,
                     steps_done=int(result.get("step", 0) or 0),
                     steps_total=self.steps.get(key, 0),
                     seconds=float(result.get("time_total_s", 0.0) or 0.0),

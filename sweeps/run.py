@@ -37,7 +37,7 @@ from sweeps.grids import GRIDS, get_grid, parse_seeds, points
 from sweeps.packing import check_packing, default_gpus_per_trial
 from sweeps.scales import SCALES, get_scale
 from sweeps.storage import SweepStorage, check_tracking, new_sweep, resume_tracking_uri, trial_outcomes
-from sweeps.tuner import final_report, fit, trial_key
+from sweeps.tuner import errored_trials, final_report, fit, trial_key
 
 # ---------------------------------------------------------------------------------------------------------
 # Command line
@@ -338,10 +338,9 @@ def run(args: argparse.Namespace) -> int:
 
             ray.shutdown()
 
-    done, failed = results.num_terminated, 0
+    done, errors = results.num_terminated, results.num_errors
     if all(c["tracking"]["enabled"] for c in configs.values()):  # else Tune's count is all there is
-        done, failed = trial_outcomes(tracking_uri, parent_run_id, configs)
-    errors = results.num_errors + failed
+        done, errors = trial_outcomes(tracking_uri, parent_run_id, configs, errored_trials(results))
     unfinished = len(configs) - done - errors
     if unfinished:
         store.set_run_status(tracking_uri, parent_run_id, "KILLED")

@@ -9,6 +9,7 @@ import argparse
 import json
 import subprocess
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -155,15 +156,20 @@ def resume_tracking_uri(args: argparse.Namespace, state: dict[str, Any], configs
     return uri
 
 
-def trial_outcomes(uri: str, parent_run_id: str, configs: dict[str, dict[str, Any]]) -> tuple[int, int]:
-    """(finished, failed) trials, from their MLflow runs under the parent.
+def trial_outcomes(
+    uri: str, parent_run_id: str, configs: dict[str, dict[str, Any]], errored: Iterable[str] = ()
+) -> tuple[int, int]:
+    """(finished, failed) trials, from their MLflow runs under the parent and the trial keys Tune saw
+    error (`errored`: retries exhausted); a trial is counted once.
 
     Tune stops the running trials of an interrupted sweep and reports them TERMINATED like finished
     ones; the trial's own run, which the trainer ends only after its last epoch, tells them apart. A trial
-    ended by a NaN loss is not retried and reports normally to Tune; its run is FAILED."""
+    ended by a NaN loss is not retried and reports normally to Tune; its run is FAILED. A trial that errored
+    has a FAILED run too, or a RUNNING one when its worker died with its last attempt."""
     names = {c["tracking"]["run_name"] for c in configs.values()}
     experiments = sorted({c["tracking"]["experiment"] for c in configs.values()})
     runs = store.trial_runs(uri, experiments, parent_run_id)
     finished = {r.info.run_name for r in runs if r.info.status == "FINISHED"} & names
-    failed = {r.info.run_name for r in runs if r.info.status == "FAILED"} & names - finished
-    return len(finished), len(failed)
+    failed = {r.info.run_name for r in runs if r.info.status == "FAILED"} & names
+    failed |= {configs[key]["tracking"]["run_name"] for key in errored}
+    return len(finished), len(failed - finished)

@@ -2,7 +2,8 @@
 
 The trainer knows nothing of Ray. Here a trial gets:
 - its threads: `train.num_threads` = the CPUs Tune assigned to it (when the config leaves it at 0);
-- its placement: `ray_node_id` and `hostname` tags on its MLflow run (set again when it moves node);
+- its placement: `ray_node_id`, `hostname` and `ray_gpus` tags on its MLflow run (set again when it moves
+  node);
 - checkpoints through Tune: restored from `tune.get_checkpoint()`, every new one handed to `tune.report`
   with the epoch's metrics (the trainer has sent its metrics buffer before saving it);
 - no retry of a NaN loss: the same checkpoint and seed would diverge again, so the trial reports
@@ -54,9 +55,13 @@ def report(metrics: dict[str, Any], checkpoint: Path | None) -> None:
 
 
 def placement_tags() -> dict[str, str]:
+    """Where the trial runs: host, Ray node and the GPU share Ray assigned it (the trainer's `device`
+    tag says whether torch could use one)."""
     import ray
 
-    return {"hostname": socket.gethostname(), "ray_node_id": ray.get_runtime_context().get_node_id()}
+    context = ray.get_runtime_context()
+    gpus = context.get_assigned_resources().get("GPU", 0.0)
+    return {"hostname": socket.gethostname(), "ray_node_id": context.get_node_id(), "ray_gpus": f"{gpus:g}"}
 
 
 def trial_config(config: dict[str, Any]) -> ExperimentConfig:

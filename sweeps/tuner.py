@@ -99,17 +99,21 @@ def fit(
     return tuner.fit()
 
 
+def errored_trials(results: Any) -> set[str]:
+    """The trial keys of the trials Tune reports errored."""
+    return {trial_key(r.config["point"], r.config["seed"]) for r in results if r.error and r.config}
+
+
 def summary(results: Any) -> pd.DataFrame:
     """Per-trial table from Tune's results: point, seed, status and the final metrics."""
     rows = []
     for result in results:
         cfg = result.config or {}
         metrics = result.metrics or {}
-        row = {
-            "point": cfg.get("point"),
-            "seed": cfg.get("seed"),
-            "status": "ERROR" if result.error else "DONE",
-        }
+        status = "ERROR" if result.error else "DONE"
+        if metrics.get("nonfinite_loss"):  # ended without an error, so that Tune does not retry it
+            status = "FAILED (non-finite loss)"
+        row = {"point": cfg.get("point"), "seed": cfg.get("seed"), "status": status}
         row.update({m: metrics.get(m) for m in SUMMARY_METRICS})
         rows.append(row)
     return pd.DataFrame(rows).sort_values(["point", "seed"]).reset_index(drop=True)

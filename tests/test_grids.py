@@ -14,7 +14,7 @@ import pytest
 from arith.config import ConfigError, ExperimentConfig
 from arith.data import train_examples, train_size
 from sweeps.grids import GRIDS, Grid, Variant, get_grid, parse_seeds, points
-from sweeps.run import absolute_uri, build_configs, main, parse_args, trial_table
+from sweeps.run import absolute_uri, build_configs, main, parse_args, trial_outcomes, trial_table
 from sweeps.scales import SCALES, get_scale
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -353,6 +353,28 @@ def test_trial_table_shows_config_and_resources(tmp_path):
     first = next(iter(configs.values()))
     assert first["model"]["pretrained"] == str(tmp_path.resolve())
     assert first["tracking"]["tracking_uri"] == "sqlite:////x.db"
+
+
+def test_a_failed_trial_counts_once_whether_tune_or_its_run_says_so(tmp_path):
+    """Tune's errored trials (retries exhausted) and the FAILED runs overlap: a trial whose every attempt
+    raised is both. Counted twice it left a negative count of unfinished trials, reported as interrupted."""
+    from arith import store
+
+    uri = f"sqlite:///{tmp_path}/m.db"
+    args = parse_args(["--grid", "mul_simple_case", "--scale", "smoke"])
+    configs = build_configs(args, uri)
+    keys = list(configs)  # four trials
+    parent = store.open_parent_run(uri, "mul_simple_case", "sweep", {"sweep": "1"})
+    client = store.client(uri)
+    experiment = client.get_experiment_by_name("mul_simple_case").experiment_id
+    for key, status in zip(keys, ["FINISHED", "FAILED", "RUNNING"], strict=False):
+        name = configs[key]["tracking"]["run_name"]
+        run = client.create_run(experiment, run_name=name, tags={"mlflow.parentRunId": parent})
+        if status != "RUNNING":
+            client.set_terminated(run.info.run_id, status=status)
+    # the FAILED trial errored in Tune too; the RUNNING one's worker died with its last attempt
+    assert trial_outcomes(uri, parent, configs, errored=keys[1:3]) == (1, 2)
+    assert trial_outcomes(uri, parent, configs) == (1, 1)  # an interrupted sweep: Tune saw no error
 
 
 def test_relative_sqlite_uri_becomes_absolute(tmp_path, monkeypatch):

@@ -76,6 +76,17 @@ def test_callback_on_tune_trials_counts_trials_not_created_yet_and_throttles() -
     assert "trials 1 done, 1 running, 1 pending" in out.getvalue().splitlines()[-1]
 
 
+def test_a_trial_ended_by_a_nan_loss_counts_as_failed() -> None:
+    """The trainable ends such a trial normally (so Tune does not retry it): Tune says TERMINATED."""
+    steps = {key_of({"point": p, "seed": 0}): 10 for p in ("a", "b")}
+    progress = SweepProgress(steps, key_of, stream=io.StringIO(), tty=False)
+    trials = [
+        trial("a", Trial.TERMINATED, step=10, time_total_s=5.0),
+        trial("b", Trial.TERMINATED, step=1, time_total_s=1.0, nonfinite_loss=1, error="loss became nan"),
+    ]
+    assert "trials 1 done, 0 running, 0 pending, 1 failed" in progress.line(trials)
+
+
 def test_terminal_rewrites_one_line() -> None:
     out = io.StringIO()
     progress = SweepProgress({"a|seed=0": 10}, key_of, stream=out, tty=True)

@@ -141,3 +141,43 @@ def test_paper_scale_without_a_gpu_stops_before_starting_anything(tmp_path, ray_
 
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
     assert mlflow.search_runs(search_all_experiments=True).empty  # and no MLflow runs
+
+
+@pytest.mark.slow
+def test_a_nan_loss_is_not_retried(tmp_path, ray_temp_dir):
+    """A trial whose loss diverges (lr 1e30, no warmup, no clipping) would diverge again from the same
+    checkpoint and seed: with retries allowed it still runs once, its run is FAILED with the error, and the
+    sweep counts it failed."""
+    from mlflow import MlflowClient
+    from mlflow.entities import ViewType
+    from test_faults import trial_failures
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    storage = tmp_path / "ray_results"
+    proc = run_sweep(
+        *("--grid", "add_posembed", "--scale", "smoke", "--only", "model.position=learned"),
+        *("--set", "train.lr=1e30", "--set", "train.warmup_steps=0", "--set", "train.grad_clip=0"),
+        *("--max-failures", "2", "--tracking-uri", uri, "--storage-path", str(storage)),
+        temp_dir=ray_temp_dir,
+    )
+    output = proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.returncode == 1, output  # some trial failed
+
+    (sweep_dir,) = storage.glob("add_posembed-smoke-*")
+    (failures,) = trial_failures(sweep_dir).values()
+    assert failures == 0  # Tune saw no failure to retry
+    (trial_dir,) = [path for path in sweep_dir.iterdir() if (path / "result.json").exists()]
+    (report,) = [json.loads(line) for line in (trial_dir / "result.json").read_text().splitlines()]
+    assert report["nonfinite_loss"] == 1 and "training loss became" in report["error"]
+
+    client = MlflowClient(uri)
+    (experiment,) = [e.experiment_id for e in client.search_experiments() if e.name == "add_posembed"]
+    runs = client.search_runs([experiment], run_view_type=ViewType.ALL)  # deleted runs too: one attempt
+    (parent,) = [r for r in runs if r.data.tags.get("sweep") == "1"]
+    (trial,) = [r for r in runs if r.data.tags.get("sweep") != "1"]
+    assert parent.info.status == "FAILED" and trial.info.status == "FAILED"
+    assert trial.info.lifecycle_stage == "active" and trial.data.tags["failure"] == "nonfinite_loss"
+    assert trial.data.tags["failure_message"] == report["error"]
+
+    assert "trials 0 done, 0 running, 0 pending, 1 failed" in proc.stdout, output  # the progress line
+    assert "FAILED (non-finite loss)" in proc.stdout, output  # the end-of-sweep summary

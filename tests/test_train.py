@@ -134,7 +134,8 @@ def test_non_finite_loss_stops_with_step_and_epoch(tmp_path) -> None:
         train(cfg)
     client = _client(cfg)
     (run,) = client.search_runs([client.get_experiment_by_name("test-train").experiment_id])
-    assert run.info.status == "FAILED"
+    assert run.info.status == "FAILED" and run.data.tags["failure"] == "nonfinite_loss"
+    assert run.data.tags["failure_message"].startswith("training loss became ")
 
 
 def test_target_accuracy_probe_is_logged_and_unreached_targets_run_on(tmp_path) -> None:
@@ -249,5 +250,5 @@ def test_tune_trial_reports_checkpoints_and_resumes_in_the_same_mlflow_run(tmp_p
     client = _client(cfg)
     (run,) = client.search_runs([client.get_experiment_by_name("test-train").experiment_id])
     assert run.info.run_id == tuned["run_id"] and run.info.status == "FINISHED"
-    assert run.data.tags["ray_node_id"] and run.data.tags["hostname"]
+    assert run.data.tags["ray_node_id"] and run.data.tags["hostname"] and run.data.tags["device"] == "cpu"
     assert [m.step for m in client.get_metric_history(run.info.run_id, "test_acc")] == [4]
