@@ -38,6 +38,24 @@ BIN = Path(sys.executable).parent
 GRID = "mul_simple_case"  # four smoke trials: two waves over the two one-CPU nodes
 NODE_LABELS = ("node_head", "node_second")
 
+
+def token_auth_env(token: Path, **extra: str) -> dict[str, str]:
+    """This environment for the test's Ray processes: this venv first on PATH, token authentication with
+    the test's own token, no usage stats, and no address, token or tracking URI inherited from outside."""
+    env = {
+        **os.environ,
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN_PATH": str(token),
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "PYTHONUNBUFFERED": "1",
+        **extra,
+    }
+    for var in ("RAY_ADDRESS", "RAY_AUTH_TOKEN", "MLFLOW_TRACKING_URI"):
+        env.pop(var, None)
+    return env
+
+
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
 
 
@@ -148,16 +166,7 @@ def local_cluster() -> Iterator[dict[str, object]]:
     logs.mkdir()
     token = base / "auth_token"
     token.write_text(secrets.token_hex(32))
-    env = {
-        **os.environ,
-        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-        "RAY_AUTH_MODE": "token",
-        "RAY_AUTH_TOKEN_PATH": str(token),
-        "RAY_USAGE_STATS_ENABLED": "0",
-        "PYTHONUNBUFFERED": "1",
-    }
-    for var in ("RAY_ADDRESS", "RAY_AUTH_TOKEN", "MLFLOW_TRACKING_URI"):
-        env.pop(var, None)
+    env = token_auth_env(token)
     mlflow_env = {
         **env,
         "POSDESC_MLFLOW_DIR": str(base / "mlflow"),

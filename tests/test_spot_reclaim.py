@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pytest
 from test_faults import check_histories, end_session, trial_failures, wait_for
-from test_multinode import Processes, wait_for_port
+from test_multinode import Processes, token_auth_env, wait_for_port
 
 from arith import store
 
@@ -138,17 +138,7 @@ def fake_gpu_cluster(base: Path) -> Iterator[dict]:
     token.write_text(secrets.token_hex(32))
     config = base / "cluster.yaml"
     config.write_text(json.dumps(autoscaling_config()))  # JSON is YAML
-    env = {
-        **os.environ,
-        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-        "PYTHONPATH": str(ROOT),
-        "RAY_AUTH_MODE": "token",
-        "RAY_AUTH_TOKEN_PATH": str(token),
-        "RAY_USAGE_STATS_ENABLED": "0",
-        "PYTHONUNBUFFERED": "1",
-    }
-    for var in ("RAY_ADDRESS", "RAY_AUTH_TOKEN", "MLFLOW_TRACKING_URI"):
-        env.pop(var, None)
+    env = token_auth_env(token, PYTHONPATH=str(ROOT))
     head_env = {
         **env,
         "RAY_FAKE_CLUSTER": "1",
