@@ -21,9 +21,13 @@ class Coupling(PositionScheme):
     """Position coupling (Cho et al. 2024): digits of equal significance in the operands and the
     answer share a position id, so that the model finds the digits to combine by equal ids.
 
-    A digit of significance k (10^k) gets the id `offset + 1 + k`; every other token gets 0. The
-    offset is a random start in [0, max_offset] per sequence while training (the paper's random
-    starting id) and 0 at evaluation. Significance needs to know which way each number is written,
+    A digit of significance k (10^k) gets the id `offset + 2 + k`; the token right after a number
+    written most significant digit first (the operator after an operand: " +", " =") gets
+    `offset + 1`, one below its least significant digit, as in Cho et al.'s code, so that every token
+    that predicts an answer digit of significance k (the " =" for k = 0, the digit k - 1 after it)
+    sits one id below the operand digits it needs; every other token gets 0. The offset is a random
+    start in [0, max_offset] per sequence while training (the paper's random starting id) and 0 at
+    evaluation. Significance needs to know which way each number is written,
     which is the task's knowledge (`Task.digit_order`): the n-th digit run of a line is the n-th
     number; an "msd"-first number of L digits has significances L-1..0, an "lsd"-first one 0, 1, ...
     Decoding reads one token at a time, so the answer must be lsd-first (reversed) — its significance
@@ -56,10 +60,10 @@ class Coupling(PositionScheme):
             raise ConfigError(f"model.coupling_max_offset must be >= 0 (got {m.coupling_max_offset})")
         get_task(d.task).digit_order(d.format)  # refuses formats without a defined significance
         longest = coupling_digits(d)
-        if m.coupling_max_offset + longest >= m.n_positions:
+        if m.coupling_max_offset + longest + 1 >= m.n_positions:
             raise ConfigError(
                 f"model.position='coupling' gives ids up to coupling_max_offset + {longest} (the longest "
-                f"number's digits) = {m.coupling_max_offset + longest}; it must stay below "
+                f"number's digits) + 1 = {m.coupling_max_offset + longest + 1}; it must stay below "
                 f"model.n_positions={m.n_positions}"
             )
 
@@ -133,7 +137,11 @@ class Coupling(PositionScheme):
         known = digit & (number >= 0) & (number < len(self.digit_order))
         msd = self.msd_first[number.clamp(0, len(self.digit_order) - 1)]
         significance = torch.where(msd, length - index, index - 1)
-        ids = torch.where(known, state.offset[:, None] + 1 + significance, 0).clamp_(max=self.n_positions - 1)
+        # the token after a msd-first number's last digit: one id below that digit (significance -1)
+        closes = ~digit & before & (number >= 0) & (number < len(self.digit_order)) & msd
+        start_id = state.offset[:, None] + 1
+        ids = torch.where(known, start_id + 1 + significance, torch.where(closes, start_id, 0))
+        ids = ids.clamp_(max=self.n_positions - 1)
         after = dataclasses.replace(
             state, digit_run=index[:, -1], numbers=numbers + (digit & ~before).sum(-1)
         )

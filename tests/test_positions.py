@@ -227,12 +227,13 @@ def coupled_ids(scheme, ids, mask=None, start=0, state=None):
 @pytest.mark.parametrize(
     ("task", "fmt", "a", "b", "max_digits", "expected"),
     [
-        # 123 + 045 = 0168 reversed: significance 2 1 0 | 2 1 0 | 0 1 2 3, ids = 1 + significance
-        ("add", "padding_reverse", 123, 45, 3, [3, 2, 1, 0, 3, 2, 1, 0, 1, 2, 3, 4]),
+        # 123 + 045 = 0168 reversed: significance 2 1 0 | 2 1 0 | 0 1 2 3, ids = 2 + significance;
+        # the operator after an operand gets 1, one below its least significant digit (Cho et al.)
+        ("add", "padding_reverse", 123, 45, 3, [4, 3, 2, 1, 4, 3, 2, 1, 2, 3, 4, 5]),
         # 12 * 345 = 4140 reversed, operands unpadded: each operand's length gives its significances
-        ("mul", "reverse_product", 12, 345, None, [2, 1, 0, 3, 2, 1, 0, 1, 2, 3, 4]),
+        ("mul", "reverse_product", 12, 345, None, [3, 2, 1, 4, 3, 2, 1, 2, 3, 4, 5]),
         # 07 * 21 = 0147 reversed and padded to four digits
-        ("mul", "padding_reverse", 7, 21, 2, [2, 1, 0, 2, 1, 0, 1, 2, 3, 4]),
+        ("mul", "padding_reverse", 7, 21, 2, [3, 2, 1, 3, 2, 1, 2, 3, 4, 5]),
     ],
 )
 def test_coupling_gives_digits_of_equal_significance_one_id(task, fmt, a, b, max_digits, expected):
@@ -243,7 +244,7 @@ def test_coupling_gives_digits_of_equal_significance_one_id(task, fmt, a, b, max
     scheme = coupling(tok, get_task(task).digit_order(fmt)).eval()
     ids = encode(tok, " " + render(task, fmt, a, b, **({"max_digits": max_digits} if max_digits else {})))
     position_ids, _ = coupled_ids(scheme, torch.cat([ids, torch.tensor([[tok.eos_token_id]])], 1))
-    assert position_ids[0].tolist() == [*expected, 0]  # non-digit tokens (and eos) get id 0
+    assert position_ids[0].tolist() == [*expected, 0]  # eos after the reversed answer gets 0
 
 
 def test_coupling_offsets_digit_ids_only_in_training():
@@ -257,9 +258,9 @@ def test_coupling_offsets_digit_ids_only_in_training():
     trained, _ = coupled_ids(scheme, ids, state=state)
     scheme.eval()
     tested, _ = coupled_ids(scheme, ids)
-    digit = tested > 0
-    assert torch.equal(trained[digit], (tested + offsets[:, None])[digit])
-    assert torch.equal(trained[~digit], tested[~digit])
+    coupled = tested > 0  # digits and the operators after the operands move with the offset
+    assert torch.equal(trained[coupled], (tested + offsets[:, None])[coupled])
+    assert torch.equal(trained[~coupled], tested[~coupled])
 
 
 def test_coupling_is_the_same_token_by_token_as_whole_and_under_left_padding():
