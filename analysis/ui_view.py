@@ -7,8 +7,11 @@ tag saves a person the clicks: the params of every axis the sweep varies and the
 trials logged (`test_acc`, in and beyond the training range, per context) as columns, sorted by
 `test_acc`, grouped by the varying axes with each group's average (grouping also lifts the trials out
 from under the collapsed parent run). Adding ``&compareRunsMode=CHART`` opens the chart view of the same
-groups: MLflow draws a bar chart per metric and a parallel-coordinates chart. The tag's JSON is the UI's
-own view state (checked with MLflow 3.17); an MLflow that reads it differently shows its default view.
+groups, led by a section of its own: a bar chart of each headline accuracy (the group's average of the
+trials' last values: one bar per value of the axes) and a parallel-coordinates chart from the axes to
+those accuracies; MLflow's own charts of every other metric follow. The tag's JSON is the UI's own view
+state (its `compareRunCharts` / `compareRunSections`, checked with MLflow 3.17); an MLflow that reads it
+differently shows its default view.
 """
 
 from __future__ import annotations
@@ -59,9 +62,41 @@ def view_state(sweep: Sweep, logged: list[str] | None = None) -> dict:
         },
         "useGroupedValuesInCharts": True,
         "hideEmptyCharts": True,
-        # the chart view shows the accuracy charts only (by epoch, a line per group), not throughput
-        "chartsSearchFilter": "test_acc",
+        **claim_charts(axes, metrics),
     }
+
+
+#: the chart view's first section: the accuracies a claim rests on, by the sweep's axes
+CLAIM_SECTION = "claim-accuracies"
+
+
+def claim_charts(axes: list[str], metrics: list[str]) -> dict:
+    """The UI's chart-view state: one section, a bar chart per headline accuracy and a parallel-coordinates
+    chart from the varying axes to the accuracies (MLflow's `RunsChartsCardConfig` fields)."""
+    headline = [m for m in LEADING_METRICS if m in metrics] or metrics[:1]
+    card = {"metricSectionId": CLAIM_SECTION, "runsCountToCompare": 10, "deleted": False}
+    card["isGenerated"] = False
+    bars = [
+        {**card, "uuid": f"bar-{m}", "type": "BAR", "metricKey": m, "displayName": f"{m} (last value)"}
+        for m in headline
+    ]
+    parallel = {
+        **card,
+        "uuid": "parallel-axes",
+        "type": "PARALLEL",
+        "selectedParams": axes,
+        "selectedMetrics": metrics[:6],
+        "showAllRuns": False,
+    }
+    section = {
+        "uuid": CLAIM_SECTION,
+        "name": "Accuracy by the sweep's axes",
+        "display": True,
+        "isReordered": False,
+        "deleted": False,
+        "isGenerated": False,
+    }
+    return {"compareRunSections": [section], "compareRunCharts": [*bars, parallel]}
 
 
 def logged_metrics(sweep: Sweep) -> list[str]:

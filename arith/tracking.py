@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -314,20 +315,26 @@ class MlflowTracker(NullTracker):
         try:
             self._patiently(send_and_end, "send the trial's last metrics")
         except Exception as err:
-            if not store.is_unreachable(err) and not isinstance(err, ConnectionError):
-                if status == "FINISHED":
-                    raise
-                print(f"warning: could not end run {self.run_id} as {status}: {err}", file=sys.stderr)
-                return
-            folder = self.save_unsent(status)
-            message = (
-                f"MLflow store {store.display(self.uri)} unreachable at the end of the trial ({err}); its "
-                f"unsent metrics and the run's end ({status}) are saved in {folder}. When the store is "
-                f"back, send them: python -m arith.tracking send {folder}"
-            )
+            self._end_failed(err, status)
+        finally:  # the figures were sent, or copied into the unsent folder
+            shutil.rmtree(self._staging, ignore_errors=True)
+
+    def _end_failed(self, err: Exception, status: str) -> None:
+        """`finish` could not end the run: keep the unsent part when the store is down, else report."""
+        if not store.is_unreachable(err) and not isinstance(err, ConnectionError):
             if status == "FINISHED":
-                raise TrackingUnavailableError(message) from err
-            print(f"warning: {message}", file=sys.stderr)
+                raise err
+            print(f"warning: could not end run {self.run_id} as {status}: {err}", file=sys.stderr)
+            return
+        folder = self.save_unsent(status)
+        message = (
+            f"MLflow store {store.display(self.uri)} unreachable at the end of the trial ({err}); its "
+            f"unsent metrics and the run's end ({status}) are saved in {folder}. When the store is "
+            f"back, send them: python -m arith.tracking send {folder}"
+        )
+        if status == "FINISHED":
+            raise TrackingUnavailableError(message) from err
+        print(f"warning: {message}", file=sys.stderr)
 
     def save_unsent(self, status: str) -> Path:
         """Write everything unsent into `unsent-<run id>/` in the trial's folder, for `send`."""

@@ -1,6 +1,7 @@
 """Pre-search a grid on a machine without Ray or MLflow: every point in its own process, one JSON line each.
 
     python scripts/presearch.py --grid cpu_tune_hash --scale cpu --procs 16 --out runs/presearch/hash.jsonl
+    python scripts/presearch.py summary runs/presearch/hash.jsonl   # mean ± SE over seeds, per point
 
 The lent GPU machines of this project have PyTorch and transformers but no Ray and no MLflow, and many small
 trials fit one GPU at once: this runs a grid's trials (the same `points()` as sweeps/run.py, with its `--only`
@@ -73,8 +74,54 @@ def machine() -> str:
     return f"{platform.machine()}, {cpus} CPU cores"
 
 
+def summary(records: list[dict]) -> str:
+    """Per point over its seeds: test accuracy and each digit count's accuracy (the longer factor's, for
+    multiplication) as mean ± standard error, a markdown table; failed trials are counted apart."""
+    import pandas as pd
+
+    rows = []
+    for rec in records:
+        if "error" in rec:
+            continue
+        cells = pd.DataFrame(rec["cells"])
+        digits = cells["col_digits"]
+        if cells["row_digits"].notna().any():
+            digits = cells[["row_digits", "col_digits"]].max(axis=1)
+        by_digits = cells.groupby(digits.astype(int))["accuracy"].mean()
+        rows.append(
+            {"point": rec["point"], "seed": rec["seed"], "test_acc": rec["test_acc"], **by_digits.to_dict()}
+        )
+    frame = pd.DataFrame(rows)
+    columns = [c for c in frame.columns if c not in ("point", "seed")]
+    lines = [
+        "| point | seeds | " + " | ".join(f"{c} digits" if c != "test_acc" else c for c in columns) + " |",
+        "|---|---|" + "---|" * len(columns),
+    ]
+    for point, trials in frame.groupby("point", sort=False):
+        n = len(trials)
+        shown = []
+        for column in columns:
+            values = trials[column].dropna()
+            if values.empty:  # a digit count this point is not tested on
+                shown.append("")
+                continue
+            se = values.std(ddof=1) / len(values) ** 0.5 if len(values) > 1 else None
+            shown.append(f"{values.mean():.2f}" + (f" ± {se:.2f}" if se is not None else ""))
+        seeds = ",".join(str(s) for s in sorted(trials["seed"]))
+        lines.append(f"| {point} | {n} ({seeds}) | " + " | ".join(shown) + " |")
+    failed = sum("error" in rec for rec in records)
+    return "\n".join(lines) + (f"\n\n{failed} failed trial(s) left out.\n" if failed else "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python scripts/presearch.py", description=__doc__.splitlines()[0])
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["summary"]:  # python scripts/presearch.py summary FILE.jsonl
+        lines = [line for path in argv[1:] for line in Path(path).read_text().splitlines()]
+        records = [json.loads(line) for line in lines if line.strip()]
+        print(summary(records), end="")
+        return 0
     parser.add_argument("--grid", required=True)
     parser.add_argument("--scale", default="cpu")
     parser.add_argument("--seeds", type=seeds_arg, default=1, help="a count K, or seeds: 1,2")

@@ -64,3 +64,34 @@ def test_committed_presearch_records_render():
     assert "### cpu_tune_steps" in table and "### cpu_tune_hash" in table
     assert "task=mul,max_steps=3000" in table and "NVIDIA H200" in table
     assert "| dialogue: all | pure_addition: all |" in table  # nl_mix tests within its trained lengths
+
+
+def test_summary_gives_each_point_its_mean_and_standard_error_over_seeds(tmp_path):
+    def record(point, seed, accuracies, row_digits=None):
+        cells = [
+            {"context": "regular", "row_digits": row_digits, "col_digits": d, "accuracy": a}
+            for d, a in accuracies.items()
+        ]
+        return {"point": point, "seed": seed, "test_acc": sum(accuracies.values()) / 2, "cells": cells}
+
+    records = [
+        record("position=learned", 0, {2: 1.0, 3: 0.5}),
+        record("position=learned", 1, {2: 1.0, 3: 0.7}),
+        record("position=learned", 2, {2: 1.0, 3: 0.9}),
+        record("position=coupling", 0, {2: 0.4, 3: 0.2}),
+        {"point": "position=coupling", "seed": 1, "error": "Traceback ..."},
+    ]
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "presearch.py"), "summary", str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    lines = done.stdout.splitlines()
+    assert lines[0] == "| point | seeds | test_acc | 2 digits | 3 digits |"
+    # 3 digits over seeds 0.5, 0.7, 0.9: mean 0.70, standard error 0.2 / sqrt(3) = 0.115...
+    assert lines[2] == "| position=learned | 3 (0,1,2) | 0.85 ± 0.06 | 1.00 ± 0.00 | 0.70 ± 0.12 |"
+    assert lines[3] == "| position=coupling | 1 (0) | 0.30 | 0.40 | 0.20 |"  # one seed: no spread
+    assert "1 failed trial(s) left out." in done.stdout

@@ -36,7 +36,10 @@ def test_run_holds_params_tags_metrics_and_artifacts(tmp_path) -> None:
         tracker.log_metrics({"train/loss": 1.0 / step}, step)
     tracker.log_evaluation(_cells(0.5), [{"prompt": "1 + 2", "expected": "3", "generated": "4"}], epoch=1)
     tracker.log_evaluation(_cells(1.0), [], epoch=2)
+    staging = tracker._staging
+    assert any(staging.iterdir())  # the heatmaps are drawn there before upload
     tracker.finish()
+    assert not staging.exists()  # sent, so the local copies go
 
     run = client.get_run(tracker.run_id)
     assert run.info.status == "FINISHED" and run.info.run_name == "trial-1"
