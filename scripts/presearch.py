@@ -75,8 +75,9 @@ def machine() -> str:
 
 
 def summary(records: list[dict]) -> str:
-    """Per point over its seeds: test accuracy and each digit count's accuracy (the longer factor's, for
-    multiplication) as mean ± standard error, a markdown table; failed trials are counted apart."""
+    """Per point (and --set) over its seeds: test accuracy and each digit count's accuracy (the longer
+    factor's, for multiplication) as mean ± standard error, a markdown table; failed trials are counted
+    apart."""
     import pandas as pd
 
     rows = []
@@ -88,11 +89,10 @@ def summary(records: list[dict]) -> str:
         if cells["row_digits"].notna().any():
             digits = cells[["row_digits", "col_digits"]].max(axis=1)
         by_digits = cells.groupby(digits.astype(int))["accuracy"].mean()
-        rows.append(
-            {"point": rec["point"], "seed": rec["seed"], "test_acc": rec["test_acc"], **by_digits.to_dict()}
-        )
+        point = rec["point"] + "".join(f", {k}={v}" for k, v in rec.get("set", {}).items())
+        rows.append({"point": point, "seed": rec["seed"], "test_acc": rec["test_acc"], **by_digits.to_dict()})
     frame = pd.DataFrame(rows)
-    columns = [c for c in frame.columns if c not in ("point", "seed")]
+    columns = ["test_acc", *sorted(c for c in frame.columns if isinstance(c, int))]
     lines = [
         "| point | seeds | " + " | ".join(f"{c} digits" if c != "test_acc" else c for c in columns) + " |",
         "|---|---|" + "---|" * len(columns),
