@@ -75,8 +75,7 @@ def claim_charts(metrics: list[str]) -> dict:
     """The UI's chart-view state: one section with a bar chart per headline accuracy (MLflow's
     `RunsChartsBarCardConfig` fields)."""
     headline = [m for m in LEADING_METRICS if m in metrics] or metrics[:1]
-    card = {"metricSectionId": CLAIM_SECTION, "runsCountToCompare": 10, "deleted": False}
-    card["isGenerated"] = False
+    card = dict(metricSectionId=CLAIM_SECTION, runsCountToCompare=10, deleted=False, isGenerated=False)
     bars = [
         {**card, "uuid": f"bar-{m}", "type": "BAR", "metricKey": m, "displayName": f"{m} (last value)"}
         for m in headline

@@ -134,11 +134,12 @@ class Coupling(PositionScheme):
         # each run's length within this call: the largest index of its digits
         length = count.new_zeros(count.shape[0], count.shape[1] + 1)
         length = length.scatter_reduce(1, begins, index, "amax").gather(1, begins)
-        known = digit & (number >= 0) & (number < len(self.digit_order))
+        numbered = (number >= 0) & (number < len(self.digit_order))  # a number of the task's
+        known = digit & numbered
         msd = self.msd_first[number.clamp(0, len(self.digit_order) - 1)]
         significance = torch.where(msd, length - index, index - 1)
         # the token after a msd-first number's last digit: one id below that digit (significance -1)
-        closes = ~digit & before & (number >= 0) & (number < len(self.digit_order)) & msd
+        closes = ~digit & before & numbered & msd
         start_id = state.offset[:, None] + 1
         ids = torch.where(known, start_id + 1 + significance, torch.where(closes, start_id, 0))
         ids = ids.clamp_(max=self.n_positions - 1)
