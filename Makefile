@@ -32,7 +32,7 @@ demo: install                    ## make demo GRID=mul_format SCALE=cpu SEEDS=1 
 reproduce-cpu: install          ## every cpu sweep of docs/RESULTS.md in sequence (hours on 2 cores), then the report
 	$(PY) scripts/reproduce_cpu.py
 
-results: install                 ## only rewrite docs/RESULTS.md from the store in runs/cpu
+results: install                 ## only rewrite docs/RESULTS.md from the store in runs/cpu and the archived sweeps
 	$(PY) scripts/reproduce_cpu.py --report-only
 
 ui: install                      ## the MLflow UI over the local store

@@ -3,12 +3,15 @@
     python scripts/reproduce_cpu.py                       # every planned sweep, then the report
     python scripts/reproduce_cpu.py --grids nl_mix        # one sweep, then the report
     python scripts/reproduce_cpu.py --report-only         # only rewrite docs/RESULTS.md from the store
+    python scripts/reproduce_cpu.py --archive             # only archive the store's sweeps
 
 Each sweep is `sweeps/run.py --scale cpu` into one local store (default runs/cpu/mlflow.db). After a sweep
-the script tags its parent run with the command, the machine and the wall time, so the report is rebuilt
-from the store alone: a grid with no sweep in the store is listed as not yet run, with the reason, unless
-the earlier report (--out) has its section: that is kept as it was, marked "not re-judged" (its store is
-elsewhere, so the current analysis cannot read it).
+the script tags its parent run with the command, the machine and the wall time, and archives it in
+docs/results/sweeps/ (one JSON-lines file per part of the plan, arith/archive.py). Before the report is
+written every archive the store lacks is imported into it, so the report is rebuilt from the store alone,
+on any clone: a grid with no sweep there is listed as not yet run, with the reason, unless the earlier
+report (--out) has its section: that is kept as it was, marked "not re-judged" (measured before the
+archives existed, its store is elsewhere).
 """
 
 from __future__ import annotations
@@ -33,15 +36,20 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from analysis.budget import budget_table  # noqa: E402
 from analysis.findings import CLAIMS  # noqa: E402
 from analysis.load import find_parent, load_sweep, sweep_runs  # noqa: E402
 from analysis.report import Analysis, analyse, render  # noqa: E402
+from arith.archive import export_sweep, import_sweep  # noqa: E402
 from arith.store import client as _client  # noqa: E402
 from sweeps.grids import GRIDS  # noqa: E402
 
 TAG_COMMAND, TAG_MACHINE, TAG_WALL = "reproduce.command", "reproduce.machine", "reproduce.wall_s"
 #: the report's fixed prose and the plan, kept as markdown and YAML beside the report they make
 TEXTS = ROOT / "docs" / "results"
+#: each part's latest sweep as a portable file (arith/archive.py), restored into the store before the
+#: report is written: a fresh clone rebuilds docs/RESULTS.md from them with --report-only
+ARCHIVES = TEXTS / "sweeps"
 
 
 #: the page's head (docs/results/intro.md) and the pre-search section's (docs/results/presearch.md)
@@ -54,6 +62,7 @@ VERDICT_RULES = _NOTES["verdict_rules"]
 CARRIED_NOTE = _NOTES["carried_note"]
 CARRIED_EXTRA = {grid: " " + text for grid, text in _NOTES["carried_extra"].items()}
 UNLIKE_CELLS = " " + _NOTES["unlike_cells"]
+BUDGET_NOTE = _NOTES["budget_note"]
 
 
 @dataclass(frozen=True)
@@ -83,6 +92,13 @@ class Planned:
         for only in self.only:
             args += ["--only", only]
         return args
+
+    @property
+    def archive_name(self) -> str:
+        """The file its latest sweep is archived in: grid, seeds and --only values, e.g.
+        `mul_format__seeds-1__data.max_digits=5.jsonl`."""
+        seeds = str(self.seeds) if isinstance(self.seeds, int) else ",".join(map(str, self.seeds))
+        return "__".join([self.grid, f"seeds-{seeds}", *self.only]) + ".jsonl"
 
     def command(self, uri: str, storage: str) -> list[str]:
         return ["sweeps/run.py", *self.sweep_args(), "--tracking-uri", uri, "--storage-path", storage]
@@ -147,6 +163,35 @@ def run_sweep(plan: Planned, uri: str, storage: str) -> None:
     client.set_tag(parent.info.run_id, TAG_COMMAND, shown)
     client.set_tag(parent.info.run_id, TAG_MACHINE, machine())
     client.set_tag(parent.info.run_id, TAG_WALL, f"{wall:.0f}")
+    archive = ARCHIVES / plan.archive_name
+    export_sweep(client, parent.info.run_id, archive)
+    print(f"=== {plan.grid}: archived in {archive.relative_to(ROOT)}", flush=True)
+
+
+def archive_store(uri: str, folder: Path = ARCHIVES) -> list[str]:
+    """Archive the store's latest sweep of every planned part (as run_sweep does after each sweep): for
+    a store filled before the archives existed, or by hand. Returns the files written."""
+    client = _client(uri)
+    written = []
+    for grid in grids():
+        for plan, run in part_runs(client, grid):
+            if run is not None:
+                export_sweep(client, run.info.run_id, folder / plan.archive_name)
+                written.append(plan.archive_name)
+    print(f"archived {len(written)} sweep(s) in {folder}: {', '.join(written) or 'none'}", flush=True)
+    return written
+
+
+def restore_archives(uri: str, folder: Path = ARCHIVES) -> list[str]:
+    """Import every archived sweep the store does not hold yet (arith/archive.py); returns their files."""
+    imported = []
+    for path in sorted(folder.glob("*.jsonl")):
+        _run_id, new = import_sweep(uri, path)
+        if new:
+            imported.append(path.name)
+    if imported:
+        print(f"restored {len(imported)} archived sweep(s) from {folder}: {', '.join(imported)}", flush=True)
+    return imported
 
 
 def reproduced(client, grid: str) -> list:
@@ -310,8 +355,10 @@ def presearch_tables(folder: Path = PRESEARCH) -> str:
     """The pre-search records as tables: one row per trial, its --set, overall accuracy and per test context
     (past the longest trained length, or on the longest factor, where the test goes there), the machine."""
     parts = [PRESEARCH_INTRO]
+    every: list[dict] = []
     for path in sorted(folder.glob("*.jsonl")):
         records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        every += records
         rows = []
         order = sorted(records, key=lambda r: (json.dumps(r.get("set", {})), r["point"], r.get("seed", 0)))
         for rec in order:
@@ -341,6 +388,9 @@ def presearch_tables(folder: Path = PRESEARCH) -> str:
         frame = pd.DataFrame(rows)
         last = ["train s", "machine"]
         parts.append(f"### {path.stem}\n\n{markdown(frame[[c for c in frame if c not in last] + last])}\n")
+    budgets = budget_table(every)
+    if not budgets.empty:
+        parts.append(f"### Steps to competence (extrapolated)\n\n{BUDGET_NOTE}\n\n{markdown(budgets)}\n")
     return "\n".join(parts)
 
 
@@ -367,6 +417,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--rerun", action="store_true", help="run the chosen parts again even where the store has them"
     )
+    parser.add_argument(
+        "--archive",
+        action="store_true",
+        help="write the store's latest sweep of each part to docs/results/sweeps/ (no sweeps run)",
+    )
     args = parser.parse_args(argv)
     store = (ROOT / args.store).resolve()
     store.mkdir(parents=True, exist_ok=True)
@@ -375,6 +430,9 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [g for g in chosen if g not in grids()]
     if unknown:
         parser.error(f"unknown grid(s) {unknown}; choose from: {', '.join(grids())}")
+    if args.archive:
+        archive_store(uri)
+        return 0
     if not args.report_only:
         client = _client(uri)
         for grid in chosen:
@@ -383,6 +441,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"=== {grid}: `{shlex.join(plan.sweep_args())}` is in the store (--rerun: again)")
                     continue
                 run_sweep(plan, uri, str(store / "ray_results"))
+    restore_archives(uri)
     write_results(uri, ROOT / args.out, INTRO)
     return 0
 

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
+
+import pandas as pd
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -95,3 +99,47 @@ def test_summary_gives_each_point_its_mean_and_standard_error_over_seeds(tmp_pat
     assert lines[2] == "| position=learned | 3 (0,1,2) | 0.85 ± 0.06 | 1.00 ± 0.00 | 0.70 ± 0.12 |"
     assert lines[3] == "| position=coupling | 1 (0) | 0.30 | 0.40 | 0.20 |"  # one seed: no spread
     assert "1 failed trial(s) left out." in done.stdout
+
+
+def test_budget_fit_follows_a_logistic_curve_and_refuses_a_flat_one() -> None:
+    """The fit recovers the budget of an exact log-odds-linear curve; a curve that does not rise gives no
+    estimate; fewer than two budgets give no fit."""
+    from analysis.budget import fit_budgets
+
+    def curve(steps: int) -> float:  # log-odds = -12 + 1.5 ln(steps): 0.9 at exp((ln 9 + 12) / 1.5)
+        return 1 / (1 + math.exp(-(-12 + 1.5 * math.log(steps))))
+
+    fit = fit_budgets([(s, curve(s)) for s in (1000, 2000, 4000)])
+    assert fit is not None and fit.steps_to(0.9) == pytest.approx(
+        math.exp((math.log(9) + 12) / 1.5), rel=1e-6
+    )
+    assert fit_budgets([(1000, 0.3), (3000, 0.2)]).steps_to(0.9) is None
+    assert fit_budgets([(3000, 0.3)]) is None
+
+
+def test_budget_table_reads_in_range_cells_and_marks_what_was_measured() -> None:
+    """From the committed pre-search records: multiplication reads its small products, a point that
+    reached 0.9 says so as a measurement, and points at one budget are left out."""
+    from analysis.budget import budget_table
+
+    records = [
+        json.loads(line)
+        for path in sorted((ROOT / "docs" / "presearch").glob("*.jsonl"))
+        for line in path.read_text().splitlines()
+    ]
+    table = budget_table(records).set_index("point")
+    assert set(table.index) == {
+        "task=mul",
+        "task=mul_basic",
+        "task=add_scratchpad",
+        "task=reverse_random_embed",
+        "curriculum=0.0",
+        "curriculum=0.5",
+    }
+    assert table.loc["task=reverse_random_embed", "steps to 0.90 in range"] == "reached at 3,000 (measured)"
+    assert table.loc["task=mul", "steps to 0.90 in range"].startswith("~22,000 (7x")
+    assert table.loc["task=mul", "grid"] == "cpu_tune_steps"
+    mul = next(r for r in records if r["point"] == "task=mul,max_steps=6000")
+    cells = pd.DataFrame(mul["cells"])
+    small = cells[cells["row_digits"] + cells["col_digits"] <= 5]["accuracy"].mean()
+    assert f"6,000: {small:.2f}" in table.loc["task=mul", "in-range accuracy at steps"]

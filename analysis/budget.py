@@ -1,0 +1,111 @@
+"""The step budget a point needs to learn its task in range: a fit over runs at several budgets, followed
+to the competence threshold.
+
+A claim whose models do not learn the task within the trial's step budget is not testable. What a user
+then wants to know is how much compute would make it testable, and at which scale to get it. This
+answers from runs of one point at several budgets (`train.max_steps` varied, everything else fixed: the
+pre-search grid `cpu_tune_steps`): the log-odds of the in-range accuracy is fitted as a straight line in
+log steps (least squares), the form learning curves of these models take between "nothing learned" and
+"learned", and the line is followed to the threshold. It is an extrapolation, not a measurement: it is
+shown with the budgets it rests on, and refused when the accuracy does not rise with the budget.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from analysis.verdicts import LEARNED, small_products, within_training
+
+#: accuracies are clipped to this margin from 0 and 1 before the log-odds (0 and 1 have none)
+_CLIP = 0.005
+
+
+def in_range_accuracy(cells: pd.DataFrame, config: dict) -> float:
+    """Mean accuracy over the cells the competence rule reads (analysis.verdicts): for multiplication,
+    the products whose factors have at most max_digits digits together; else the trained lengths."""
+    frame = cells.assign(**{"data.max_digits": config["data.max_digits"]})
+    frame = frame.assign(**{"data.min_digits": config.get("data.min_digits", 1)})
+    chosen = small_products(frame) if frame["row_digits"].notna().any() else within_training(frame)
+    return float(chosen["accuracy"].mean()) if len(chosen) else math.nan
+
+
+def _logit(p: float) -> float:
+    p = min(max(p, _CLIP), 1 - _CLIP)
+    return math.log(p / (1 - p))
+
+
+@dataclass(frozen=True)
+class BudgetFit:
+    """log-odds(in-range accuracy) = intercept + slope * ln(steps), fitted on `budgets`."""
+
+    budgets: tuple[tuple[int, float], ...]  # (steps, in-range accuracy), by steps
+    slope: float
+    intercept: float
+
+    def steps_to(self, target: float = LEARNED) -> float | None:
+        """Steps at which the line reaches `target`; None when it does not rise."""
+        if self.slope <= 0:
+            return None
+        return math.exp((_logit(target) - self.intercept) / self.slope)
+
+
+def fit_budgets(budgets: Iterable[tuple[int, float]]) -> BudgetFit | None:
+    """The fit over (steps, accuracy) pairs; None with fewer than two budgets."""
+    points = tuple(sorted((int(s), float(a)) for s, a in budgets if not math.isnan(a)))
+    if len({s for s, _ in points}) < 2:
+        return None
+    x = np.log([s for s, _ in points])
+    y = np.array([_logit(a) for _, a in points])
+    slope, intercept = np.polyfit(x, y, 1)
+    return BudgetFit(points, float(slope), float(intercept))
+
+
+def _two_figures(x: float) -> int:
+    """An extrapolation's precision: two significant figures (33,954 -> 34,000)."""
+    return int(round(x, 1 - math.floor(math.log10(x))))
+
+
+def budget_table(records: list[dict], target: float = LEARNED, budget: int = 3000) -> pd.DataFrame:
+    """One row per point of pre-search records (scripts/presearch.py's JSON lines) whose step budget
+    varies: the budgets with their in-range accuracy, the extrapolated steps to `target` and what that
+    is in trial time at the rate measured on the records' machine. Points at a single budget are left
+    out."""
+    groups: dict[tuple[str, str, int], list[dict]] = {}
+    for rec in records:
+        base = ",".join(p for p in rec["point"].split(",") if not p.startswith("max_steps="))
+        groups.setdefault((rec.get("grid", ""), base, rec.get("seed", 0)), []).append(rec)
+    rows = []
+    for (grid, point, seed), recs in sorted(groups.items()):
+        budgets = [
+            (rec["steps"], in_range_accuracy(pd.DataFrame(rec["cells"]), rec["config"])) for rec in recs
+        ]
+        fit = fit_budgets(budgets)
+        if fit is None:
+            continue
+        seconds_per_step = sum(r["train_seconds"] for r in recs) / sum(r["steps"] for r in recs)
+        steps = fit.steps_to(target)
+        reached = [s for s, a in fit.budgets if a >= target]
+        if reached:
+            estimate = f"reached at {reached[0]:,} (measured)"
+        elif steps is None:
+            estimate = "no estimate: accuracy does not rise with the budget"
+        else:
+            estimate = f"~{_two_figures(steps):,} ({steps / budget:.0f}x the {budget:,}-step budget)"
+        minutes = (reached[0] if reached else steps or math.nan) * seconds_per_step / 60
+        rows.append(
+            {
+                "grid": grid,
+                "point": point,
+                "seed": seed,
+                "in-range accuracy at steps": ", ".join(f"{s:,}: {a:.2f}" for s, a in fit.budgets),
+                f"steps to {target:.2f} in range": estimate,
+                "minutes a trial at that budget": "" if math.isnan(minutes) else f"{minutes:,.0f}",
+                "machine": recs[0].get("machine", ""),
+            }
+        )
+    return pd.DataFrame(rows)
