@@ -77,6 +77,8 @@ def budget_table(records: list[dict], target: float = LEARNED, budget: int = 300
     out."""
     groups: dict[tuple[str, str, int], list[dict]] = {}
     for rec in records:
+        if "error" in rec:  # a trial that failed
+            continue
         base = ",".join(p for p in rec["point"].split(",") if not p.startswith("max_steps="))
         groups.setdefault((rec.get("grid", ""), base, rec.get("seed", 0)), []).append(rec)
     rows = []

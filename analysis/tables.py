@@ -282,3 +282,11 @@ def long_frame(tables: list[Table]) -> pd.DataFrame:
                     }
                 )
     return pd.DataFrame(rows)
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    """A frame as a GitHub table (blank for missing values), without pandas' optional tabulate."""
+    shown = frame.astype(object).where(frame.notna(), "")
+    lines = ["| " + " | ".join(map(str, shown.columns)) + " |", "|" + "---|" * len(shown.columns)]
+    lines += ["| " + " | ".join(map(str, row)) + " |" for row in shown.itertuples(index=False)]
+    return "\n".join(lines)

@@ -2,6 +2,7 @@
 
     python scripts/presearch.py --grid cpu_tune_hash --scale cpu --procs 16 --out runs/presearch/hash.jsonl
     python scripts/presearch.py summary runs/presearch/hash.jsonl   # mean ± SE over seeds, per point
+    python scripts/presearch.py budget docs/presearch/cpu_tune_steps.jsonl  # steps to learn, extrapolated
 
 The lent GPU machines of this project have PyTorch and transformers but no Ray and no MLflow, and many small
 trials fit one GPU at once: this runs a grid's trials (the same `points()` as sweeps/run.py, with its `--only`
@@ -117,10 +118,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python scripts/presearch.py", description=__doc__.splitlines()[0])
     if argv is None:
         argv = sys.argv[1:]
-    if argv[:1] == ["summary"]:  # python scripts/presearch.py summary FILE.jsonl
+    if argv[:1] in (["summary"], ["budget"]):  # python scripts/presearch.py summary|budget FILE.jsonl ...
         lines = [line for path in argv[1:] for line in Path(path).read_text().splitlines()]
         records = [json.loads(line) for line in lines if line.strip()]
-        print(summary(records), end="")
+        if argv[0] == "summary":
+            print(summary(records), end="")
+        else:  # points run at several train.max_steps: steps to learn the task in range (analysis/budget)
+            from analysis.budget import budget_table
+            from analysis.tables import markdown_table
+
+            table = budget_table(records)
+            print(markdown_table(table) if not table.empty else "no point was run at several step budgets")
         return 0
     parser.add_argument("--grid", required=True)
     parser.add_argument("--scale", default="cpu")

@@ -40,6 +40,7 @@ from analysis.budget import budget_table  # noqa: E402
 from analysis.findings import CLAIMS  # noqa: E402
 from analysis.load import find_parent, load_sweep, sweep_runs  # noqa: E402
 from analysis.report import Analysis, analyse, render  # noqa: E402
+from analysis.tables import markdown_table as markdown  # noqa: E402
 from arith.archive import export_sweep, import_sweep  # noqa: E402
 from arith.store import client as _client  # noqa: E402
 from sweeps.grids import GRIDS  # noqa: E402
@@ -341,14 +342,6 @@ def carried_claims(section_text: str) -> list[tuple[str, str]]:
 
 
 PRESEARCH = ROOT / "docs" / "presearch"
-
-
-def markdown(frame: pd.DataFrame) -> str:
-    """A frame as a GitHub table (blank for missing values), without pandas' optional tabulate."""
-    shown = frame.astype(object).where(frame.notna(), "")
-    lines = ["| " + " | ".join(map(str, shown.columns)) + " |", "|" + "---|" * len(shown.columns)]
-    lines += ["| " + " | ".join(map(str, row)) + " |" for row in shown.itertuples(index=False)]
-    return "\n".join(lines)
 
 
 def presearch_tables(folder: Path = PRESEARCH) -> str:

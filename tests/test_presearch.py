@@ -143,3 +143,11 @@ def test_budget_table_reads_in_range_cells_and_marks_what_was_measured() -> None
     cells = pd.DataFrame(mul["cells"])
     small = cells[cells["row_digits"] + cells["col_digits"] <= 5]["accuracy"].mean()
     assert f"6,000: {small:.2f}" in table.loc["task=mul", "in-range accuracy at steps"]
+
+
+def test_budget_command_prints_the_table_of_points_run_at_several_budgets() -> None:
+    done = presearch("budget", str(ROOT / "docs" / "presearch" / "cpu_tune_steps.jsonl"))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("| grid | point | seed | in-range accuracy at steps | steps to 0.90 in range")
+    assert sum(line.startswith("| cpu_tune_steps |") for line in lines) == 4
