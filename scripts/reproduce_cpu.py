@@ -246,7 +246,7 @@ def section(result: GridResult) -> str:
             f"## {grid}\n\n**Not yet run** at cpu scale ({why}the CPU time of the sessions that "
             "wrote this file went to the sweeps above).\n"
         )
-    body = render(result.analysis, "markdown")
+    body = repo_relative(render(result.analysis, "markdown"))
     # drop the report's title (the grid's heading replaces it) and put its headings one level down
     body = "\n".join("#" + line if line.startswith("#") else line for line in body.split("\n")[1:])
     ran = [run for _, run in parts if run is not None]
@@ -268,6 +268,8 @@ def section(result: GridResult) -> str:
             f"(two 1-CPU trials at a time), started {started:%Y-%m-%d %H:%M} UTC",
             f"  - seeds: {', '.join(map(str, plan.seed_values))}",
         ]
+        if (ARCHIVES / plan.archive_name).exists():
+            lines.append(f"  - archived runs: `{(ARCHIVES / plan.archive_name).relative_to(ROOT)}`")
         if plan.note:
             lines.append(f"  - note: {plan.note}")
     lines.append("\nEvery number below is the mean over the seeds each point has.")
