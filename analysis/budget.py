@@ -28,8 +28,9 @@ _CLIP = 0.005
 def in_range_accuracy(cells: pd.DataFrame, config: dict) -> float:
     """Mean accuracy over the cells the competence rule reads (analysis.verdicts): for multiplication,
     the products whose factors have at most max_digits digits together; else the trained lengths."""
-    frame = cells.assign(**{"data.max_digits": config["data.max_digits"]})
-    frame = frame.assign(**{"data.min_digits": config.get("data.min_digits", 1)})
+    frame = cells.assign(
+        **{"data.max_digits": config["data.max_digits"], "data.min_digits": config.get("data.min_digits", 1)}
+    )
     chosen = small_products(frame) if frame["row_digits"].notna().any() else within_training(frame)
     return float(chosen["accuracy"].mean()) if len(chosen) else math.nan
 

@@ -88,18 +88,21 @@ class Planned:
 
     def sweep_args(self) -> list[str]:
         """What identifies this part: sweeps/run.py's arguments less where it stores its results."""
-        seeds = str(self.seeds) if isinstance(self.seeds, int) else ",".join(map(str, self.seeds))
-        args = ["--grid", self.grid, "--scale", "cpu", "--seeds", seeds]
+        args = ["--grid", self.grid, "--scale", "cpu", "--seeds", self.seeds_arg]
         for only in self.only:
             args += ["--only", only]
         return args
 
     @property
+    def seeds_arg(self) -> str:
+        """The seeds as sweeps/run.py's --seeds takes them: a count K, or a list `1,2`."""
+        return str(self.seeds) if isinstance(self.seeds, int) else ",".join(map(str, self.seeds))
+
+    @property
     def archive_name(self) -> str:
         """The file its latest sweep is archived in: grid, seeds and --only values, e.g.
         `mul_format__seeds-1__data.max_digits=5.jsonl`."""
-        seeds = str(self.seeds) if isinstance(self.seeds, int) else ",".join(map(str, self.seeds))
-        return "__".join([self.grid, f"seeds-{seeds}", *self.only]) + ".jsonl"
+        return "__".join([self.grid, f"seeds-{self.seeds_arg}", *self.only]) + ".jsonl"
 
     def command(self, uri: str, storage: str) -> list[str]:
         return ["sweeps/run.py", *self.sweep_args(), "--tracking-uri", uri, "--storage-path", storage]
