@@ -7,11 +7,11 @@
 
 Each sweep is `sweeps/run.py --scale cpu` into one local store (default runs/cpu/mlflow.db). After a sweep
 the script tags its parent run with the command, the machine and the wall time, and archives it in
-docs/results/sweeps/ (one JSON-lines file per part of the plan, arith/archive.py). Before the report is
-written every archive the store lacks is imported into it, so the report is rebuilt from the store alone,
-on any clone: a grid with no sweep there is listed as not yet run, with the reason, unless the earlier
-report (--out) has its section: that is kept as it was, marked "not re-judged" (measured before the
-archives existed, its store is elsewhere).
+docs/results/sweeps/ (one JSON-lines file per part of the plan, arith/archive.py). First of all every
+archive the store lacks is imported into it: an archived part counts as run (`--rerun` runs it again), and
+the report is rebuilt from the store alone, on any clone: a grid with no sweep there is listed as not
+yet run, with the reason, unless the earlier report (--out) has its section: that is kept as it was,
+marked "not re-judged" (measured before the archives existed, its store is elsewhere).
 """
 
 from __future__ import annotations
@@ -431,6 +431,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.archive:
         archive_store(uri)
         return 0
+    restore_archives(uri)  # an archived part counts as run: only --rerun runs it again
     if not args.report_only:
         client = _client(uri)
         for grid in chosen:
@@ -439,7 +440,6 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"=== {grid}: `{shlex.join(plan.sweep_args())}` is in the store (--rerun: again)")
                     continue
                 run_sweep(plan, uri, str(store / "ray_results"))
-    restore_archives(uri)
     write_results(uri, ROOT / args.out, INTRO)
     return 0
 

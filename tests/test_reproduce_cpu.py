@@ -44,11 +44,11 @@ def test_each_part_finds_its_latest_tagged_sweep(tmp_path: Path) -> None:
     from mlflow import MlflowClient
 
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
-    experiment = client.create_experiment("mul_simple_case", artifact_location=(tmp_path / "art").as_uri())
-    first, later = [plan for plan in PLAN if plan.grid == "mul_simple_case"]
+    experiment = client.create_experiment("mul_format", artifact_location=(tmp_path / "art").as_uri())
+    first, later = [plan for plan in PLAN if plan.grid == "mul_format"]
 
     def sweep(plan: Planned | None) -> str:
-        tags = {"sweep": "1", "grid": "mul_simple_case", "scale": "cpu"}
+        tags = {"sweep": "1", "grid": "mul_format", "scale": "cpu"}
         if plan is not None:
             tags[TAG_COMMAND] = shown(plan, str(tmp_path))
         run = client.create_run(experiment, tags=tags)
@@ -58,12 +58,12 @@ def test_each_part_finds_its_latest_tagged_sweep(tmp_path: Path) -> None:
     old, new = sweep(first), sweep(first)
     sweep(None)  # a sweep run by hand (no command tag) is not part of the plan
     found = {
-        plan.seeds: run.info.run_id if run else None for plan, run in part_runs(client, "mul_simple_case")
+        plan.archive_name: run.info.run_id if run else None for plan, run in part_runs(client, "mul_format")
     }
-    assert found == {first.seeds: new, later.seeds: None} and old != new
+    assert found == {first.archive_name: new, later.archive_name: None} and old != new
     extra = sweep(later)
-    found = {plan.seeds: run.info.run_id for plan, run in part_runs(client, "mul_simple_case")}
-    assert found == {first.seeds: new, later.seeds: extra}
+    found = {plan.archive_name: run.info.run_id for plan, run in part_runs(client, "mul_format")}
+    assert found == {first.archive_name: new, later.archive_name: extra}
 
 
 EARLIER = """# Results
