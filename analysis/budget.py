@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.verdicts import LEARNED, small_products, within_training
+from analysis.verdicts import LEARNED, in_range
 
 #: accuracies are clipped to this margin from 0 and 1 before the log-odds (0 and 1 have none)
 _CLIP = 0.005
@@ -31,7 +31,7 @@ def in_range_accuracy(cells: pd.DataFrame, config: dict) -> float:
     frame = cells.assign(
         **{"data.max_digits": config["data.max_digits"], "data.min_digits": config.get("data.min_digits", 1)}
     )
-    chosen = small_products(frame) if frame["row_digits"].notna().any() else within_training(frame)
+    chosen = in_range(frame)
     return float(chosen["accuracy"].mean()) if len(chosen) else math.nan
 
 

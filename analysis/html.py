@@ -19,8 +19,9 @@ matplotlib.use("Agg")
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from analysis.curves import point_labels
 from analysis.findings import HELD, NOT_HELD, Finding
-from analysis.load import FINISHED, AnalysisError, Sweep, check_reachable
+from analysis.load import Sweep, metric_history
 from analysis.plots import heatmap
 from analysis.tables import render_tables
 
@@ -73,18 +74,6 @@ def findings_html(findings: list[Finding], grid: str) -> str:
     return "<table><tr><th>claim</th><th>verdict</th><th>why</th></tr>" + "".join(rows) + "</table>"
 
 
-def _point_labels(trials: pd.DataFrame, axes: list[str]) -> pd.Series:
-    """A short label for each trial's point: the sweep's axes and their values."""
-    shown = [a for a in axes if a in trials.columns]
-    if not shown:
-        return trials["point"].astype(str)
-    return (
-        trials[shown]
-        .astype(str)
-        .apply(lambda row: ", ".join(f"{k.rpartition('.')[2]}={v}" for k, v in row.items()), axis=1)
-    )
-
-
 def seed_spread_figure(sweep: Sweep) -> Figure | None:
     """Each finished trial's mean accuracy at its last evaluation, one dot per seed, by point."""
     cells = sweep.cells
@@ -93,7 +82,7 @@ def seed_spread_figure(sweep: Sweep) -> Figure | None:
     last = cells[cells["epoch"] == cells.groupby("run_id")["epoch"].transform("max")]
     per_run = last.groupby("run_id")["accuracy"].mean()
     trials = sweep.trials.set_index("run_id").loc[per_run.index]
-    labels = _point_labels(trials.reset_index(), sweep.axes).to_numpy()
+    labels = point_labels(trials.reset_index(), sweep.axes).to_numpy()
     frame = pd.DataFrame({"point": labels, "accuracy": per_run.to_numpy()})
     points = sorted(frame["point"].unique())
     figure = Figure(figsize=(7.5, 0.9 + 0.42 * len(points)))
@@ -113,21 +102,9 @@ def seed_spread_figure(sweep: Sweep) -> Figure | None:
 def metric_histories(sweep: Sweep) -> pd.DataFrame:
     """run_id, metric, epoch, value for every finished trial and metric of EPOCH_METRICS it logged, from
     the MLflow metric history; from the cells read back (test_acc only) where the store has none."""
-    from mlflow.exceptions import MlflowException
-
-    from arith import store
-
-    rows = []
-    try:
-        check_reachable(sweep.tracking_uri)  # never create a store that is not there
-        client = store.client(sweep.tracking_uri)
-        for run_id in sweep.trials.loc[sweep.trials["status"] == FINISHED, "run_id"]:
-            for metric in EPOCH_METRICS:
-                rows += [(run_id, metric, m.step, m.value) for m in client.get_metric_history(run_id, metric)]
-    except (AnalysisError, MlflowException, OSError):
-        rows = []
-    if rows or sweep.cells.empty:
-        return pd.DataFrame(rows, columns=["run_id", "metric", "epoch", "value"])
+    history = metric_history(sweep, EPOCH_METRICS).rename(columns={"step": "epoch"})
+    if not history.empty or sweep.cells.empty:
+        return history
     means = sweep.cells.groupby(["run_id", "epoch"])["accuracy"].mean().reset_index()
     return means.assign(metric="test_acc").rename(columns={"accuracy": "value"})[
         ["run_id", "metric", "epoch", "value"]
@@ -140,7 +117,7 @@ def epochs_figure(sweep: Sweep, history: pd.DataFrame) -> Figure | None:
     if history.empty:
         return None
     metrics = [m for m in EPOCH_METRICS[:2] if m in set(history["metric"])] or ["test_acc"]
-    labels = dict(zip(sweep.trials["run_id"], _point_labels(sweep.trials, sweep.axes), strict=True))
+    labels = dict(zip(sweep.trials["run_id"], point_labels(sweep.trials, sweep.axes), strict=True))
     points = sorted(set(labels.values()))
     colour = {p: f"C{i % 10}" for i, p in enumerate(points)}
     figure = Figure(figsize=(5.2 * len(metrics), 3.6))

@@ -344,6 +344,23 @@ def load_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] 
     )
 
 
+def metric_history(sweep: Sweep, metrics: Sequence[str]) -> pd.DataFrame:
+    """run_id, metric, step, value of every finished trial's logged history of `metrics` (empty when the
+    store is not reachable: a sweep read from elsewhere keeps its cells, not its histories)."""
+    from mlflow.exceptions import MlflowException
+
+    rows = []
+    try:
+        check_reachable(sweep.tracking_uri)  # never create a store that is not there
+        client = _client(sweep.tracking_uri)
+        for run_id in sweep.trials.loc[sweep.trials["status"] == FINISHED, "run_id"]:
+            for metric in metrics:
+                rows += [(run_id, metric, m.step, m.value) for m in client.get_metric_history(run_id, metric)]
+    except (AnalysisError, MlflowException, OSError):
+        rows = []
+    return pd.DataFrame(rows, columns=["run_id", "metric", "step", "value"])
+
+
 def aggregate_seeds(cells: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
     """Mean, standard deviation and count of accuracy over the seeds of each point x evaluation x cell.
 

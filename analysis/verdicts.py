@@ -71,6 +71,13 @@ def small_products(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[total <= frame["data.max_digits"].astype(float)]
 
 
+def in_range(frame: pd.DataFrame) -> pd.DataFrame:
+    """The cells a model must have learned: multiplication's small products, else the trained lengths."""
+    if frame.empty:
+        return frame
+    return small_products(frame) if frame["row_digits"].notna().any() else within_training(frame)
+
+
 def large_products(frame: pd.DataFrame) -> pd.DataFrame:
     total = frame["row_digits"].astype(float) + frame["col_digits"].astype(float)
     return frame[total > frame["data.max_digits"].astype(float)]

@@ -37,13 +37,15 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from analysis.budget import budget_table  # noqa: E402
-from analysis.findings import CLAIMS  # noqa: E402
+from analysis.curves import budget_figure, learning_curves_figure, save  # noqa: E402
+from analysis.findings import CLAIMS, NOT_TESTABLE  # noqa: E402
 from analysis.load import find_parent, load_sweep, sweep_runs  # noqa: E402
 from analysis.report import Analysis, analyse, render  # noqa: E402
 from analysis.tables import markdown_table as markdown  # noqa: E402
 from arith.archive import export_sweep, import_sweep  # noqa: E402
 from arith.store import client as _client  # noqa: E402
-from sweeps.grids import GRIDS  # noqa: E402
+from sweeps.grids import GRIDS, points  # noqa: E402
+from sweeps.progress import trial_steps  # noqa: E402
 
 TAG_COMMAND, TAG_MACHINE, TAG_WALL = "reproduce.command", "reproduce.machine", "reproduce.wall_s"
 #: the report's fixed prose and the plan, kept as markdown and YAML beside the report they make
@@ -64,6 +66,11 @@ CARRIED_NOTE = _NOTES["carried_note"]
 CARRIED_EXTRA = {grid: " " + text for grid, text in _NOTES["carried_extra"].items()}
 UNLIKE_CELLS = " " + _NOTES["unlike_cells"]
 BUDGET_NOTE = _NOTES["budget_note"]
+UNTESTABLE_NOTE = _NOTES["untestable_note"]
+#: per grid, the pre-search points (`grid: point`) whose step budgets stand for its models
+BUDGET_POINTS: dict[str, list[str]] = _NOTES["budget_points"]
+#: the report's figures, in this folder beside it (its links are relative)
+FIGURES = Path("results") / "figures"
 
 
 @dataclass(frozen=True)
@@ -238,9 +245,9 @@ def grid_results(uri: str) -> list[GridResult]:
     return out
 
 
-def section(result: GridResult) -> str:
-    """The grid's part of RESULTS.md: how each part was run, then the analysis report of all parts read as
-    one; or why it was not run."""
+def section(result: GridResult, curves: str = "") -> str:
+    """The grid's part of RESULTS.md: how each part was run, its learning curves (`curves`, a link), then
+    the analysis report of all parts read as one; or why it was not run."""
     grid, parts = result.grid, result.parts
     if result.analysis is None:
         why = "; ".join(n for plan, _ in parts for n in (plan.note, plan.why_not_run) if n)
@@ -275,6 +282,11 @@ def section(result: GridResult) -> str:
             lines.append(f"  - archived runs: `{(ARCHIVES / plan.archive_name).relative_to(ROOT)}`")
         if plan.note:
             lines.append(f"  - note: {plan.note}")
+    if curves:
+        lines.append(
+            f"\nLearning curves: each point's training loss by step, and each trial's in-range accuracy at "
+            f"the end against the competence threshold.\n\n![{grid}: learning curves]({curves})"
+        )
     lines.append("\nEvery number below is the mean over the seeds each point has.")
     return "\n".join(lines) + "\n" + body
 
@@ -295,6 +307,43 @@ def summary(results: list[GridResult], carried: dict[str, str] | None = None) ->
         elif any(claim.grid == result.grid for claim in CLAIMS):
             lines.append(f"| {result.grid} | all of its claims | not yet run |")
     return "\n".join(lines) + "\n"
+
+
+def paper_trial_steps(grid: str) -> int:
+    """Optimiser steps of the grid's longest trial at `paper` scale (sweeps.progress.trial_steps)."""
+    return max(trial_steps(cfg.to_dict()) for cfg in points(grid, "paper"))
+
+
+def untestable(results: list[GridResult], budgets: pd.DataFrame, curves: dict[str, str]) -> str:
+    """Each claim judged not testable: why, its learning curves, the steps the pre-search extrapolates its
+    models need, and how long a trial is at paper scale; empty when none is."""
+    steps_to = next((c for c in budgets.columns if c.startswith("steps to ")), "")
+    rows = []
+    for result in results:
+        if result.analysis is None:
+            continue
+        for finding in (f for f in result.analysis.findings if f.status == NOT_TESTABLE):
+            estimates = [
+                f"{name}: {row[steps_to]}"
+                for name in BUDGET_POINTS.get(result.grid, [])
+                for _, row in budgets.iterrows()
+                if f"{row['grid']}: {row['point']}" == name
+            ]
+            rows.append(
+                {
+                    "grid": result.grid,
+                    "claim": finding.claim,
+                    "why": finding.evidence,
+                    "learning curves": f"[figure]({curves[result.grid]})" if result.grid in curves else "",
+                    "steps to learn in range (pre-search, cpu model)": "; ".join(estimates)
+                    or "no budget series",
+                    "a trial at paper scale": f"{paper_trial_steps(result.grid):,} steps (GPT-2 small)",
+                }
+            )
+    if not rows:
+        return ""
+    table = markdown(pd.DataFrame(rows))
+    return f"### Not testable: why, and what it would take\n\n{UNTESTABLE_NOTE}\n\n{table}\n"
 
 
 #: the mark of a section carried over from an earlier report
@@ -349,14 +398,25 @@ def carried_claims(section_text: str) -> list[tuple[str, str]]:
 PRESEARCH = ROOT / "docs" / "presearch"
 
 
-def presearch_tables(folder: Path = PRESEARCH) -> str:
+def presearch_records(folder: Path = PRESEARCH) -> dict[str, list[dict]]:
+    """The pre-search's JSON-lines records, by file stem."""
+    return {
+        path.stem: [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        for path in sorted(folder.glob("*.jsonl"))
+    }
+
+
+def presearch_tables(
+    files: dict[str, list[dict]], budgets: pd.DataFrame | None = None, budget_curves: str = ""
+) -> str:
     """The pre-search records as tables: one row per trial, its --set, overall accuracy and per test context
-    (past the longest trained length, or on the longest factor, where the test goes there), the machine."""
+    (past the longest trained length, or on the longest factor, where the test goes there), the machine;
+    then the extrapolated step budgets (default: of every record) and their figure (`budget_curves`, a
+    link)."""
     parts = [PRESEARCH_INTRO]
-    every: list[dict] = []
-    for path in sorted(folder.glob("*.jsonl")):
-        records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-        every += records
+    if budgets is None:
+        budgets = budget_table([rec for records in files.values() for rec in records])
+    for stem, records in files.items():
         rows = []
         order = sorted(records, key=lambda r: (json.dumps(r.get("set", {})), r["point"], r.get("seed", 0)))
         for rec in order:
@@ -385,10 +445,12 @@ def presearch_tables(folder: Path = PRESEARCH) -> str:
             rows.append(row)
         frame = pd.DataFrame(rows)
         last = ["train s", "machine"]
-        parts.append(f"### {path.stem}\n\n{markdown(frame[[c for c in frame if c not in last] + last])}\n")
-    budgets = budget_table(every)
+        parts.append(f"### {stem}\n\n{markdown(frame[[c for c in frame if c not in last] + last])}\n")
     if not budgets.empty:
-        parts.append(f"### Steps to competence (extrapolated)\n\n{BUDGET_NOTE}\n\n{markdown(budgets)}\n")
+        figure = f"\n\n![In-range accuracy by step budget]({budget_curves})" if budget_curves else ""
+        parts.append(
+            f"### Steps to competence (extrapolated)\n\n{BUDGET_NOTE}{figure}\n\n{markdown(budgets)}\n"
+        )
     return "\n".join(parts)
 
 
@@ -400,8 +462,28 @@ def write_results(uri: str, out: Path, intro: str) -> None:
         for r in results
         if r.analysis is None and r.grid in earlier and (text := carried_section(r.grid, earlier[r.grid]))
     }
-    sections = [carried.get(r.grid) or section(r) for r in results]
-    parts = [intro.rstrip() + "\n", summary(results, carried), presearch_tables(), *sections]
+    figures = out.parent / FIGURES
+    figures.mkdir(parents=True, exist_ok=True)
+    curves = {}
+    for r in results:
+        if r.analysis is not None and (figure := learning_curves_figure(r.analysis.sweep)) is not None:
+            save(figure, figures / f"{r.grid}.png")
+            curves[r.grid] = (FIGURES / f"{r.grid}.png").as_posix()
+    files = presearch_records()
+    every = [rec for records in files.values() for rec in records]
+    budgets = budget_table(every)
+    budget_curves = ""
+    if (figure := budget_figure(every)) is not None:
+        save(figure, figures / "budget.png")
+        budget_curves = (FIGURES / "budget.png").as_posix()
+    sections = [carried.get(r.grid) or section(r, curves.get(r.grid, "")) for r in results]
+    head = [summary(results, carried), untestable(results, budgets, curves)]
+    parts = [
+        intro.rstrip() + "\n",
+        *filter(None, head),
+        presearch_tables(files, budgets, budget_curves),
+        *sections,
+    ]
     out.write_text("\n".join(parts))
     print(f"wrote {out}")
 

@@ -45,7 +45,7 @@ def test_presearch_writes_one_record_per_trial_and_the_report_renders_them(tmp_p
         # the reversal test reads regular and repetitive numbers past the trained length (5 at cpu)
         assert {c["context"] for c in rec["cells"]} == {"regular", "repetitive"}
         assert max(c["col_digits"] for c in rec["cells"]) > rec["config"]["data.max_digits"]
-    table = reproduce_cpu.presearch_tables(tmp_path)
+    table = reproduce_cpu.presearch_tables(reproduce_cpu.presearch_records(tmp_path))
     assert "### cpu_tune_hash" in table
     assert (
         "| point | --set | test_acc | steps | regular: beyond 5 digits | repetitive: beyond 5 digits "
@@ -64,7 +64,7 @@ def test_presearch_rejects_bad_input_and_writes_nothing(tmp_path):
 
 
 def test_committed_presearch_records_render():
-    table = reproduce_cpu.presearch_tables()
+    table = reproduce_cpu.presearch_tables(reproduce_cpu.presearch_records())
     assert "### cpu_tune_steps" in table and "### cpu_tune_hash" in table
     assert "task=mul,max_steps=3000" in table and "NVIDIA H200" in table
     assert "| dialogue: all | pure_addition: all |" in table  # nl_mix tests within its trained lengths

@@ -1,0 +1,137 @@
+"""Learning curves: how a sweep's trials learned over their steps, and how a point's in-range accuracy grows
+with its step budget.
+
+A claim is not testable when the models it compares did not learn the task in range. These two figures
+show why and what it would take: the training loss of each point over the trial's steps beside where its
+in-range accuracy ended (still falling loss: more steps would help; flat: they would not), and, for the
+points the pre-search ran at several budgets, the measured accuracies with the fit `analysis.budget`
+follows to the competence threshold.
+"""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+import numpy as np
+import pandas as pd
+
+matplotlib.use("Agg")
+from matplotlib.figure import Figure
+
+from analysis.budget import fit_budgets, in_range_accuracy
+from analysis.load import Sweep, metric_history
+from analysis.verdicts import LEARNED, in_range, measured
+
+#: the training loss each trial logs (arith.train), on the answer tokens at `cpu` scale
+LOSS = "train/loss"
+#: the loss is one batch's: each trial's curve is a rolling mean over this many logged values
+SMOOTH = 5
+
+
+def point_labels(trials: pd.DataFrame, axes: list[str]) -> pd.Series:
+    """A short label for each trial's point: the sweep's axes and their values."""
+    shown = [a for a in axes if a in trials.columns]
+    if not shown:
+        return trials["point"].astype(str)
+    return (
+        trials[shown]
+        .astype(str)
+        .apply(lambda row: ", ".join(f"{k.rpartition('.')[2]}={v}" for k, v in row.items()), axis=1)
+    )
+
+
+def in_range_by_trial(sweep: Sweep) -> pd.Series:
+    """Each finished trial's mean accuracy on the cells the competence rule reads, at its last evaluation."""
+    cells = in_range(measured(sweep.cells))
+    return cells.groupby("run_id")["accuracy"].mean()
+
+
+def learning_curves_figure(sweep: Sweep, history: pd.DataFrame | None = None) -> Figure | None:
+    """Left: each point's training loss by step (the mean over its seeds, the band their range). Right:
+    each trial's in-range accuracy at the end (a dot per seed) against the competence threshold."""
+    history = metric_history(sweep, (LOSS,)) if history is None else history
+    accuracy = in_range_by_trial(sweep)
+    if history.empty and accuracy.empty:
+        return None
+    labels = dict(zip(sweep.trials["run_id"], point_labels(sweep.trials, sweep.axes), strict=True))
+    points = sorted(set(labels.values()))
+    colour = {p: f"C{i % 10}" for i, p in enumerate(points)}
+    figure = Figure(figsize=(11, 3.2 + 0.18 * len(points)))
+    loss_ax, acc_ax = figure.subplots(1, 2, gridspec_kw={"width_ratios": [1.5, 1]})
+    if not history.empty:
+        frame = history.assign(point=history["run_id"].map(labels))
+        for point, lines in frame.groupby("point"):
+            by_step = lines.pivot_table(index="step", columns="run_id", values="value")
+            by_step = by_step.rolling(SMOOTH, min_periods=1).mean()
+            steps = by_step.index.to_numpy()
+            loss_ax.plot(steps, by_step.mean(axis=1), color=colour[point], lw=1.4, label=point)
+            if by_step.shape[1] > 1:
+                low, high = by_step.min(axis=1), by_step.max(axis=1)
+                loss_ax.fill_between(steps, low, high, color=colour[point], alpha=0.18, lw=0)
+        loss_ax.set_yscale("log")
+    loss_ax.set_xlabel("optimiser step")
+    loss_ax.set_ylabel(f"{LOSS}, mean of {SMOOTH} logs\n(line: mean over seeds; band: their range)")
+    loss_ax.grid(alpha=0.3, which="both")
+    for i, point in enumerate(points):
+        runs = [r for r, p in labels.items() if p == point and r in accuracy.index]
+        values = accuracy.loc[runs]
+        acc_ax.scatter(values, [i] * len(values), s=34, alpha=0.8, color=colour[point], zorder=3)
+        if len(values):
+            acc_ax.plot([values.mean()] * 2, [i - 0.3, i + 0.3], color="k", lw=2)
+    acc_ax.axvline(LEARNED, color="k", ls="--", lw=1)
+    acc_ax.set_yticks(range(len(points)), points, fontsize=8)
+    acc_ax.yaxis.tick_right()
+    acc_ax.set_xlim(-0.03, 1.03)
+    acc_ax.set_xlabel(f"in-range accuracy at the end (dot: a seed; dashed: learned = {LEARNED:g})")
+    acc_ax.grid(axis="x", alpha=0.3)
+    figure.suptitle(f"{sweep.grid}: learning curves", fontsize=11)
+    figure.tight_layout()
+    return figure
+
+
+def budget_figure(records: list[dict], target: float = LEARNED, budget: int = 3000) -> Figure | None:
+    """In-range accuracy against the step budget for every pre-search point run at several budgets: the
+    measured budgets as dots, the fitted log-odds line (analysis.budget) drawn on to where it reaches
+    `target`, the trial budget and the target marked."""
+    series: dict[str, list[tuple[int, float]]] = {}
+    for rec in records:
+        if "error" in rec:
+            continue
+        base = ",".join(p for p in rec["point"].split(",") if not p.startswith("max_steps="))
+        name = f"{rec.get('grid', '')}: {base} (seed {rec.get('seed', 0)})"
+        accuracy = in_range_accuracy(pd.DataFrame(rec["cells"]), rec["config"])
+        series.setdefault(name, []).append((rec["steps"], accuracy))
+    fits = {name: fit for name, points in sorted(series.items()) if (fit := fit_budgets(points)) is not None}
+    if not fits:
+        return None
+    figure = Figure(figsize=(11, 4.6))
+    ax = figure.subplots()
+    right = budget
+    for i, (name, fit) in enumerate(fits.items()):
+        steps, accuracies = zip(*fit.budgets, strict=True)
+        ax.scatter(steps, accuracies, color=f"C{i}", s=30, zorder=3, label=name)
+        reach = fit.steps_to(target)
+        end = max(steps) if reach is None or not math.isfinite(reach) else max(max(steps), reach)
+        end = min(end, 1e6)
+        right = max(right, end)
+        xs = np.geomspace(min(steps), end, 60)
+        ax.plot(xs, 1 / (1 + np.exp(-(fit.intercept + fit.slope * np.log(xs)))), color=f"C{i}", lw=1, ls=":")
+    ax.axhline(target, color="k", ls="--", lw=1)
+    ax.axvline(budget, color="grey", lw=1)
+    ax.text(budget, 0.5, f" {budget:,}-step budget", fontsize=8, color="grey", rotation=90, va="center")
+    ax.set_xscale("log")
+    ax.set_xlim(right=right * 1.3)
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_xlabel("optimiser steps (log)")
+    ax.set_ylabel("in-range accuracy")
+    ax.set_title(f"In-range accuracy by step budget; dotted: the fit followed to {target:g}", fontsize=10)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+    figure.tight_layout()
+    return figure
+
+
+def save(figure: Figure, path) -> None:
+    """Write a figure as a PNG with no timestamp in it, so the same numbers give the same file."""
+    figure.savefig(path, dpi=100, metadata={"Software": None})

@@ -1,0 +1,97 @@
+"""analysis/curves.py on committed measurements: a re-judged sweep's archive (docs/results/sweeps/) read back
+from a real SQLite store, and the pre-search's budget series (docs/presearch/); the report links both."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from test_analysis import empty_store  # noqa: F401  (the fixture)
+
+from analysis.budget import budget_table
+from analysis.curves import LOSS, budget_figure, in_range_by_trial, learning_curves_figure, save
+from analysis.load import load_sweep, metric_history
+from analysis.report import analyse
+from analysis.verdicts import LEARNED
+from arith.archive import import_sweep
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import reproduce_cpu  # noqa: E402
+
+ARCHIVE = ROOT / "docs" / "results" / "sweeps" / "mul_format__seeds-3__data.max_digits=3.jsonl"
+
+
+@pytest.fixture(scope="module")
+def mul_format_store(tmp_path_factory: pytest.TempPathFactory, empty_store: Path) -> str:  # noqa: F811
+    """The committed 3-seed mul_format sweep (3-digit part) imported into a fresh store."""
+    folder = tmp_path_factory.mktemp("curves")
+    shutil.copy(empty_store, folder / "mlflow.db")
+    uri = f"sqlite:///{folder / 'mlflow.db'}"
+    import_sweep(uri, ARCHIVE)
+    return uri
+
+
+def test_learning_curves_show_the_loss_history_and_where_in_range_accuracy_ended(
+    mul_format_store: str,
+) -> None:
+    sweep = load_sweep("mul_format", mul_format_store)
+    history = metric_history(sweep, (LOSS,))
+    assert history["run_id"].nunique() == 12 and set(history["metric"]) == {LOSS}
+    assert history.groupby("run_id").size().min() == 150  # a loss every 20 of 3,000 steps
+    # the in-range accuracy drawn is the one the verdict read: its evidence names the same means
+    accuracy = in_range_by_trial(sweep)
+    by_format = accuracy.groupby(sweep.trials.set_index("run_id").loc[accuracy.index, "data.format"]).mean()
+    evidence = next(f.evidence for f in analyse(sweep).findings)
+    assert f"basic {by_format['basic']:.2f}" in evidence
+    assert f"padding_reverse {by_format['padding_reverse']:.2f}" in evidence
+    assert by_format["basic"] < LEARNED
+
+    figure = learning_curves_figure(sweep, history)
+    loss_ax, acc_ax = figure.axes
+    assert len(loss_ax.get_lines()) == 4  # one mean line per point
+    assert len(acc_ax.collections) == 4 and sum(len(c.get_offsets()) for c in acc_ax.collections) == 12
+    assert loss_ax.get_yscale() == "log"
+
+
+def test_budget_figure_draws_each_fitted_series_to_the_threshold(tmp_path: Path) -> None:
+    records = [rec for recs in reproduce_cpu.presearch_records().values() for rec in recs]
+    figure = budget_figure(records)
+    (ax,) = figure.axes
+    assert len(ax.collections) == len(budget_table(records))  # one series of dots per fitted point
+    assert ax.get_xscale() == "log" and ax.get_xlim()[1] > 390_000  # basic multiplication's estimate shown
+    single = [rec for rec in records if "max_steps=3000" in rec["point"]]
+    assert budget_figure(single) is None  # one budget a point: nothing to fit
+    save(figure, tmp_path / "a.png")
+    save(figure, tmp_path / "b.png")
+    assert (tmp_path / "a.png").read_bytes() == (tmp_path / "b.png").read_bytes()  # no timestamp inside
+
+
+def test_the_report_links_the_curves_and_says_what_would_make_a_claim_testable(
+    tmp_path: Path,
+    empty_store: Path,  # noqa: F811
+) -> None:
+    """Written from the restored archive alone: the section's learning curves and the budget figure are
+    files beside the report, and the not-testable claim gets its reason, the pre-search's estimate for
+    its models and the paper scale's trial length."""
+    folder = tmp_path / "archives"
+    folder.mkdir()
+    shutil.copy(ARCHIVE, folder / ARCHIVE.name)
+    shutil.copy(empty_store, tmp_path / "mlflow.db")
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    reproduce_cpu.restore_archives(uri, folder)
+    out = tmp_path / "docs" / "RESULTS.md"
+    out.parent.mkdir()
+    reproduce_cpu.write_results(uri, out, reproduce_cpu.INTRO)
+    text = out.read_text()
+    for name in ("mul_format.png", "budget.png"):
+        assert (out.parent / "results" / "figures" / name).stat().st_size > 10_000
+    assert "![mul_format: learning curves](results/figures/mul_format.png)" in text
+    assert "![In-range accuracy by step budget](results/figures/budget.png)" in text
+    table = text.split("### Not testable: why, and what it would take", 1)[1].split("\n## ", 1)[0]
+    row = next(line for line in table.splitlines() if line.startswith("| mul_format |"))
+    assert "not learned in range: basic 0.59" in row and "[figure](results/figures/mul_format.png)" in row
+    assert "cpu_tune_steps: task=mul: ~22,000" in row and "task=mul_basic: ~390,000" in row
+    assert f"{reproduce_cpu.paper_trial_steps('mul_format'):,} steps (GPT-2 small)" in row
