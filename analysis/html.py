@@ -2,8 +2,8 @@
 
 Everything is inline (CSS in a <style> block, every figure a base64 PNG), so the file can be mailed,
 logged as an MLflow artifact or opened offline. Sections: the sweep, the paper's claims with their verdicts
-and reasons, each table beside the paper's (heatmap and numbers), the spread over seeds, and each point's
-test accuracy by epoch, read from the trials' MLflow metric history.
+and reasons, each table beside the paper's (heatmap and numbers), the spread over seeds, the learning curves
+(analysis.curves), and each point's test accuracy by epoch, read from the trials' MLflow metric history.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ matplotlib.use("Agg")
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from analysis.curves import point_labels
+from analysis.curves import learning_curves_figure, point_labels
 from analysis.findings import HELD, NOT_HELD, Finding
 from analysis.load import Sweep, metric_history
 from analysis.plots import heatmap
@@ -156,6 +156,12 @@ def page(analysis, head: str) -> str:
     spread = seed_spread_figure(sweep)
     if spread is not None:
         parts += ["<h2>Spread over seeds</h2>", _img(spread, "accuracy of each seed by point")]
+    curves = learning_curves_figure(sweep)
+    if curves is not None:
+        parts += [
+            "<h2>Learning curves</h2>",
+            _img(curves, "training loss by step; in-range accuracy at the end"),
+        ]
     history = metric_histories(sweep)
     by_epoch = epochs_figure(sweep, history)
     if by_epoch is not None:
