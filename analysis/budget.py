@@ -66,6 +66,23 @@ def fit_budgets(budgets: Iterable[tuple[int, float]]) -> BudgetFit | None:
     return BudgetFit(points, float(slope), float(intercept))
 
 
+def budget_series(records: Iterable[dict]) -> dict[tuple[str, str, int], list[dict]]:
+    """Pre-search records (scripts/presearch.py's JSON lines) by (grid, point less its step budget, seed),
+    in that order; failed trials left out."""
+    groups: dict[tuple[str, str, int], list[dict]] = {}
+    for rec in records:
+        if "error" in rec:
+            continue
+        base = ",".join(p for p in rec["point"].split(",") if not p.startswith("max_steps="))
+        groups.setdefault((rec.get("grid", ""), base, rec.get("seed", 0)), []).append(rec)
+    return dict(sorted(groups.items()))
+
+
+def in_range_budgets(records: Iterable[dict]) -> list[tuple[int, float]]:
+    """(steps, in-range accuracy) of each record of one point."""
+    return [(rec["steps"], in_range_accuracy(pd.DataFrame(rec["cells"]), rec["config"])) for rec in records]
+
+
 def _two_figures(x: float) -> int:
     """An extrapolation's precision: two significant figures (33,954 -> 34,000)."""
     return int(round(x, 1 - math.floor(math.log10(x))))
@@ -76,18 +93,9 @@ def budget_table(records: list[dict], target: float = LEARNED, budget: int = 300
     varies: the budgets with their in-range accuracy, the extrapolated steps to `target` and what that
     is in trial time at the rate measured on the records' machine. Points at a single budget are left
     out."""
-    groups: dict[tuple[str, str, int], list[dict]] = {}
-    for rec in records:
-        if "error" in rec:  # a trial that failed
-            continue
-        base = ",".join(p for p in rec["point"].split(",") if not p.startswith("max_steps="))
-        groups.setdefault((rec.get("grid", ""), base, rec.get("seed", 0)), []).append(rec)
     rows = []
-    for (grid, point, seed), recs in sorted(groups.items()):
-        budgets = [
-            (rec["steps"], in_range_accuracy(pd.DataFrame(rec["cells"]), rec["config"])) for rec in recs
-        ]
-        fit = fit_budgets(budgets)
+    for (grid, point, seed), recs in budget_series(records).items():
+        fit = fit_budgets(in_range_budgets(recs))
         if fit is None:
             continue
         seconds_per_step = sum(r["train_seconds"] for r in recs) / sum(r["steps"] for r in recs)

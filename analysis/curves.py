@@ -19,7 +19,7 @@ import pandas as pd
 matplotlib.use("Agg")
 from matplotlib.figure import Figure
 
-from analysis.budget import fit_budgets, in_range_accuracy
+from analysis.budget import budget_series, fit_budgets, in_range_budgets
 from analysis.load import Sweep, metric_history
 from analysis.verdicts import LEARNED, in_range, measured
 
@@ -94,15 +94,11 @@ def budget_figure(records: list[dict], target: float = LEARNED, budget: int = 30
     """In-range accuracy against the step budget for every pre-search point run at several budgets: the
     measured budgets as dots, the fitted log-odds line (analysis.budget) drawn on to where it reaches
     `target`, the trial budget and the target marked."""
-    series: dict[str, list[tuple[int, float]]] = {}
-    for rec in records:
-        if "error" in rec:
-            continue
-        base = ",".join(p for p in rec["point"].split(",") if not p.startswith("max_steps="))
-        name = f"{rec.get('grid', '')}: {base} (seed {rec.get('seed', 0)})"
-        accuracy = in_range_accuracy(pd.DataFrame(rec["cells"]), rec["config"])
-        series.setdefault(name, []).append((rec["steps"], accuracy))
-    fits = {name: fit for name, points in sorted(series.items()) if (fit := fit_budgets(points)) is not None}
+    fits = {
+        f"{grid}: {point} (seed {seed})": fit
+        for (grid, point, seed), recs in budget_series(records).items()
+        if (fit := fit_budgets(in_range_budgets(recs))) is not None
+    }
     if not fits:
         return None
     figure = Figure(figsize=(11, 4.6))
