@@ -42,7 +42,7 @@ from analysis.findings import CLAIMS, NOT_TESTABLE  # noqa: E402
 from analysis.load import find_parent, load_sweep, sweep_runs  # noqa: E402
 from analysis.report import Analysis, analyse, render  # noqa: E402
 from analysis.tables import markdown_table as markdown  # noqa: E402
-from arith.archive import export_sweep, import_sweep  # noqa: E402
+from arith.archive import SOURCE_TAG, export_sweep, import_sweep  # noqa: E402
 from arith.store import client as _client  # noqa: E402
 from sweeps.grids import GRIDS, points  # noqa: E402
 from sweeps.progress import trial_steps  # noqa: E402
@@ -257,6 +257,12 @@ def section(result: GridResult, curves: str = "") -> str:
             "wrote this file went to the sweeps above).\n"
         )
     body = repo_relative(render(result.analysis, "markdown"))
+    for (
+        _,
+        run,
+    ) in parts:  # a sweep restored from its archive: named by the id it ran under, the same each rebuild
+        if run is not None and SOURCE_TAG in run.data.tags:
+            body = body.replace(run.info.run_id, run.data.tags[SOURCE_TAG])
     # drop the report's title (the grid's heading replaces it) and put its headings one level down
     body = "\n".join("#" + line if line.startswith("#") else line for line in body.split("\n")[1:])
     ran = [run for _, run in parts if run is not None]

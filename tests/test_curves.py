@@ -3,6 +3,7 @@ from a real SQLite store, and the pre-search's budget series (docs/presearch/); 
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -86,6 +87,8 @@ def test_the_report_links_the_curves_and_says_what_would_make_a_claim_testable(
     out.parent.mkdir()
     reproduce_cpu.write_results(uri, out, reproduce_cpu.INTRO)
     text = out.read_text()
+    original = json.loads(ARCHIVE.read_text().splitlines()[1])["run_id"]  # the parent run, as it ran
+    assert f"Sweep {original} of grid 'mul_format'" in text  # not the id of this store's import
     for name in ("mul_format.png", "budget.png"):
         assert (out.parent / "results" / "figures" / name).stat().st_size > 10_000
     assert "![mul_format: learning curves](results/figures/mul_format.png)" in text
