@@ -48,6 +48,10 @@ class BudgetFit:
     slope: float
     intercept: float
 
+    def accuracy_at(self, steps: np.ndarray) -> np.ndarray:
+        """The fitted curve's accuracy at `steps`."""
+        return 1 / (1 + np.exp(-(self.intercept + self.slope * np.log(steps))))
+
     def steps_to(self, target: float = LEARNED) -> float | None:
         """Steps at which the line reaches `target`; None when it does not rise."""
         if self.slope <= 0:

@@ -112,7 +112,7 @@ def budget_figure(records: list[dict], target: float = LEARNED, budget: int = 30
         end = min(end, 1e6)
         right = max(right, end)
         xs = np.geomspace(min(steps), end, 60)
-        ax.plot(xs, 1 / (1 + np.exp(-(fit.intercept + fit.slope * np.log(xs)))), color=f"C{i}", lw=1, ls=":")
+        ax.plot(xs, fit.accuracy_at(xs), color=f"C{i}", lw=1, ls=":")
     ax.axhline(target, color="k", ls="--", lw=1)
     ax.axvline(budget, color="grey", lw=1)
     ax.text(budget, 0.5, f" {budget:,}-step budget", fontsize=8, color="grey", rotation=90, va="center")

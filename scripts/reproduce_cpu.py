@@ -326,26 +326,23 @@ def untestable(results: list[GridResult], budgets: pd.DataFrame, curves: dict[st
     steps_to = next((c for c in budgets.columns if c.startswith("steps to ")), "")
     rows = []
     for result in results:
-        if result.analysis is None:
+        findings = (
+            [f for f in result.analysis.findings if f.status == NOT_TESTABLE] if result.analysis else []
+        )
+        if not findings:
             continue
-        for finding in (f for f in result.analysis.findings if f.status == NOT_TESTABLE):
-            estimates = [
-                f"{name}: {row[steps_to]}"
-                for name in BUDGET_POINTS.get(result.grid, [])
-                for _, row in budgets.iterrows()
-                if f"{row['grid']}: {row['point']}" == name
-            ]
-            rows.append(
-                {
-                    "grid": result.grid,
-                    "claim": finding.claim,
-                    "why": finding.evidence,
-                    "learning curves": f"[figure]({curves[result.grid]})" if result.grid in curves else "",
-                    "steps to learn in range (pre-search, cpu model)": "; ".join(estimates)
-                    or "no budget series",
-                    "a trial at paper scale": f"{paper_trial_steps(result.grid):,} steps (GPT-2 small)",
-                }
-            )
+        estimates = [
+            f"{name}: {row[steps_to]}"
+            for name in BUDGET_POINTS.get(result.grid, [])
+            for _, row in budgets.iterrows()
+            if f"{row['grid']}: {row['point']}" == name
+        ]
+        per_grid = {
+            "learning curves": f"[figure]({curves[result.grid]})" if result.grid in curves else "",
+            "steps to learn in range (pre-search, cpu model)": "; ".join(estimates) or "no budget series",
+            "a trial at paper scale": f"{paper_trial_steps(result.grid):,} steps (GPT-2 small)",
+        }
+        rows += [{"grid": result.grid, "claim": f.claim, "why": f.evidence, **per_grid} for f in findings]
     if not rows:
         return ""
     table = markdown(pd.DataFrame(rows))
