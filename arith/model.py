@@ -21,6 +21,7 @@ from torch import nn
 from transformers import DynamicCache, GPT2Config, GPT2LMHeadModel
 
 from arith.config import INITS, MODEL_PRESETS, DataConfig, ModelConfig
+from arith.hardware import ATTENTION
 from arith.positions import ModelShape, PositionScheme, PositionState, digit_token_ids, scheme_class
 
 #: file beside the HF weights that records the position scheme (and its learned tables)
@@ -265,7 +266,7 @@ def build_model(cfg: ModelConfig, tokenizer, data: DataConfig | None = None) -> 
             bos_token_id=tokenizer.eos_token_id,
             eos_token_id=tokenizer.eos_token_id,
             pad_token_id=tokenizer.pad_token_id,
-            attn_implementation="sdpa",
+            attn_implementation=ATTENTION,
             **overrides,
         )
         lm = GPT2LMHeadModel(config)
@@ -300,7 +301,7 @@ def load_model(path: str | Path, device: str | torch.device | None = None) -> Ar
 
 def _load_pretrained(name: str, **overrides) -> GPT2LMHeadModel:
     try:
-        return GPT2LMHeadModel.from_pretrained(name, attn_implementation="sdpa", **overrides)
+        return GPT2LMHeadModel.from_pretrained(name, attn_implementation=ATTENTION, **overrides)
     except OSError as err:
         raise OSError(
             f"cannot load pretrained GPT-2 {name!r}: give a directory written by save_pretrained / "

@@ -183,7 +183,9 @@ def throughput(args: argparse.Namespace) -> None:
             "device": torch.cuda.get_device_name()
             if device.type == "cuda"
             else f"cpu x{torch.get_num_threads()}",
-            "precision": "bf16" if device.type == "cuda" and cfg.train.precision != "fp32" else "fp32",
+            "precision": "bf16"
+            if isinstance(autocast_context(device, cfg.train.precision), torch.autocast)
+            else "fp32",
             "batch_size": cfg.train.batch_size,
             "mean_seq_len": round(seq_len, 1),
             "trainer_tokens_per_s": round(trainer),

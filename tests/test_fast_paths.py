@@ -3,6 +3,8 @@ compiled steps and bf16 autocast, each compared step by step with the plain run'
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 
@@ -72,6 +74,57 @@ def test_bf16_autocast_stays_within_tolerance_of_fp32(monkeypatch) -> None:
     bf16 = loss_curve(monkeypatch, **{"train.precision": "bf16"})
     assert fp32[-1] < 0.8 * fp32[0]  # it learns, so the comparison covers a moving curve
     assert max(abs(a - b) for a, b in zip(fp32, bf16, strict=True)) < BF16_TOLERANCE
+
+
+def test_cpu_bf16_attention_is_computed_in_fp32() -> None:
+    """Under CPU bf16 autocast the project's attention attends in fp32 (PyTorch's bf16 CPU flash-attention
+    backward is several times slower) and returns bf16; in fp32 it is Transformers' SDPA itself."""
+    from types import SimpleNamespace
+
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    from arith.hardware import sdpa_fp32_on_cpu
+
+    module = SimpleNamespace(is_causal=True, training=False)
+    q, k, v = (torch.randn(2, 4, 7, 8, generator=torch.Generator().manual_seed(i)) for i in range(3))
+    fp32, _ = sdpa_fp32_on_cpu(module, q, k, v, None)
+    assert torch.equal(fp32, sdpa_attention_forward(module, q, k, v, None)[0])
+    bias = torch.zeros(2, 1, 7, 7, dtype=torch.bfloat16)  # an additive mask in the autocast dtype
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        q16, k16, v16 = q.bfloat16(), k.bfloat16(), v.bfloat16()
+        out, _ = sdpa_fp32_on_cpu(module, q16, k16, v16, bias)
+        plain, _ = sdpa_attention_forward(module, q16, k16, v16, bias)
+    exact, _ = sdpa_attention_forward(module, q16.float(), k16.float(), v16.float(), bias.float())
+    assert out.dtype == torch.bfloat16 and plain.dtype == torch.bfloat16
+    assert torch.equal(out, exact.bfloat16())  # attended in fp32, rounded once at the end
+    assert (out.float() - exact).abs().max() <= (plain.float() - exact).abs().max()
+
+
+def test_cpu_bf16_warns_where_the_cpu_emulates_it(monkeypatch) -> None:
+    import arith.hardware
+
+    cpu = torch.device("cpu")
+    monkeypatch.setattr(arith.hardware, "cpu_has_native_bf16", lambda: False)
+    with pytest.warns(UserWarning, match="emulated"):
+        assert isinstance(arith.hardware.autocast_context(cpu, "bf16"), torch.autocast)
+    monkeypatch.setattr(arith.hardware, "cpu_has_native_bf16", lambda: True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert isinstance(arith.hardware.autocast_context(cpu, "bf16"), torch.autocast)
+        assert not isinstance(arith.hardware.autocast_context(cpu, "auto"), torch.autocast)
+
+
+def test_models_are_built_and_loaded_with_the_project_attention(tmp_path) -> None:
+    from arith.config import ModelConfig
+    from arith.hardware import ATTENTION
+    from arith.model import build_model, load_model
+    from arith.tokenizer import tokenizer_for
+
+    tok = tokenizer_for(ModelConfig(), ["1 + 2 = 3"])
+    model = build_model(ModelConfig(preset="nano", n_positions=32), tok)
+    assert model.lm.config._attn_implementation == ATTENTION
+    model.save(tmp_path / "m")
+    assert load_model(tmp_path / "m").lm.config._attn_implementation == ATTENTION
 
 
 @pytest.mark.slow
