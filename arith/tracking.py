@@ -400,8 +400,35 @@ def start_tracker(
     unsent: dict[str, Any] | None = None,
     folder: str | Path | None = None,
 ) -> NullTracker:
-    """The trial's tracker: MLflow when `tracking.enabled`, else a NullTracker."""
-    return MlflowTracker(cfg, run_id, unsent, folder) if cfg.tracking.enabled else NullTracker()
+    """The trial's tracker: MLflow when `tracking.enabled`, else a NullTracker; a `FinishedRun` for a
+    resumed trial whose run the store already holds as FINISHED."""
+    if not cfg.tracking.enabled:
+        return NullTracker()
+    if run_id and _run_status(cfg, run_id) == "FINISHED":
+        print(
+            f"MLflow run {run_id} is already FINISHED: the trial ended before its driver recorded it; "
+            "its run is kept as it is and nothing is logged to it again",
+            flush=True,
+        )
+        return FinishedRun(run_id)
+    return MlflowTracker(cfg, run_id, unsent, folder)
+
+
+class FinishedRun(NullTracker):
+    """A resumed trial whose run had already finished: a driver killed between the trial's last report
+    and Tune's next save of its state restarts it from its last checkpoint. Training from there is
+    deterministic, so the run already holds everything it would log; it is left untouched."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+
+
+def _run_status(cfg: ExperimentConfig, run_id: str) -> str | None:
+    """The run's status in the store, or None when the store cannot say (MlflowTracker then waits)."""
+    try:
+        return store.open_client(cfg.tracking.resolved_uri()).get_run(run_id).info.status
+    except Exception:
+        return None
 
 
 def _param_value(value: Any) -> str:

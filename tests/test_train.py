@@ -74,6 +74,25 @@ def test_trial_is_one_mlflow_run_with_the_schema(tmp_path) -> None:
     assert "eval/heatmap_main_epoch4.png" in evals
 
 
+def test_trial_restarted_after_it_finished_leaves_its_run_untouched(tmp_path) -> None:
+    """A driver killed after a trial's last report but before Tune saved that the trial ended restarts
+    it from its last checkpoint: the run it finished is kept as it was, nothing logged or re-ended."""
+    cfg = tiny_cfg(
+        tmp_path, **{"train.epochs": 3, "train.eval_epochs": [2], "train.checkpoint_dir": str(tmp_path / "c")}
+    )
+    first = train(cfg)
+    client = _client(cfg)
+    before = client.get_run(first.run_id)
+    histories = {key: client.get_metric_history(first.run_id, key) for key in before.data.metrics}
+
+    again = train(cfg)
+    after = client.get_run(first.run_id)
+    assert again.run_id == first.run_id and again.cells.equals(first.cells)
+    assert after.info.status == "FINISHED" and after.info.end_time == before.info.end_time
+    assert {key: client.get_metric_history(first.run_id, key) for key in after.data.metrics} == histories
+    assert len(client.search_runs([client.get_experiment_by_name("test-train").experiment_id])) == 1
+
+
 @pytest.mark.parametrize("curriculum", [0.0, 0.9])
 def test_resumed_trial_ends_with_the_same_weights_in_the_same_run(tmp_path, monkeypatch, curriculum) -> None:
     """Dropout and random_embed make the RNG states matter: only an exact restore reproduces the run
