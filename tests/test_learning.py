@@ -10,10 +10,12 @@ import pytest
 from arith.config import ExperimentConfig
 from arith.train import train
 
-#: the time-to-accuracy recipe of benchmarks/bench_train.py
+#: the time-to-accuracy recipe of benchmarks/bench_train.py, at the batch of 128 this check's margin was
+#: measured with: at the recipe's 64 (chosen for seconds to 95% in bf16), fp32 seeds 0 / 1 / 2 end at 0.987 /
+#: 1.000 / 0.913 (600 / 700 / 800 steps), too close to the bound for a check that runs on any CPU
 RECIPE = ExperimentConfig.load(
     Path(__file__).resolve().parent.parent / "configs" / "add3_padding_reverse.yaml"
-).with_overrides({"tracking.enabled": False})
+).with_overrides({"tracking.enabled": False, "train.batch_size": 128})
 
 #: the plain answer, trained for as many steps as the padded one needed, stays far below it. Measured with
 #: this protocol: seed 0 (the test's): padded 0.993 after 600 steps vs basic 0.013 (85 s in all on 2 quiet
