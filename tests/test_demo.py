@@ -29,8 +29,11 @@ def test_demo_grid_is_the_fast_addition_recipe_in_both_answer_formats() -> None:
         # the recipe's data, model and optimiser, whatever the cpu scale sets for other grids
         for section in ("data", "model", "train"):
             for key, value in recipe[section].items():
-                if key not in ("format", "epochs", "max_steps", "target_accuracy", "log_every_steps"):
+                skip = ("format", "epochs", "max_steps", "target_accuracy", "log_every_steps", "batch_size")
+                if key not in skip:
                     assert flat[f"{section}.{key}"] == value, key
+        # the batch of 128 the demo's timings were measured with (the recipe's 64 is for bf16 seconds to 95%)
+        assert cfg.train.batch_size == 128
         # the recipe's model halved to 2 layers, for a demo within minutes
         assert cfg.model.sizes() == (2, 4, 128)
         assert cfg.train.max_steps == 450 and cfg.train.target_accuracy == 0.0  # both formats train as long
