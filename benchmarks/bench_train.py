@@ -59,8 +59,9 @@ def precision_name(device: torch.device, precision: str) -> str:
 def time_to_accuracy(args: argparse.Namespace) -> None:
     """Training seconds (and wall seconds, probes and evaluation included) until the probe reaches the
     target; one line per seed."""
+    precision = tta_precision(args.device)
     for seed in args.seeds:
-        base = {**TTA, "train.seed": seed, "data.seed": seed, "train.precision": tta_precision(args.device)}
+        base = {**TTA, "train.seed": seed, "data.seed": seed, "train.precision": precision}
         cfg = config(base, args.set, args.device)
         start = time.perf_counter()
         result = train(cfg)

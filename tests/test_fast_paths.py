@@ -3,8 +3,8 @@ compiled steps and bf16 autocast, each compared step by step with the plain run'
 
 from __future__ import annotations
 
-import importlib.util
 import json
+import sys
 import warnings
 from pathlib import Path
 
@@ -117,22 +117,15 @@ def test_cpu_bf16_warns_where_the_cpu_emulates_it(monkeypatch) -> None:
         assert not isinstance(arith.hardware.autocast_context(cpu, "auto"), torch.autocast)
 
 
-def _bench_train():
-    """benchmarks/bench_train.py, a script, imported as a module."""
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_train.py"
-    spec = importlib.util.spec_from_file_location("bench_train", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize("native", [True, False])
 def test_time_to_accuracy_trains_in_bf16_only_where_the_cpu_has_it(monkeypatch, capsys, native) -> None:
     """`bench_train.py tta` runs the recipe in bf16 on a CPU with native bf16, in fp32 on one that would
     emulate it, and its record names the precision it ran; `--set train.precision=...` still wins."""
     import arith.hardware
 
-    bench = _bench_train()
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import bench_train as bench
+
     for module in (bench, arith.hardware):
         monkeypatch.setattr(module, "cpu_has_native_bf16", lambda: native)
     short = ["--device", "cpu", "--set", "train.max_steps=2", "--set", "data.train_samples=128"]
