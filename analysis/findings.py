@@ -71,6 +71,14 @@ CLAIMS: tuple[Claim, ...] = (
         padding_reverse_beats_basic,
     ),
     Claim(
+        "mul_format_long",
+        "padding + reversed product beats basic on the cells with more digits in total than the training "
+        "max_digits (mean accuracy), at the budget where both learn",
+        "tb:basic-5 vs tb:padding-5",
+        MUL_IN_RANGE,
+        padding_reverse_beats_basic,
+    ),
+    Claim(
         "mul_one_digit_weight",
         "a lower 1-digit weight hurts: the lowest weight's mean accuracy is below the highest weight's",
         "tb:padding_10_ratio",

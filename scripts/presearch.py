@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import platform
 import sys
@@ -150,7 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     where = machine()
     print(f"{len(configs)} trials of {args.grid} ({args.scale}), {args.procs} at a time on {where} -> {out}")
-    with ProcessPoolExecutor(args.procs) as pool, out.open("a") as sink:
+    # spawn, not fork: machine() has already initialised CUDA in this process, and CUDA cannot be forked
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(args.procs, mp_context=spawn) as pool, out.open("a") as sink:
         futures = [pool.submit(run_trial, cfg.to_dict()) for cfg in configs]
         for future in as_completed(futures):
             record = {"grid": args.grid, "scale": args.scale, "set": given, "machine": where}

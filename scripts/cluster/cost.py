@@ -27,8 +27,9 @@ from arith.data import train_examples
 from arith.tokenizer import build_tokenizer, encode_examples
 from sweeps.grids import GRIDS, points
 
-#: the grids that reproduce a table or figure of the paper (position_schemes goes beyond it)
-PAPER_GRIDS = [name for name, grid in GRIDS.items() if grid.paper_tables]
+#: the grids that reproduce a table or figure of the paper (position_schemes goes beyond it); a grid that
+#: sets a scale's own settings (`over_scale`, e.g. mul_format_long's step budget) is a cpu-scale grid
+PAPER_GRIDS = [name for name, grid in GRIDS.items() if grid.paper_tables and not grid.over_scale]
 
 
 @dataclass(frozen=True)
