@@ -72,13 +72,23 @@ def fit_budgets(budgets: Iterable[tuple[int, float]]) -> BudgetFit | None:
 
 def budget_series(records: Iterable[dict]) -> dict[tuple[str, str, int], list[dict]]:
     """Pre-search records (scripts/presearch.py's JSON lines) by (grid, point less its step budget, seed),
-    in that order; failed trials left out."""
+    in that order; failed trials left out. Records run with other `--set` values (a learning rate) are
+    another point, named with them where they are not the same for all the grid's records."""
+    records = [rec for rec in records if "error" not in rec]
+
+    def settings(rec: dict) -> tuple[tuple[str, str], ...]:
+        return tuple(sorted((k, str(v)) for k, v in rec.get("set", {}).items() if k != "train.max_steps"))
+
+    shared: dict[str, set[tuple[str, str]]] = {}  # per grid, the --set values every record has
+    for rec in records:
+        grid = rec.get("grid", "")
+        shared[grid] = shared.get(grid, set(settings(rec))) & set(settings(rec))
     groups: dict[tuple[str, str, int], list[dict]] = {}
     for rec in records:
-        if "error" in rec:
-            continue
-        base = ",".join(p for p in rec["point"].split(",") if not p.startswith("max_steps="))
-        groups.setdefault((rec.get("grid", ""), base, rec.get("seed", 0)), []).append(rec)
+        grid = rec.get("grid", "")
+        parts = [p for p in rec["point"].split(",") if not p.startswith("max_steps=")]
+        parts += [f"{k}={v}" for k, v in settings(rec) if (k, v) not in shared[grid]]
+        groups.setdefault((grid, ",".join(parts), rec.get("seed", 0)), []).append(rec)
     return dict(sorted(groups.items()))
 
 
@@ -92,21 +102,27 @@ def _two_figures(x: float) -> int:
     return int(round(x, 1 - math.floor(math.log10(x))))
 
 
-def budget_table(records: list[dict], target: float = LEARNED, budget: int = 3000) -> pd.DataFrame:
+def budget_table(
+    records: list[dict], target: float = LEARNED, budget: int = 3000, single: bool = False
+) -> pd.DataFrame:
     """One row per point of pre-search records (scripts/presearch.py's JSON lines) whose step budget
     varies: the budgets with their in-range accuracy, the extrapolated steps to `target` and what that
     is in trial time at the rate measured on the records' machine. Points at a single budget are left
-    out."""
+    out, unless `single`: then they say whether that budget reached `target` (a measurement, no fit)."""
     rows = []
     for (grid, point, seed), recs in budget_series(records).items():
-        fit = fit_budgets(in_range_budgets(recs))
-        if fit is None:
+        budgets = in_range_budgets(recs)
+        fit = fit_budgets(budgets)
+        if fit is None and not (single and budgets):
             continue
+        measured = fit.budgets if fit is not None else tuple(sorted(budgets))
         seconds_per_step = sum(r["train_seconds"] for r in recs) / sum(r["steps"] for r in recs)
-        steps = fit.steps_to(target)
-        reached = [s for s, a in fit.budgets if a >= target]
+        steps = fit.steps_to(target) if fit is not None else None
+        reached = [s for s, a in measured if a >= target]
         if reached:
             estimate = f"reached at {reached[0]:,} (measured)"
+        elif fit is None:
+            estimate = f"not reached at {measured[-1][0]:,} (measured; one budget, no extrapolation)"
         elif steps is None:
             estimate = "no estimate: accuracy does not rise with the budget"
         else:
@@ -117,7 +133,7 @@ def budget_table(records: list[dict], target: float = LEARNED, budget: int = 300
                 "grid": grid,
                 "point": point,
                 "seed": seed,
-                "in-range accuracy at steps": ", ".join(f"{s:,}: {a:.2f}" for s, a in fit.budgets),
+                "in-range accuracy at steps": ", ".join(f"{s:,}: {a:.2f}" for s, a in measured),
                 f"steps to {target:.2f} in range": estimate,
                 "minutes a trial at that budget": "" if math.isnan(minutes) else f"{minutes:,.0f}",
                 "machine": recs[0].get("machine", ""),

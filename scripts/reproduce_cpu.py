@@ -331,12 +331,15 @@ def untestable(results: list[GridResult], budgets: pd.DataFrame, curves: dict[st
         )
         if not findings:
             continue
-        estimates = [
-            f"{name}: {row[steps_to]}"
-            for name in BUDGET_POINTS.get(result.grid, [])
-            for _, row in budgets.iterrows()
-            if f"{row['grid']}: {row['point']}" == name
-        ]
+        estimates = []
+        for name in BUDGET_POINTS.get(result.grid, []):
+            rows_of = budgets[budgets["grid"] + ": " + budgets["point"] == name] if len(budgets) else budgets
+            if rows_of.empty:
+                continue
+            for estimate, seeds in rows_of.groupby(steps_to, sort=False)["seed"]:  # which seeds said what
+                said = f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
+                label = "" if len(rows_of) == 1 else f" ({said})"
+                estimates.append(f"{name}{label}: {estimate}")
         per_grid = {
             "learning curves": f"[figure]({curves[result.grid]})" if result.grid in curves else "",
             "steps to learn in range (pre-search, cpu model)": "; ".join(estimates) or "no budget series",
@@ -424,7 +427,7 @@ def presearch_tables(
         order = sorted(records, key=lambda r: (json.dumps(r.get("set", {})), r["point"], r.get("seed", 0)))
         for rec in order:
             cells = pd.DataFrame(rec.get("cells", []))
-            row = {"point": rec["point"]}
+            row = {"point": rec["point"], "seed": rec.get("seed", 0)}
             if any(r.get("set") for r in records):
                 row["--set"] = " ".join(f"{k}={v}" for k, v in rec.get("set", {}).items())
             row.update(test_acc=rec.get("test_acc"), steps=rec.get("steps"))
@@ -480,7 +483,8 @@ def write_results(uri: str, out: Path, intro: str) -> None:
         save(figure, figures / "budget.png")
         budget_curves = (FIGURES / "budget.png").as_posix()
     sections = [carried.get(r.grid) or section(r, curves.get(r.grid, "")) for r in results]
-    head = [summary(results, carried), untestable(results, budgets, curves)]
+    # the not-testable table also reads points pre-searched at one budget: whether it was reached
+    head = [summary(results, carried), untestable(results, budget_table(every, single=True), curves)]
     parts = [
         intro.rstrip() + "\n",
         *filter(None, head),

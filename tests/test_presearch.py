@@ -48,7 +48,7 @@ def test_presearch_writes_one_record_per_trial_and_the_report_renders_them(tmp_p
     table = reproduce_cpu.presearch_tables(reproduce_cpu.presearch_records(tmp_path))
     assert "### cpu_tune_hash" in table
     assert (
-        "| point | --set | test_acc | steps | regular: beyond 5 digits | repetitive: beyond 5 digits "
+        "| point | seed | --set | test_acc | steps | regular: beyond 5 digits | repetitive: beyond 5 digits "
         "| train s | machine |" in table
     )
     assert table.count("| n_hash=4 |") == 2
@@ -129,6 +129,7 @@ def test_budget_table_reads_in_range_cells_and_marks_what_was_measured() -> None
     ]
     table = budget_table(records).set_index("point")
     assert set(table.index) == {
+        "format=basic,max_digits=5",  # mul_format_steps: 6,000 and 12,000 steps at the preset's rate
         "task=mul",
         "task=mul_basic",
         "task=add_scratchpad",
@@ -151,3 +152,42 @@ def test_budget_command_prints_the_table_of_points_run_at_several_budgets() -> N
     lines = done.stdout.splitlines()
     assert lines[0].startswith("| grid | point | seed | in-range accuracy at steps | steps to 0.90 in range")
     assert sum(line.startswith("| cpu_tune_steps |") for line in lines) == 4
+
+
+def test_other_settings_make_another_point_and_one_budget_says_reached_or_not() -> None:
+    """mul_format_steps ran basic at 6,000 and 12,000 steps, and at 6,000 with two other learning rates:
+    the rates are points of their own (not points of the preset's budget series), and with `single` each
+    point at one budget says whether it reached 0.9 in range, measured, with no extrapolation."""
+    from analysis.budget import budget_table, in_range_accuracy
+
+    records = [
+        json.loads(line)
+        for line in (ROOT / "docs" / "presearch" / "mul_format_steps.jsonl").read_text().splitlines()
+    ]
+    preset = [
+        r
+        for r in records
+        if r["seed"] == 0 and r["config"]["data.format"] == "basic" and "train.lr" not in r["set"]
+    ]
+    expected = ", ".join(
+        f"{r['steps']:,}: {in_range_accuracy(pd.DataFrame(r['cells']), r['config']):.2f}"
+        for r in sorted(preset, key=lambda r: r["steps"])
+    )
+    fitted = budget_table(records)
+    assert set(fitted["point"]) == {"format=basic,max_digits=5"}  # the only point run at two budgets
+    row = fitted[fitted["seed"] == 0].iloc[0]
+    assert row["in-range accuracy at steps"] == expected and row["steps to 0.90 in range"].endswith(
+        "(measured)"
+    )
+
+    every = budget_table(records, single=True).set_index(["point", "seed"])
+    assert ("format=basic,max_digits=5,train.lr=0.002", 0) in every.index
+    assert ("format=padding_reverse,max_digits=5,train.lr=0.004", 2) in every.index
+    for (point, _seed), found in every.iterrows():
+        if "train.lr=" in point:  # one budget each: 6,000 steps
+            assert found["in-range accuracy at steps"].startswith("6,000: ")
+        if point == "format=basic,max_digits=5,train.lr=0.004":  # 0.30-0.50 in range
+            assert (
+                found["steps to 0.90 in range"]
+                == "not reached at 6,000 (measured; one budget, no extrapolation)"
+            )

@@ -126,3 +126,27 @@ def test_the_report_is_written_from_its_prose_files_and_the_store(tmp_path: Path
         assert f"## {grid}\n\n**Not yet run** at cpu scale ({notes}; the CPU time" in text
     # nothing judged, so nothing judged not testable; the pre-search's budget figure beside the report
     assert "### Not testable" not in text and (tmp_path / "results" / "figures" / "budget.png").exists()
+
+
+def test_a_claim_not_testable_shows_the_pre_searched_budgets_of_its_own_points_seed_by_seed() -> None:
+    """From the committed pre-search: mul_format's 3-digit basic point ran with 3 seeds (one estimate each),
+    and add_posembed's random embedding at one budget only says that 6,000 steps did not reach 0.9."""
+    from types import SimpleNamespace
+
+    from analysis.budget import budget_table
+    from analysis.findings import NOT_TESTABLE, Finding
+
+    every = [rec for records in reproduce_cpu.presearch_records().values() for rec in records]
+    results = [
+        reproduce_cpu.GridResult(
+            grid, [], SimpleNamespace(findings=[Finding(grid, "a claim", NOT_TESTABLE, "why")])
+        )
+        for grid in ("mul_format", "add_posembed")
+    ]
+    table = reproduce_cpu.untestable(results, budget_table(every, single=True), {})
+    # seeds 0 and 1 reached 0.9 at 12,000 steps, seed 2 already at 6,000
+    assert "mul_format: format=basic,max_digits=5 (seeds 0, 1): reached at 12,000 (measured)" in table
+    assert "mul_format: format=basic,max_digits=5 (seed 2): reached at 6,000 (measured)" in table
+    random_embed = "add_posembed: position=random_embed (seeds 0, 1, 2): not reached at 6,000 (measured; one"
+    assert random_embed in table
+    assert "cpu_tune_steps: task=add_scratchpad: reached at 6,000 (measured)" in table  # one seed: no label
