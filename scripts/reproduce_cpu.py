@@ -301,18 +301,43 @@ def summary(results: list[GridResult], carried: dict[str, str] | None = None) ->
     """One line per claim of the paper: its verdict on the grid's reported sweeps, "not re-judged" for a
     section carried over from the earlier report, or that it was not run."""
     carried = carried or {}
-    lines = ["## Findings at a glance", "", VERDICT_RULES, "", "| grid | claim | status |", "|---|---|---|"]
+    lines = [
+        "## Findings at a glance",
+        "",
+        VERDICT_RULES,
+        "",
+        "| grid | claim | status | seeds | sweep minutes |",
+        "|---|---|---|---|---|",
+    ]
     for result in results:
         if result.analysis is not None:
-            lines += [f"| {result.grid} | {f.claim} | **{f.status}** |" for f in result.analysis.findings]
+            ran = [(plan, run) for plan, run in result.parts if run is not None]
+            minutes = sum(int(run.data.tags[TAG_WALL]) for _, run in ran) / 60
+            measured = f"{seeds_of(ran)} | {minutes:.0f}"
+            lines += [
+                f"| {result.grid} | {f.claim} | **{f.status}** | {measured} |"
+                for f in result.analysis.findings
+            ]
         elif result.grid in carried:
             lines += [
-                f"| {result.grid} | {claim} | {status} |"
+                f"| {result.grid} | {claim} | {status} | | |"
                 for claim, status in carried_claims(carried[result.grid])
             ]
         elif any(claim.grid == result.grid for claim in CLAIMS):
-            lines.append(f"| {result.grid} | all of its claims | not yet run |")
+            lines.append(f"| {result.grid} | all of its claims | not yet run | | |")
     return "\n".join(lines) + "\n"
+
+
+def seeds_of(ran: list[tuple[Planned, object]]) -> str:
+    """The seeds of a grid's run parts: "0, 1, 2", or per set of points where they differ ("0, 1, 2
+    (data.max_digits=3); 0 (data.max_digits=5)")."""
+    by_points: dict[str, set[int]] = {}
+    for plan, _ in ran:
+        by_points.setdefault(" ".join(plan.only), set()).update(plan.seed_values)
+    shown = {only: ", ".join(map(str, sorted(seeds))) for only, seeds in by_points.items()}
+    if len(set(shown.values())) == 1:
+        return next(iter(shown.values()))
+    return "; ".join(f"{seeds} ({only})" if only else seeds for only, seeds in shown.items())
 
 
 def paper_trial_steps(grid: str) -> int:

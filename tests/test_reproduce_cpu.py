@@ -150,3 +150,17 @@ def test_a_claim_not_testable_shows_the_pre_searched_budgets_of_its_own_points_s
     random_embed = "add_posembed: position=random_embed (seeds 0, 1, 2): not reached at 6,000 (measured; one"
     assert random_embed in table
     assert "cpu_tune_steps: task=add_scratchpad: reached at 6,000 (measured)" in table  # one seed: no label
+
+
+def test_the_glance_names_the_seeds_each_set_of_points_ran_with() -> None:
+    """Parts that add seeds to the same points merge; parts of different points keep their own seeds."""
+    three, one = (
+        Planned("mul_format", 3, ("data.max_digits=3",)),
+        Planned("mul_format", 1, ("data.max_digits=5",)),
+    )
+    assert reproduce_cpu.seeds_of([(three, None), (one, None)]) == (
+        "0, 1, 2 (data.max_digits=3); 0 (data.max_digits=5)"
+    )
+    first, added = Planned("mul_one_digit_weight", 1), Planned("mul_one_digit_weight", (1, 2))
+    assert reproduce_cpu.seeds_of([(first, None), (added, None)]) == "0, 1, 2"
+    assert reproduce_cpu.seeds_of([(first, None)]) == "0"
