@@ -364,10 +364,10 @@ GRIDS.update(
 # ---------------------------------------------------------------------------------------------------------
 # A claim at the budget where the `cpu` model learns it. At the cpu preset's 3,000 steps, mul_format's basic
 # format learns only part of its training range (3-digit factors: 0.59 in range), so its claim is not
-# testable there. The pre-search on a lent GPU (docs/presearch/mul_format_steps.jsonl, 3 seeds, bf16) found
-# the least budget where both compared formats learn in range: 6,000 steps leave basic at 0.85-0.92, 12,000
-# reach 0.95-1.00 (learning rates 2e-3 and 4e-3 at 6,000 did worse than the preset's 1e-3). Run at --scale
-# cpu: the step budget replaces the scale's (`over_scale`), everything else is mul_format's cpu point.
+# testable there. A pre-search on a lent GPU (docs/presearch/mul_format_steps.jsonl, 3 seeds, bf16) tried
+# 6,000 and 12,000 steps: at 6,000 basic reaches 0.85-0.92 in range, at 12,000 0.95-1.00 and padding +
+# reversed product 0.98-1.00 (learning rates 2e-3 and 4e-3 at 6,000 did worse than the preset's 1e-3). Run at
+# --scale cpu: the step budget replaces the scale's (`over_scale`), everything else is mul_format's cpu point.
 # ---------------------------------------------------------------------------------------------------------
 
 GRIDS["mul_format_long"] = Grid(
