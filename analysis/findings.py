@@ -93,6 +93,14 @@ CLAIMS: tuple[Claim, ...] = (
         first_step_beats_n_times_1,
     ),
     Claim(
+        "mul_simple_case_long",
+        "first-step % augmentation helps more than n x 1 augmentation (mean accuracy, same max_digits), at "
+        "mul_format_long's budget",
+        "tb:onedigit_5-6a-d",
+        MUL_IN_RANGE,
+        first_step_beats_n_times_1,
+    ),
+    Claim(
         "add_length",
         "fine-tuned GPT-2, beyond the training length: basic does not extrapolate; random space a little; "
         "recursive scratchpad (reversed addends) most",

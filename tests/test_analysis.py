@@ -147,6 +147,8 @@ EXPECTED_TABLES = {
     "mul_format_long": 2,
     "mul_one_digit_weight": 4,
     "mul_simple_case": 4,
+    # mul_simple_case's 5-digit (3 at cpu) n x 1 and first-step points, one table each
+    "mul_simple_case_long": 2,
     "add_length": 1,
     "reverse_posembed": 2,
     "add_posembed": 1,
@@ -355,6 +357,9 @@ def test_claims_not_held_when_the_numbers_contradict_them() -> None:
     ) == [NOT_HELD]
     assert statuses(
         "mul_simple_case", learned_then(lambda cfg, _: 0.8 if cfg.data.augment == "n_times_1" else 0.4)
+    ) == [NOT_HELD]
+    assert statuses(
+        "mul_simple_case_long", learned_then(lambda cfg, _: 0.8 if cfg.data.augment == "n_times_1" else 0.4)
     ) == [NOT_HELD]
     assert statuses("add_length", learned_then(basic_best)) == [NOT_HELD]
     assert statuses("nl_mix", learned_then(nl_contradicts)) == [NOT_HELD] * 3
