@@ -128,7 +128,7 @@ class MlflowTracker(NullTracker):
     def _log_params(self, flat: dict[str, Any]) -> None:
         from mlflow.entities import Param
 
-        params = [Param(key, _param_value(value)) for key, value in flat.items()]
+        params = [Param(key, param_value(value)) for key, value in flat.items()]
         for i in range(0, len(params), _MAX_PARAMS_PER_BATCH):
             self.client.log_batch(self.run_id, params=params[i : i + _MAX_PARAMS_PER_BATCH])
 
@@ -431,7 +431,7 @@ def _run_status(cfg: ExperimentConfig, run_id: str) -> str | None:
         return None
 
 
-def _param_value(value: Any) -> str:
+def param_value(value: Any) -> str:
     """Params are strings; lists and dicts as JSON so analysis can read them back."""
     if isinstance(value, (list, dict)):
         return json.dumps(value, sort_keys=True)

@@ -242,10 +242,15 @@ def setup(cfg: ExperimentConfig) -> Setup:
 
 
 def train(
-    cfg: ExperimentConfig, *, reporter: Reporter | None = None, checkpoints: Checkpoints | None = None
+    cfg: ExperimentConfig,
+    *,
+    reporter: Reporter | None = None,
+    checkpoints: Checkpoints | None = None,
+    tracker: NullTracker | None = None,
 ) -> TrainResult:
     """Train one trial and return its results. `checkpoints` defaults to `train.checkpoint_dir` (none when
-    empty); `reporter` gets every epoch's metrics and checkpoint (see the module docstring)."""
+    empty); `reporter` gets every epoch's metrics and checkpoint (see the module docstring); `tracker`
+    defaults to the config's (MLflow, or none): a machine without MLflow passes an `arith.recorder`."""
     cfg.validate()
     if checkpoints is None and cfg.train.checkpoint_dir:
         checkpoints = CheckpointFolder(cfg.train.checkpoint_dir)
@@ -254,9 +259,10 @@ def train(
         _check_same_config(saved["config"], cfg)
     s = setup(cfg)
     state = s.restore(saved) if saved is not None else TrainState()
-    tracker = start_tracker(
-        cfg, state.run_id, (saved or {}).get("unsent"), folder=cfg.train.checkpoint_dir or None
-    )
+    if tracker is None:
+        tracker = start_tracker(
+            cfg, state.run_id, (saved or {}).get("unsent"), folder=cfg.train.checkpoint_dir or None
+        )
     state.run_id = tracker.run_id
     # the device it trained on: a scheduler may assign a (fractional, or fake) GPU where torch has none
     tracker.set_tags({"hostname": socket.gethostname(), "device": s.device.type})

@@ -33,7 +33,7 @@ from arith.config import ConfigError, ExperimentConfig, parse_set
 from arith.store import absolute_uri
 from sweeps.cluster import check_cluster, start_ray
 from sweeps.errors import SweepError
-from sweeps.grids import GRIDS, get_grid, parse_seeds, points
+from sweeps.grids import GRIDS, get_grid, parse_seeds, points, select
 from sweeps.packing import check_packing, default_gpus_per_trial
 from sweeps.scales import SCALES, get_scale
 from sweeps.storage import SweepStorage, check_tracking, new_sweep, resume_tracking_uri, trial_outcomes
@@ -200,21 +200,6 @@ def build_configs(args: argparse.Namespace, tracking_uri: str) -> dict[str, dict
     configs = points(get_grid(args.grid), get_scale(args.scale), args.seeds, overrides)
     configs = select(configs, parse_set(args.only))
     return {trial_key(c.tracking.tags["point"], c.train.seed): c.to_dict() for c in configs}
-
-
-def select(configs: list[ExperimentConfig], only: dict[str, str]) -> list[ExperimentConfig]:
-    """The points whose config has every `--only key=value` (e.g. model.init=random); fails when none do."""
-    if not only:
-        return configs
-    unknown = set(only) - set(ExperimentConfig.keys())
-    if unknown:
-        raise ConfigError(
-            f"--only: unknown key(s) {sorted(unknown)}; valid keys: {', '.join(ExperimentConfig.keys())}"
-        )
-    kept = [c for c in configs if all(str(c.flat()[k]) == v for k, v in only.items())]
-    if not kept:
-        raise SweepError(f"--only {only} matches none of the grid's {len(configs)} trials")
-    return kept
 
 
 def resources(args: argparse.Namespace) -> dict[str, float]:

@@ -11,6 +11,9 @@
   learning rate and sample count tried; on multiplication x 50 was best for the basic format and as good
   as any for the padded one; 1,570 steps left random tags and scratchpad addition at 0 and 3,000 did not;
   tags of 8 dims learned where 32 (a quarter of the width, the default) barely did.
+- `gpu`: what one lent GPU pays for in a lease (docs/results/gpu_plan.yaml): the paper's digit counts and
+  samples, a 6-layer GPT-2 (gpt2-mini), the cpu scale's learning rate and a step budget per task that a
+  pre-search on seeds from 100 up chooses, so that the judged seeds never chose their own budget.
 - `smoke`: seconds a trial, for tests: a nano model, a few hundred samples, 2 epochs, a few test cells.
 
 A scale shrinks proportionally what differs between grids (samples, epochs, evaluation epochs, learning
@@ -181,6 +184,37 @@ SCALES: dict[str, Scale] = {
             lr_factor=50.0,
             digit_knee=2,
             digit_stride=3,
+        ),
+        Scale(
+            name="gpu",
+            description="one lent H100/H200: the paper's digit counts and samples, a 6-layer GPT-2, "
+            "a step budget per task; its budgets come from pre-searches on seeds from 100 up",
+            # Between cpu and paper: what one GPU lease (about 9 minutes, 12-16 trials at once, one CPU
+            # each) can pay for. The paper's digit counts and sample counts are kept, so its tables
+            # compare cell for cell with no digit map. The model is gpt2-mini (6 layers, 8 heads, width
+            # 256, ~5M parameters): launch-bound like the tiny one on a GPU, so four times the width and
+            # half again the depth cost little; batch 128 at the cpu scale's learning rate (x 50).
+            # The step budget is the pre-search's question (docs/results/gpu_plan.yaml): 5,000 is what a
+            # lease pays for with 12 trials sharing one GPU, not yet a budget shown to learn.
+            overrides={
+                "model.preset": "gpt2-mini",
+                "model.n_hash": 8,
+                "train.batch_size": 128,
+                "train.warmup_ratio": 0.05,
+                "train.eval_batch_size": 1000,
+                "train.log_every_steps": 50,
+            },
+            max_samples=300_000,
+            dialogue_fraction=1.0,
+            steps_by_task={
+                "mul": 5000,
+                "add": 5000,
+                "add_scratchpad": 5000,
+                "reverse": 5000,
+                "dialogue": 5000,
+            },
+            lr_factor=50.0,
+            needs_gpu=True,
         ),
         Scale(
             name="smoke",

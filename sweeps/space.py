@@ -126,9 +126,8 @@ def resolve(
         later = {**{k: v for k, v in point.overrides.items() if k in grid.over_scale}, **(overrides or {})}
         cfg = cfg.with_overrides(later)
         if later and cfg.data.task in scale.steps_by_task and "train.epochs" not in later:
-            cfg = scale.fit_epochs(
-                cfg, paper_cfg
-            )  # a new step budget, batch or sample count moves the epochs
+            # a new step budget, batch or sample count moves the epochs; what was set outright stays set
+            cfg = scale.fit_epochs(cfg, paper_cfg).with_overrides(later)
         for seed in _seed_values(seeds, cfg.train.seed):
             offset = seed - cfg.train.seed
             trial = cfg.with_overrides(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import time
 from collections.abc import Iterable
@@ -20,6 +21,8 @@ from sweeps.grids import get_grid
 from sweeps.scales import get_scale
 
 SWEEP_FILE = "sweep.json"
+#: the commit of a tree copied without its .git, given by whoever copied it
+COMMIT_ENV = "POSDESC_GIT_COMMIT"
 
 
 class SweepStorage:
@@ -82,6 +85,8 @@ def check_tracking(uri: str) -> None:
 
 def git_commit() -> str:
     """The project's commit (with `-dirty` when the tree has changes), for the runs' `git_commit` tag."""
+    if os.environ.get(COMMIT_ENV):  # a copy of the tree without its .git (a lent GPU machine)
+        return os.environ[COMMIT_ENV]
     root = Path(__file__).resolve().parent.parent
     try:
         commit = subprocess.run(
@@ -106,6 +111,26 @@ def digit_map(grid: str, scale: str) -> dict[int, int]:
     return {n: n if keep else get_scale(scale).digits(n) for n in range(1, 41)}
 
 
+def sweep_name(grid: str, scale: str) -> str:
+    """A sweep's name (its folder, its parent run's name): grid, scale and start time, sorting by time."""
+    return f"{grid}-{scale}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def sweep_tags(grid: str, scale: str, trials: int, commit: str) -> dict[str, str]:
+    """The tags of a sweep's parent run, which the analysis reads (a Tune sweep's and an offline one's)."""
+    return {
+        "sweep": "1",
+        "grid": grid,
+        "scale": scale,
+        "git_commit": commit,
+        "trials": str(trials),
+        # paper digit count -> this sweep's (analysis pairs each cell with the paper cell it stands for)
+        "digit_map": json.dumps(digit_map(grid, scale)),
+        # the grid's declared axes (analysis makes them table axes even where a sweep holds one value)
+        "axes": json.dumps(get_grid(grid).declared_axes()),
+    }
+
+
 def new_sweep(
     args: argparse.Namespace,
     storage: SweepStorage,
@@ -114,19 +139,9 @@ def new_sweep(
     res: dict[str, float],
 ) -> tuple[str, str]:
     """Open the parent MLflow run, nest every trial under it and save the sweep for `--resume`."""
-    name = f"{args.grid}-{args.scale}-{time.strftime('%Y%m%d-%H%M%S')}"
+    name = sweep_name(args.grid, args.scale)
     commit = git_commit()
-    tags = {
-        "sweep": "1",
-        "grid": args.grid,
-        "scale": args.scale,
-        "git_commit": commit,
-        "trials": str(len(configs)),
-        # paper digit count -> this sweep's (analysis pairs each cell with the paper cell it stands for)
-        "digit_map": json.dumps(digit_map(args.grid, args.scale)),
-        # the grid's declared axes (analysis makes them table axes even where a sweep holds one value)
-        "axes": json.dumps(get_grid(args.grid).declared_axes()),
-    }
+    tags = sweep_tags(args.grid, args.scale, len(configs), commit)
     parent_run_id = store.open_parent_run(uri, args.grid, name, tags)
     for cfg in configs.values():
         cfg["tracking"]["parent_run_id"] = parent_run_id

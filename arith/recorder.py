@@ -1,0 +1,115 @@
+"""A trial's run recorded into a file in the sweep-archive schema, for machines without an MLflow store.
+
+The lent GPU machines have PyTorch and transformers but no MLflow. There a trial logs through a
+`RunRecorder` instead of `arith.tracking.MlflowTracker`: the same calls (params from the config, tags,
+metric histories, the evaluation's `eval/cells.csv`, the run's status and times) build one run record
+exactly as `arith.archive` exports it from a store, written to a JSON file after every evaluation and at
+the end. `sweeps.offline` gathers the records of a grid's trials under a parent record into one archive,
+which `python -m arith.archive import` brings into any MLflow store, where `python -m analysis` judges it
+with the same code as a Ray Tune sweep.
+
+Run ids are fresh UUIDs in MLflow's form (32 hex digits): an archive's runs keep them as their source id,
+so importing the same archive twice is a no-op, as for an exported sweep.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from arith.archive import ARTIFACTS
+from arith.config import ExperimentConfig
+from arith.tracking import NullTracker, param_value
+
+#: the tag that nests a trial under its sweep (MLflow's own), kept apart as `parent_run_id` in a record
+PARENT_TAG = "mlflow.parentRunId"
+
+
+def new_run_id() -> str:
+    """A run id in MLflow's form."""
+    return uuid.uuid4().hex
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def run_record(
+    run_id: str,
+    run_name: str,
+    parent_run_id: str | None,
+    params: dict[str, str],
+    tags: dict[str, str],
+    start_time: int | None = None,
+) -> dict[str, Any]:
+    """An empty run record (status RUNNING) in the schema of `arith.archive`."""
+    return {
+        "run_id": run_id,
+        "run_name": run_name,
+        "parent_run_id": parent_run_id,
+        "status": "RUNNING",
+        "start_time": start_time if start_time is not None else now_ms(),
+        "end_time": None,
+        "params": params,
+        "tags": tags,
+        "metrics": {},
+        "artifacts": {},
+    }
+
+
+def write_json(path: Path, payload: dict[str, Any]) -> None:
+    """Write atomically: a reader (the executor gathering a killed trial) never sees half a file."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(payload))
+    os.replace(tmp, path)
+
+
+class RunRecorder(NullTracker):
+    """The tracker of a trial on a machine without MLflow: one run record, rewritten to `path`."""
+
+    def __init__(self, cfg: ExperimentConfig, path: str | Path) -> None:
+        self.cfg = cfg
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.run_id = new_run_id()
+        tags = {k: str(v) for k, v in cfg.tracking.tags.items()}
+        params = {key: param_value(value) for key, value in cfg.flat().items()}
+        parent = cfg.tracking.parent_run_id or None
+        self.record = run_record(self.run_id, cfg.tracking.run_name, parent, params, tags)
+        self._cells: list[pd.DataFrame] = []
+        self._save()
+
+    def log_metrics(self, metrics: dict[str, float], step: int) -> None:
+        stamp = now_ms()
+        for key, value in metrics.items():
+            self.record["metrics"].setdefault(key, []).append([int(step), stamp, float(value)])
+
+    def set_tags(self, tags: dict[str, str]) -> None:
+        self.record["tags"].update({k: str(v) for k, v in tags.items() if k != PARENT_TAG})
+        self._save()
+
+    def log_text(self, text: str, artifact_file: str) -> None:
+        if artifact_file in ARTIFACTS:  # what an exported archive carries, nothing more
+            self.record["artifacts"][artifact_file] = text
+            self._save()
+
+    def log_evaluation(self, cells: pd.DataFrame, failures: pd.DataFrame | list[dict], epoch: int) -> None:
+        """Append one evaluation to `eval/cells.csv`, as the MLflow tracker does."""
+        cells = cells.copy()
+        cells.insert(0, "epoch", epoch)
+        self._cells.append(cells)
+        self.log_text(pd.concat(self._cells, ignore_index=True).to_csv(index=False), "eval/cells.csv")
+
+    def finish(self, status: str = "FINISHED") -> None:
+        self.record["status"] = status
+        self.record["end_time"] = now_ms()
+        self._save()
+
+    def _save(self) -> None:
+        write_json(self.path, self.record)

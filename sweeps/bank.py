@@ -1,0 +1,178 @@
+"""The `gpu` scale's plan, banked batch by batch from lent GPUs.
+
+    python -m sweeps.bank status                 # the plan, and which batches are banked
+    python -m sweeps.bank next --out DIR         # run the next batch not banked (on the lent GPU)
+    python -m sweeps.bank next --out DIR --tiny  # the same path on a CPU at a tiny budget (CI does this)
+
+A GPU is lent to this project now and then, for about 15 minutes, with PyTorch but without Ray or MLflow.
+docs/results/gpu_plan.yaml says what each lease should run, in order: a batch is a few sweep parts run
+together by `sweeps.offline` (one pool, one deadline), each part one sweep archive. A batch is banked when
+the archives of all its parts are committed under docs/results/gpu/<batch>/; `next` runs the first batch
+that is not, so one prepared command serves every lease and the device minutes go to results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from arith.config import ConfigError
+from sweeps.errors import SweepError
+from sweeps.offline import SweepPart, run_parts
+
+ROOT = Path(__file__).resolve().parent.parent
+PLAN = ROOT / "docs" / "results" / "gpu_plan.yaml"
+BANK = ROOT / "docs" / "results" / "gpu"
+#: what `--tiny` sets on every part: the batch's path end to end in a minute on a CPU, not its results
+TINY = {
+    "model.preset": "nano",
+    "train.max_steps": 6,
+    "train.batch_size": 16,
+    "data.train_samples": 64,
+    "data.test_per_cell": 1,
+    "train.eval_batch_size": 64,
+}
+
+
+@dataclass(frozen=True)
+class Batch:
+    """What one lease runs: sweep parts in one pool of `procs` processes, stopped after `minutes`."""
+
+    name: str
+    what: str
+    minutes: float
+    procs: int
+    parts: tuple[SweepPart, ...]
+    chosen_by: str = ""
+
+    def archive(self, part: SweepPart, bank: Path = BANK) -> Path:
+        return bank / self.name / f"{part.name}.jsonl"
+
+    def banked(self, bank: Path = BANK) -> bool:
+        return bool(self.parts) and all(self.archive(part, bank).exists() for part in self.parts)
+
+
+def _part(entry: dict[str, Any], presearch_seeds: tuple[int, ...]) -> SweepPart:
+    seeds = entry["seeds"]
+    seeds = tuple(seeds) if isinstance(seeds, list) else int(seeds)
+    own = tuple(seeds) if isinstance(seeds, tuple) else tuple(range(seeds))
+    return SweepPart(
+        grid=entry["grid"],
+        scale=entry.get("scale", "gpu"),
+        seeds=seeds,
+        only={k: str(v) for k, v in entry.get("only", {}).items()},
+        sets={k: str(v) for k, v in entry.get("set", {}).items()},
+        presearch_seeds=own if entry.get("presearch") else presearch_seeds,
+        label=entry.get("label", ""),
+    )
+
+
+def load_plan(path: Path = PLAN) -> list[Batch]:
+    """The batches of the plan, in order; a part's pre-search seeds are its own (a pre-search) or those
+    of the batch named in `chosen_by`."""
+    entries = yaml.safe_load(path.read_text()) or []
+    batches: list[Batch] = []
+    for entry in entries:
+        chooser = next((b for b in batches if b.name == entry.get("chosen_by")), None)
+        if entry.get("chosen_by") and chooser is None:
+            raise SweepError(f"{path}: batch {entry['batch']} is chosen_by an unknown or later batch")
+        chosen = tuple(sorted({s for p in chooser.parts for s in p.presearch_seeds})) if chooser else ()
+        parts = tuple(_part(p, chosen) for p in entry.get("parts") or [])
+        if len(parts) > 6:
+            raise SweepError(
+                f"{path}: batch {entry['batch']} has {len(parts)} parts; a lease returns 8 files"
+            )
+        batches.append(
+            Batch(
+                entry["batch"],
+                " ".join(entry.get("what", "").split()),
+                float(entry["minutes"]),
+                int(entry["procs"]),
+                parts,
+                entry.get("chosen_by", ""),
+            )
+        )
+    return batches
+
+
+def next_batch(batches: list[Batch], bank: Path = BANK) -> Batch | None:
+    """The first batch not banked; None when all are, or when the next one has no parts written yet."""
+    for batch in batches:
+        if not batch.banked(bank):
+            return batch if batch.parts else None
+    return None
+
+
+def status(batches: list[Batch], bank: Path = BANK) -> str:
+    lines = []
+    for batch in batches:
+        state = "banked" if batch.banked(bank) else ("parts to write" if not batch.parts else "to run")
+        lines.append(f"{batch.name}: {state} ({len(batch.parts)} parts, {batch.minutes:g} min)")
+        lines.append(f"    {batch.what}")
+        for part in batch.parts:
+            mark = "x" if batch.archive(part, bank).exists() else " "
+            lines.append(f"    [{mark}] {part.name}: {part.command()}")
+    return "\n".join(lines)
+
+
+def run_next(out: Path, tiny: bool = False, bank: Path = BANK, plan: Path = PLAN) -> list[Path]:
+    """Run the next batch into `out` (its archives) and print a summary of each trial."""
+    batch = next_batch(load_plan(plan), bank)
+    if batch is None:
+        raise SweepError(f"no batch to run: every batch of {plan} is banked or has no parts yet")
+    parts = batch.parts
+    if tiny:
+        parts = tuple(
+            replace(part, sets={**part.sets, **{k: str(v) for k, v in TINY.items()}}) for part in parts
+        )
+    print(f"batch {batch.name}: {batch.what}")
+    minutes = batch.minutes if not tiny else None
+    paths = run_parts(
+        parts, out, batch.procs, minutes * 60 if minutes else None, work=out.parent / "bank-work"
+    )
+    for path in paths:
+        print(summary(path))
+    return paths
+
+
+def summary(path: Path) -> str:
+    """One line a trial of an archive: point, seed, status, steps and test accuracy at each evaluation."""
+    lines = [line for line in path.read_text().splitlines() if line.strip()]
+    runs = [json.loads(line) for line in lines[2:]]
+    out = [f"{path.name}:"]
+    for run in runs:
+        history = run["metrics"].get("test_acc", [])
+        steps = run["metrics"].get("epochs_done", [[0, 0, 0]])[-1][0]
+        accs = " ".join(f"{v:.3f}@{s}" for s, _, v in history)
+        out.append(f"  {run['run_name']}: {run['status']}, {steps} steps, test_acc by epoch {accs or '-'}")
+    return "\n".join(out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m sweeps.bank", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("status", help="the plan and what is banked")
+    nxt = sub.add_parser("next", help="run the next batch that is not banked")
+    nxt.add_argument("--out", required=True, type=Path, help="folder for the batch's archives")
+    nxt.add_argument("--tiny", action="store_true", help="a tiny budget: the path, not the results")
+    args = p.parse_args(argv)
+    try:
+        if args.command == "status":
+            print(status(load_plan()))
+        else:
+            run_next(args.out, args.tiny)
+    except (ConfigError, SweepError, OSError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
