@@ -127,10 +127,15 @@ def new_sweep(
         # the grid's declared axes (analysis makes them table axes even where a sweep holds one value)
         "axes": json.dumps(get_grid(args.grid).declared_axes()),
     }
+    chose = get_grid(args.grid).presearch_seeds
+    if chose:  # the seeds that chose its budget: the analysis judges only other seeds
+        tags["presearch_seeds"] = json.dumps(list(chose))
     parent_run_id = store.open_parent_run(uri, args.grid, name, tags)
     for cfg in configs.values():
         cfg["tracking"]["parent_run_id"] = parent_run_id
         cfg["tracking"]["tags"]["git_commit"] = commit
+        if chose:
+            cfg["tracking"]["tags"]["presearch_seeds"] = tags["presearch_seeds"]
     state = {
         "grid": args.grid,
         "scale": args.scale,

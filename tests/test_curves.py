@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 import reproduce_cpu  # noqa: E402
 
-ARCHIVE = ROOT / "docs" / "results" / "sweeps" / "mul_format__seeds-3__data.max_digits=3.jsonl"
+ARCHIVE = ROOT / "docs" / "results" / "sweeps" / "mul_format__seeds-0-2__data.max_digits=3.jsonl"
 
 
 @pytest.fixture(scope="module")
