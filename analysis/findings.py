@@ -224,15 +224,27 @@ def outcome_of(
         if fresh.empty:
             seeds = ", ".join(map(str, sorted(frame["seed"].dropna().astype(int).unique())))
             source = claim.presearch or "the sweep's presearch_seeds tag"
-            return untestable(
+            why = (
                 f"judged on the seeds that chose its budget: seeds {seeds}, and the pre-search ({source}) "
                 f"ran seeds {', '.join(map(str, chose))}; fresh seeds are needed"
             )
+            return untestable(why, [f"for reference, not a verdict: {_as_read(claim, frame, digit_map)}"])
         frame = fresh
     try:
         return claim.check(frame, digit_map)
     except PooledConfigurations as err:
         return untestable(str(err))
+
+
+def _as_read(claim: Claim, frame: pd.DataFrame, digit_map) -> str:
+    """What the check reads on the given seeds (a claim's own pre-search seeds, shown for reference)."""
+    try:
+        outcome = claim.check(frame, digit_map)
+    except PooledConfigurations as err:
+        return str(err)
+    if outcome.untestable:
+        return outcome.untestable
+    return "; ".join(c.describe() for c in outcome.contrasts)
 
 
 def judged(grid: str, claims: list[tuple[Claim, Outcome]]) -> list[Finding]:

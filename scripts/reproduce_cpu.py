@@ -273,10 +273,7 @@ def section(result: GridResult, curves: str = "") -> str:
     if result.analysis is None:
         why = "; ".join(n for plan, _ in parts for n in (plan.note, plan.why_not_run) if n)
         why = why + "; " if why else ""
-        return (
-            f"## {grid}\n\n**Not yet run** at cpu scale ({why}the CPU time of the sessions that "
-            "wrote this file went to the sweeps above).\n"
-        )
+        return f"## {grid}\n\n**Not yet run** at cpu scale ({why.removesuffix('; ') or 'planned'}).\n"
     body = repo_relative(render(result.analysis, "markdown"))
     for (
         _,
