@@ -897,3 +897,15 @@ def test_html_report_is_one_self_contained_page(tmp_path: Path, empty_store: Pat
         and "not testable" in page
         and "position=none" in page
     )
+
+
+def test_a_sweep_whose_budget_a_presearch_chose_records_its_seeds_and_is_judged_on_others(
+    tmp_path: Path, empty_store: Path
+) -> None:
+    """mul_format_long's 12,000 steps came from a pre-search on seeds 0-2: its sweeps tag their parent run
+    `presearch_seeds`, and the analysis reads the tag (its seeds 0-2 alone are not testable)."""
+    uri = write_store(tmp_path, empty_store, grid="mul_format_long", fail_first=False, recorded=True)
+    sweep = load_sweep("mul_format_long", uri)
+    assert json.loads(sweep.presearch_seeds_tag) == [0, 1, 2]
+    (found,) = analyse(sweep).findings
+    assert found.status == NOT_TESTABLE and "judged on the seeds that chose its budget" in found.evidence
