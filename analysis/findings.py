@@ -2,9 +2,11 @@
 
 `CLAIMS` is the catalogue: each claim names the grid that tests it, the paper label it comes from, the
 in-range cells on which its compared models must have learned, and the check (in `analysis.checks`) that
-reads it off the numbers by the rule of `analysis.verdicts` (held, not held, suggests, not testable: see
-there). Claims are written over relative notions, not the paper's digit counts, so that they read the same
-at every scale.
+reads it off the numbers by the rules of `analysis.verdicts` (held, not held, the seeds cannot tell, not
+testable: see there). A claim whose grid's budget a pre-search chose is judged only on other seeds: the
+sweep's parent-run tag `presearch_seeds`, else the claim's own declaration (`Claim.presearch_seeds`, for the
+sweeps archived before the tag; their archives are left as they ran). Claims are written over relative
+notions, not the paper's digit counts, so that they read the same at every scale.
 """
 
 from __future__ import annotations
