@@ -2,15 +2,19 @@
 
 `CLAIMS` is the catalogue: each claim names the grid that tests it, the paper label it comes from, the
 in-range cells on which its compared models must have learned, and the check (in `analysis.checks`) that
-reads it off the numbers by the rule of `analysis.verdicts` (held, not held, suggests, not testable: see
-there). Claims are written over relative notions, not the paper's digit counts, so that they read the same
-at every scale.
+reads it off the numbers by the rules of `analysis.verdicts` (held, not held, the seeds cannot tell, not
+testable: see there). A claim whose grid's budget a pre-search chose is judged only on other seeds: the
+sweep's parent-run tag `presearch_seeds`, else the claim's own declaration (`Claim.presearch_seeds`, for the
+sweeps archived before the tag; their archives are left as they ran). Claims are written over relative
+notions, not the paper's digit counts, so that they read the same at every scale.
 """
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -30,14 +34,20 @@ from analysis.checks import (
     scratchpad_extrapolation_order,
 )
 from analysis.verdicts import (  # noqa: F401  (the verdicts are re-exported: tests and scripts read them here)
+    CANNOT_TELL,
     HELD,
     LEARNED,
     NOT_HELD,
     NOT_TESTABLE,
-    SUGGESTS_HELD,
-    SUGGESTS_NOT_HELD,
     VERDICTS,
+    Outcome,
+    PooledConfigurations,
+    decide_family,
+    untestable,
 )
+
+#: the parent-run tag of a sweep whose budget or setting a pre-search chose: that pre-search's seeds (JSON)
+PRESEARCH_TAG = "presearch_seeds"
 
 
 @dataclass(frozen=True)
@@ -46,6 +56,26 @@ class Finding:
     claim: str
     status: str
     evidence: str
+    #: the claim's contrasts as the analysis read them (Holm's correction is over a report's findings)
+    outcome: Outcome = field(default_factory=Outcome, repr=False, compare=False)
+    #: Holm-adjusted one-sided p over the claims judged in the same report (NaN: not judged)
+    p_holm: float = math.nan
+
+    @property
+    def numbers(self) -> dict[str, str]:
+        """effect, 95% CI, one-sided p, Holm-adjusted p and seeds of the claim's weakest contrast."""
+        contrasts = self.outcome.contrasts
+        if not contrasts or self.outcome.untestable:
+            return {"effect": "", "95% CI": "", "p": "", "p (Holm)": "", "seeds": ""}
+        i = max((c.interval for c in contrasts), key=lambda i: (math.isnan(i.p), i.p))
+        ci = "" if math.isnan(i.low) else f"[{i.low:+.3f}, {i.high:+.3f}]"
+        return {
+            "effect": f"{i.effect:+.3f}",
+            "95% CI": ci,
+            "p": "" if math.isnan(i.p) else f"{i.p:.2g}",
+            "p (Holm)": "" if math.isnan(self.p_holm) else f"{self.p_holm:.2g}",
+            "seeds": ", ".join(map(str, i.seeds)) + (" (paired)" if i.paired else " (Welch)"),
+        }
 
 
 @dataclass(frozen=True)
@@ -56,27 +86,36 @@ class Claim:
     grid: str
     text: str
     source: str
-    #: the in-range cells on which each compared model must reach LEARNED
+    #: the cells each compared model must have learned where the paper has no table for it
     learned_on: str
-    check: Callable[[pd.DataFrame], tuple[str, str]]
+    check: Callable[[pd.DataFrame, dict[int, int] | None], Outcome]
+    #: the seeds of the pre-search that chose the grid's budget, for sweeps archived before they recorded
+    #: it (parent run tag `presearch_seeds`, which wins when present); only other seeds judge the claim
+    presearch_seeds: tuple[int, ...] = ()
+    #: where that pre-search is recorded
+    presearch: str = ""
 
+
+#: mul_format_long's 12,000 steps: a GPU pre-search on seeds 0-2 (mul_simple_case_long took the same budget)
+MUL_BUDGET_PRESEARCH = "docs/presearch/mul_format_steps.jsonl"
 
 CLAIMS: tuple[Claim, ...] = (
     Claim(
         "mul_format",
-        "padding + reversed product beats basic on the cells with more digits in total than the training "
-        "max_digits (mean accuracy)",
+        "padding + reversed product beats basic on the cells the paper's tables contrast (mean accuracy)",
         "tb:basic-5 vs tb:padding-5",
         MUL_IN_RANGE,
         padding_reverse_beats_basic,
     ),
     Claim(
         "mul_format_long",
-        "padding + reversed product beats basic on the cells with more digits in total than the training "
-        "max_digits (mean accuracy), at the budget where both learn",
+        "padding + reversed product beats basic on the cells the paper's tables contrast (mean accuracy), "
+        "at the budget where both learn",
         "tb:basic-5 vs tb:padding-5",
         MUL_IN_RANGE,
         padding_reverse_beats_basic,
+        (0, 1, 2),
+        MUL_BUDGET_PRESEARCH,
     ),
     Claim(
         "mul_one_digit_weight",
@@ -99,6 +138,8 @@ CLAIMS: tuple[Claim, ...] = (
         "tb:onedigit_5-6a-d",
         MUL_IN_RANGE,
         first_step_beats_n_times_1,
+        (0, 1, 2),
+        MUL_BUDGET_PRESEARCH,
     ),
     Claim(
         "add_length",
@@ -156,7 +197,7 @@ CLAIMS: tuple[Claim, ...] = (
         "demo",
         "a padded answer written least significant digit first is learned where the plain answer is not "
         "(the paper's padding + reversed product finding for multiplication, on <=3-digit addition)",
-        "tb:basic-5 vs tb:padding-5",
+        "no table: the paper shows it on multiplication (tb:basic-5 vs tb:padding-5), not on addition",
         "the padded reversed answer's cells in the training range (the plain answer's failure there is "
         "the claim)",
         padded_reversed_answer_beats_plain,
@@ -164,18 +205,86 @@ CLAIMS: tuple[Claim, ...] = (
 )
 
 
-def evaluate_findings(frame: pd.DataFrame, grid: str) -> list[Finding]:
-    """Every claim the grid tests, judged on the per-seed cells (`analysis.load.Sweep.cells`)."""
-    out = []
-    for claim in (c for c in CLAIMS if c.grid == grid):
-        status, evidence = claim.check(frame)
-        threshold = f"learned = mean >= {LEARNED:g} on {claim.learned_on}"
-        out.append(Finding(grid, f"{claim.text} [{claim.source}]", status, f"{evidence} ({threshold})"))
-    return out
+def presearch_seeds_of(claim: Claim, tag: str | None) -> tuple[int, ...]:
+    """The seeds of the pre-search that chose the claim's budget: the sweep's `presearch_seeds` tag (JSON
+    list) when it has one, else the claim's declaration (for sweeps archived before the tag)."""
+    if tag:
+        try:
+            return tuple(int(s) for s in json.loads(tag))
+        except (ValueError, TypeError):
+            pass
+    return claim.presearch_seeds
+
+
+def outcome_of(
+    claim: Claim, frame: pd.DataFrame, digit_map=None, presearch_tag: str | None = None
+) -> Outcome:
+    """The claim read off the per-seed cells: seeds that chose its budget left out, pooled sides refused."""
+    chose = presearch_seeds_of(claim, presearch_tag)
+    if chose and not frame.empty:
+        fresh = frame[~frame["seed"].isin(chose)]
+        if fresh.empty:
+            seeds = ", ".join(map(str, sorted(frame["seed"].dropna().astype(int).unique())))
+            source = claim.presearch or "the sweep's presearch_seeds tag"
+            why = (
+                f"judged on the seeds that chose its budget: seeds {seeds}, and the pre-search ({source}) "
+                f"ran seeds {', '.join(map(str, chose))}; fresh seeds are needed"
+            )
+            return untestable(why, [f"for reference, not a verdict: {_as_read(claim, frame, digit_map)}"])
+        frame = fresh
+    try:
+        return claim.check(frame, digit_map)
+    except PooledConfigurations as err:
+        return untestable(str(err))
+
+
+def _as_read(claim: Claim, frame: pd.DataFrame, digit_map) -> str:
+    """What the check reads on the given seeds (a claim's own pre-search seeds, shown for reference)."""
+    try:
+        outcome = claim.check(frame, digit_map)
+    except PooledConfigurations as err:
+        return str(err)
+    if outcome.untestable:
+        return outcome.untestable
+    return "; ".join(c.describe() for c in outcome.contrasts)
+
+
+def judged(grid: str, claims: list[tuple[Claim, Outcome]]) -> list[Finding]:
+    """Findings of one report, Holm-corrected together (`analysis.verdicts.decide_family`)."""
+    verdicts = decide_family([o for _, o in claims])
+    return [
+        Finding(grid or c.grid, f"{c.text} [{c.source}]", status, evidence, o, p)
+        for (c, o), (status, evidence, p) in zip(claims, verdicts, strict=True)
+    ]
+
+
+def evaluate_findings(
+    frame: pd.DataFrame, grid: str, digit_map: dict[int, int] | None = None, presearch_tag: str | None = None
+) -> list[Finding]:
+    """Every claim the grid tests, judged on the per-seed cells (`analysis.load.Sweep.cells`), Holm's
+    correction over the grid's claims (a report of several grids: `rejudge`)."""
+    claims = [(c, outcome_of(c, frame, digit_map, presearch_tag)) for c in CLAIMS if c.grid == grid]
+    return judged(grid, claims)
+
+
+def rejudge(findings: list[Finding]) -> list[Finding]:
+    """The findings of several sweeps judged as one report: Holm's correction over all of them."""
+    verdicts = decide_family([f.outcome for f in findings])
+    return [
+        Finding(f.grid, f.claim, status, evidence, f.outcome, p)
+        for f, (status, evidence, p) in zip(findings, verdicts, strict=True)
+    ]
+
+
+FINDING_COLUMNS = ["grid", "claim", "status", "effect", "95% CI", "p", "p (Holm)", "seeds", "evidence"]
 
 
 def findings_frame(findings: list[Finding]) -> pd.DataFrame:
-    return pd.DataFrame([f.__dict__ for f in findings], columns=["grid", "claim", "status", "evidence"])
+    rows = [
+        {"grid": f.grid, "claim": f.claim, "status": f.status, **f.numbers, "evidence": f.evidence}
+        for f in findings
+    ]
+    return pd.DataFrame(rows, columns=FINDING_COLUMNS)
 
 
 def render_findings(findings: list[Finding], fmt: str, grid: str) -> str:
@@ -190,6 +299,12 @@ def render_findings(findings: list[Finding], fmt: str, grid: str) -> str:
         return frame.to_latex(
             index=False, caption="Claims of the paper on this sweep", label="tab:findings", escape=True
         )
-    lines = ["| claim | status | evidence |", "|---|---|---|"]
-    lines += [f"| {f.claim} | **{f.status}** | {f.evidence} |" for f in findings]
+    lines = [
+        "| claim | status | effect | 95% CI | p | p (Holm) | seeds | evidence |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {f.claim} | **{f.status}** | " + " | ".join(f.numbers.values()) + f" | {f.evidence} |"
+        for f in findings
+    ]
     return "\n".join(lines) + "\n"

@@ -13,6 +13,7 @@ does not import): the grid's axes (tag ``axes``, JSON list of config keys) and t
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -85,6 +86,9 @@ class Sweep:
     digit_map_tag: str = ""
     #: the grid's axes as the sweep recorded them (parent run tag `axes`); () on older runs
     declared_axes: tuple[str, ...] = ()
+    #: the seeds of the pre-search that chose the sweep's budget (parent run tag `presearch_seeds`, JSON
+    #: list; of several parts, every part's); '' when no part recorded one
+    presearch_seeds_tag: str = ""
 
     @property
     def status_counts(self) -> dict[str, int]:
@@ -340,6 +344,7 @@ def load_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] 
         axes=axes,
         notes=notes,
         digit_map_tag=parent.data.tags.get("digit_map", ""),
+        presearch_seeds_tag=presearch_seeds_tag(parents),
         declared_axes=tuple(declared),
     )
 
@@ -359,6 +364,23 @@ def metric_history(sweep: Sweep, metrics: Sequence[str]) -> pd.DataFrame:
     except (AnalysisError, MlflowException, OSError):
         rows = []
     return pd.DataFrame(rows, columns=["run_id", "metric", "step", "value"])
+
+
+def presearch_seeds_tag(parents: list) -> str:
+    """The parts' `presearch_seeds` tags as one JSON list (their union); '' when none has the tag."""
+    seeds: set[int] = set()
+    tagged = False
+    for parent in parents:
+        tag = parent.data.tags.get("presearch_seeds", "")
+        if tag:
+            try:
+                seeds |= {int(s) for s in json.loads(tag)}
+                tagged = True
+            except (ValueError, TypeError) as err:
+                raise AnalysisError(
+                    f"run {parent.info.run_id}: tag presearch_seeds={tag!r} is not a JSON list of seeds"
+                ) from err
+    return json.dumps(sorted(seeds)) if tagged else ""
 
 
 def aggregate_seeds(cells: pd.DataFrame, axes: list[str]) -> pd.DataFrame:

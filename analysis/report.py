@@ -34,7 +34,8 @@ def analyse(sweep: Sweep) -> Analysis:
     point_keys = [*dict.fromkeys([*IDENTITY_KEYS, *sweep.axes]), *TAG_COLUMNS]
     digit_map = digit_map_of(sweep.digit_map_tag, sweep.scale, sweep.grid)  # older runs: the scale's
     frame = attach_paper(aggregate_seeds(sweep.cells, sweep.axes), point_keys, digit_map)
-    findings = evaluate_findings(sweep.cells, sweep.grid)  # per seed: verdicts weigh the spread over seeds
+    # per seed: verdicts weigh the spread over seeds; competence and compared cells through the digit map
+    findings = evaluate_findings(sweep.cells, sweep.grid, digit_map, sweep.presearch_seeds_tag)
     return Analysis(sweep, frame, build_tables(frame, sweep.axes), findings)
 
 

@@ -1,50 +1,58 @@
-"""The rules a claim of the paper is judged by: which cells it reads, one sample per trial, the verdict.
+"""The rules a claim of the paper is judged by: which cells it reads, one sample per seed, the verdict.
 
-The claims themselves are in `analysis.findings`. Verdicts (`Finding.status`, machine-readable):
+The claims themselves are in `analysis.findings`, their checks in `analysis.checks`. Verdicts
+(`Finding.status`):
 
-- **not testable**: a model the claim compares did not learn the task inside its training range (mean
-  accuracy below the claim's `learned` threshold on its in-range cells), the sweep lacks the runs the claim
-  needs (e.g. the paper's claim is about fine-tuned GPT-2 and the sweep has only random-init runs), or
-  with >= 3 seeds the difference lies within two standard errors of zero (the seeds cannot tell);
-- **held** / **not held** (>= `MIN_SEEDS` seeds on every compared point): the claim's difference (the
-  better side's mean accuracy minus the worse side's; a claim of several comparisons needs them all) is
-  more than `STANDARD_ERRORS` standard errors above zero / its upper end (difference + 2 SE) is at or
-  below zero. The standard error is over trials: each trial's mean over the compared cells is one sample,
-  the two sides' variances added (Welch);
-- **suggests held** / **suggests not held** (fewer seeds): the sign of the difference only.
+- **not testable**: a compared model did not learn (`competence`: on *every* seed, >= `LEARNED` on each
+  cell whose paper counterpart, through the scale's digit map, the paper's own model of that point reached
+  >= `LEARNED` on; where the paper gives no table, the cells the claim names), the sweep lacks the runs the
+  claim needs, or its only seeds are those a pre-search chose its budget on (`analysis.findings`);
+- **held**: every contrast positive with the claim's Holm-adjusted one-sided p below `ALPHA` / 2, i.e. the
+  95% t interval's lower end above 0 after Holm's correction over every claim judged in the same report;
+- **not held**: a contrast's 95% interval excludes the paper's direction (its upper end at most 0);
+- **the seeds cannot tell**: otherwise, with the seeds the observed spread says would tell.
 
-Claims are written over relative notions, not the paper's digit counts, so that they read the same at
-every scale: "beyond the training length" is a digit count above the trial's `data.max_digits`; "the
-largest cells" are the larger half of the digit counts the sweep tested. Every check reads each trial's
-last evaluation and reports the numbers it compared.
+A side is one point (every axis but the seed fixed; `Side.of` refuses pooled configurations) and its sample
+is each seed's mean over the compared cells. Compared points that share their seeds (the same `data.seed`
+and `train.seed`, so the same problems) are compared per seed (paired t, df = seeds - 1); otherwise by
+Welch's t with Welch-Satterthwaite degrees of freedom. Every check reads each trial's last evaluation.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
+from scipy import stats
+
+from analysis.paper import paper_cells, paper_reading
 
 HELD, NOT_HELD, NOT_TESTABLE = "held", "not held", "not testable"
-SUGGESTS_HELD, SUGGESTS_NOT_HELD = "suggests held", "suggests not held"
-VERDICTS = (HELD, NOT_HELD, SUGGESTS_HELD, SUGGESTS_NOT_HELD, NOT_TESTABLE)
-#: seeds every compared point needs for held / not held; fewer say at most "suggests"
-MIN_SEEDS = 3
-#: a difference must exceed this many standard errors
-STANDARD_ERRORS = 2.0
-#: "learned the task": mean accuracy on the in-range cells at least this (every claim uses it)
+CANNOT_TELL = "the seeds cannot tell"
+VERDICTS = (HELD, NOT_HELD, CANNOT_TELL, NOT_TESTABLE)
+#: two-sided level of the reported intervals (95%); held needs the Holm-adjusted one-sided p below ALPHA / 2
+ALPHA = 0.05
+#: "learned": at least this accuracy on every gated cell, every seed
 LEARNED = 0.9
+#: accuracies are ratios of counts (18/20) or their means: a threshold is met within float rounding
+#: (a mean printed 0.90 and stored 0.8999999999 has met 0.9)
+TOLERANCE = 1e-9
 #: "does not extrapolate": no cell beyond the training length above this accuracy
 NO_EXTRAPOLATION = 0.1
+#: a paper cell is one the paper's table contrasts when its two models differ there by at least this
+PAPER_CONTRAST = 0.1
+
+
+def at_least(value: float, threshold: float) -> bool:
+    return value >= threshold - TOLERANCE
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Cells: the per-seed frame (analysis.load.Sweep.cells), each trial's last evaluation
 # ---------------------------------------------------------------------------------------------------------
-
-
 def measured(frame: pd.DataFrame) -> pd.DataFrame:
     """Each trial's cells at its last evaluation (leaving out cells only the paper has)."""
     if frame.empty:
@@ -110,69 +118,290 @@ def digit_range(frame: pd.DataFrame) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Statistics: one sample per trial, Welch standard errors, the verdict rule
+# Competence and compared cells, read through the paper's own tables (analysis.paper) and the digit map
 # ---------------------------------------------------------------------------------------------------------
 
-
-def trial_means(cells: pd.DataFrame) -> pd.Series:
-    """Each trial's mean accuracy over `cells` (a trial: its run id, else its point and seed)."""
-    if "run_id" in cells:
-        keys = ["run_id"]
-    else:
-        keys = [c for c in cells.columns if c.startswith(("data.", "model.", "train."))] + ["seed"]
-        keys = [k for k in keys if k in cells]
-    return cells.groupby(keys, dropna=False)["accuracy"].mean()
+CELL_KEYS = ["context", "row_digits", "col_digits"]
+_PAPER_COLUMNS = [*CELL_KEYS, "paper_row_digits", "paper_col_digits", "paper_accuracy"]
 
 
-def seeds_of(cells: pd.DataFrame) -> int:
-    return int(cells["seed"].nunique()) if "seed" in cells else 1
+def cell_name(row_digits, col_digits, context: str = "") -> str:
+    cell = f"{col_digits} digits" if pd.isna(row_digits) else f"{row_digits}x{col_digits}"
+    return cell if context in ("", "main") else f"{context} {cell}"
+
+
+def paper_of(cells: pd.DataFrame, digit_map: dict[int, int] | None) -> pd.DataFrame:
+    """The paper's cells for the one point `cells` are of, relabelled with the sweep's digit counts (each
+    sweep cell beside the one paper cell it stands for, `analysis.paper.stand_in`); empty where the paper
+    has no table for it (a figure, or a setting it did not run)."""
+    if cells.empty:
+        return pd.DataFrame(columns=_PAPER_COLUMNS)
+    row = cells.iloc[0]
+    point = {
+        k: row[k] for k in cells.columns if k.startswith(("data.", "model.", "train.")) or k == "paper_table"
+    }
+    final = int(cells["final_epoch"].max()) if "final_epoch" in cells else 0
+    reading = paper_reading(final, [final], str(row.get("paper_epochs") or ""))
+    paper = paper_cells(point, reading, final=True, digit_map=digit_map)
+    return paper.rename(columns={"accuracy": "paper_accuracy"})[_PAPER_COLUMNS]
+
+
+def _on(cells: pd.DataFrame, chosen: pd.DataFrame) -> pd.DataFrame:
+    keys = chosen[[k for k in _PAPER_COLUMNS if k in chosen]].drop_duplicates(CELL_KEYS)
+    return cells.merge(keys, on=CELL_KEYS, how="inner")
+
+
+def _cell_list(cells: pd.DataFrame) -> str:
+    unique = cells.drop_duplicates(CELL_KEYS).sort_values(["context", "row_digits", "col_digits"])
+    names = []
+    for r in unique.itertuples(index=False):
+        name = cell_name(r.row_digits, r.col_digits, r.context)
+        if "paper_col_digits" in unique and (r.paper_row_digits, r.paper_col_digits) != (
+            r.row_digits,
+            r.col_digits,
+        ):
+            name += f" (paper {cell_name(r.paper_row_digits, r.paper_col_digits)})"
+        names.append(name)
+    return ", ".join(names)
+
+
+def competence(
+    sides: dict[str, pd.DataFrame],
+    digit_map: dict[int, int] | None,
+    fallback: Callable[[pd.DataFrame], pd.DataFrame],
+    fallback_label: str,
+) -> tuple[str, str]:
+    """('' when every side learned, else why not; which cells were gated on).
+
+    A side has learned when every seed reaches LEARNED on each cell whose paper counterpart the paper's own
+    model of that point reached LEARNED on; where the paper has no table for it, on `fallback`'s cells
+    (`fallback_label` says which and why). A seed mean above the gate does not hide a seed below it: the
+    reason names the worst seed and cell."""
+    why, on = [], []
+    for name, cells in sides.items():
+        paper = paper_of(cells, digit_map) if digit_map is not None else pd.DataFrame(columns=_PAPER_COLUMNS)
+        competent = paper[paper["paper_accuracy"].astype(float) >= LEARNED - TOLERANCE]
+        if len(competent):
+            gated = _on(cells, competent)
+            on.append(f"{name}: {_cell_list(gated)}, where the paper's model reached {LEARNED:g}")
+        else:
+            gated = fallback(cells)
+            on.append(f"{name}: {fallback_label}")
+        if gated.empty:
+            why.append(f"{name} has no cells to show it learned")
+            continue
+        below = gated[gated["accuracy"] < LEARNED - TOLERANCE]
+        if below.empty:
+            continue
+        worst = below.loc[below["accuracy"].idxmin()]
+        paper_note = ""
+        if "paper_accuracy" in worst and not pd.isna(worst.get("paper_accuracy")):
+            paper_note = (
+                f", the paper's {cell_name(worst['paper_row_digits'], worst['paper_col_digits'])} "
+                f"{worst['paper_accuracy']:.2f}"
+            )
+        why.append(
+            f"{name} not learned: seed {int(worst['seed'])} {worst['accuracy']:.2f} on "
+            f"{cell_name(worst['row_digits'], worst['col_digits'], worst['context'])}{paper_note} "
+            f"({below['seed'].nunique()} of {gated['seed'].nunique()} seeds below {LEARNED:g} on some cell)"
+        )
+    return "; ".join(why), "gated on " + "; ".join(on)
+
+
+def paper_contrast_cells(
+    better: pd.DataFrame, worse: pd.DataFrame, digit_map: dict[int, int] | None
+) -> pd.DataFrame | None:
+    """The sweep cells whose paper counterparts the paper's table contrasts: the paper's better model
+    above its worse by at least PAPER_CONTRAST there. None where the paper has no table for either."""
+    if digit_map is None:
+        return None
+    a, b = paper_of(better, digit_map), paper_of(worse, digit_map)
+    if a.empty or b.empty:
+        return None
+    both = a.merge(b[[*CELL_KEYS, "paper_accuracy"]], on=CELL_KEYS, suffixes=("", "_worse"))
+    gap = both["paper_accuracy"].astype(float) - both["paper_accuracy_worse"].astype(float)
+    return both[gap >= PAPER_CONTRAST - TOLERANCE]
+
+
+def compared_cells(
+    better: pd.DataFrame,
+    worse: pd.DataFrame,
+    digit_map: dict[int, int] | None,
+    fallback: Callable[[pd.DataFrame], pd.DataFrame],
+    fallback_label: str,
+) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """(better's, worse's cells, which) on the cells the paper's table contrasts, else `fallback`'s."""
+    chosen = paper_contrast_cells(better, worse, digit_map)
+    if chosen is None or chosen.empty:
+        return fallback(better), fallback(worse), fallback_label
+    b, w = _on(better, chosen), _on(worse, chosen)
+    return b, w, f"cells {_cell_list(b)}, where the paper's table contrasts them"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Statistics: one sample per seed and point, paired or Welch t intervals, Holm over a report's claims
+# ---------------------------------------------------------------------------------------------------------
+
+#: configuration keys of a trial: a side is one point, all of these fixed but the seeds
+SEED_KEYS = ("data.seed", "train.seed")
+
+
+class PooledConfigurations(ValueError):
+    """A side would pool several configurations (learning rates, inits, budgets) as if they were seeds."""
+
+
+def config_keys(cells: pd.DataFrame) -> list[str]:
+    return [c for c in cells.columns if c.startswith(("data.", "model.", "train.")) and c not in SEED_KEYS]
 
 
 @dataclass(frozen=True)
 class Side:
-    """One compared model (or pooled points): its trial means over the compared cells."""
+    """One compared point (every axis but the seed fixed): per seed, its mean over the compared cells."""
 
     name: str
+    #: seed -> the seed's mean accuracy over the compared cells
     samples: pd.Series
-    seeds: int
 
     @classmethod
     def of(cls, name: str, cells: pd.DataFrame) -> Side:
-        return cls(name, trial_means(cells), seeds_of(cells))
+        """Refuses cells of several configurations or several trials of one seed: they are not seeds."""
+        keys = config_keys(cells)
+        if len(cells) and keys:
+            configs = cells[keys].astype(str).drop_duplicates()
+            if len(configs) > 1:
+                varying = [k for k in keys if configs[k].nunique() > 1]
+                values = "; ".join(f"{k} in {sorted(configs[k].unique())}" for k in varying)
+                raise PooledConfigurations(
+                    f"{name} pools {len(configs)} configurations ({values}): a side is one point; "
+                    "name each as its own side"
+                )
+        if len(cells) and "run_id" in cells and cells.groupby("seed")["run_id"].nunique().max() > 1:
+            raise PooledConfigurations(f"{name} has several trials of one seed: a side is one trial a seed")
+        samples = cells.groupby("seed")["accuracy"].mean() if len(cells) else pd.Series(dtype=float)
+        samples.index = samples.index.astype(int)
+        return cls(name, samples.sort_index())
 
     @property
     def mean(self) -> float:
         return float(self.samples.mean()) if len(self.samples) else math.nan
 
     @property
-    def variance_of_mean(self) -> float:
-        n = len(self.samples)
-        return float(self.samples.var(ddof=1)) / n if n > 1 else math.nan
+    def seeds(self) -> tuple[int, ...]:
+        return tuple(int(s) for s in self.samples.index)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A contrast's estimate: effect, standard error, degrees of freedom, 95% t interval, one-sided p
+    (H1: the effect is positive, the paper's direction), the seeds, and whether paired over them."""
+
+    effect: float
+    se: float
+    df: float
+    low: float
+    high: float
+    p: float
+    seeds: tuple[int, ...]
+    paired: bool
+
+    def describe(self) -> str:
+        seeds = f"seeds {_seed_list(self.seeds)}" + (", paired" if self.paired else ", Welch")
+        if math.isnan(self.low):
+            return f"effect {self.effect:+.3f} ({seeds}: no spread to estimate)"
+        return (
+            f"effect {self.effect:+.3f}, 95% CI [{self.low:+.3f}, {self.high:+.3f}], "
+            f"one-sided p = {_p(self.p)} ({seeds}, df {self.df:.1f})"
+        )
+
+
+def _p(p: float) -> str:
+    return "nan" if math.isnan(p) else (f"{p:.2g}" if p >= 1e-4 else "< 0.0001")
+
+
+def _seed_list(seeds: Sequence[int]) -> str:
+    return ", ".join(map(str, seeds)) or "none"
+
+
+def _t_interval(effect: float, se: float, df: float) -> tuple[float, float, float]:
+    """(low, high, one-sided p) of a t statistic; a zero standard error is a certain sign."""
+    if math.isnan(se) or math.isnan(df) or df <= 0:
+        return math.nan, math.nan, math.nan
+    if se == 0:
+        return effect, effect, 0.0 if effect > 0 else 1.0
+    half = float(stats.t.ppf(1 - ALPHA / 2, df)) * se
+    return effect - half, effect + half, float(stats.t.sf(effect / se, df))
+
+
+def paired_interval(differences: Sequence[float], seeds: Sequence[int] = ()) -> Interval:
+    """The per-seed differences' mean with its t interval (df n - 1): scipy.stats.ttest_rel's."""
+    d = np.asarray(differences, dtype=float)
+    n = len(d)
+    effect = float(d.mean()) if n else math.nan
+    se = float(d.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
+    low, high, p = _t_interval(effect, se, n - 1.0)
+    return Interval(effect, se, n - 1.0, low, high, p, tuple(seeds), True)
+
+
+def welch_interval(terms: Sequence[tuple[float, Sequence[float]]], seeds: Sequence[int] = ()) -> Interval:
+    """sum(weight * mean) over independent samples, with the Welch-Satterthwaite degrees of freedom
+    (for better - worse: scipy.stats.ttest_ind(equal_var=False)'s)."""
+    parts = [(w, np.asarray(x, dtype=float)) for w, x in terms]
+    effect = float(sum(w * x.mean() for w, x in parts)) if all(len(x) for _, x in parts) else math.nan
+    if any(len(x) < 2 for _, x in parts):
+        return Interval(effect, math.nan, math.nan, math.nan, math.nan, math.nan, tuple(seeds), False)
+    v = [w * w * x.var(ddof=1) / len(x) for w, x in parts]
+    se2 = sum(v)
+    denominator = sum(vi * vi / (len(x) - 1) for vi, (_, x) in zip(v, parts, strict=True))
+    df = se2 * se2 / denominator if denominator > 0 else float(min(len(x) for _, x in parts) - 1)
+    low, high, p = _t_interval(effect, math.sqrt(se2), df)
+    return Interval(effect, math.sqrt(se2), df, low, high, p, tuple(seeds), False)
 
 
 @dataclass(frozen=True)
 class Contrast:
-    """sum(weight * mean) over sides, e.g. better - worse, or (a - b) - (c - d); positive = the claim."""
+    """sum(weight * side) over one-point sides, e.g. better - worse, or (a - b) - (c - d); positive = the
+    paper's direction. Sides that share their seeds (the same data and training seeds: the same problems)
+    are compared per seed (paired); otherwise Welch."""
 
     terms: tuple[tuple[float, Side], ...]
     label: str
 
     @property
-    def value(self) -> float:
-        return round(sum(w * s.mean for w, s in self.terms), 9)  # equal means give 0, not float noise
+    def paired(self) -> bool:
+        seeds = {s.seeds for _, s in self.terms}
+        return len(seeds) == 1 and len(next(iter(seeds))) > 1
 
     @property
-    def standard_error(self) -> float:
-        return round(math.sqrt(sum(w * w * s.variance_of_mean for w, s in self.terms)), 9)
-
-    @property
-    def seeds(self) -> int:
-        return min(s.seeds for _, s in self.terms)
+    def interval(self) -> Interval:
+        if self.paired:
+            seeds = self.terms[0][1].seeds
+            d = sum(w * s.samples.loc[list(seeds)].to_numpy() for w, s in self.terms)
+            return paired_interval(d, seeds)
+        seeds = sorted(set().union(*(s.seeds for _, s in self.terms)))
+        return welch_interval([(w, s.samples.to_numpy()) for w, s in self.terms], seeds)
 
     def describe(self) -> str:
-        se = self.standard_error
-        spread = f" ± {se:.2f} SE" if not math.isnan(se) else ""
-        return f"{self.label}: difference {self.value:+.2f}{spread} ({self.seeds} seed(s))"
+        return f"{self.label}: {self.interval.describe()}"
+
+    def seeds_to_tell(self, level: float) -> int | None:
+        """The seeds (per side) at which the observed mean and spread would put the interval (one-sided
+        `level`) clear of 0; None when no spread was measured, the effect is 0, or more than 1,000."""
+        i = self.interval
+        if math.isnan(i.se) or i.effect == 0:
+            return None
+        if self.paired:
+            sd = i.se * math.sqrt(len(i.seeds))
+            spread = [(1.0, sd * sd)]
+        else:
+            spread = [(w * w, float(s.samples.var(ddof=1))) for w, s in self.terms]
+        for n in range(2, 1001):
+            se = math.sqrt(sum(w2 * v / n for w2, v in spread))
+            df = n - 1.0
+            if not self.paired and se > 0:
+                df = se**4 / sum((w2 * v / n) ** 2 / (n - 1) for w2, v in spread)
+            if se == 0 or abs(i.effect) - float(stats.t.ppf(1 - level, df)) * se > 0:
+                return n
+        return None
 
 
 def difference(better: Side, worse: Side, where: str = "") -> Contrast:
@@ -181,38 +410,86 @@ def difference(better: Side, worse: Side, where: str = "") -> Contrast:
     return Contrast(((1.0, better), (-1.0, worse)), f"{where}: {label}" if where else label)
 
 
-def judge(contrasts: Sequence[Contrast], extra_not_held: str = "") -> tuple[str, str]:
-    """The verdict of a claim made of `contrasts` (each must be positive), with its evidence.
-
-    `extra_not_held`: a reason the claim fails whatever the seeds say (e.g. basic extrapolates)."""
-    evidence = "; ".join(c.describe() for c in contrasts)
-    if extra_not_held:
-        evidence = f"{extra_not_held}; {evidence}"
-    seeds = min(c.seeds for c in contrasts)
-    if seeds < MIN_SEEDS:
-        held = not extra_not_held and all(c.value > 0 for c in contrasts)
-        why = f"fewer than {MIN_SEEDS} seeds: the sign of the difference only"
-        return (SUGGESTS_HELD if held else SUGGESTS_NOT_HELD), f"{why}; {evidence}"
-    z = STANDARD_ERRORS
-    if extra_not_held or any(c.value + z * c.standard_error <= 0 for c in contrasts):
-        return NOT_HELD, f"a difference is at most 0 even {z:g} SE up; {evidence}"
-    if all(c.value - z * c.standard_error > 0 for c in contrasts):
-        return HELD, f"every difference exceeds {z:g} SE; {evidence}"
-    return NOT_TESTABLE, f"the seeds cannot tell: a difference lies within {z:g} SE of 0; {evidence}"
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (NaN entries, claims not judged, are left out and stay NaN)."""
+    judged = sorted((p, i) for i, p in enumerate(pvalues) if not math.isnan(p))
+    m = len(judged)
+    out = [math.nan] * len(pvalues)
+    running = 0.0
+    for rank, (p, i) in enumerate(judged):
+        running = max(running, min(1.0, (m - rank) * p))
+        out[i] = running
+    return out
 
 
-def untestable(why: str) -> tuple[str, str]:
-    return NOT_TESTABLE, why
+@dataclass(frozen=True)
+class Outcome:
+    """What a check read off the numbers, before the family of claims is corrected together: the
+    contrasts (each must be positive), or why the claim cannot be tested, or a reason it fails whatever
+    the seeds say; `notes`: what else the verdict should show (settings left out, the cells gated on)."""
+
+    contrasts: tuple[Contrast, ...] = ()
+    untestable: str = ""
+    fails: str = ""
+    notes: tuple[str, ...] = ()
+
+    @property
+    def p(self) -> float:
+        """The claim's one-sided p: the largest of its contrasts' (all must hold: intersection-union);
+        NaN when it is not judged (not testable, failed anyway, or no spread measured)."""
+        if self.untestable or self.fails or not self.contrasts:
+            return math.nan
+        return max(c.interval.p for c in self.contrasts)
+
+    @property
+    def seeds(self) -> tuple[int, ...]:
+        return (
+            tuple(sorted(set().union(*(c.interval.seeds for c in self.contrasts)))) if self.contrasts else ()
+        )
 
 
-def unlearned(sides: dict[str, pd.DataFrame], where: str) -> str:
-    """'' when every side reached LEARNED on its in-range cells, else the reason (with the numbers)."""
-    means = {name: float(cells["accuracy"].mean()) for name, cells in sides.items()}
-    missing = [name for name, mean in means.items() if math.isnan(mean)]
-    if missing:
-        return f"no in-range cells ({where}) for {', '.join(missing)}"
-    low = {name: mean for name, mean in means.items() if mean < LEARNED}
-    if not low:
-        return ""
-    listed = ", ".join(f"{name} {mean:.2f}" for name, mean in low.items())
-    return f"not learned in range: {listed} on {where}"
+def untestable(why: str, notes: Sequence[str] = ()) -> Outcome:
+    return Outcome(untestable=why, notes=tuple(notes))
+
+
+def compared(contrasts: Sequence[Contrast], fails: str = "", notes: Sequence[str] = ()) -> Outcome:
+    return Outcome(tuple(contrasts), fails=fails, notes=tuple(notes))
+
+
+def decide(outcome: Outcome, p_holm: float, claims: int) -> tuple[str, str]:
+    """The verdict of one claim given its Holm-adjusted p over the `claims` judged in the same report.
+
+    held: adjusted one-sided p < ALPHA / 2 (the lower end of the 95% interval, Holm-corrected, above 0);
+    not held: a contrast's 95% interval excludes the paper's direction (upper end at most 0), or a reason
+    it fails whatever the seeds; else the seeds cannot tell, with the seeds the observed spread says would
+    (at Holm's strictest level, ALPHA / 2 over the report's claims)."""
+    notes = "; ".join(outcome.notes)
+    if outcome.untestable:
+        return NOT_TESTABLE, "; ".join(filter(None, [outcome.untestable, notes]))
+    evidence = "; ".join(c.describe() for c in outcome.contrasts)
+    evidence = "; ".join(filter(None, [evidence, notes]))
+    if outcome.fails:
+        return NOT_HELD, f"{outcome.fails}; {evidence}"
+    intervals = [c.interval for c in outcome.contrasts]
+    if any(not math.isnan(i.high) and i.high <= 0 for i in intervals):
+        return NOT_HELD, f"a 95% interval excludes the paper's direction; {evidence}"
+    if not math.isnan(p_holm) and p_holm < ALPHA / 2:
+        return HELD, f"Holm-adjusted p = {_p(p_holm)} over {claims} claim(s); {evidence}"
+    level = ALPHA / 2 / max(claims, 1)
+    worst = max(outcome.contrasts, key=lambda c: (math.isnan(c.interval.p), c.interval.p))
+    n = worst.seeds_to_tell(level)
+    if math.isnan(worst.interval.se):
+        would = "one seed per side measures no spread: at least 3 seeds per side"
+    elif n is None:
+        would = "at the observed spread no feasible number of seeds would"
+    else:
+        would = f"at the observed mean and spread about {n} seeds per side would"
+    held = f"Holm-adjusted p = {_p(p_holm)} over {claims} claim(s); " if not math.isnan(p_holm) else ""
+    return CANNOT_TELL, f"{held}{would}; {evidence}"
+
+
+def decide_family(outcomes: Sequence[Outcome]) -> list[tuple[str, str, float]]:
+    """Every claim of one report judged together: (status, evidence, Holm-adjusted p) each."""
+    adjusted = holm([o.p for o in outcomes])
+    claims = sum(not math.isnan(p) for p in adjusted)
+    return [(*decide(o, p, claims), p) for o, p in zip(outcomes, adjusted, strict=True)]

@@ -33,6 +33,10 @@ from arith.config import ConfigError, ExperimentConfig, parse_set  # noqa: E402
 from sweeps.grids import get_grid, points  # noqa: E402
 from sweeps.run import SweepError, seeds_arg, select  # noqa: E402
 
+#: pre-searches run seeds from here up, apart from the sweeps' 0, 1, 2, ...: a budget chosen on a pre-search
+#: is then judged on seeds it was not chosen on (analysis.findings leaves the pre-search's seeds out)
+FIRST_SEED = 100
+
 
 def run_trial(config: dict) -> dict:
     """Train one config (tracking off, one CPU thread: the GPU does the work) and summarise it."""
@@ -133,7 +137,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     parser.add_argument("--grid", required=True)
     parser.add_argument("--scale", default="cpu")
-    parser.add_argument("--seeds", type=seeds_arg, default=1, help="a count K, or seeds: 1,2")
+    parser.add_argument(
+        "--seeds",
+        type=seeds_arg,
+        default=1,
+        help=f"a count K (seeds {FIRST_SEED}..{FIRST_SEED}+K-1), or seeds: 101,102",
+    )
     parser.add_argument("--only", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--procs", type=int, default=4, help="trials at a time (default 4)")
@@ -143,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
         given = parse_set(args.set)
         overrides = {**given, "tracking.enabled": False, "train.checkpoint_every": 0}
         overrides["train.num_threads"] = 1
-        configs = select(points(get_grid(args.grid), args.scale, args.seeds, overrides), parse_set(args.only))
+        seeds = range(FIRST_SEED, FIRST_SEED + args.seeds) if isinstance(args.seeds, int) else args.seeds
+        configs = select(points(get_grid(args.grid), args.scale, seeds, overrides), parse_set(args.only))
     except (ConfigError, SweepError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -38,7 +38,7 @@ if str(ROOT) not in sys.path:
 
 from analysis.budget import budget_table  # noqa: E402
 from analysis.curves import budget_figure, learning_curves_figure, save  # noqa: E402
-from analysis.findings import CLAIMS, NOT_TESTABLE  # noqa: E402
+from analysis.findings import CLAIMS, NOT_TESTABLE, Finding, rejudge  # noqa: E402
 from analysis.load import find_parent, load_sweep, sweep_runs  # noqa: E402
 from analysis.report import Analysis, analyse, render  # noqa: E402
 from analysis.tables import markdown_table as markdown  # noqa: E402
@@ -69,6 +69,11 @@ BUDGET_NOTE = _NOTES["budget_note"]
 UNTESTABLE_NOTE = _NOTES["untestable_note"]
 #: per grid, the pre-search points (`grid: point`) whose step budgets stand for its models
 BUDGET_POINTS: dict[str, list[str]] = _NOTES["budget_points"]
+#: each claim's verdict in the report before the rules of analysis/verdicts.py took their present form
+VERDICTS_BEFORE: list[dict[str, str]] = _NOTES["verdicts_before"]
+BEFORE_AFTER_NOTE = _NOTES["before_after_note"]
+#: the note carried sections opened with before; replaced by CARRIED_NOTE where an earlier report has it
+CARRIED_NOTE_BEFORE = _NOTES.get("carried_note_before", "")
 #: the report's figures, in this folder beside it (its links are relative)
 FIGURES = Path("results") / "figures"
 
@@ -106,10 +111,21 @@ class Planned:
         return str(self.seeds) if isinstance(self.seeds, int) else ",".join(map(str, self.seeds))
 
     @property
+    def seeds_name(self) -> str:
+        """The seeds themselves (not the --seeds argument, where `1` is a count): `seed-0`, `seeds-0-2`,
+        `seeds-1,3`."""
+        seeds = self.seed_values
+        if len(seeds) == 1:
+            return f"seed-{seeds[0]}"
+        if seeds == list(range(seeds[0], seeds[-1] + 1)):
+            return f"seeds-{seeds[0]}-{seeds[-1]}"
+        return "seeds-" + ",".join(map(str, seeds))
+
+    @property
     def archive_name(self) -> str:
         """The file its latest sweep is archived in: grid, seeds and --only values, e.g.
-        `mul_format__seeds-1__data.max_digits=5.jsonl`."""
-        return "__".join([self.grid, f"seeds-{self.seeds_arg}", *self.only]) + ".jsonl"
+        `mul_format__seed-0__data.max_digits=5.jsonl`."""
+        return "__".join([self.grid, self.seeds_name, *self.only]) + ".jsonl"
 
     def command(self, uri: str, storage: str) -> list[str]:
         return ["sweeps/run.py", *self.sweep_args(), "--tracking-uri", uri, "--storage-path", storage]
@@ -242,6 +258,11 @@ def grid_results(uri: str) -> list[GridResult]:
         parts = part_runs(client, grid)
         ids = [run.info.run_id for _, run in parts if run is not None]
         out.append(GridResult(grid, parts, analyse(load_sweep(grid, uri, ids)) if ids else None))
+    # one report, one family: Holm's correction over every claim judged in it, sections and summary alike
+    analysed = [r.analysis for r in out if r.analysis is not None]
+    every = rejudge([f for a in analysed for f in a.findings])
+    for a in analysed:
+        a.findings, every = every[: len(a.findings)], every[len(a.findings) :]
     return out
 
 
@@ -252,10 +273,7 @@ def section(result: GridResult, curves: str = "") -> str:
     if result.analysis is None:
         why = "; ".join(n for plan, _ in parts for n in (plan.note, plan.why_not_run) if n)
         why = why + "; " if why else ""
-        return (
-            f"## {grid}\n\n**Not yet run** at cpu scale ({why}the CPU time of the sessions that "
-            "wrote this file went to the sweeps above).\n"
-        )
+        return f"## {grid}\n\n**Not yet run** at cpu scale ({why.removesuffix('; ') or 'planned'}).\n"
     body = repo_relative(render(result.analysis, "markdown"))
     for (
         _,
@@ -290,8 +308,9 @@ def section(result: GridResult, curves: str = "") -> str:
             lines.append(f"  - note: {plan.note}")
     if curves:
         lines.append(
-            f"\nLearning curves: each point's training loss by step, and each trial's in-range accuracy at "
-            f"the end against the competence threshold.\n\n![{grid}: learning curves]({curves})"
+            f"\nLearning curves: each point's training loss by step, and each trial's mean accuracy over the "
+            f"in-range cells at the end beside the competence threshold (the gate itself reads every gated "
+            f"cell of every seed).\n\n![{grid}: learning curves]({curves})"
         )
     lines.append("\nEvery number below is the mean over the seeds each point has.")
     return "\n".join(lines) + "\n" + body
@@ -306,26 +325,53 @@ def summary(results: list[GridResult], carried: dict[str, str] | None = None) ->
         "",
         VERDICT_RULES,
         "",
-        "| grid | claim | status | seeds | sweep minutes |",
-        "|---|---|---|---|---|",
+        "| grid | claim | status | effect | 95% CI | p | p (Holm) | judged on seeds | sweeps' seeds | "
+        "sweep minutes |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
+    blank = " | " * 5
     for result in results:
         if result.analysis is not None:
             ran = [(plan, run) for plan, run in result.parts if run is not None]
             minutes = sum(int(run.data.tags[TAG_WALL]) for _, run in ran) / 60
             measured = f"{seeds_of(ran)} | {minutes:.0f}"
             lines += [
-                f"| {result.grid} | {f.claim} | **{f.status}** | {measured} |"
+                f"| {result.grid} | {f.claim} | **{f.status}** | {_numbers(f)} | {measured} |"
                 for f in result.analysis.findings
             ]
         elif result.grid in carried:
             lines += [
-                f"| {result.grid} | {claim} | {status} | | |"
+                f"| {result.grid} | {claim} | {status} |{blank}| |"
                 for claim, status in carried_claims(carried[result.grid])
             ]
         elif any(claim.grid == result.grid for claim in CLAIMS):
-            lines.append(f"| {result.grid} | all of its claims | not yet run | | |")
+            lines.append(f"| {result.grid} | all of its claims | not yet run |{blank}| |")
     return "\n".join(lines) + "\n"
+
+
+def _numbers(finding: Finding) -> str:
+    return " | ".join(finding.numbers.values())
+
+
+def before_after(results: list[GridResult]) -> str:
+    """Each claim's verdict in the report before these rules (docs/results/notes.yaml `verdicts_before`)
+    beside its verdict now."""
+    now = {
+        (f.grid, f.claim.rsplit(" [", 1)[0]): f for r in results if r.analysis for f in r.analysis.findings
+    }
+    lines = [BEFORE_AFTER_NOTE, "", "| grid | claim | before | after | why, after |", "|---|---|---|---|---|"]
+    for old in VERDICTS_BEFORE:
+        finding: Finding | None = now.get((old["grid"], old["claim"]))
+        after = f"**{finding.status}**" if finding else "not judged"
+        why = _short_why(finding) if finding else ""
+        lines.append(f"| {old['grid']} | {old['claim']} | {old['before']} | {after} | {why} |")
+    return "### Verdicts before and after\n\n" + "\n".join(lines) + "\n"
+
+
+def _short_why(finding: Finding) -> str:
+    """The first clause of a verdict's reason (its full evidence is in the grid's section)."""
+    first = finding.evidence.split("; ")[0]
+    return first if len(first) <= 220 else first[:217] + "..."
 
 
 def seeds_of(ran: list[tuple[Planned, object]]) -> str:
@@ -399,6 +445,8 @@ def carried_section(grid: str, text: str) -> str | None:
     if "**Not yet run**" in text:
         return None
     text = repo_relative(text)
+    if CARRIED_NOTE_BEFORE and CARRIED_NOTE_BEFORE in text:
+        text = text.replace(CARRIED_NOTE_BEFORE, CARRIED_NOTE)
     if CARRIED_NOTE in text:
         return text
     heading, body = text.split("\n", 1)
@@ -509,7 +557,11 @@ def write_results(uri: str, out: Path, intro: str) -> None:
         budget_curves = (FIGURES / "budget.png").as_posix()
     sections = [carried.get(r.grid) or section(r, curves.get(r.grid, "")) for r in results]
     # the not-testable table also reads points pre-searched at one budget: whether it was reached
-    head = [summary(results, carried), untestable(results, budget_table(every, single=True), curves)]
+    head = [
+        summary(results, carried),
+        before_after(results),
+        untestable(results, budget_table(every, single=True), curves),
+    ]
     parts = [
         intro.rstrip() + "\n",
         *filter(None, head),

@@ -386,6 +386,9 @@ GRIDS.update(
 # --scale cpu: the step budget replaces the scale's (`over_scale`), everything else is mul_format's cpu point.
 # ---------------------------------------------------------------------------------------------------------
 
+#: the seeds that pre-search ran: the claim is judged on others (sweeps run with --seeds 3,4,5 and up)
+MUL_BUDGET_PRESEARCH_SEEDS = (0, 1, 2)
+
 GRIDS["mul_format_long"] = Grid(
     name="mul_format_long",
     description="mul_format's claim where the cpu model learns it: basic vs padding + reversed product, "
@@ -395,6 +398,7 @@ GRIDS["mul_format_long"] = Grid(
     paper_tables=("tb:basic-5", "tb:padding-5"),
     table_of=_mul_format_table,
     over_scale=("train.max_steps",),
+    presearch_seeds=MUL_BUDGET_PRESEARCH_SEEDS,
 )
 
 #: mul_simple_case's 3-digit part (the paper's 5) at the same budget: its models stood at 0.60 / 0.64 in
@@ -408,6 +412,7 @@ GRIDS["mul_simple_case_long"] = Grid(
     paper_tables=("tb:onedigit_5-6a", "tb:onedigit_5-6c"),
     table_of=_simple_case_table,
     over_scale=("train.max_steps",),
+    presearch_seeds=MUL_BUDGET_PRESEARCH_SEEDS,
 )
 
 # ---------------------------------------------------------------------------------------------------------

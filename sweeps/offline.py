@@ -43,10 +43,8 @@ from arith.train import train
 from sweeps.errors import SweepError
 from sweeps.grids import get_grid, parse_seeds, points, select
 from sweeps.scales import get_scale
-from sweeps.storage import git_commit, sweep_name, sweep_tags
+from sweeps.storage import PRESEARCH_TAG, git_commit, sweep_name, sweep_tags
 
-#: the tag naming the seeds of the pre-search that chose a sweep's budget (the analysis judges other seeds)
-PRESEARCH_TAG = "presearch_seeds"
 #: pre-searches draw their seeds from here up, so the judged seeds (0 up) never chose their own budget
 PRESEARCH_FIRST_SEED = 100
 #: seconds between looks at the running trials
@@ -164,16 +162,14 @@ def run_parts(
     for index, part in enumerate(parts):
         configs = part.configs()
         _check_presearch(part, configs)
-        tags = sweep_tags(part.grid, part.scale, len(configs), commit)
+        tags = sweep_tags(part.grid, part.scale, len(configs), commit, part.presearch_seeds)
         tags |= {"executor": "sweeps.offline", "machine": device, "precision": precision}
         tags["command"] = part.command()
-        if part.presearch_seeds:
-            tags[PRESEARCH_TAG] = json.dumps(sorted(part.presearch_seeds))
         parent = run_record(new_run_id(), sweep_name(part.grid, part.scale), None, {}, tags)
         parents.append(parent)
         for cfg in configs:
             trial_tags = {**cfg.tracking.tags, "git_commit": commit}
-            if part.presearch_seeds:
+            if PRESEARCH_TAG in tags:
                 trial_tags[PRESEARCH_TAG] = tags[PRESEARCH_TAG]
             cfg = cfg.with_overrides(
                 {"tracking.parent_run_id": parent["run_id"], "tracking.tags": trial_tags}

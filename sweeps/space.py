@@ -61,6 +61,9 @@ class Grid:
     #: keys whose point values are set after the scale (tuning grids of a scale's own settings: its model,
     #: step budget, tag width); every other key is in the paper's units and the scale shrinks it
     over_scale: tuple[str, ...] = ()
+    #: the seeds of the pre-search that chose this grid's budget or a setting: recorded on the sweep's parent
+    #: run (tag `presearch_seeds`) and left out of its verdicts (analysis.findings), which need other seeds
+    presearch_seeds: tuple[int, ...] = ()
 
     def points(self) -> list[Point]:
         """The grid's points in a stable order: the main product, then each `also` block."""

@@ -10,7 +10,7 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,8 @@ from sweeps.grids import get_grid
 from sweeps.scales import get_scale
 
 SWEEP_FILE = "sweep.json"
+#: the tag naming the seeds of the pre-search that chose a sweep's budget (the analysis judges other seeds)
+PRESEARCH_TAG = "presearch_seeds"
 #: the commit of a tree copied without its .git, given by whoever copied it
 COMMIT_ENV = "POSDESC_GIT_COMMIT"
 
@@ -116,9 +118,13 @@ def sweep_name(grid: str, scale: str) -> str:
     return f"{grid}-{scale}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
-def sweep_tags(grid: str, scale: str, trials: int, commit: str) -> dict[str, str]:
-    """The tags of a sweep's parent run, which the analysis reads (a Tune sweep's and an offline one's)."""
-    return {
+def sweep_tags(
+    grid: str, scale: str, trials: int, commit: str, presearch_seeds: Sequence[int] = ()
+) -> dict[str, str]:
+    """The tags of a sweep's parent run, which the analysis reads (a Tune sweep's and an offline one's).
+    `presearch_seeds`: the seeds whose pre-search chose the sweep's budget (default: the grid's own
+    declaration); the analysis judges only other seeds."""
+    tags = {
         "sweep": "1",
         "grid": grid,
         "scale": scale,
@@ -129,6 +135,10 @@ def sweep_tags(grid: str, scale: str, trials: int, commit: str) -> dict[str, str
         # the grid's declared axes (analysis makes them table axes even where a sweep holds one value)
         "axes": json.dumps(get_grid(grid).declared_axes()),
     }
+    chose = tuple(presearch_seeds) or (*get_grid(grid).presearch_seeds, *get_scale(scale).presearch_seeds)
+    if chose:
+        tags[PRESEARCH_TAG] = json.dumps(sorted(set(chose)))
+    return tags
 
 
 def new_sweep(
@@ -146,6 +156,8 @@ def new_sweep(
     for cfg in configs.values():
         cfg["tracking"]["parent_run_id"] = parent_run_id
         cfg["tracking"]["tags"]["git_commit"] = commit
+        if PRESEARCH_TAG in tags:
+            cfg["tracking"]["tags"][PRESEARCH_TAG] = tags[PRESEARCH_TAG]
     state = {
         "grid": args.grid,
         "scale": args.scale,

@@ -93,7 +93,7 @@ def test_tables_findings_and_heatmaps_from_the_smoke_sweeps(swept) -> None:
         assert all(any(ch.isdigit() for ch in f.evidence) for f in analysis.findings)
         # smoke models train for seconds and learn nothing: no claim is testable on them, each says why
         assert statuses == [NOT_TESTABLE] * len(statuses)
-        assert all("not learned in range" in f.evidence for f in analysis.findings)
+        assert all("not learned: seed" in f.evidence for f in analysis.findings)
 
         # the CLI writes the report, the CSVs and one heatmap per table, and logs them on the parent run
         out = folder / f"out_{grid}"

@@ -101,7 +101,7 @@ def test_reproduce_cpu_restores_the_archived_parts_before_its_report(
     client.set_tag(parent, reproduce_cpu.TAG_COMMAND, "python " + " ".join(plan.command("sqlite:///x", "r")))
     folder = tmp_path / "archives"
     export_sweep(client, parent, folder / plan.archive_name)
-    assert plan.archive_name == "add_posembed__seeds-1.jsonl"
+    assert plan.archive_name == "add_posembed__seed-0.jsonl"
 
     (tmp_path / "b").mkdir()
     shutil.copy(empty_store, tmp_path / "b" / "mlflow.db")

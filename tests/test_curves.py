@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 import reproduce_cpu  # noqa: E402
 
-ARCHIVE = ROOT / "docs" / "results" / "sweeps" / "mul_format__seeds-3__data.max_digits=3.jsonl"
+ARCHIVE = ROOT / "docs" / "results" / "sweeps" / "mul_format__seeds-0-2__data.max_digits=3.jsonl"
 
 
 @pytest.fixture(scope="module")
@@ -42,12 +42,12 @@ def test_learning_curves_show_the_loss_history_and_where_in_range_accuracy_ended
     history = metric_history(sweep, (LOSS,))
     assert history["run_id"].nunique() == 12 and set(history["metric"]) == {LOSS}
     assert history.groupby("run_id").size().min() == 150  # a loss every 20 of 3,000 steps
-    # the in-range accuracy drawn is the one the verdict read: its evidence names the same means
+    # the in-range mean drawn is below the threshold where the verdict, reading each seed's gated cells,
+    # names a seed and cell below it
     accuracy = in_range_by_trial(sweep)
     by_format = accuracy.groupby(sweep.trials.set_index("run_id").loc[accuracy.index, "data.format"]).mean()
     evidence = next(f.evidence for f in analyse(sweep).findings)
-    assert f"basic {by_format['basic']:.2f}" in evidence
-    assert f"padding_reverse {by_format['padding_reverse']:.2f}" in evidence
+    assert "basic not learned: seed" in evidence and "padding_reverse not learned: seed" in evidence
     assert by_format["basic"] < LEARNED
 
     figure = learning_curves_figure(sweep, history)
@@ -95,6 +95,6 @@ def test_the_report_links_the_curves_and_says_what_would_make_a_claim_testable(
     assert "![In-range accuracy by step budget](results/figures/budget.png)" in text
     table = text.split("### Not testable: why, and what it would take", 1)[1].split("\n## ", 1)[0]
     row = next(line for line in table.splitlines() if line.startswith("| mul_format |"))
-    assert "not learned in range: basic 0.59" in row and "[figure](results/figures/mul_format.png)" in row
+    assert "basic not learned: seed" in row and "[figure](results/figures/mul_format.png)" in row
     assert "cpu_tune_steps: task=mul: ~22,000" in row and "task=mul_basic: ~390,000" in row
     assert f"{reproduce_cpu.paper_trial_steps('mul_format'):,} steps (GPT-2 small)" in row

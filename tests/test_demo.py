@@ -11,7 +11,7 @@ import yaml
 from test_analysis import synthetic_sweep
 
 from analysis import analyse
-from analysis.findings import CLAIMS, HELD, NOT_HELD, NOT_TESTABLE, SUGGESTS_HELD
+from analysis.findings import CANNOT_TELL, CLAIMS, HELD, NOT_HELD, NOT_TESTABLE
 from arith.train import summary_metrics
 from sweeps.grids import points
 
@@ -63,9 +63,9 @@ def test_demo_claim_verdicts_follow_the_seed_rule() -> None:
     # both formats learned equally: the claimed gap is not there
     assert demo_statuses(lambda s: 1.0, lambda s: 1.0, seeds=3)[0] == NOT_HELD
     # a spread over seeds wider than the gap: the seeds cannot tell
-    assert demo_statuses(lambda s: 1.0, lambda s: [0.0, 0.98, 0.99][s], seeds=3)[0] == NOT_TESTABLE
-    # one seed only suggests; the padded format not learning the training range tests nothing
-    assert demo_statuses(lambda s: 1.0, lambda s: 0.3, seeds=1)[0] == SUGGESTS_HELD
+    assert demo_statuses(lambda s: 1.0, lambda s: [0.0, 0.98, 0.99][s], seeds=3)[0] == CANNOT_TELL
+    # one seed measures no spread; the padded format not learning the training range tests nothing
+    assert demo_statuses(lambda s: 1.0, lambda s: 0.3, seeds=1)[0] == CANNOT_TELL
     status, evidence = demo_statuses(lambda s: 0.5, lambda s: 0.1, seeds=3)
     assert status == NOT_TESTABLE and "not learned" in evidence
 

@@ -32,7 +32,7 @@ def test_presearch_writes_one_record_per_trial_and_the_report_renders_them(tmp_p
     )
     assert done.returncode == 0, done.stderr
     records = [json.loads(line) for line in out.read_text().splitlines()]
-    assert sorted(r["seed"] for r in records) == [0, 1]
+    assert sorted(r["seed"] for r in records) == [100, 101]  # pre-searches run seeds from 100 up
     for rec in records:
         assert "error" not in rec
         assert rec["grid"] == "cpu_tune_hash" and rec["point"] == "n_hash=4"

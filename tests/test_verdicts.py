@@ -1,0 +1,172 @@
+"""The verdict rules (analysis/verdicts.py) on known inputs: paired and Welch t intervals and Holm's
+correction against scipy.stats, one point a side, the per-seed competence gate, cells read through their paper
+counterparts, and claims judged on the seeds that chose their budget."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from analysis.findings import CLAIMS, NOT_TESTABLE, Claim, evaluate_findings, outcome_of
+from analysis.paper import digit_map_of
+from analysis.verdicts import (
+    CANNOT_TELL,
+    HELD,
+    Contrast,
+    PooledConfigurations,
+    Side,
+    compared,
+    compared_cells,
+    competence,
+    decide_family,
+    difference,
+    holm,
+    paired_interval,
+    welch_interval,
+)
+from tests.test_analysis import paper_or, synthetic_sweep
+
+BETTER = [0.61, 0.55, 0.72, 0.58, 0.66]
+WORSE = [0.50, 0.52, 0.60, 0.49, 0.63]
+
+
+def side_frame(values: list[float], seeds: list[int] | None = None, **config) -> pd.DataFrame:
+    """One cell per seed of one point (`config`: its axes)."""
+    seeds = seeds if seeds is not None else list(range(len(values)))
+    frame = pd.DataFrame({"seed": seeds, "accuracy": values, "run_id": [f"r{s}" for s in seeds]})
+    for key, value in {"data.format": "basic", "train.lr": 1e-3, **config}.items():
+        frame[key] = value
+    return frame
+
+
+def test_the_paired_interval_is_scipys_ttest_rel() -> None:
+    ours = paired_interval(np.subtract(BETTER, WORSE), range(5))
+    theirs = stats.ttest_rel(BETTER, WORSE, alternative="greater")
+    ci = stats.ttest_rel(BETTER, WORSE).confidence_interval(0.95)
+    assert ours.p == pytest.approx(theirs.pvalue) and ours.df == theirs.df == 4
+    assert (ours.low, ours.high) == pytest.approx((ci.low, ci.high))
+
+
+def test_the_welch_interval_is_scipys_unequal_variance_ttest() -> None:
+    better, worse = BETTER, [*WORSE[:3], 0.3]  # 5 against 4 seeds
+    ours = welch_interval([(1.0, better), (-1.0, worse)])
+    theirs = stats.ttest_ind(better, worse, equal_var=False, alternative="greater")
+    ci = stats.ttest_ind(better, worse, equal_var=False).confidence_interval(0.95)
+    assert ours.p == pytest.approx(theirs.pvalue) and ours.df == pytest.approx(theirs.df)
+    assert (ours.low, ours.high) == pytest.approx((ci.low, ci.high))
+
+
+def test_sides_sharing_their_seeds_are_paired_others_welch() -> None:
+    paired = difference(Side.of("a", side_frame(BETTER)), Side.of("b", side_frame(WORSE)))
+    assert paired.paired and paired.interval.p == pytest.approx(
+        stats.ttest_rel(BETTER, WORSE, alternative="greater").pvalue
+    )
+    apart = difference(Side.of("a", side_frame(BETTER)), Side.of("b", side_frame(WORSE, [5, 6, 7, 8, 9])))
+    assert not apart.paired and apart.interval.p == pytest.approx(
+        stats.ttest_ind(BETTER, WORSE, equal_var=False, alternative="greater").pvalue
+    )
+
+
+def test_holm_is_the_step_down_adjustment_of_scipys_p_values() -> None:
+    """Three claims' one-sided p from scipy, adjusted by hand: sorted p times (m - rank), kept monotone."""
+    samples = [(BETTER, WORSE), ([0.9, 0.8, 0.85], [0.5, 0.6, 0.55]), ([0.5, 0.6, 0.4], [0.45, 0.5, 0.5])]
+    p = [stats.ttest_rel(a, b, alternative="greater").pvalue for a, b in samples]
+    order = np.argsort(p)
+    expected = [0.0] * 3
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (3 - rank) * p[i]))
+        expected[i] = running
+    assert holm([*p, math.nan]) == pytest.approx([*expected, math.nan], nan_ok=True)
+
+
+def test_a_claim_held_alone_cannot_be_told_beside_others() -> None:
+    """p = 0.0086 alone is held (< 0.025); Holm over three such claims makes it 3 x 0.0086 = 0.026."""
+    one = compared([difference(Side.of("a", side_frame(BETTER)), Side.of("b", side_frame(WORSE)))])
+    assert one.p == pytest.approx(0.0086, abs=1e-4)
+    assert decide_family([one])[0][0] == HELD
+    assert [v[0] for v in decide_family([one, one, one])] == [CANNOT_TELL] * 3
+    assert "seeds per side would" in decide_family([one, one, one])[0][1]
+
+
+def test_a_pooled_pair_of_configurations_is_refused() -> None:
+    pooled = pd.concat(
+        [side_frame([0.8, 0.9, 0.7]), side_frame([0.6, 0.5, 0.7], [3, 4, 5], **{"train.lr": 1e-5})]
+    )
+    with pytest.raises(PooledConfigurations, match=r"train\.lr"):
+        Side.of("none", pooled)
+    claim = Claim(
+        "g", "a beats b", "tb:x", "", lambda f, _: compared([difference(Side.of("a", f), Side.of("b", f))])
+    )
+    outcome = outcome_of(claim, pooled)
+    assert outcome.untestable.startswith("a pools 2 configurations")
+
+
+def test_one_seed_below_the_gate_makes_a_claim_not_testable_though_the_mean_is_above() -> None:
+    cells = side_frame([1.0, 1.0, 0.85])  # mean 0.95
+    cells = cells.assign(context="main", row_digits=pd.NA, col_digits=2)
+    why, _on = competence({"basic": cells}, None, lambda c: c, "every cell")
+    assert why.startswith("basic not learned: seed 2 0.85 on 2 digits (1 of 3 seeds below 0.9")
+    assert (
+        competence(
+            {"basic": side_frame([1.0, 0.9, 0.9]).assign(context="main", row_digits=pd.NA, col_digits=2)},
+            None,
+            lambda c: c,
+            "",
+        )[0]
+        == ""
+    )
+
+
+def test_cells_are_gated_and_compared_by_their_paper_counterparts() -> None:
+    """At cpu scale (5 digits -> 3) cpu 2x2 stands for the paper's 2x2, which the paper's basic-5 model
+    learned (0.99): it is gated, not compared; cpu 3x3 stands for the paper's 5x5."""
+    sweep = synthetic_sweep("mul_format_long", paper_or(0.0), "cpu", seeds=(3,))
+    cells = sweep.cells[sweep.cells["epoch"] == sweep.cells["final_epoch"]]
+    digit_map = digit_map_of("", "cpu", "mul_format_long")
+    basic, padded = (cells[cells["data.format"] == f] for f in ("basic", "padding_reverse"))
+    _why, on = competence({"basic": basic}, digit_map, lambda c: c, "")
+    gate = "1x1, 1x2, 1x3 (paper 1x5), 2x1, 2x2, 3x1 (paper 5x1)"
+    assert on == f"gated on basic: {gate}, where the paper's model reached 0.9"
+    better, worse, which = compared_cells(padded, basic, digit_map, lambda c: c, "")
+    assert (
+        which
+        == "cells 2x3 (paper 2x5), 3x2 (paper 5x2), 3x3 (paper 5x5), where the paper's table contrasts them"
+    )
+    assert len(better) == len(worse) == 3
+
+
+def test_a_claim_judged_on_its_presearch_seeds_is_not_testable() -> None:
+    sweep = synthetic_sweep("mul_format_long", paper_or(0.0), "cpu", seeds=3)  # seeds 0, 1, 2
+    (found,) = evaluate_findings(sweep.cells, "mul_format_long", digit_map_of("", "cpu", ""))
+    assert found.status == NOT_TESTABLE and "judged on the seeds that chose its budget" in found.evidence
+    # the sweep's own tag wins over the claim's declaration
+    (found,) = evaluate_findings(sweep.cells, "mul_format_long", digit_map_of("", "cpu", ""), "[7]")
+    assert found.status == HELD and found.numbers["seeds"] == "0, 1, 2 (paired)"
+    # seeds beside the pre-search's: only the fresh ones are judged
+    sweep = synthetic_sweep("mul_format_long", paper_or(0.0), "cpu", seeds=(1, 2, 3, 4, 5))
+    (found,) = evaluate_findings(sweep.cells, "mul_format_long", digit_map_of("", "cpu", ""))
+    assert found.numbers["seeds"] == "3, 4, 5 (paired)"
+    assert {c.presearch_seeds for c in CLAIMS if c.grid in ("mul_format_long", "mul_simple_case_long")} == {
+        (0, 1, 2)
+    }
+
+
+def test_the_gate_meets_a_threshold_within_float_rounding() -> None:
+    """A mean of 8.1/9 prints 0.90 and is stored 0.8999999999999999: it has met 0.9."""
+    value = 8.1 / 9
+    cells = side_frame([value]).assign(context="main", row_digits=pd.NA, col_digits=2)
+    assert value < 0.9 and competence({"x": cells}, None, lambda c: c, "")[0] == ""
+
+
+def test_a_contrast_of_four_sides_pairs_over_their_shared_seeds() -> None:
+    a, b, c, d = (
+        Side.of(n, side_frame(v)) for n, v in zip("abcd", [BETTER, WORSE, WORSE, BETTER], strict=True)
+    )
+    contrast = Contrast(((1.0, a), (-1.0, b), (-1.0, c), (1.0, d)), "gap")
+    diffs = 2 * (np.array(BETTER) - np.array(WORSE))
+    assert contrast.interval.p == pytest.approx(stats.ttest_1samp(diffs, 0, alternative="greater").pvalue)
