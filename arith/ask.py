@@ -65,7 +65,7 @@ def typed_example(cfg: ExperimentConfig, problem: str) -> Example:
         raise AskError(f"task {d.task!r} takes no typed problem; ask it with --cell (its test grid)")
     match = _PROBLEM.match(problem)
     if match is None or (match.group(2) in "x×*") != (operator == "*"):
-        raise AskError(f"cannot read {problem!r} as a {d.task} problem: write it like 123{operator}456")
+        raise AskError(f"cannot read {problem!r} as a problem of task {d.task}: write it like 12{operator}34")
     a, b = int(match.group(1)), int(match.group(3))
     cell = (
         ("main", len(str(b)), len(str(a)))
