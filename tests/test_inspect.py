@@ -80,7 +80,7 @@ def test_the_model_loads_through_runs_uri_and_scores_what_the_trial_logged(trial
     logged = _artifact(client, result.run_id, "eval/cells.csv", tmp_path)
     final = logged[logged["epoch"] == logged["epoch"].max()].reset_index(drop=True)
     cell = final["accuracy"].idxmax()  # a cell the model gets partly right
-    assert 0 < final.loc[cell, "accuracy"]
+    assert final.loc[cell, "accuracy"] > 0
     assert again.loc[cell, "correct"] == final.loc[cell, "correct"]
     assert list(again["correct"]) == list(final["correct"])
 
@@ -190,7 +190,9 @@ def test_digit_errors_by_position_read_either_answer_order() -> None:
     rows = digit_errors.digit_rows(errors, "mul", "padding_reverse")
     wrong = rows.groupby("answer")["wrong"].apply(list).to_dict()
     assert wrong == {0: [False, False, False, True], 1: [False, False, False, True], 2: [True] * 4}
-    cells = pd.DataFrame({"context": ["main"], "row_digits": [2], "col_digits": [2], "n": [10], "correct": [7]})
+    cells = pd.DataFrame(
+        {"context": ["main"], "row_digits": [2], "col_digits": [2], "n": [10], "correct": [7]}
+    )
     positions = digit_errors.by_position(rows, cells)
     top = positions[positions["position"] == 3].iloc[0]
     assert top["answers"] == 3 and top["wrong"] == 3 and top["rate"] == 1.0
