@@ -49,7 +49,7 @@ th { background: #f0f2f5; } td:first-child, th:first-child { text-align: left; }
 img { max-width: 100%; height: auto; display: block; margin: 8px 0; }
 .note { background: #fff8e1; padding: 6px 10px; border-left: 3px solid #e0b000; }
 .errors { display: flex; gap: 18px; align-items: flex-start; margin: 8px 0 18px; }
-.errors-figure { flex: 0 0 46%; } .errors-figure img { max-width: 100%; }
+.errors-figure { flex: 0 0 52%; } .errors-figure img { max-width: 100%; }
 .wrong-answers td { vertical-align: top; } .wrong-answers td.wrong { text-align: left; }
 .wrong-answers ul { margin: 0; padding-left: 16px; } .expected { color: #666; }
 code { font-size: 12px; }

@@ -262,12 +262,12 @@ def read_errors(client, run_id: str, into: Path) -> pd.DataFrame | None:
     except (MlflowException, OSError):
         return None
     try:
-        errors = pd.read_csv(
-            path, dtype={"prompt": str, "expected": str, "reply": str}, keep_default_na=False
-        )
+        errors = pd.read_csv(path, dtype={"prompt": str, "expected": str, "reply": str})
     except (pd.errors.EmptyDataError, pd.errors.ParserError) as err:
         raise AnalysisError(f"run {run_id}: eval/errors.csv cannot be read as a table ({err})") from err
-    for column in ("row_digits", "a", "b"):
+    for column in ("prompt", "expected", "reply"):  # an empty reply is read as NaN
+        errors[column] = errors[column].fillna("")
+    for column in ("epoch", "row_digits", "col_digits", "a", "b"):
         errors[column] = pd.to_numeric(errors[column], errors="coerce").astype("Int64")
     return errors
 

@@ -40,11 +40,18 @@ class PointErrors:
         return digit_errors.figure(rows, f"{self.label}: where the wrong answers err")
 
 
+def _text(value) -> str:
+    """A config value as text that reads the same whichever frame it came from (3 == 3.0 == "3")."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
 def _matches(frame: pd.DataFrame, point: pd.Series) -> pd.Series:
     mask = pd.Series(True, index=frame.index)
     for key, value in point.items():
         if key in frame.columns:
-            mask &= frame[key].astype(str) == str(value)
+            mask &= frame[key].map(_text) == _text(value)
     return mask
 
 
@@ -105,7 +112,11 @@ def wrong_answers_html(point: PointErrors, per_cell: int = SHOWN_PER_CELL) -> st
             f"<tr><td>{html.escape(label)}</td><td>{acc}</td><td>{wrong}</td>"
             f'<td class="wrong">{body}</td></tr>'
         )
-    head = "<tr><th>cell (a x b)</th><th>accuracy</th><th>wrong</th><th>a few wrong answers</th></tr>"
+    cell = "cell (a x b)" if point.errors["row_digits"].notna().any() else "cell (digits)"
+    head = (
+        f"<tr><th>{cell}</th><th>accuracy (mean)</th><th>wrong (all seeds)</th>"
+        "<th>a few wrong answers: prompt → reply</th></tr>"
+    )
     return f'<table class="wrong-answers">{head}{"".join(lines)}</table>'
 
 

@@ -170,6 +170,7 @@ def figure(rows: pd.DataFrame, title: str = "") -> Figure | None:
         for chain, rate, digits in chains[["chain", "rate", "digits"]].itertuples(index=False):
             ax.text(chain, rate + 0.02, str(int(digits)), ha="center", fontsize=6)
         ax.set_ylim(0, 1.1)
+        ax.set_xticks(chains["chain"].astype(int).tolist())
         ax.set_xlabel("carry chain into the digit (columns)", fontsize=8)
         ax.set_ylabel("wrong digits / digits", fontsize=8)
         ax.set_title("by carry chain (n digits on bars)", fontsize=9)

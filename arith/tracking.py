@@ -74,14 +74,11 @@ class NullTracker:
     def log_text(self, text: str, artifact_file: str) -> None:
         pass
 
-    def log_evaluation(
-        self,
-        cells: pd.DataFrame,
-        failures: pd.DataFrame | list[dict],
-        epoch: int,
-        errors: pd.DataFrame | None = None,
-    ) -> None:
+    def log_evaluation(self, cells: pd.DataFrame, failures: pd.DataFrame | list[dict], epoch: int) -> None:
         pass
+
+    def log_errors(self, errors: pd.DataFrame, epoch: int) -> None:
+        """The evaluation's kept wrong answers (`EvalResult.errors_frame()`), after `log_evaluation`."""
 
     def log_artifacts(self, folder: str | Path, artifact_path: str) -> None:
         """Keep the files of `folder` as the run's artifacts under `artifact_path` (e.g. the trained model
@@ -201,22 +198,11 @@ class MlflowTracker(NullTracker):
         self._texts[artifact_file] = text
         self.flush()
 
-    def log_evaluation(
-        self,
-        cells: pd.DataFrame,
-        failures: pd.DataFrame | list[dict],
-        epoch: int,
-        errors: pd.DataFrame | None = None,
-    ) -> None:
+    def log_evaluation(self, cells: pd.DataFrame, failures: pd.DataFrame | list[dict], epoch: int) -> None:
         """Append one evaluation to eval/cells.csv and eval/failures.jsonl and draw its heatmaps; an
-        epoch the run already holds (logged before a restart) is not added again. `errors` (the kept
-        wrong answers, `EvalResult.errors_frame()`) replace eval/errors.csv (and the MLflow table
-        eval/errors.json): it holds the latest evaluation's, the one the run's final model gives; their
-        error rate by answer digit is drawn as eval/digit_errors_epoch<E>.png."""
+        epoch the run already holds (logged before a restart) is not added again."""
         if any(epoch in set(frame["epoch"]) for frame in self._cells_history):
             return
-        if errors is not None:
-            self._log_errors(errors, epoch)
         cells = cells.copy()
         cells.insert(0, "epoch", epoch)
         self._cells_history.append(cells)
@@ -240,7 +226,11 @@ class MlflowTracker(NullTracker):
             self._files.append((str(path), "eval"))
         self.flush()
 
-    def _log_errors(self, errors: pd.DataFrame, epoch: int) -> None:
+    def log_errors(self, errors: pd.DataFrame, epoch: int) -> None:
+        """The kept wrong answers replace eval/errors.csv (and the MLflow table eval/errors.json): it
+        holds the latest evaluation's, the one the run's final model gives (an evaluation logged again
+        after a restart writes the same). Their error rate by answer digit is drawn as
+        eval/digit_errors_epoch<E>.png."""
         import matplotlib.pyplot as plt
 
         from arith import digit_errors
@@ -258,6 +248,7 @@ class MlflowTracker(NullTracker):
             figure.savefig(path, dpi=100)
             plt.close(figure)
             self._files.append((str(path), "eval"))
+        self.flush()
 
     def log_artifacts(self, folder: str | Path, artifact_path: str) -> None:
         copy = self._staging / "folders" / artifact_path

@@ -445,7 +445,8 @@ def evaluate_and_log(s: Setup, epoch: int, tracker) -> tuple[pd.DataFrame, list[
     seconds = time.perf_counter() - start
     cells, failures = result.to_frame(), [failure.to_json() for failure in result.failures]
     tracker.log_metrics(summary_metrics(cells, seconds, s.cfg.data.max_digits), epoch)
-    tracker.log_evaluation(cells, failures, epoch, errors=result.errors_frame())
+    tracker.log_evaluation(cells, failures, epoch)
+    tracker.log_errors(result.errors_frame(), epoch)
     return cells, failures, seconds
 
 
