@@ -4,6 +4,8 @@ Everything is inline (CSS in a <style> block, every figure a base64 PNG), so the
 logged as an MLflow artifact or opened offline. Sections: the sweep, the paper's claims with their verdicts
 and reasons, each table beside the paper's (heatmap and numbers), the spread over seeds, the learning curves
 (analysis.curves), and each point's test accuracy by epoch, read from the trials' MLflow metric history.
+Under each table, per point: where its wrong answers err (by answer digit and carry chain) and a few
+wrong answers of each cell (analysis.wrong_answers).
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from analysis.curves import learning_curves_figure, point_labels
 from analysis.findings import HELD, NOT_HELD, Finding
 from analysis.load import Sweep, metric_history
 from analysis.plots import heatmap
-from analysis.tables import render_tables
+from analysis.tables import Table, render_tables
+from analysis.wrong_answers import points_of, wrong_answers_html
 
 #: metrics plotted by epoch, when the trials logged them (arith.train.summary_metrics)
 EPOCH_METRICS = ("test_acc/in_range", "test_acc/beyond", "test_acc")
@@ -45,6 +48,11 @@ th { background: #f0f2f5; } td:first-child, th:first-child { text-align: left; }
 .finding td { text-align: left; vertical-align: top; }
 img { max-width: 100%; height: auto; display: block; margin: 8px 0; }
 .note { background: #fff8e1; padding: 6px 10px; border-left: 3px solid #e0b000; }
+.errors { display: flex; gap: 18px; align-items: flex-start; margin: 8px 0 18px; }
+.errors-figure { flex: 0 0 52%; } .errors-figure img { max-width: 100%; }
+.wrong-answers td { vertical-align: top; } .wrong-answers td.wrong { text-align: left; }
+.wrong-answers ul { margin: 0; padding-left: 16px; } .expected { color: #666; }
+code { font-size: 12px; }
 """
 
 
@@ -137,6 +145,25 @@ def epochs_figure(sweep: Sweep, history: pd.DataFrame) -> Figure | None:
     return figure
 
 
+def wrong_answers_section(sweep: Sweep, table: Table) -> str:
+    """Beside a table: per point, where its wrong answers err (by answer digit and carry chain) and a
+    few wrong answers of each cell (`analysis.wrong_answers`)."""
+    points = points_of(sweep, table)
+    if not points:
+        if sweep.errors.empty:
+            return '<p class="meta">No wrong answers kept (trials from before eval/errors.csv).</p>'
+        return ""
+    parts = [f"<h4>What the trials wrote when wrong: {html.escape(table.title)}</h4>"]
+    for point in points:
+        figure = point.figure()
+        image = _img(figure, f"digit errors: {point.label}") if figure is not None else ""
+        parts.append(
+            f'<div class="errors"><div class="errors-figure"><strong>{html.escape(point.label)}</strong>'
+            f"{image}</div><div>{wrong_answers_html(point)}</div></div>"
+        )
+    return "\n".join(parts)
+
+
 def page(analysis, head: str) -> str:
     """The whole page for an `analysis.report.Analysis`; `head` is the report's one-line summary."""
     sweep: Sweep = analysis.sweep
@@ -153,6 +180,7 @@ def page(analysis, head: str) -> str:
     for table in analysis.tables:
         parts.append(_img(heatmap(table), f"heatmap: {table.title}"))
         parts.append(render_tables([table], "html"))
+        parts.append(wrong_answers_section(sweep, table))
     spread = seed_spread_figure(sweep)
     if spread is not None:
         parts += ["<h2>Spread over seeds</h2>", _img(spread, "accuracy of each seed by point")]

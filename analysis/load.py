@@ -89,6 +89,9 @@ class Sweep:
     #: the seeds of the pre-search that chose the sweep's budget (parent run tag `presearch_seeds`, JSON
     #: list; of several parts, every part's); '' when no part recorded one
     presearch_seeds_tag: str = ""
+    #: the kept wrong answers of each finished trial's last evaluation (eval/errors.csv) with the trial's
+    #: columns (run_id, seed, point keys); empty for trials from before eval/errors.csv
+    errors: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def status_counts(self) -> dict[str, int]:
@@ -254,6 +257,39 @@ def read_cells(client, run_id: str, into: Path) -> pd.DataFrame | None:
     return cells
 
 
+def read_errors(client, run_id: str, into: Path) -> pd.DataFrame | None:
+    """The run's eval/errors.csv (its last evaluation's kept wrong answers), or None without one."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        path = client.download_artifacts(run_id, "eval/errors.csv", str(into))
+    except (MlflowException, OSError):
+        return None
+    try:
+        errors = pd.read_csv(path, dtype={"prompt": str, "expected": str, "reply": str})
+    except (pd.errors.EmptyDataError, pd.errors.ParserError) as err:
+        raise AnalysisError(f"run {run_id}: eval/errors.csv cannot be read as a table ({err})") from err
+    for column in ("prompt", "expected", "reply"):  # an empty reply is read as NaN
+        errors[column] = errors[column].fillna("")
+    for column in ("epoch", "row_digits", "col_digits", "a", "b"):
+        errors[column] = pd.to_numeric(errors[column], errors="coerce").astype("Int64")
+    return errors
+
+
+def tidy_errors(
+    trials: pd.DataFrame, errors_by_run: dict[str, pd.DataFrame], axes: list[str]
+) -> pd.DataFrame:
+    """Trial columns joined onto each kept wrong answer (as `tidy_cells` does onto cells)."""
+    keep = ["run_id", "seed", "point", *dict.fromkeys([*IDENTITY_KEYS, *axes])]
+    frames = []
+    for run_id, errors in errors_by_run.items():
+        trial = trials.loc[trials["run_id"] == run_id, keep].iloc[0]
+        frames.append(errors.assign(**{k: [trial[k]] * len(errors) for k in keep}))
+    if not frames:
+        return pd.DataFrame(columns=[*keep, "epoch", "context", "row_digits", "col_digits", "prompt"])
+    return pd.concat(frames, ignore_index=True)
+
+
 def tidy_cells(trials: pd.DataFrame, cells_by_run: dict[str, pd.DataFrame], axes: list[str]) -> pd.DataFrame:
     """Trial columns joined onto each of its cells, plus `final_epoch` (the run's last evaluation)."""
     frames = []
@@ -313,11 +349,15 @@ def load_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] 
             trials = trials[~repeated].reset_index(drop=True)
         notes.append(f"combines {len(parents)} sweeps: {', '.join(p.info.run_id for p in parents)}")
     cells_by_run: dict[str, pd.DataFrame] = {}
+    errors_by_run: dict[str, pd.DataFrame] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for i, run_id in enumerate(trials.loc[trials["status"] == FINISHED, "run_id"]):
             cells = read_cells(client, run_id, Path(tmp) / str(i))
             if cells is not None:
                 cells_by_run[run_id] = cells
+                errors = read_errors(client, run_id, Path(tmp) / str(i))
+                if errors is not None:
+                    errors_by_run[run_id] = errors
     finished = int((trials["status"] == FINISHED).sum())
     if not cells_by_run and finished:
         raise AnalysisError(
@@ -346,6 +386,7 @@ def load_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] 
         digit_map_tag=parent.data.tags.get("digit_map", ""),
         presearch_seeds_tag=presearch_seeds_tag(parents),
         declared_axes=tuple(declared),
+        errors=tidy_errors(trials, errors_by_run, axes),
     )
 
 

@@ -16,6 +16,7 @@ from analysis.load import FINISHED, IDENTITY_KEYS, TAG_COLUMNS, Sweep, aggregate
 from analysis.paper import attach_paper, digit_map_of
 from analysis.plots import write_heatmaps
 from analysis.tables import Table, build_tables, long_frame, render_tables
+from analysis.wrong_answers import write_figures
 
 FORMATS: dict[str, str] = {"markdown": "md", "csv": "csv", "latex": "tex", "html": "html"}
 
@@ -98,7 +99,8 @@ def write_outputs(analysis: Analysis, text: str, fmt: str, out_dir: Path) -> lis
     }
     for path, content in files.items():
         path.write_text(content)
-    return [*files, *write_heatmaps(analysis.tables, out_dir)]
+    figures = write_heatmaps(analysis.tables, out_dir)
+    return [*files, *figures, *write_figures(analysis.sweep, analysis.tables, out_dir)]
 
 
 def log_to_parent(analysis: Analysis, out_dir: Path) -> str | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import html
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -42,6 +42,10 @@ class Table:
     min_seeds: int
     row_name: str
     col_name: str
+    #: the points the table shows: one row each, the dotted config keys that say what a trial is, and
+    #: the contexts it shows (to find the trials' wrong answers: analysis.wrong_answers)
+    points: pd.DataFrame = field(default_factory=pd.DataFrame)
+    contexts: tuple[str, ...] = ()
 
     @property
     def has_paper(self) -> bool:
@@ -109,6 +113,8 @@ def _make(frame: pd.DataFrame, title: str, index: str, columns, row_name: str, c
         min_seeds=int(seeds.min()) if len(seeds) else 0,
         row_name=row_name,
         col_name=col_name,
+        points=frame[[c for c in frame.columns if "." in str(c)]].drop_duplicates().reset_index(drop=True),
+        contexts=tuple(sorted(frame["context"].astype(str).unique())),
     )
 
 

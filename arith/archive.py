@@ -3,11 +3,12 @@
 A sweep's runs live in the store it logged to: a SQLite file on the machine that ran it, or a cluster's
 PostgreSQL. To read them elsewhere (the laptop after `ray down`, a fresh clone that rebuilds
 docs/RESULTS.md) the sweep is archived: its parent run and every trial run, with params, tags, each
-metric's full history, status and times, and the text artifacts the analysis reads (`eval/cells.csv`),
+metric's full history, status and times, and the text artifacts the analysis reads (`eval/cells.csv`,
+and the kept wrong answers `eval/errors.csv`),
 as JSON lines (one run a line: plain text a repository stores compactly and a reader can grep).
 Importing it creates the same runs, nested the same way, in another store, where `python -m analysis`
 reads them like any sweep. The trials' figures (heatmaps, curves) are not archived: the report draws its
-own from the cells.
+own from the cells and the wrong answers. Nor are the trained models (`model/`, up to 0.5 GB a trial).
 
     python -m arith.archive export --tracking-uri sqlite:///mlflow.db --run PARENT_ID --out sweep.jsonl
     python -m arith.archive import sweep.jsonl --tracking-uri sqlite:///other.db
@@ -30,7 +31,7 @@ from arith import store
 FORMAT = "arith-sweep-archive"
 VERSION = 1
 #: the artifacts carried along: what the analysis reads of a trial (analysis/load.py)
-ARTIFACTS = ("eval/cells.csv",)
+ARTIFACTS = ("eval/cells.csv", "eval/errors.csv")
 #: the tag an imported run carries: the id of the run it was archived from (imports are idempotent)
 SOURCE_TAG = "archive.source_run_id"
 PARENT_TAG = "mlflow.parentRunId"

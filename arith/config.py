@@ -51,6 +51,8 @@ PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16")
 #: `pretrained`: model.pretrained's tokenizer whatever the init (the paper's random-init GPT-2s)
 TOKENIZERS: tuple[str, ...] = ("auto", "pretrained")
 DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
+#: tracking.log_model: which trained model a run keeps as its `model/` artifact
+LOG_MODEL: tuple[str, ...] = ("final", "none")
 #: torch.compile modes; `reduce-overhead` replays CUDA graphs (one per batch shape: see train.bucket_lengths)
 COMPILE_MODES: tuple[str, ...] = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
@@ -168,9 +170,12 @@ class TrainConfig:
     #: run alone: where checkpoints are kept (resumed from when one is there); empty = none. Inside a Ray
     #: Tune trial, Tune's own checkpoints are used instead.
     checkpoint_dir: str = ""
-    #: evaluation batch size and the number of failure examples kept per cell
+    #: evaluation batch size and the number of failure examples kept per cell (eval/failures.jsonl)
     eval_batch_size: int = 256
     failures_per_cell: int = 3
+    #: wrong answers kept per cell of the latest evaluation (eval/errors.csv, read by arith.digit_errors);
+    #: 100 keeps every wrong answer of a paper multiplication cell
+    errors_per_cell: int = 100
     #: tokens decoded per test reply; 0 = the longest reply the data can produce plus a margin
     #: (arith.evaluate.reply_cap). Set it for a data.dialogue_file whose teacher replies are longer than
     #: the generator's templates.
@@ -202,6 +207,10 @@ class TrackingConfig:
     run_name: str = ""
     parent_run_id: str = ""
     tags: dict[str, str] = field(default_factory=dict)
+    #: the trained model as the run's artifact `model/` (`ArithModel.save`: weights, position scheme,
+    #: tokenizer; load it with `arith.model.load_model("runs:/<run id>/model")`): `final` = the model at
+    #: the end of the trial, `none` = not kept. A GPT2-small (paper scale) is ~0.5 GB a trial.
+    log_model: str = "final"
 
     def resolved_uri(self) -> str:
         return self.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
@@ -325,6 +334,9 @@ class ExperimentConfig:
         _choice("train.precision", t.precision, PRECISIONS)
         _choice("train.device", t.device, DEVICES)
         _choice("train.compile_mode", t.compile_mode, COMPILE_MODES)
+        _choice("tracking.log_model", self.tracking.log_model, LOG_MODEL)
+        if t.failures_per_cell < 0 or t.errors_per_cell < 0:
+            raise ConfigError("train.failures_per_cell and train.errors_per_cell must be >= 0")
         if any(not 1 <= b <= m.n_positions for b in t.bucket_lengths):
             raise ConfigError(
                 f"train.bucket_lengths {t.bucket_lengths} must lie in 1..model.n_positions={m.n_positions}"

@@ -9,6 +9,9 @@ margin. A generation is correct iff it ended within the cap and
 the teacher's reply, as the paper checks "the teacher's response". Each cell also records the fraction of
 its test problems that were in the training set (`arith.formats.problem_id`), which the paper worries
 about for small digit counts but never measures.
+
+Wrong answers are kept: every one up to `errors_per_cell` a cell (`EvalResult.errors`, with the operands,
+for `arith.digit_errors`), and the first `failures_per_cell` of those as `EvalResult.failures`.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import itertools
 import math
 import time
 from collections.abc import Collection, Hashable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -33,6 +36,8 @@ from arith.tokenizer import encode_examples
 #: extra tokens decoded beyond the longest reply the data can produce (room for a wrong, longer answer)
 ANSWER_MARGIN = 4
 CELL_COLUMNS = ["context", "row_digits", "col_digits", "n", "correct", "accuracy", "seen_in_train"]
+#: the columns of `EvalResult.errors_frame()` (eval/errors.csv adds `epoch` in front)
+ERROR_COLUMNS = ["context", "row_digits", "col_digits", "a", "b", "prompt", "expected", "reply"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,9 @@ class Failure:
     expected: str
     generated: str
     cell: Cell
+    #: the operands (b is None for reversal)
+    a: int | None = None
+    b: int | None = None
 
     def to_json(self) -> dict:
         context, row_digits, col_digits = self.cell
@@ -72,9 +80,12 @@ class Failure:
 @dataclass
 class EvalResult:
     cells: list[CellResult]
+    #: the first `failures_per_cell` wrong answers of each cell
     failures: list[Failure]
     #: wall-clock seconds of the whole evaluation (encoding, decoding, scoring)
     seconds: float
+    #: every wrong answer, up to `errors_per_cell` a cell, in the order of the examples
+    errors: list[Failure] = field(default_factory=list)
 
     @property
     def n_samples(self) -> int:
@@ -103,6 +114,12 @@ class EvalResult:
         columns = ["prompt", "expected", "generated", "context", "row_digits", "col_digits"]
         return pd.DataFrame([f.to_json() for f in self.failures], columns=columns)
 
+    def errors_frame(self) -> pd.DataFrame:
+        """The kept wrong answers, one row each, columns ERROR_COLUMNS (`reply` = the generated text)."""
+        rows = [(*f.cell, f.a, f.b, f.prompt, f.expected, f.generated) for f in self.errors]
+        frame = pd.DataFrame(rows, columns=ERROR_COLUMNS)
+        return frame.astype({"a": "Int64", "b": "Int64", "row_digits": "Int64"})
+
 
 def evaluate(
     model,
@@ -112,12 +129,14 @@ def evaluate(
     batch_size: int = 256,
     train_problems: Collection[Hashable] | None = None,
     failures_per_cell: int = 3,
+    errors_per_cell: int = 100,
     seed: int = 0,
     max_new_tokens: int = 0,
 ) -> EvalResult:
     """Greedy-decode every example's prompt and score it per cell.
 
     `train_problems`: `arith.formats.problem_ids(train_examples)`, for each cell's `seen_in_train`.
+    `errors_per_cell`: wrong answers kept a cell (`EvalResult.errors`; the failures are the first of them).
     `seed` fixes the random position draws (random_embed tags, randomized ids) of the test.
     `max_new_tokens`: the decoding cap of every reply (0 = `reply_cap`, fitted to the data; set it for
     a dialogue file whose replies are longer than the generator's templates)."""
@@ -128,16 +147,15 @@ def evaluate(
         raise ValueError(f"every test example needs a cell; {len(missing)} have none, e.g. {missing[0]}")
     start = time.perf_counter()
     generated, ended = _generate(model, tokenizer, examples, batch_size, seed, max_new_tokens)
-    correct = [
-        done and answer_key(e.task, e.format, text) == e.key
-        for e, text, done in zip(examples, generated, ended, strict=True)
-    ]
+    correct = [is_right(e, text, done) for e, text, done in zip(examples, generated, ended, strict=True)]
     seen = None
     if train_problems is not None:
         seen = [problem_id(e) in train_problems for e in examples]
     cells = _score_cells(examples, correct, seen)
-    failures = _pick_failures(examples, generated, correct, failures_per_cell)
-    return EvalResult(cells=cells, failures=failures, seconds=time.perf_counter() - start)
+    errors = _pick_failures(examples, generated, correct, max(errors_per_cell, failures_per_cell))
+    failures = _first_per_cell(errors, failures_per_cell)
+    errors = _first_per_cell(errors, errors_per_cell)
+    return EvalResult(cells=cells, failures=failures, seconds=time.perf_counter() - start, errors=errors)
 
 
 def generate_answers(
@@ -151,6 +169,24 @@ def generate_answers(
 ) -> list[str]:
     """The model's greedy reply to each prompt, as text up to end of text, in the order of `examples`."""
     return _generate(model, tokenizer, examples, batch_size, seed, max_new_tokens)[0]
+
+
+def generate_replies(
+    model,
+    tokenizer,
+    examples: Sequence[Example],
+    *,
+    batch_size: int = 256,
+    seed: int = 0,
+    max_new_tokens: int = 0,
+) -> tuple[list[str], list[bool]]:
+    """(replies, whether each ended within its cap): what `evaluate` scores, with `is_right`."""
+    return _generate(model, tokenizer, examples, batch_size, seed, max_new_tokens)
+
+
+def is_right(example: Example, reply: str, ended: bool) -> bool:
+    """The evaluation's exact match: the reply ended within its cap and its answer key is the example's."""
+    return ended and answer_key(example.task, example.format, reply) == example.key
 
 
 def reply_cap(tokenizer, example: Example, answer_tokens: int) -> int:
@@ -300,9 +336,21 @@ def _pick_failures(
             continue
         kept[e.cell] = kept.get(e.cell, 0) + 1
         failures.append(
-            Failure(prompt=e.prompt, expected=e.answer.strip(), generated=text.strip(), cell=e.cell)
+            Failure(
+                prompt=e.prompt, expected=e.answer.strip(), generated=text.strip(), cell=e.cell, a=e.a, b=e.b
+            )
         )
     return failures
+
+
+def _first_per_cell(failures: Sequence[Failure], per_cell: int) -> list[Failure]:
+    kept: dict[Cell, int] = {}
+    out = []
+    for failure in failures:
+        if kept.get(failure.cell, 0) < per_cell:
+            kept[failure.cell] = kept.get(failure.cell, 0) + 1
+            out.append(failure)
+    return out
 
 
 def heatmap(frame: pd.DataFrame, context: str, title: str = "") -> Figure:

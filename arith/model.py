@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import tempfile
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -198,7 +200,8 @@ class ArithModel(nn.Module):
         """A directory `from_pretrained` can read (HF weights + config) plus the scheme's settings and
         tables; with a tokenizer, that too, so `load_model(path)` and the tokenizer reload as they were."""
         path = Path(path)
-        self.lm.save_pretrained(path)
+        with quiet_progress():
+            self.lm.save_pretrained(path)
         scheme_config = {"position": self.scheme.name, **self.scheme.extra_config()}
         if self.scheme.needs_digits:
             scheme_config["digit_ids"] = self.scheme.is_digit.nonzero().flatten().tolist()
@@ -284,12 +287,62 @@ def build_model(cfg: ModelConfig, tokenizer, data: DataConfig | None = None) -> 
     return ArithModel(lm, _scheme_for(cfg, lm.config, digits, digit_order), cfg)
 
 
-def load_model(path: str | Path, device: str | torch.device | None = None) -> ArithModel:
-    """Reload a model written by `ArithModel.save` (weights, scheme and scheme tables) exactly."""
-    path = Path(path)
+class ModelFolderError(ValueError):
+    """A path or URI that does not hold a model written by `ArithModel.save`; the message says why."""
+
+
+@contextmanager
+def model_folder(path: str | Path, tracking_uri: str = "") -> Iterator[Path]:
+    """The local folder of a saved model: `path` itself, or a temporary download of an MLflow artifact
+    URI (`runs:/<run id>/model`, `mlflow-artifacts:/...`, `file:///...`; `tracking_uri` is the store a
+    `runs:/` URI is read from), removed on exit. mlflow is imported only for a URI."""
+    if Path(path).is_dir():
+        yield Path(path)
+        return
+    from arith import store  # the tracking side resolves URIs: no mlflow import for a local folder
+
+    if not store.is_artifact_uri(path):
+        raise ModelFolderError(f"no model at {path}: neither a folder nor an MLflow artifact URI")
+    with tempfile.TemporaryDirectory(prefix="arith-model-") as tmp:
+        try:
+            yield store.download_artifacts(str(path), tmp, tracking_uri)
+        except store.StoreError as err:
+            raise ModelFolderError(str(err)) from err
+
+
+def load_model(
+    path: str | Path, device: str | torch.device | None = None, *, tracking_uri: str = ""
+) -> ArithModel:
+    """Reload a model written by `ArithModel.save` (weights, scheme and scheme tables) exactly, from a
+    local folder or any MLflow artifact URI of one (`runs:/<run id>/model`: a trial's final model)."""
+    with model_folder(path, tracking_uri) as folder:
+        return _load_folder(folder, device)
+
+
+@contextmanager
+def quiet_progress() -> Iterator[None]:
+    """transformers' per-shard progress bars off (one bar per saved or loaded tiny model is noise)."""
+    from transformers.utils import logging as hf_logging
+
+    was_on = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_on:
+            hf_logging.enable_progress_bar()
+
+
+def _load_folder(path: Path, device: str | torch.device | None) -> ArithModel:
+    if not (path / SCHEME_CONFIG).exists():
+        raise ModelFolderError(
+            f"{path} is not a model written by ArithModel.save: it has no {SCHEME_CONFIG} (the position "
+            "scheme a model needs to run)"
+        )
     saved = json.loads((path / SCHEME_CONFIG).read_text())
     cfg = ModelConfig(**saved["model_config"])
-    lm = _load_pretrained(str(path))
+    with quiet_progress():
+        lm = _load_pretrained(str(path))
     scheme = _scheme_for(
         cfg, lm.config, saved["scheme"].get("digit_ids", ()), saved["scheme"].get("digit_order", ())
     )

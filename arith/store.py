@@ -58,6 +58,45 @@ def display(uri: str) -> str:
     return uri
 
 
+#: artifact URI schemes (`runs:/<run id>/model`, `mlflow-artifacts:/...`, `file:///...`, cloud stores)
+ARTIFACT_SCHEMES = (
+    "runs",
+    "mlflow-artifacts",
+    "models",
+    "file",
+    "s3",
+    "gs",
+    "wasbs",
+    "hdfs",
+    "dbfs",
+    "http",
+    "https",
+)
+
+
+def is_artifact_uri(path: str | os.PathLike[str]) -> bool:
+    """Whether `path` names an artifact through an MLflow URI scheme rather than a local path."""
+    scheme, sep, _ = str(path).partition(":")
+    return bool(sep) and scheme.lower() in ARTIFACT_SCHEMES
+
+
+def download_artifacts(uri: str, dst: str | Path, tracking_uri: str = "") -> Path:
+    """Download the artifact (file or folder) `uri` names into `dst` and return its local path. A
+    `runs:/` URI is read from `tracking_uri` (default: $MLFLOW_TRACKING_URI, else the local SQLite store).
+    Raises StoreError with a one-line message for an unknown run or path."""
+    from mlflow.artifacts import download_artifacts as download
+
+    from arith.config import TrackingConfig
+
+    tracking_uri = TrackingConfig(tracking_uri=tracking_uri).resolved_uri()
+    client(tracking_uri)  # MLflow's HTTP settings, as for every client
+    try:
+        return Path(download(artifact_uri=str(uri), dst_path=str(dst), tracking_uri=tracking_uri))
+    except Exception as err:  # MlflowException, OSError: an unknown run, path or store
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
+        raise StoreError(f"cannot download {uri} (store {display(tracking_uri)}): {first}") from err
+
+
 def default_artifact_location(uri: str) -> str | None:
     """`<dir of the db>/mlartifacts` for a SQLite store, so artifacts sit beside the database rather than
     under the working directory; None (the server's or MLflow's default) for every other store."""

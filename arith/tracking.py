@@ -46,6 +46,10 @@ RETRY_FIRST_S, RETRY_MAX_S = 5.0, 300.0
 #: how long the start and the end of a trial wait for a store that is down before giving up
 PATIENCE_S = float(os.environ.get("POSDESC_TRACKING_PATIENCE_S", "120"))
 UNSENT_RUN, UNSENT_METRICS = "run.json", "metrics.jsonl"
+#: the kept wrong answers of the latest evaluation: the canonical CSV and the table the MLflow UI shows
+ERRORS_CSV, ERRORS_TABLE = "eval/errors.csv", "eval/errors.json"
+#: the trained model's artifact folder (tracking.log_model) and the trial config saved in it
+MODEL_ARTIFACT, EXPERIMENT_CONFIG = "model", "experiment_config.json"
 
 T = TypeVar("T")
 #: one metric value as buffered, checkpointed and saved: (key, value, timestamp ms, step)
@@ -72,6 +76,13 @@ class NullTracker:
 
     def log_evaluation(self, cells: pd.DataFrame, failures: pd.DataFrame | list[dict], epoch: int) -> None:
         pass
+
+    def log_errors(self, errors: pd.DataFrame, epoch: int) -> None:
+        """The evaluation's kept wrong answers (`EvalResult.errors_frame()`), after `log_evaluation`."""
+
+    def log_artifacts(self, folder: str | Path, artifact_path: str) -> None:
+        """Keep the files of `folder` as the run's artifacts under `artifact_path` (e.g. the trained model
+        as `model/`). The tracker takes a copy: the caller may delete `folder` once this returns."""
 
     def flush(self) -> bool:
         return True
@@ -101,7 +112,9 @@ class MlflowTracker(NullTracker):
         self._buffer: list[Value] = []
         self._tags: dict[str, str] = {}
         self._texts: dict[str, str] = {}  # artifact file -> text, waiting to be uploaded
-        self._files: list[tuple[str, str]] = []  # (local png, artifact dir), waiting to be uploaded
+        self._files: list[
+            tuple[str, str]
+        ] = []  # (local file or folder, artifact dir), waiting to be uploaded
         self._logged: set[tuple[str, int]] = set()  # (key, step) the run had when it was re-opened
         self._cells_history: list[pd.DataFrame] = []
         self._failures_history: list[dict] = []
@@ -213,6 +226,37 @@ class MlflowTracker(NullTracker):
             self._files.append((str(path), "eval"))
         self.flush()
 
+    def log_errors(self, errors: pd.DataFrame, epoch: int) -> None:
+        """The kept wrong answers replace eval/errors.csv (and the MLflow table eval/errors.json): it
+        holds the latest evaluation's, the one the run's final model gives (an evaluation logged again
+        after a restart writes the same). Their error rate by answer digit is drawn as
+        eval/digit_errors_epoch<E>.png."""
+        import matplotlib.pyplot as plt
+
+        from arith import digit_errors
+
+        errors = errors.copy()
+        errors.insert(0, "epoch", epoch)
+        self._texts[ERRORS_CSV] = errors.to_csv(index=False)
+        self._tags.update(_table_tag(ERRORS_TABLE))
+        self._texts[ERRORS_TABLE] = _table_json(errors)
+        rows = digit_errors.digit_rows(errors, self.cfg.data.task, self.cfg.data.format)
+        title = f"{self.cfg.data.task} {self.cfg.data.format}: where wrong answers err, epoch {epoch}"
+        figure = digit_errors.figure(rows, title)
+        if figure is not None:
+            path = self._staging / f"digit_errors_epoch{epoch}.png"
+            figure.savefig(path, dpi=100)
+            plt.close(figure)
+            self._files.append((str(path), "eval"))
+        self.flush()
+
+    def log_artifacts(self, folder: str | Path, artifact_path: str) -> None:
+        copy = self._staging / "folders" / artifact_path
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(folder, copy)
+        self._files.append((str(copy), artifact_path))
+        self.flush()
+
     # --- sending -----------------------------------------------------------------------------------------
 
     def flush(self) -> bool:
@@ -269,8 +313,7 @@ class MlflowTracker(NullTracker):
             self.client.log_text(self.run_id, self._texts[name], name)
             del self._texts[name]
         while self._files:
-            path, directory = self._files[0]
-            self.client.log_artifact(self.run_id, path, directory)
+            _log_file(self.client, self.run_id, *self._files[0])
             self._files.pop(0)
 
     def _spilled(self) -> Path:
@@ -346,12 +389,35 @@ class MlflowTracker(NullTracker):
         files = []
         for path, directory in self._files:
             target = figures / Path(path).name
-            target.write_bytes(Path(path).read_bytes())
+            if Path(path).is_dir():
+                shutil.copytree(path, target, dirs_exist_ok=True)
+            else:
+                target.write_bytes(Path(path).read_bytes())
             files.append([str(target), directory])
         header = {"tracking_uri": self.uri, "run_id": self.run_id, "status": status, "tags": self._tags}
         header |= {"texts": self._texts, "files": files}
         (folder / UNSENT_RUN).write_text(json.dumps(header, indent=1))
         return folder
+
+
+def _log_file(client, run_id: str, path: str, directory: str) -> None:
+    """A file into the run's folder `directory`, or a folder's files as `directory` itself."""
+    if Path(path).is_dir():
+        client.log_artifacts(run_id, path, directory)
+    else:
+        client.log_artifact(run_id, path, directory)
+
+
+def _table_json(frame: pd.DataFrame) -> str:
+    """A frame as MLflow's table artifact (what `MlflowClient.log_table` writes to a .json file), so
+    it is sent, kept while the store is down and re-sent like any text; unlike `log_table` a new
+    evaluation's table replaces the last one instead of being appended to it."""
+    return frame.to_json(orient="split", index=False, date_format="iso")
+
+
+def _table_tag(artifact_file: str) -> dict[str, str]:
+    """The tag by which the MLflow UI lists a run's tables (`log_table` sets the same)."""
+    return {"mlflow.loggedArtifacts": json.dumps([{"path": artifact_file, "type": "table"}])}
 
 
 def _send_metrics(client, run_id: str, values: list[Value]) -> None:
@@ -388,7 +454,7 @@ def send_unsent(folder: str | Path, tracking_uri: str | None = None) -> int:
     for name, text in header["texts"].items():
         client.log_text(run_id, text, name)
     for path, directory in header["files"]:
-        client.log_artifact(run_id, path, directory)
+        _log_file(client, run_id, path, directory)
     client.set_terminated(run_id, status=header["status"])
     folder.rename(folder.with_name(folder.name + ".sent"))
     return len(values)

@@ -15,6 +15,7 @@ a run restored from it misses no metric logged before it.
 from __future__ import annotations
 
 import socket
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
@@ -37,7 +38,7 @@ from arith.checkpoints import (
 from arith.config import ExperimentConfig, TrainConfig
 from arith.hardware import autocast_context, compile_model, cpu_threads, resolve_device
 from arith.optim import lr_lambda, make_optimizer, total_steps
-from arith.tracking import NullTracker, start_tracker
+from arith.tracking import EXPERIMENT_CONFIG, MODEL_ARTIFACT, NullTracker, start_tracker
 
 #: the held-out probe for `train.target_accuracy`: this many fresh examples, drawn with a seed offset
 PROBE_SIZE = 300
@@ -368,6 +369,7 @@ def _loop(s: Setup, state: TrainState, tracker, reporter, checkpoints, resumed_f
         last_eval = evaluate_and_log(s, state.epoch, NullTracker())
     cells, failures, _ = last_eval
     tracker.log_metrics({"train_seconds": state.train_seconds, "epochs_done": state.epoch}, state.step)
+    log_model(s, tracker)
     return TrainResult(
         test_acc=float(cells["accuracy"].mean()),
         cells=cells,
@@ -442,6 +444,7 @@ def evaluate_and_log(s: Setup, epoch: int, tracker) -> tuple[pd.DataFrame, list[
             batch_size=t.eval_batch_size,
             train_problems=s.train_problems,
             failures_per_cell=t.failures_per_cell,
+            errors_per_cell=t.errors_per_cell,
             seed=t.seed,
             max_new_tokens=t.eval_max_new_tokens,
         )
@@ -449,7 +452,19 @@ def evaluate_and_log(s: Setup, epoch: int, tracker) -> tuple[pd.DataFrame, list[
     cells, failures = result.to_frame(), [failure.to_json() for failure in result.failures]
     tracker.log_metrics(summary_metrics(cells, seconds, s.cfg.data.max_digits), epoch)
     tracker.log_evaluation(cells, failures, epoch)
+    tracker.log_errors(result.errors_frame(), epoch)
     return cells, failures, seconds
+
+
+def log_model(s: Setup, tracker) -> None:
+    """The trained model, its position scheme and tokenizer as the run's `model/` artifact
+    (`tracking.log_model=final`), loadable with `arith.model.load_model("runs:/<run id>/model")`."""
+    if s.cfg.tracking.log_model == "none" or not s.cfg.tracking.enabled:
+        return
+    with tempfile.TemporaryDirectory(prefix="arith-model-") as folder:
+        s.model.save(folder, s.tokenizer)
+        (Path(folder) / EXPERIMENT_CONFIG).write_text(s.cfg.to_json())  # what `arith.ask` renders with
+        tracker.log_artifacts(folder, MODEL_ARTIFACT)
 
 
 if __name__ == "__main__":

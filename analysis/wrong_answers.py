@@ -1,0 +1,145 @@
+"""What the trials wrote when they were wrong, beside each table: per point, the error rate by answer digit
+(and by carry chain, `arith.digit_errors`) over its seeds' kept wrong answers, and a few wrong answers for
+each cell of the table, next to the cell's accuracy.
+
+The wrong answers are each finished trial's `eval/errors.csv` (its last evaluation: the model it kept),
+read by `analysis.load`; trials from before that artifact have none and the section says so.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from analysis.load import Sweep
+from analysis.tables import Table
+from arith import digit_errors
+
+#: wrong answers listed per cell of a table
+SHOWN_PER_CELL = 3
+
+
+@dataclass
+class PointErrors:
+    """One point of a table: its label, task, format, kept wrong answers (all seeds) and cells (last
+    evaluation, all seeds)."""
+
+    label: str
+    task: str
+    fmt: str
+    errors: pd.DataFrame
+    cells: pd.DataFrame
+
+    def figure(self) -> Figure | None:
+        rows = digit_errors.digit_rows(self.errors, self.task, self.fmt)
+        return digit_errors.figure(rows, f"{self.label}: where the wrong answers err")
+
+
+def _text(value) -> str:
+    """A config value as text that reads the same whichever frame it came from (3 == 3.0 == "3")."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _matches(frame: pd.DataFrame, point: pd.Series) -> pd.Series:
+    mask = pd.Series(True, index=frame.index)
+    for key, value in point.items():
+        if key in frame.columns:
+            mask &= frame[key].map(_text) == _text(value)
+    return mask
+
+
+def points_of(sweep: Sweep, table: Table) -> list[PointErrors]:
+    """The points of `table` that kept wrong answers, in the table's order."""
+    errors = sweep.errors
+    if errors.empty or table.points.empty:
+        return []
+    errors = errors[errors["context"].astype(str).isin(table.contexts)]
+    cells = sweep.cells[sweep.cells["context"].astype(str).isin(table.contexts)]
+    cells = cells[cells["epoch"] == cells["final_epoch"]]
+    out = []
+    for _, point in table.points.iterrows():
+        kept = errors[_matches(errors, point)]
+        if kept.empty:
+            continue
+        label = str(kept["point"].iloc[0]) or ", ".join(f"{k}={v}" for k, v in point.items())
+        out.append(
+            PointErrors(
+                label=label,
+                task=str(point.get("data.task", kept["data.task"].iloc[0])),
+                fmt=str(point.get("data.format", kept["data.format"].iloc[0])),
+                errors=kept.reset_index(drop=True),
+                cells=cells[_matches(cells, point)],
+            )
+        )
+    return out
+
+
+def _cell_key(row) -> tuple:
+    return (str(row.context), -1 if pd.isna(row.row_digits) else int(row.row_digits), int(row.col_digits))
+
+
+def wrong_answers_html(point: PointErrors, per_cell: int = SHOWN_PER_CELL) -> str:
+    """A table: each cell of the point (as the heatmap shows it), its accuracy over the seeds, how many
+    wrong answers the trials kept, and the first few (prompt, reply, expected)."""
+    accuracy = {}
+    for row in point.cells.itertuples(index=False):
+        accuracy.setdefault(_cell_key(row), []).append((row.accuracy, row.n, row.correct))
+    shown = {}
+    for row in point.errors.itertuples(index=False):
+        shown.setdefault(_cell_key(row), []).append(row)
+    lines = []
+    for key in sorted(set(accuracy) | set(shown)):
+        context, rows, cols = key
+        label = digit_errors.cell_label(context, None if rows < 0 else rows, cols)
+        scores = accuracy.get(key, [])
+        acc = f"{sum(a for a, _, _ in scores) / len(scores):.2f}" if scores else "–"
+        wrong = sum(n - c for _, n, c in scores)
+        examples = shown.get(key, [])
+        items = "".join(
+            f"<li><code>{html.escape(str(e.prompt))}</code> → <code>{html.escape(str(e.reply))}</code>"
+            f' <span class="expected">(expected <code>{html.escape(str(e.expected))}</code>)</span></li>'
+            for e in examples[:per_cell]
+        )
+        body = f"<ul>{items}</ul>" if items else "<em>no wrong answer</em>"
+        lines.append(
+            f"<tr><td>{html.escape(label)}</td><td>{acc}</td><td>{wrong}</td>"
+            f'<td class="wrong">{body}</td></tr>'
+        )
+    cell = "cell (a x b)" if point.errors["row_digits"].notna().any() else "cell (digits)"
+    head = (
+        f"<tr><th>{cell}</th><th>accuracy (mean)</th><th>wrong (all seeds)</th>"
+        "<th>a few wrong answers: prompt → reply</th></tr>"
+    )
+    return f'<table class="wrong-answers">{head}{"".join(lines)}</table>'
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:120]
+
+
+def write_figures(sweep: Sweep, tables: list[Table], out_dir: Path) -> list[Path]:
+    """One PNG per point of each table under out_dir/digit_errors/, and the kept wrong answers of every
+    trial as out_dir/errors.csv; returns the paths."""
+    paths = []
+    folder = Path(out_dir) / "digit_errors"
+    for table in tables:
+        for point in points_of(sweep, table):
+            figure = point.figure()
+            if figure is None:
+                continue
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"{table.slug}__{slug(point.label)}.png"
+            figure.savefig(path, dpi=110)
+            paths.append(path)
+    if not sweep.errors.empty:
+        path = Path(out_dir) / "errors.csv"
+        sweep.errors.to_csv(path, index=False)
+        paths.append(path)
+    return paths

@@ -1,0 +1,194 @@
+"""`python -m arith.ask RUN "123*456"`: ask a trial's trained model a problem and see what it writes.
+
+    python -m arith.ask runs:/<run id> "123*456"           # the prompt in the trial's format, the reply,
+                                                           # the expected answer, right or wrong
+    python -m arith.ask runs:/<run id> --cell 3x3 --n 20   # the first 20 problems of a test cell
+
+RUN is `runs:/<run id>` (its `model/` artifact), a bare run id, any MLflow artifact URI of a model
+folder, or a local one (`ArithModel.save` plus `experiment_config.json`, as `tracking.log_model` keeps
+it). The store of a run is `--tracking-uri`, else $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db. A cell
+is `AxB` (digits of a x digits of b) for multiplication, the digit count for one-dimensional tasks, with
+`CONTEXT:` in front for another context than `main` (`repetitive:5`). Decoding is the evaluation's
+(greedy, batched, the trial's test seed): a problem of the test grid gets the reply the trial scored.
+Bad input (an unknown run, a problem the task cannot read, a folder that is not a saved model) exits 2
+with one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from arith.config import ConfigError, ExperimentConfig
+from arith.examples import Example
+from arith.tracking import EXPERIMENT_CONFIG
+
+_RUN_ID = re.compile(r"^[0-9a-f]{32}$")
+_PROBLEM = re.compile(r"^\s*(\d+)\s*([*x×+])\s*(\d+)\s*$")
+#: the operator a typed problem of each task uses
+_OPERATOR = {"mul": "*", "add": "+", "add_scratchpad": "+"}
+
+
+class AskError(ValueError):
+    """Input `ask` cannot answer; the message is the one line it prints."""
+
+
+@dataclass
+class Answer:
+    example: Example
+    reply: str
+    right: bool
+
+
+def model_uri(run: str) -> str:
+    """`runs:/<id>` and a bare run id mean the run's `model/` artifact; anything else is taken as is."""
+    if _RUN_ID.match(run):
+        return f"runs:/{run}/model"
+    if run.startswith("runs:/") and run.rstrip("/").count("/") == 1:
+        return run.rstrip("/") + "/model"
+    return run
+
+
+def typed_example(cfg: ExperimentConfig, problem: str) -> Example:
+    """The problem `a*b` / `a+b` rendered as the trial's format renders its test lines."""
+    from arith.formats import render_example
+
+    d = cfg.data
+    operator = _OPERATOR.get(d.task)
+    if operator is None:
+        raise AskError(f"task {d.task!r} takes no typed problem; ask it with --cell (its test grid)")
+    match = _PROBLEM.match(problem)
+    if match is None or (match.group(2) in "x×*") != (operator == "*"):
+        raise AskError(f"cannot read {problem!r} as a problem of task {d.task}: write it like 12{operator}34")
+    a, b = int(match.group(1)), int(match.group(3))
+    cell = (
+        ("main", len(str(b)), len(str(a)))
+        if d.task == "mul"
+        else ("main", None, max(len(str(a)), len(str(b))))
+    )
+    options: dict = {"max_digits": d.max_digits}
+    if d.task != "mul":
+        options = {"rng": np.random.default_rng(d.seed)}
+        if d.task == "add":
+            options["max_digits"] = d.max_digits
+        else:
+            options |= {"reverse_addends": d.reverse_addends, "random_space_prob": d.random_space_prob}
+    try:
+        return render_example(d.task, d.format, a, b, cell=cell, **options)
+    except (ConfigError, ValueError) as err:
+        raise AskError(f"cannot pose {problem!r} in format {d.format!r}: {err}") from err
+
+
+def parse_cell(text: str) -> tuple[str, int | None, int]:
+    """`3x2` -> ("main", 2, 3) (digits of a x digits of b; rows are b's digits); `5` -> ("main", None, 5);
+    `repetitive:5` -> ("repetitive", None, 5)."""
+    context, _, digits = text.rpartition(":")
+    match = re.fullmatch(r"(\d+)(?:[x×](\d+))?", digits.strip())
+    if match is None:
+        raise AskError(f"cannot read cell {text!r}: write AxB (digits of a x b) or N, e.g. 3x3 or 5")
+    a_digits, b_digits = int(match.group(1)), match.group(2)
+    return (context or "main", None if b_digits is None else int(b_digits), a_digits)
+
+
+def cell_examples(cfg: ExperimentConfig, cell_text: str, n: int) -> list[Example]:
+    """The first `n` test problems of a cell of the trial's test grid."""
+    from arith.data import test_examples
+
+    cell = parse_cell(cell_text)
+    tests = test_examples(cfg.data)
+    chosen = [e for e in tests if e.cell == cell][:n]
+    if not chosen:
+        cells = sorted({_cell_text(e.cell) for e in tests})
+        raise AskError(f"no test cell {cell_text!r} in this trial's grid; its cells: {', '.join(cells)}")
+    return chosen
+
+
+def _cell_text(cell) -> str:
+    context, rows, cols = cell
+    text = str(cols) if rows is None else f"{cols}x{rows}"
+    return text if context == "main" else f"{context}:{text}"
+
+
+def ask(model, tokenizer, cfg: ExperimentConfig, examples: Sequence[Example]) -> list[Answer]:
+    """Greedy replies, decoded and scored as the evaluation does."""
+    from arith.evaluate import generate_replies, is_right
+
+    replies, ended = generate_replies(
+        model,
+        tokenizer,
+        examples,
+        batch_size=cfg.train.eval_batch_size,
+        seed=cfg.train.seed,
+        max_new_tokens=cfg.train.eval_max_new_tokens,
+    )
+    return [
+        Answer(e, text.strip(), is_right(e, text, done))
+        for e, text, done in zip(examples, replies, ended, strict=True)
+    ]
+
+
+def load(run: str, tracking_uri: str = "", device: str = "cpu"):
+    """(model, tokenizer, trial config) of a run's or folder's saved model."""
+    from transformers import PreTrainedTokenizerFast
+
+    from arith.model import ModelFolderError, _load_folder, model_folder
+
+    try:
+        with model_folder(model_uri(run), tracking_uri) as folder:
+            model = _load_folder(folder, device)
+            config = folder / EXPERIMENT_CONFIG
+            if not config.exists():
+                raise AskError(f"{run}: the model has no {EXPERIMENT_CONFIG} (not saved by a trial)")
+            cfg = ExperimentConfig.from_dict(json.loads(config.read_text()))
+            tokenizer = PreTrainedTokenizerFast.from_pretrained(str(folder))
+    except (ModelFolderError, OSError) as err:
+        raise AskError(str(err).splitlines()[0]) from err
+    return model.eval(), tokenizer, cfg
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m arith.ask", description=__doc__.split("\n\n")[0])
+    parser.add_argument("run", help="runs:/<run id>, a run id, a model artifact URI or a model folder")
+    parser.add_argument("problem", nargs="?", help='a problem in the task\'s notation, e.g. "123*456"')
+    parser.add_argument("--cell", help="a cell of the test grid instead: AxB (digits of a x b) or N")
+    parser.add_argument("--n", type=int, default=10, help="problems of --cell to ask (default 10)")
+    parser.add_argument("--tracking-uri", default="", help="the run's store (default $MLFLOW_TRACKING_URI)")
+    parser.add_argument("--device", default="cpu")
+    args = parser.parse_args(argv)
+    if (args.problem is None) == (args.cell is None):
+        parser.error("give a problem or --cell, not both")
+    try:
+        model, tokenizer, cfg = load(args.run, args.tracking_uri, args.device)
+        examples = (
+            [typed_example(cfg, args.problem)] if args.problem else cell_examples(cfg, args.cell, args.n)
+        )
+        answers = ask(model, tokenizer, cfg, examples)
+    except AskError as err:
+        print(f"ask: {err}", file=sys.stderr)
+        return 2
+    print(f"# {cfg.data.task}, format {cfg.data.format}, position {cfg.model.position} ({args.run})")
+    if len(answers) == 1:
+        answer = answers[0]
+        print(f"prompt:   {answer.example.prompt}")
+        print(f"reply:    {answer.reply}")
+        print(f"expected: {answer.example.answer.strip()}")
+        print(f"right:    {'yes' if answer.right else 'no'}")
+        return 0
+    width = max(len(a.example.prompt) for a in answers)
+    for answer in answers:
+        mark = "right" if answer.right else "WRONG"
+        expected = "" if answer.right else f"   (expected {answer.example.answer.strip()})"
+        print(f"{answer.example.prompt:<{width}}  {answer.reply}   {mark}{expected}")
+    right = sum(a.right for a in answers)
+    print(f"{right}/{len(answers)} right in cell {args.cell}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

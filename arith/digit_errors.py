@@ -1,0 +1,180 @@
+"""Where in the answer a model errs: the error rate by answer digit, from the kept wrong answers.
+
+The paper's argument is that a model loses track of a digit's position. This module reads the wrong
+answers an evaluation keeps (`eval/errors.csv`, `arith.evaluate.EvalResult.errors_frame`) digit by digit:
+
+- every answer is read as a number, least significant digit first (position 0 = the units), whatever the
+  format writes first (a reversed answer is already; a plain one is turned round; padding zeros count as
+  digits the model has to write). A reply is read the same way; a digit it lacks is wrong.
+- for the arithmetic tasks each answer digit also gets the length of the carry chain that reaches it:
+  the run of consecutive lower columns whose carry reaches the next one, in the schoolbook sum (addition:
+  a_k + b_k + carry; multiplication: the long multiplication's column sums, sum over i + j = k of
+  a_i * b_j, plus the carry, whose carry may exceed 1). A digit with chain 0 needs no carry; one with
+  chain 4 needs a carry passed up through four columns.
+
+`digit_rows` gives one row per kept wrong answer x answer digit; `by_position` and `by_carry_chain` count
+them per cell (summing over runs when given several); `figure` draws both for one trial or point.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from arith.errors import ConfigError
+from arith.formats import answer_key
+from arith.tasks import LSD, get_task
+
+CELL_KEYS = ["context", "row_digits", "col_digits"]
+#: tasks whose answer is a + b or a * b of the two operands (their digits have carry chains)
+SUMS = ("add", "add_scratchpad", "dialogue")
+
+
+def lsd_first(task: str, fmt: str) -> bool:
+    """Whether the format writes its answer least significant digit first."""
+    try:
+        return get_task(task).digit_order(fmt)[-1] == LSD
+    except ConfigError:  # every format without a digit order writes its answer as usual
+        return False
+
+
+def answer_digits(task: str, fmt: str, text: str) -> str | None:
+    """The answer's digits, least significant first (None when the text holds no answer)."""
+    key = answer_key(task, fmt, str(text))
+    if key is None:
+        return None
+    digits = "".join(ch for ch in key if ch.isdigit())
+    return digits if lsd_first(task, fmt) else digits[::-1]
+
+
+def carry_chains(task: str, a: int, b: int, width: int) -> list[int]:
+    """For answer digits 0..width-1 (least significant first), the length of the carry chain into each
+    (0 = no carry arrives). Empty for a task that is not a sum or product of its operands."""
+    if task != "mul" and task not in SUMS:
+        return []
+    da = [int(c) for c in str(a)[::-1]]
+    db = [int(c) for c in str(b)[::-1]]
+    chains, carry, chain = [], 0, 0
+    for k in range(width):
+        chain = chain + 1 if carry else 0
+        chains.append(chain)
+        if task == "mul":
+            column = sum(da[i] * db[k - i] for i in range(len(da)) if 0 <= k - i < len(db))
+        else:
+            column = (da[k] if k < len(da) else 0) + (db[k] if k < len(db) else 0)
+        carry = (column + carry) // 10
+    return chains
+
+
+def digit_rows(errors: pd.DataFrame, task: str, fmt: str) -> pd.DataFrame:
+    """One row per kept wrong answer x digit of its expected answer: the cell, `answer` (the wrong
+    answer's index in `errors`), `position` (0 = least significant), `chain` (carry chain into it; -1
+    where the task has none) and `wrong` (the reply's digit there differs or is missing). Answers whose
+    expected text holds no number (none of the formats' keys) are left out."""
+    rows = []
+    for index, error in enumerate(errors.itertuples(index=False)):
+        expected = answer_digits(task, fmt, error.expected)
+        if not expected:
+            continue
+        reply = answer_digits(task, fmt, "" if pd.isna(error.reply) else error.reply) or ""
+        chains: list[int] = []
+        if not (pd.isna(error.a) or pd.isna(error.b)):
+            chains = carry_chains(task, int(error.a), int(error.b), len(expected))
+        cell = (error.context, error.row_digits, error.col_digits)
+        for position, digit in enumerate(expected):
+            wrong = position >= len(reply) or reply[position] != digit
+            rows.append((*cell, index, position, chains[position] if chains else -1, wrong))
+    frame = pd.DataFrame(rows, columns=[*CELL_KEYS, "answer", "position", "chain", "wrong"])
+    return frame.astype({"row_digits": "Int64"})
+
+
+def by_position(
+    rows: pd.DataFrame, cells: pd.DataFrame | None = None, keys: list[str] = CELL_KEYS
+) -> pd.DataFrame:
+    """Per `keys` (a cell, by default) and answer digit: `answers` (kept wrong answers that have that
+    digit), `wrong` (of those, how many have it wrong), `rate` = wrong / answers; with the cells
+    (columns n, correct), also `rate_all`: the estimated fraction of all the cell's answers with that
+    digit wrong, rate x (n - correct) / n (exact when every wrong answer was kept)."""
+    columns = [*keys, "position", "answers", "wrong", "rate"]
+    if rows.empty:
+        return pd.DataFrame(columns=columns + (["rate_all"] if cells is not None else []))
+    out = (
+        rows.groupby([*keys, "position"], dropna=False)["wrong"]
+        .agg(answers="count", wrong="sum")
+        .reset_index()
+    )
+    out["rate"] = out["wrong"] / out["answers"]
+    if cells is not None:
+        totals = cells.groupby(keys, dropna=False)[["n", "correct"]].sum().reset_index()
+        out = out.merge(totals, on=keys, how="left")
+        out["rate_all"] = out["rate"] * (out["n"] - out["correct"]) / out["n"]
+        out = out.drop(columns=["n", "correct"])
+    return out
+
+
+def by_carry_chain(rows: pd.DataFrame, keys: list[str] = CELL_KEYS) -> pd.DataFrame:
+    """Per `keys` and carry-chain length: `digits` (answer digits of the kept wrong answers with that
+    chain), `wrong`, `rate` = wrong / digits. Empty for a task without carries."""
+    rows = rows[rows["chain"] >= 0] if not rows.empty else rows
+    if rows.empty:
+        return pd.DataFrame(columns=[*keys, "chain", "digits", "wrong", "rate"])
+    out = rows.groupby([*keys, "chain"], dropna=False)["wrong"].agg(digits="count", wrong="sum").reset_index()
+    out["rate"] = out["wrong"] / out["digits"]
+    return out
+
+
+def cell_label(context: str, row_digits, col_digits) -> str:
+    """`3x2` (digits of a x digits of b) for a multiplication cell; the digit count otherwise, with the
+    context in front unless it is `main`."""
+    label = str(int(col_digits)) if pd.isna(row_digits) else f"{int(col_digits)}x{int(row_digits)}"
+    return label if context == "main" else f"{context} {label}"
+
+
+def figure(rows: pd.DataFrame, title: str = "") -> Figure | None:
+    """Left: the error rate among wrong answers by cell (rows) and answer digit (columns, least
+    significant first). Right, for sums and products: the rate by carry-chain length, over all cells.
+    None when no wrong answer was kept."""
+    if rows.empty:
+        return None
+    positions = by_position(rows)
+    cells = positions[CELL_KEYS].drop_duplicates()
+    cells = cells.assign(_r=cells["row_digits"].fillna(-1).astype(int)).sort_values(
+        ["context", "_r", "col_digits"]
+    )
+    labels = [cell_label(*c) for c in cells[CELL_KEYS].itertuples(index=False)]
+    width = int(positions["position"].max()) + 1
+    grid = np.full((len(cells), width), np.nan)
+    index = {tuple(c): i for i, c in enumerate(cells[CELL_KEYS].astype(object).itertuples(index=False))}
+    for row in positions.astype({"row_digits": object}).itertuples(index=False):
+        grid[index[(row.context, row.row_digits, row.col_digits)], int(row.position)] = row.rate
+    chains = by_carry_chain(rows, keys=[])
+    panels = 2 if not chains.empty else 1
+    fig = Figure(
+        figsize=(3.2 + 0.35 * width + 3.2 * (panels - 1), 1.4 + 0.22 * len(cells)), layout="constrained"
+    )
+    axes = fig.subplots(1, panels, squeeze=False, width_ratios=[1.2 + 0.35 * width, 3.0][:panels])[0]
+    ax = axes[0]
+    image = ax.imshow(grid, vmin=0.0, vmax=1.0, cmap="Reds", aspect="auto")
+    ax.set_xticks(range(width), [str(p) for p in range(width)], fontsize=7)
+    ax.set_yticks(range(len(labels)), labels, fontsize=7)
+    ax.set_xlabel("answer digit (0 = least significant)", fontsize=8)
+    ax.set_ylabel(
+        "cell (digits of a x b)" if cells["row_digits"].notna().any() else "cell (digits)", fontsize=8
+    )
+    ax.set_title("wrong digits among wrong answers", fontsize=9)
+    fig.colorbar(image, ax=ax, fraction=0.05)
+    if panels == 2:
+        ax = axes[1]
+        ax.bar(chains["chain"], chains["rate"], color="C3", alpha=0.8)
+        for chain, rate, digits in chains[["chain", "rate", "digits"]].itertuples(index=False):
+            ax.text(chain, rate + 0.02, str(int(digits)), ha="center", fontsize=6)
+        ax.set_ylim(0, 1.1)
+        ax.set_xticks(chains["chain"].astype(int).tolist())
+        ax.set_xlabel("carry chain into the digit (columns)", fontsize=8)
+        ax.set_ylabel("wrong digits / digits", fontsize=8)
+        ax.set_title("by carry chain (n digits on bars)", fontsize=9)
+        ax.tick_params(labelsize=7)
+    if title:
+        fig.suptitle(title, fontsize=9)
+    return fig

@@ -1,0 +1,231 @@
+"""Looking inside what a trial learned, on a real tiny trial in a real SQLite store: its model/ artifact
+loaded through runs:/ reproduces the accuracy it logged, eval/errors.csv agrees with eval/cells.csv and
+survives an archive, `python -m arith.ask` answers (and refuses bad input in one line), and the error rate
+by answer digit and carry chain (arith.digit_errors) with the report's wrong answers beside each table."""
+
+from __future__ import annotations
+
+import io
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from test_analysis import empty_store, write_store  # noqa: F401  (the fixture and the store writer)
+
+from arith import digit_errors
+from arith.ask import main as ask_main
+from arith.config import ConfigError, ExperimentConfig
+from arith.data import test_examples
+from arith.evaluate import evaluate
+from arith.model import ModelFolderError, load_model
+from arith.train import train
+
+mlflow = pytest.importorskip("mlflow")
+
+CAP = 16
+
+
+@pytest.fixture(scope="module")
+def trial(tmp_path_factory):
+    """A nano GPT-2 trained for seconds on <=2-digit additions: some answers right, many wrong (one
+    cell above the cap of kept wrong answers, one below), nested under a sweep parent run."""
+    tmp = tmp_path_factory.mktemp("trial")
+    uri = f"sqlite:///{tmp / 'mlflow.db'}"
+    client = mlflow.MlflowClient(uri)
+    experiment = client.create_experiment("inspect", artifact_location=(tmp / "mlartifacts").as_uri())
+    parent = client.create_run(experiment, tags={"sweep": "1", "grid": "demo", "scale": "smoke"})
+    cfg = ExperimentConfig().with_overrides(
+        {
+            "data.max_digits": 2,
+            "data.train_samples": 1024,
+            "data.test_per_cell": 20,
+            "model.preset": "nano",
+            "model.n_positions": 64,
+            "train.epochs": 6,
+            "train.eval_epochs": [3],
+            "train.lr": 5e-3,
+            "train.warmup_steps": 10,
+            "train.eval_batch_size": 64,
+            "train.checkpoint_every": 0,
+            "train.num_threads": 1,
+            "train.errors_per_cell": CAP,
+            "tracking.tracking_uri": uri,
+            "tracking.experiment": "inspect",
+            "tracking.parent_run_id": parent.info.run_id,
+        }
+    )
+    result = train(cfg)
+    client.set_terminated(parent.info.run_id, "FINISHED")
+    return cfg, result, client, parent.info.run_id, tmp
+
+
+def _artifact(client, run_id: str, name: str, tmp: Path) -> pd.DataFrame:
+    return pd.read_csv(client.download_artifacts(run_id, name, str(tmp)), keep_default_na=False)
+
+
+def test_the_model_loads_through_runs_uri_and_scores_what_the_trial_logged(trial, tmp_path) -> None:
+    cfg, result, client, _, _ = trial
+    names = {a.path for a in client.list_artifacts(result.run_id, "model")}
+    assert {"model/model.safetensors", "model/position_scheme.json", "model/tokenizer.json"} <= names
+    assert "model/experiment_config.json" in names
+    model = load_model(f"runs:/{result.run_id}/model", tracking_uri=cfg.tracking.tracking_uri)
+    tokenizer = __import__("transformers").PreTrainedTokenizerFast.from_pretrained(
+        client.download_artifacts(result.run_id, "model", str(tmp_path))
+    )
+    # same decoding as the trial's evaluation: the whole test grid, its batch size and seed
+    again = evaluate(
+        model, tokenizer, test_examples(cfg.data), batch_size=cfg.train.eval_batch_size, seed=cfg.train.seed
+    ).to_frame()
+    logged = _artifact(client, result.run_id, "eval/cells.csv", tmp_path)
+    final = logged[logged["epoch"] == logged["epoch"].max()].reset_index(drop=True)
+    cell = final["accuracy"].idxmax()  # a cell the model gets partly right
+    assert final.loc[cell, "accuracy"] > 0
+    assert again.loc[cell, "correct"] == final.loc[cell, "correct"]
+    assert list(again["correct"]) == list(final["correct"])
+
+
+def test_errors_csv_agrees_with_cells_csv_up_to_the_cap(trial, tmp_path) -> None:
+    cfg, result, client, _, _ = trial
+    cells = _artifact(client, result.run_id, "eval/cells.csv", tmp_path)
+    errors = _artifact(client, result.run_id, "eval/errors.csv", tmp_path)
+    assert list(errors.columns) == [
+        *("epoch", "context", "row_digits", "col_digits", "a", "b", "prompt", "expected", "reply")
+    ]
+    last = cells[cells["epoch"] == cells["epoch"].max()]
+    assert set(errors["epoch"]) == {last["epoch"].iloc[0]}  # the latest evaluation: the kept model's
+    kept = errors.groupby("col_digits").size()
+    wrong = (last["n"] - last["correct"]).set_axis(last["col_digits"])
+    assert {d: kept.get(d, 0) for d in wrong.index} == {d: min(CAP, w) for d, w in wrong.items()}
+    assert (wrong > CAP).any() and (wrong <= CAP).any()  # the cap bit in one cell, not in the other
+    assert (errors["expected"] != errors["reply"]).all()
+    # the same answers as an MLflow table the UI lists
+    table = client.download_artifacts(result.run_id, "eval/errors.json", str(tmp_path))
+    assert len(pd.read_json(table, orient="split")) == len(errors)
+    tags = client.get_run(result.run_id).data.tags
+    assert '"eval/errors.json"' in tags["mlflow.loggedArtifacts"]
+    artifacts = {a.path for a in client.list_artifacts(result.run_id, "eval")}
+    assert f"eval/digit_errors_epoch{cfg.train.epochs}.png" in artifacts
+
+
+def test_errors_csv_survives_an_archive(trial, tmp_path, empty_store) -> None:  # noqa: F811
+    from arith.archive import SOURCE_TAG, export_sweep, import_sweep
+
+    _, result, client, parent_id, _ = trial
+    archive = tmp_path / "sweep.jsonl"
+    assert export_sweep(client, parent_id, archive) == 1
+    shutil.copy(empty_store, tmp_path / "mlflow.db")
+    other = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    new_parent, _ = import_sweep(other, archive)
+    other_client = mlflow.MlflowClient(other)
+    child = other_client.search_runs(
+        [other_client.get_run(new_parent).info.experiment_id], f"tags.{SOURCE_TAG} = '{result.run_id}'"
+    )[0]
+    before = Path(client.download_artifacts(result.run_id, "eval/errors.csv", str(tmp_path / "a")))
+    after = Path(other_client.download_artifacts(child.info.run_id, "eval/errors.csv", str(tmp_path / "b")))
+    assert after.read_text() == before.read_text()
+
+
+def test_ask_answers_a_typed_problem_and_a_cell(trial, capsys) -> None:
+    cfg, result, _, _, _ = trial
+    uri = ["--tracking-uri", cfg.tracking.tracking_uri]
+    assert ask_main([f"runs:/{result.run_id}", "12+7", *uri]) == 0
+    out = capsys.readouterr().out
+    assert "prompt:   1 2 + 0 7 =" in out  # padded as the trial's format writes it
+    assert "expected: 9 1 0" in out and "reply:" in out and ("right:    yes" in out or "right:    no" in out)
+
+    assert ask_main([result.run_id, "--cell", "1", "--n", "20", *uri]) == 0
+    out = capsys.readouterr().out
+    cells = result.cells.set_index("col_digits")
+    assert f"{int(cells.loc[1, 'correct'])}/20 right in cell 1" in out  # what the trial scored
+
+
+def test_ask_refuses_bad_input_in_one_line(trial, tmp_path, capsys) -> None:
+    cfg, result, client, _, _ = trial
+    uri = ["--tracking-uri", cfg.tracking.tracking_uri]
+    no_scheme = Path(client.download_artifacts(result.run_id, "model", str(tmp_path)))
+    (no_scheme / "position_scheme.json").unlink()
+    for argv, says in (
+        (["runs:/0123456789abcdef0123456789abcdef", "1+2", *uri], "cannot download"),
+        ([f"runs:/{result.run_id}", "12*7", *uri], "cannot read '12*7' as a problem of task add"),
+        ([f"runs:/{result.run_id}", "123+4", *uri], "more than max_digits=2"),
+        ([str(no_scheme), "1+2"], "has no position_scheme.json"),
+    ):
+        assert ask_main(argv) == 2
+        captured = capsys.readouterr()
+        lines = captured.err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("ask: ") and says in lines[0], captured.err
+    with pytest.raises(ModelFolderError, match="neither a folder"):
+        load_model(tmp_path / "nothing")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Where in the answer: digits and carry chains
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_carry_chains_of_sums_and_products() -> None:
+    assert digit_errors.carry_chains("add", 999, 1, 4) == [0, 1, 2, 3]
+    assert digit_errors.carry_chains("add", 15, 5, 3) == [0, 1, 0]
+    # 99 * 99 = 9801: column sums 81 | 81+81+8=170 | 81+17=98 | 9 -> carries into 1, 2, 3
+    assert digit_errors.carry_chains("mul", 99, 99, 4) == [0, 1, 2, 3]
+    assert digit_errors.carry_chains("mul", 12, 3, 2) == [0, 0]
+    assert digit_errors.carry_chains("reverse", 12, 3, 2) == []
+
+
+def test_digit_errors_by_position_read_either_answer_order() -> None:
+    errors = pd.DataFrame(
+        {
+            "context": ["main"] * 3,
+            "row_digits": pd.array([2, 2, 2], dtype="Int64"),
+            "col_digits": [2, 2, 2],
+            "a": [99, 12, 25],
+            "b": [99, 34, 40],
+            "prompt": ["", "", ""],
+            # padding_reverse: least significant digit first, padded to 4 digits
+            "expected": ["1 0 8 9", "8 0 4 0", "0 0 0 1"],
+            "reply": ["1 0 8 8", "8 0 4", "oops"],
+        }
+    )
+    rows = digit_errors.digit_rows(errors, "mul", "padding_reverse")
+    wrong = rows.groupby("answer")["wrong"].apply(list).to_dict()
+    assert wrong == {0: [False, False, False, True], 1: [False, False, False, True], 2: [True] * 4}
+    cells = pd.DataFrame(
+        {"context": ["main"], "row_digits": [2], "col_digits": [2], "n": [10], "correct": [7]}
+    )
+    positions = digit_errors.by_position(rows, cells)
+    top = positions[positions["position"] == 3].iloc[0]
+    assert top["answers"] == 3 and top["wrong"] == 3 and top["rate"] == 1.0
+    assert top["rate_all"] == pytest.approx(0.3)  # 3 wrong of 10 answers, each wrong in its top digit
+    chains = digit_errors.by_carry_chain(rows, keys=[])
+    assert set(chains["chain"]) <= {0, 1, 2, 3} and chains["digits"].sum() == 12
+    # the plain format writes its answer most significant digit first: read it turned round
+    plain = errors.assign(expected=["9 8 0 1", "4 0 8", "1 0 0 0"], reply=["8 8 0 1", "4 0 8 0", ""])
+    rows = digit_errors.digit_rows(plain, "mul", "basic")
+    assert rows.groupby("answer")["wrong"].apply(list).to_dict()[0] == [False, False, False, True]
+    assert digit_errors.figure(rows, "t") is not None
+    with pytest.raises(ConfigError):
+        ExperimentConfig().with_overrides({"tracking.log_model": "best"}).validate()
+
+
+def test_report_shows_digit_errors_and_wrong_answers_under_each_table(tmp_path, empty_store) -> None:  # noqa: F811
+    from analysis import report
+    from analysis.load import load_sweep
+
+    uri = write_store(tmp_path, empty_store, recorded=True)
+    sweep = load_sweep("add_posembed", uri)
+    client = mlflow.MlflowClient(uri)
+    for run_id in sweep.trials.loc[sweep.trials["status"] == "FINISHED", "run_id"]:
+        cells = pd.read_csv(client.download_artifacts(run_id, "eval/cells.csv", str(tmp_path / run_id)))
+        last = cells[cells["epoch"] == cells["epoch"].max()].iloc[0]
+        row = {"epoch": last["epoch"], "context": last["context"], "row_digits": None}
+        row |= {"col_digits": last["col_digits"], "a": 12, "b": 34}
+        row |= {"prompt": "1 2 + 3 4 =", "expected": "4 6", "reply": "4 7"}
+        text = io.StringIO()
+        pd.DataFrame([row]).to_csv(text, index=False)
+        client.log_text(run_id, text.getvalue(), "eval/errors.csv")
+    out = tmp_path / "report"
+    page = report("add_posembed", uri, out_dir=out, fmt="html", log_artifacts=False)
+    assert "What the trials wrote when wrong" in page and "<code>4 7</code>" in page
+    assert page.count('class="wrong-answers"') >= 1 and 'alt="digit errors: ' in page
+    assert list((out / "digit_errors").glob("*.png")) and (out / "errors.csv").exists()
