@@ -4,7 +4,7 @@ The lent GPU machines have PyTorch and transformers but no MLflow. There a trial
 `RunRecorder` instead of `arith.tracking.MlflowTracker`: the same calls (params from the config, tags,
 metric histories, the evaluation's `eval/cells.csv`, the run's status and times) build one run record
 exactly as `arith.archive` exports it from a store, written to a JSON file after every evaluation and at
-the end. `sweeps.offline` gathers the records of a grid's trials under a parent record into one archive,
+the end (with `eval/errors.csv`, the kept wrong answers). `sweeps.offline` gathers the records of a grid's trials under a parent record into one archive,
 which `python -m arith.archive import` brings into any MLflow store, where `python -m analysis` judges it
 with the same code as a Ray Tune sweep.
 
@@ -105,6 +105,13 @@ class RunRecorder(NullTracker):
         cells.insert(0, "epoch", epoch)
         self._cells.append(cells)
         self.log_text(pd.concat(self._cells, ignore_index=True).to_csv(index=False), "eval/cells.csv")
+
+    def log_errors(self, errors: pd.DataFrame, epoch: int) -> None:
+        """The latest evaluation's kept wrong answers as `eval/errors.csv`, as the MLflow tracker keeps
+        them (the trained model is not recorded: an archive holds text, not weights)."""
+        errors = errors.copy()
+        errors.insert(0, "epoch", epoch)
+        self.log_text(errors.to_csv(index=False), "eval/errors.csv")
 
     def finish(self, status: str = "FINISHED") -> None:
         self.record["status"] = status

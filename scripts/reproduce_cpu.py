@@ -24,6 +24,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -39,6 +40,7 @@ if str(ROOT) not in sys.path:
 from analysis.budget import budget_table  # noqa: E402
 from analysis.curves import budget_figure, learning_curves_figure, save  # noqa: E402
 from analysis.findings import CLAIMS, NOT_TESTABLE, Finding, rejudge  # noqa: E402
+from analysis.gpu import gpu_section  # noqa: E402
 from analysis.load import find_parent, load_sweep, sweep_runs  # noqa: E402
 from analysis.report import Analysis, analyse, render  # noqa: E402
 from analysis.tables import markdown_table as markdown  # noqa: E402
@@ -53,6 +55,8 @@ TEXTS = ROOT / "docs" / "results"
 #: each part's latest sweep as a portable file (arith/archive.py), restored into the store before the
 #: report is written: a fresh clone rebuilds docs/RESULTS.md from them with --report-only
 ARCHIVES = TEXTS / "sweeps"
+#: the `gpu` scale: its plan and the archives banked from lent GPUs (analysis.gpu)
+GPU_PLAN, GPU_BANK = TEXTS / "gpu_plan.yaml", TEXTS / "gpu"
 
 
 #: the page's head (docs/results/intro.md) and the pre-search section's (docs/results/presearch.md)
@@ -562,11 +566,14 @@ def write_results(uri: str, out: Path, intro: str) -> None:
         before_after(results),
         untestable(results, budget_table(every, single=True), curves),
     ]
+    with tempfile.TemporaryDirectory() as tmp:  # a store of its own: gpu sweeps never mix with cpu ones
+        gpu = gpu_section(GPU_BANK, GPU_PLAN, f"sqlite:///{tmp}/gpu.db")
     parts = [
         intro.rstrip() + "\n",
         *filter(None, head),
         presearch_tables(files, budgets, budget_curves),
         *sections,
+        gpu,
     ]
     out.write_text("\n".join(parts))
     print(f"wrote {out}")

@@ -38,6 +38,7 @@ TINY = {
     "data.train_samples": 64,
     "data.test_per_cell": 1,
     "train.eval_batch_size": 64,
+    "train.eval_epochs": "[1]",
 }
 
 

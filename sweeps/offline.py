@@ -71,7 +71,7 @@ class SweepPart:
         digits, its model) without the `--only` value ceasing to match."""
         grid, scale = get_grid(self.grid), get_scale(self.scale)
         picked = {c.tracking.tags["point"] for c in select(points(grid, scale, self.seeds), self.only)}
-        overrides = {**self.sets, "train.num_threads": 1, "train.checkpoint_every": 0}
+        overrides = {**self.sets, "train.num_threads": 1}
         return [c for c in points(grid, scale, self.seeds, overrides) if c.tracking.tags["point"] in picked]
 
     @property

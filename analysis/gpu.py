@@ -1,0 +1,158 @@
+"""The `gpu` scale's results section: the archives banked from lent GPUs, read by the same analysis.
+
+Each batch of docs/results/gpu_plan.yaml that ran on a lent GPU left one sweep archive per part under
+docs/results/gpu/<batch>/ (written by `sweeps.offline`). Here every archive is imported into a store like
+any sweep (`arith.archive`) and analysed with `analysis.report.analyse`, so a GPU batch is judged by the
+code that judges a Ray Tune sweep. The section gives, per batch, its device, precision, minutes and
+command; per point, each seed's final accuracy and whether every seed learned the cells the paper's own
+model learned (the competence rule of `analysis.verdicts`); and the claims' verdicts, where a pre-search's
+seeds never judge the budget they chose.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from analysis.findings import Finding
+from analysis.load import load_sweep
+from analysis.paper import digit_map_of
+from analysis.report import analyse
+from analysis.tables import markdown_table
+from analysis.verdicts import competence, in_range, measured
+from arith.archive import import_sweep, read_archive
+
+
+@dataclass
+class PartResult:
+    """One banked part: its archive's records, the final cells of the imported sweep (with each trial's
+    point) and the claims' findings."""
+
+    batch: str
+    name: str
+    parent: dict[str, Any]
+    trials: list[dict[str, Any]]
+    cells: pd.DataFrame
+    digit_map: dict[int, int] | None
+    findings: list[Finding]
+
+
+def read_part(uri: str, batch: str, path: Path) -> PartResult:
+    """Import one archive into the store at `uri` (once) and analyse it."""
+    _, records = read_archive(path)
+    parent_id, _ = import_sweep(uri, path)
+    sweep = load_sweep(records[0]["tags"]["grid"], uri, parent_id)
+    analysis = analyse(sweep)
+    digit_map = digit_map_of(sweep.digit_map_tag, sweep.scale, sweep.grid)
+    cells = measured(sweep.cells).merge(sweep.trials[["run_id", "point"]], on="run_id")
+    return PartResult(batch, path.stem, records[0], records[1:], cells, digit_map, analysis.findings)
+
+
+def _setting(trial: dict[str, Any]) -> str:
+    """The trial's model and budget, as the reader compares parts: layers x width, batch, steps."""
+    p = trial["params"]
+    layers = p.get("model.n_layer") if p.get("model.n_layer") not in (None, "None") else ""
+    width = p.get("model.n_embd") if p.get("model.n_embd") not in (None, "None") else ""
+    model = p.get("model.preset", "")
+    if layers or width:
+        model += f" ({layers or '-'} layers, width {width or '-'})"
+    return f"{model}, batch {p.get('train.batch_size')}, {p.get('train.max_steps')} steps"
+
+
+def competence_rows(part: PartResult) -> list[dict[str, Any]]:
+    """Per point of the part: the seeds' final test accuracy and the competence gate's reading."""
+    rows = []
+    by_point: dict[str, list[dict[str, Any]]] = {}
+    for trial in part.trials:
+        by_point.setdefault(trial["tags"].get("point", ""), []).append(trial)
+    for point, trials in by_point.items():
+        cells = part.cells[part.cells["point"] == point] if not part.cells.empty else part.cells
+        seeds = sorted(int(t["tags"]["seed"]) for t in trials)
+        accs = []
+        for t in sorted(trials, key=lambda t: int(t["tags"]["seed"])):
+            history = t["metrics"].get("test_acc", [])
+            accs.append(f"{history[-1][2]:.2f}" if history else "-")
+        digits = trials[0]["params"].get("data.max_digits")
+        label = f"{point} ({digits}-digit factors)" if f"max_digits={digits}" not in point else point
+        if cells.empty:
+            learned = "no finished evaluation"
+        else:
+            why, _ = competence({"it": cells}, part.digit_map, in_range, "the training range's cells")
+            learned = "yes, every seed" if not why else why.removeprefix("it not learned: ")
+        minutes = [((t["end_time"] or 0) - (t["start_time"] or 0)) / 60000 for t in trials]
+        rows.append(
+            {
+                "part": part.name,
+                "point": label,
+                "setting": _setting(trials[0]),
+                "seeds": ", ".join(map(str, seeds)),
+                "test_acc by seed": " / ".join(accs),
+                "learned the paper's competent cells": learned,
+                "minutes a trial": " - ".join(dict.fromkeys(f"{m:.1f}" for m in sorted(minutes))),
+            }
+        )
+    return rows
+
+
+def gpu_section(bank: Path, plan: Path, uri: str) -> str:
+    """The markdown section of docs/RESULTS.md for the `gpu` scale, from the banked archives."""
+    entries = yaml.safe_load(plan.read_text()) or []
+    lines = [
+        "## The `gpu` scale: banked from lent GPUs",
+        "",
+        "What one lent GPU (an H100 or H200, about 15 minutes of device time, no Ray or MLflow there) runs "
+        "in one prepared command, `python -m sweeps.bank next --out DIR`: the next batch of "
+        "docs/results/gpu_plan.yaml, each part one sweep archive from `sweeps.offline`, imported and "
+        "analysed here like any sweep. The scale keeps the paper's digit and sample counts; its model is "
+        "gpt2-mini (6 layers, 8 heads, width 256) and its budget is chosen by pre-searches on seeds from "
+        "100 up, so the seeds that judge a claim never chose its budget. A model has learned when every "
+        "seed reaches 0.9 on each cell where the paper's own model did (`analysis.verdicts.competence`); "
+        "a part run on 3-digit factors is read against the paper's 5-digit model's cells up to 3 x 3 (the "
+        "paper ran no 3-digit model), a question of whether the lease pays for fewer digits.",
+        "",
+    ]
+    banked = [e for e in entries if (bank / e["batch"]).is_dir() and any((bank / e["batch"]).glob("*.jsonl"))]
+    if not banked:
+        return "\n".join([*lines, "No batch is banked yet.", ""])
+    findings: list[Finding] = []
+    for entry in banked:
+        parts = [
+            read_part(uri, entry["batch"], path) for path in sorted((bank / entry["batch"]).glob("*.jsonl"))
+        ]
+        tags = parts[0].parent["tags"]
+        start = min(t["start_time"] for p in parts for t in p.trials)
+        end = max(t["end_time"] or 0 for p in parts for t in p.trials)
+        n = sum(len(p.trials) for p in parts)
+        lines += [
+            f"### {entry['batch']}",
+            "",
+            " ".join(str(entry.get("what", "")).split()),
+            "",
+            f"Ran on one {tags.get('machine', '?')} ({tags.get('precision', '?')}), {n} trials, "
+            f"{entry.get('procs')} at a time, {(end - start) / 60000:.1f} min from the first trial's start "
+            f"to the last one's end; commit {tags.get('git_commit', '?')[:12]}; command "
+            f"`python -m sweeps.bank next --out DIR` (each part's own command is its parent run's "
+            "`command` tag).",
+            "",
+            markdown_table(pd.DataFrame([row for p in parts for row in competence_rows(p)])),
+            "",
+        ]
+        findings += [f for p in parts for f in p.findings]
+    judged = [f for f in findings if f.outcome.contrasts and not f.outcome.untestable]
+    lines += [
+        "### Claims at the `gpu` scale",
+        "",
+        (
+            f"{len(judged)} claim(s) judged."
+            if judged
+            else "None judged yet: every banked batch is a pre-search, whose seeds chose the budget and "
+            "so never judge it (analysis.findings). The judged batch runs on fresh seeds once a pre-search "
+            "finds a model and budget at which every compared model learns the paper's competent cells."
+        ),
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,192 @@
+"""The executor for machines without Ray or MLflow (sweeps.offline) and the GPU plan (sweeps.bank).
+
+The executor's archive must import and judge like a Ray Tune sweep's: the slow test runs one smoke grid
+both ways (a real local Ray and SQLite MLflow store for Tune; plain processes for the executor), imports
+both into one store and compares runs, params, metrics and verdicts."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from analysis.load import load_sweep
+from analysis.report import analyse
+from arith import archive, store
+from arith.archive import export_sweep, import_sweep, read_archive
+from arith.recorder import RunRecorder
+from arith.train import train
+from sweeps.bank import Batch, load_plan, next_batch, run_next, status
+from sweeps.errors import SweepError
+from sweeps.offline import SweepPart, run_parts
+from sweeps.storage import PRESEARCH_TAG
+
+ROOT = Path(__file__).resolve().parent.parent
+#: a fast smoke grid: 2 points of 3-digit addition, seconds a trial
+GRID = "demo"
+FAST = {"train.max_steps": "12", "data.test_per_cell": "2"}
+#: metrics that time a run, not what it learned
+TIMINGS = ("seconds", "per_s", "tokens_per_s")
+
+
+def _deterministic(key: str) -> bool:
+    return not any(word in key for word in TIMINGS)
+
+
+def test_recorder_keeps_a_trial_in_the_archive_schema(tmp_path):
+    part = SweepPart(GRID, "smoke", 1, {"data.format": "padding_reverse"}, FAST)
+    (cfg,) = part.configs()
+    path = tmp_path / "trial.run.json"
+    result = train(cfg, tracker=RunRecorder(cfg, path))
+    record = json.loads(path.read_text())
+    assert record["status"] == "FINISHED" and record["end_time"] >= record["start_time"]
+    assert record["run_name"] == cfg.tracking.run_name and len(record["run_id"]) == 32
+    assert record["params"]["train.seed"] == "0" and record["params"]["data.format"] == "padding_reverse"
+    assert json.loads(record["params"]["data.test_digits"]) == cfg.data.test_digits  # lists as JSON
+    assert record["tags"]["point"] == cfg.tracking.tags["point"] and record["tags"]["device"] == "cpu"
+    assert record["metrics"]["test_acc"][-1][2] == pytest.approx(result.test_acc)
+    cells = pd.read_csv(pd.io.common.StringIO(record["artifacts"]["eval/cells.csv"]))
+    assert len(cells) == len(result.cells) and set(cells["epoch"]) == {result.epochs_done}
+    errors = pd.read_csv(pd.io.common.StringIO(record["artifacts"]["eval/errors.csv"]))
+    wrong = int((cells["n"] - cells["correct"]).sum())
+    assert len(errors) == wrong  # every wrong answer of this small grid is kept
+    assert set(record["artifacts"]) <= set(archive.ARTIFACTS)
+
+
+def test_a_presearch_draws_its_seeds_from_100_up(tmp_path):
+    part = SweepPart(GRID, "smoke", (0, 1), sets=FAST, presearch_seeds=(0, 1))
+    with pytest.raises(SweepError, match="from 100 up"):
+        run_parts([part], tmp_path, procs=1)
+
+
+def test_only_picks_points_before_set_moves_them():
+    part = SweepPart("mul_format", "gpu", (100,), {"data.max_digits": "5"}, {"data.max_digits": "3"})
+    configs = part.configs()
+    assert {c.data.max_digits for c in configs} == {3}
+    assert len(configs) == 4  # the 5-digit points of the four formats, moved to 3 digits
+    assert "max_digits=5" in configs[0].tracking.tags["point"]
+
+
+def test_gpu_scale_keeps_the_papers_digits_and_records_its_presearch_seeds():
+    (cfg,) = SweepPart("mul_format", "gpu", 1, {"data.max_digits": "5", "data.format": "basic"}).configs()
+    assert (cfg.data.max_digits, cfg.data.train_samples, cfg.data.test_per_cell) == (5, 300_000, 100)
+    assert cfg.model.preset == "gpt2-mini" and cfg.train.max_steps == 8000
+    from sweeps.storage import sweep_tags
+
+    tags = sweep_tags("mul_format", "gpu", 1, "abc")
+    assert json.loads(tags[PRESEARCH_TAG]) == [100, 101]
+    assert json.loads(tags["digit_map"])["5"] == 5
+
+
+def test_plan_is_valid_and_banked_batches_have_their_archives():
+    batches = load_plan()
+    assert batches and all(len(b.parts) <= 6 for b in batches)
+    for batch in batches:
+        for part in batch.parts:
+            assert part.configs(), part.name  # every part resolves to trials
+            if batch.banked():
+                _, records = read_archive(batch.archive(part))
+                parent = records[0]
+                assert parent["tags"]["grid"] == part.grid and parent["tags"]["executor"] == "sweeps.offline"
+                assert json.loads(parent["tags"][PRESEARCH_TAG]) == sorted(part.presearch_seeds)
+                assert len(records) - 1 == int(parent["tags"]["trials"])
+    chosen = [b for b in batches if b.chosen_by]
+    assert all(all(s >= 100 for p in b.parts for s in p.presearch_seeds) for b in chosen)
+    assert "banked" in status(batches)
+
+
+def test_next_batch_runs_on_a_cpu_at_a_tiny_budget(tmp_path):
+    """The plan's next batch end to end on this machine (no GPU): the path the device command takes."""
+    batches = load_plan()
+    batch = next_batch(batches)
+    if batch is None:
+        pytest.skip("every batch of the plan is banked or waits for its parts to be written")
+    bank = tmp_path / "bank"
+    shutil.copytree(ROOT / "docs" / "results" / "gpu", bank)
+    small = Batch(batch.name, batch.what, batch.minutes, 2, batch.parts[:2], batch.chosen_by)
+    plan = tmp_path / "plan.yaml"
+    entries = yaml.safe_load((ROOT / "docs" / "results" / "gpu_plan.yaml").read_text())
+    for entry in entries:
+        if entry["batch"] == small.name:
+            entry["parts"], entry["procs"] = entry["parts"][:2], 2
+    plan.write_text(yaml.safe_dump(entries))
+    paths = run_next(tmp_path / "out", tiny=True, bank=bank, plan=plan)
+    assert [p.name for p in paths] == [f"{part.name}.jsonl" for part in small.parts]
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    for path in paths:
+        _, records = read_archive(path)
+        assert {r["status"] for r in records[1:]} == {"FINISHED"}
+        import_sweep(uri, path)
+    sweep = load_sweep(small.parts[0].grid, uri)
+    assert not sweep.cells.empty
+
+
+def test_deadline_stops_running_trials_and_keeps_what_they_logged(tmp_path):
+    part = SweepPart(GRID, "smoke", 1, {"data.format": "basic"}, {"train.max_steps": "100000"})
+    (path,) = run_parts([part], tmp_path, procs=1, deadline_s=20)
+    _, records = read_archive(path)
+    parent, trials = records[0], records[1:]
+    assert parent["status"] == "KILLED"
+    assert [t["status"] for t in trials] == ["KILLED"] and trials[0]["end_time"]
+    assert trials[0]["params"]["train.max_steps"] == "100000"
+
+
+@pytest.mark.slow
+def test_offline_archive_imports_and_judges_like_a_tune_sweep(tmp_path):
+    """The same smoke grid through Ray Tune and through the executor: same runs, params, metrics and
+    verdicts once both are in an MLflow store."""
+    tune_uri = f"sqlite:///{tmp_path}/tune.db"
+    temp_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp")
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "MLFLOW_TRACKING_URI")}
+    sets = [arg for k, v in FAST.items() for arg in ("--set", f"{k}={v}")]
+    command = [sys.executable, "sweeps/run.py", "--grid", GRID, "--scale", "smoke", "--seeds", "2"]
+    command += [*sets, "--tracking-uri", tune_uri, "--storage-path", str(tmp_path / "ray")]
+    command += ["--ray-temp-dir", temp_dir, "--cpus-per-trial", "1", "--quiet"]
+    try:
+        proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    finally:
+        shutil.rmtree(temp_dir, ignore_errors=True)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    client = store.client(tune_uri)
+    tune_parent = load_sweep(GRID, tune_uri).parent_run_id
+    export_sweep(client, tune_parent, tmp_path / "tune.jsonl")
+
+    (offline,) = run_parts([SweepPart(GRID, "smoke", 2, sets=FAST)], tmp_path / "offline", procs=2)
+    uri = f"sqlite:///{tmp_path}/both.db"
+    runs = {}
+    for name, path in (("tune", tmp_path / "tune.jsonl"), ("offline", offline)):
+        parent_id, new = import_sweep(uri, path)
+        assert new
+        sweep = load_sweep(GRID, uri, parent_id)
+        runs[name] = (sweep, read_archive(path)[1])
+
+    (tune_sweep, tune_records), (off_sweep, off_records) = runs["tune"], runs["offline"]
+    by_name = {
+        name: {r["run_name"]: r for r in records[1:]}
+        for name, records in (("tune", tune_records), ("offline", off_records))
+    }
+    assert set(by_name["tune"]) == set(by_name["offline"]) and len(by_name["tune"]) == 4
+    for run_name, tune_run in by_name["tune"].items():
+        off_run = by_name["offline"][run_name]
+        assert off_run["status"] == tune_run["status"] == "FINISHED"
+        differ = {k for k in tune_run["params"] if tune_run["params"][k] != off_run["params"].get(k)}
+        assert differ <= {"tracking.tracking_uri", "tracking.parent_run_id", "tracking.tags"}, differ
+        assert set(off_run["metrics"]) == set(tune_run["metrics"])
+        for key in filter(_deterministic, tune_run["metrics"]):
+            tune_steps, tune_values = zip(*[(s, v) for s, _, v in tune_run["metrics"][key]], strict=True)
+            off_steps, off_values = zip(*[(s, v) for s, _, v in off_run["metrics"][key]], strict=True)
+            assert off_steps == tune_steps, key
+            assert off_values == pytest.approx(tune_values, rel=1e-5, abs=1e-6), key
+        assert off_run["artifacts"]["eval/cells.csv"] == tune_run["artifacts"]["eval/cells.csv"]
+    assert len(off_sweep.cells) == len(tune_sweep.cells)
+    tune_findings = [(f.claim, f.status, f.numbers) for f in analyse(tune_sweep).findings]
+    off_findings = [(f.claim, f.status, f.numbers) for f in analyse(off_sweep).findings]
+    assert tune_findings == off_findings and tune_findings
