@@ -2,11 +2,11 @@
 
 The lent GPU machines have PyTorch and transformers but no MLflow. There a trial logs through a
 `RunRecorder` instead of `arith.tracking.MlflowTracker`: the same calls (params from the config, tags,
-metric histories, the evaluation's `eval/cells.csv`, the run's status and times) build one run record
-exactly as `arith.archive` exports it from a store, written to a JSON file after every evaluation and at
-the end (with `eval/errors.csv`, the kept wrong answers). `sweeps.offline` gathers the records of a grid's trials under a parent record into one archive,
-which `python -m arith.archive import` brings into any MLflow store, where `python -m analysis` judges it
-with the same code as a Ray Tune sweep.
+metric histories, the evaluation's `eval/cells.csv` and `eval/errors.csv`, the run's status and times)
+build one run record exactly as `arith.archive` exports it from a store, written to a JSON file after
+every evaluation and at the end. `sweeps.offline` gathers the records of a grid's trials under a parent
+record into one archive, which `python -m arith.archive import` brings into any MLflow store, where
+`python -m analysis` judges it with the same code as a Ray Tune sweep.
 
 Run ids are fresh UUIDs in MLflow's form (32 hex digits): an archive's runs keep them as their source id,
 so importing the same archive twice is a no-op, as for an exported sweep.

@@ -204,8 +204,11 @@ def build_configs(args: argparse.Namespace, tracking_uri: str) -> dict[str, dict
 
 def resources(args: argparse.Namespace) -> dict[str, float]:
     gpus = args.gpus_per_trial
+    scale = get_scale(args.scale)
+    if gpus is None and scale.trials_per_gpu:  # a scale of small trials says how many share a GPU
+        gpus = 1.0 / scale.trials_per_gpu
     if gpus is None:  # GPU scales: the packing measured by scripts/gpu_bench.sh, else one trial a GPU
-        gpus = default_gpus_per_trial() if get_scale(args.scale).needs_gpu else 0.0
+        gpus = default_gpus_per_trial() if scale.needs_gpu else 0.0
     if args.cpus_per_trial <= 0 or gpus < 0:
         raise SweepError("--cpus-per-trial must be > 0 and --gpus-per-trial >= 0")
     try:

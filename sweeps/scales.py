@@ -57,6 +57,8 @@ class Scale:
     digit_stride: int = 1
     #: the paper's models need GPUs: sweeps refuse to start this scale on a cluster without one
     needs_gpu: bool = False
+    #: trials sharing one GPU by default (0: the paper scale's measured packing, sweeps/packing.py)
+    trials_per_gpu: int = 0
     #: the seeds of the pre-search that chose this scale's budgets: its sweeps are tagged with them and
     #: the analysis judges only other seeds
     presearch_seeds: tuple[int, ...] = ()
@@ -225,6 +227,9 @@ SCALES: dict[str, Scale] = {
             },
             lr_factor=50.0,
             presearch_seeds=(100, 101),
+            # measured on one H200: 6 trials of batch 512 side by side ran 8,000 steps in 4.1-4.7 min
+            # each, 14 of batch 128 ran 5,000 in 3.4-4.1 min (docs/results/gpu/)
+            trials_per_gpu=6,
             needs_gpu=True,
         ),
         Scale(
