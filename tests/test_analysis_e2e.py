@@ -107,7 +107,10 @@ def test_tables_findings_and_heatmaps_from_the_smoke_sweeps(swept) -> None:
         assert page.startswith("<!DOCTYPE html>") and f"<h1>Sweep analysis: {grid}</h1>" in page
         # self-contained: inline CSS, every figure an inline PNG (heatmaps, seeds, curves, accuracy by epoch)
         assert "<script" not in page and '<link rel="stylesheet"' not in page and 'src="http' not in page
-        assert page.count('src="data:image/png;base64,') == len(analysis.tables) + 3
+        # ... and under each table, one digit-error figure per point with wrong answers kept
+        digit_figures = page.count('<img alt="digit errors: ')
+        assert digit_figures > 0
+        assert page.count('src="data:image/png;base64,') == len(analysis.tables) + 3 + digit_figures
         assert "Test accuracy by epoch" in page and "Spread over seeds" in page and "Learning curves" in page
         assert all(f.status in page and html.escape(f.evidence) in page for f in analysis.findings)
         assert "HTML report:" in done.stdout and str(out / "report.html") in done.stdout
