@@ -33,7 +33,7 @@ ISSUE_GRIDS = [
 
 def test_registry_has_every_grid_of_the_issue():
     assert set(ISSUE_GRIDS) <= set(GRIDS)
-    assert set(SCALES) == {"paper", "cpu", "smoke"}
+    assert set(SCALES) == {"paper", "gpu", "cpu", "smoke"}
 
 
 @pytest.mark.parametrize("grid", ISSUE_GRIDS)
@@ -263,7 +263,7 @@ def test_overrides_seeds_and_precedence():
 def test_unknown_names_list_the_valid_ones():
     with pytest.raises(ConfigError, match="mul_format"):
         get_grid("mul_formats")
-    with pytest.raises(ConfigError, match="paper, cpu, smoke"):
+    with pytest.raises(ConfigError, match="paper, cpu, gpu, smoke"):
         get_scale("gpu")
 
 
@@ -279,7 +279,7 @@ def test_cli_bad_input_fails_at_once(capsys):
     assert main(["--grid", "mul_formats"]) == 2
     assert "choose one of: mul_format" in capsys.readouterr().err
     assert main(["--grid", "nl_mix", "--scale", "tiny"]) == 2
-    assert "paper, cpu, smoke" in capsys.readouterr().err
+    assert "paper, cpu, gpu, smoke" in capsys.readouterr().err
     assert main(["--grid", "nl_mix", "--set", "model.positions=none"]) == 2
     assert "valid keys" in capsys.readouterr().err
     assert main(["--grid", "nl_mix", "--set", "novalue"]) == 2
