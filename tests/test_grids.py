@@ -264,7 +264,7 @@ def test_unknown_names_list_the_valid_ones():
     with pytest.raises(ConfigError, match="mul_format"):
         get_grid("mul_formats")
     with pytest.raises(ConfigError, match="paper, cpu, gpu, smoke"):
-        get_scale("gpu")
+        get_scale("tpu")
 
 
 def test_a_point_the_trainer_rejects_fails_naming_it():
