@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from arith.config import ConfigError, ExperimentConfig
-from arith.data import train_examples, train_size
+from arith.data.datasets import train_examples, train_size
 from sweeps.grids import GRIDS, Grid, Variant, get_grid, parse_seeds, points
 from sweeps.run import absolute_uri, build_configs, main, parse_args, trial_outcomes, trial_table
 from sweeps.scales import SCALES, get_scale
@@ -33,7 +33,7 @@ ISSUE_GRIDS = [
 
 def test_registry_has_every_grid_of_the_issue():
     assert set(ISSUE_GRIDS) <= set(GRIDS)
-    assert set(SCALES) == {"paper", "cpu", "smoke"}
+    assert set(SCALES) == {"paper", "cpu", "gpu", "smoke"}
 
 
 @pytest.mark.parametrize("grid", ISSUE_GRIDS)
@@ -263,8 +263,8 @@ def test_overrides_seeds_and_precedence():
 def test_unknown_names_list_the_valid_ones():
     with pytest.raises(ConfigError, match="mul_format"):
         get_grid("mul_formats")
-    with pytest.raises(ConfigError, match="paper, cpu, smoke"):
-        get_scale("gpu")
+    with pytest.raises(ConfigError, match="paper, cpu, gpu, smoke"):
+        get_scale("tpu")
 
 
 def test_a_point_the_trainer_rejects_fails_naming_it():
@@ -279,7 +279,7 @@ def test_cli_bad_input_fails_at_once(capsys):
     assert main(["--grid", "mul_formats"]) == 2
     assert "choose one of: mul_format" in capsys.readouterr().err
     assert main(["--grid", "nl_mix", "--scale", "tiny"]) == 2
-    assert "paper, cpu, smoke" in capsys.readouterr().err
+    assert "paper, cpu, gpu, smoke" in capsys.readouterr().err
     assert main(["--grid", "nl_mix", "--set", "model.positions=none"]) == 2
     assert "valid keys" in capsys.readouterr().err
     assert main(["--grid", "nl_mix", "--set", "novalue"]) == 2
@@ -358,7 +358,7 @@ def test_trial_table_shows_config_and_resources(tmp_path):
 def test_a_failed_trial_counts_once_whether_tune_or_its_run_says_so(tmp_path):
     """Tune's errored trials (retries exhausted) and the FAILED runs overlap: a trial whose every attempt
     raised is both. Counted twice it left a negative count of unfinished trials, reported as interrupted."""
-    from arith import store
+    from arith.tracking import store
 
     uri = f"sqlite:///{tmp_path}/m.db"
     args = parse_args(["--grid", "mul_simple_case", "--scale", "smoke"])
