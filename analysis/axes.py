@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from arith.config import ConfigError, ExperimentConfig, coerce
+from arith.data.tasks import get_task
 
 #: params that only repeat a point (aggregated over), or only say where it logged
 SEED_KEYS: tuple[str, ...] = ("data.seed", "train.seed")
@@ -73,8 +74,10 @@ def without_derived(params: pd.DataFrame, axes: list[str], declared: list[str]) 
     the tables into more titles (nl_mix at cpu scale: the epochs follow from the data mixed in); and
     less the dialogue task's data where no trial is of that task."""
     kept = list(axes)
-    if "data.task" in params.columns and not (params["data.task"] == "dialogue").any():
-        kept = [k for k in kept if k not in DIALOGUE_KEYS or k in declared]
+    if "data.task" in params.columns:  # a task's own data keys, where no trial's task reads them
+        tasks = [get_task(str(name)) for name in params["data.task"].unique()]
+        read = {k for k in DIALOGUE_KEYS if any(task.reads(k.partition(".")[2]) for task in tasks)}
+        kept = [k for k in kept if k not in DIALOGUE_KEYS or k in declared or k in read]
     for key in [k for k in axes if k in DERIVED_KEYS and k not in declared]:
         others = [k for k in kept if k != key and k in params.columns]
         if not others or key not in params.columns:

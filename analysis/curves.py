@@ -23,7 +23,7 @@ from analysis.budget import budget_series, fit_budgets, in_range_budgets
 from analysis.load import Sweep, metric_history
 from analysis.verdicts import LEARNED, in_range, measured
 
-#: the training loss each trial logs (arith.train), on the answer tokens at `cpu` scale
+#: the training loss each trial logs (arith.training.train), on the answer tokens at `cpu` scale
 LOSS = "train/loss"
 #: the loss is one batch's: each trial's curve is a rolling mean over this many logged values
 SMOOTH = 5

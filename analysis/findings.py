@@ -99,6 +99,24 @@ class Claim:
 #: mul_format_long's 12,000 steps: a GPU pre-search on seeds 0-2 (mul_simple_case_long took the same budget)
 MUL_BUDGET_PRESEARCH = "docs/presearch/mul_format_steps.jsonl"
 
+
+@dataclass(frozen=True)
+class ArchivedVariant:
+    """A variant whose sweeps were archived before a sweep recorded its parent grid (tag `variant_of`) and
+    its pre-search's seeds (tag `presearch_seeds`): what those tags would say. A new variant needs no
+    entry."""
+
+    parent: str
+    presearch_seeds: tuple[int, ...]
+    presearch: str
+
+
+#: the budget variants of sweeps.grids whose archives (docs/results/sweeps/) predate the tags
+ARCHIVED_VARIANTS: dict[str, ArchivedVariant] = {
+    "mul_format_long": ArchivedVariant("mul_format", (0, 1, 2), MUL_BUDGET_PRESEARCH),
+    "mul_simple_case_long": ArchivedVariant("mul_simple_case", (0, 1, 2), MUL_BUDGET_PRESEARCH),
+}
+
 CLAIMS: tuple[Claim, ...] = (
     Claim(
         "mul_format",
@@ -106,16 +124,6 @@ CLAIMS: tuple[Claim, ...] = (
         "tb:basic-5 vs tb:padding-5",
         MUL_IN_RANGE,
         padding_reverse_beats_basic,
-    ),
-    Claim(
-        "mul_format_long",
-        "padding + reversed product beats basic on the cells the paper's tables contrast (mean accuracy), "
-        "at the budget where both learn",
-        "tb:basic-5 vs tb:padding-5",
-        MUL_IN_RANGE,
-        padding_reverse_beats_basic,
-        (0, 1, 2),
-        MUL_BUDGET_PRESEARCH,
     ),
     Claim(
         "mul_one_digit_weight",
@@ -130,16 +138,6 @@ CLAIMS: tuple[Claim, ...] = (
         "tb:onedigit_5-6a-d",
         MUL_IN_RANGE,
         first_step_beats_n_times_1,
-    ),
-    Claim(
-        "mul_simple_case_long",
-        "first-step % augmentation helps more than n x 1 augmentation (mean accuracy, same max_digits), at "
-        "mul_format_long's budget",
-        "tb:onedigit_5-6a-d",
-        MUL_IN_RANGE,
-        first_step_beats_n_times_1,
-        (0, 1, 2),
-        MUL_BUDGET_PRESEARCH,
     ),
     Claim(
         "add_length",
@@ -205,27 +203,41 @@ CLAIMS: tuple[Claim, ...] = (
 )
 
 
-def presearch_seeds_of(claim: Claim, tag: str | None) -> tuple[int, ...]:
+def claims_for(grid: str, variant_of: str = "") -> list[Claim]:
+    """The claims a sweep of `grid` is judged by: its own, and its parent's when it is a variant (the
+    sweep's `variant_of` tag, else `ARCHIVED_VARIANTS`). A claim is written once, on the parent."""
+    archived = ARCHIVED_VARIANTS.get(grid)
+    parent = variant_of or (archived.parent if archived else "")
+    return [c for c in CLAIMS if c.grid == grid or (parent and c.grid == parent)]
+
+
+def presearch_seeds_of(claim: Claim, tag: str | None, grid: str = "") -> tuple[int, ...]:
     """The seeds of the pre-search that chose the claim's budget: the sweep's `presearch_seeds` tag (JSON
-    list) when it has one, else the claim's declaration (for sweeps archived before the tag)."""
+    list) when it has one, else the declaration for sweeps archived before the tag (`ARCHIVED_VARIANTS`,
+    or the claim's own)."""
     if tag:
         try:
             return tuple(int(s) for s in json.loads(tag))
         except (ValueError, TypeError):
             pass
-    return claim.presearch_seeds
+    archived = ARCHIVED_VARIANTS.get(grid)
+    return archived.presearch_seeds if archived else claim.presearch_seeds
 
 
 def outcome_of(
-    claim: Claim, frame: pd.DataFrame, digit_map=None, presearch_tag: str | None = None
+    claim: Claim, frame: pd.DataFrame, digit_map=None, presearch_tag: str | None = None, grid: str = ""
 ) -> Outcome:
-    """The claim read off the per-seed cells: seeds that chose its budget left out, pooled sides refused."""
-    chose = presearch_seeds_of(claim, presearch_tag)
+    """The claim read off the per-seed cells of a sweep of `grid` (the claim's own or a variant of it):
+    seeds that chose its budget left out, pooled sides refused."""
+    chose = presearch_seeds_of(claim, presearch_tag, grid)
     if chose and not frame.empty:
         fresh = frame[~frame["seed"].isin(chose)]
         if fresh.empty:
             seeds = ", ".join(map(str, sorted(frame["seed"].dropna().astype(int).unique())))
-            source = claim.presearch or "the sweep's presearch_seeds tag"
+            archived = ARCHIVED_VARIANTS.get(grid)
+            source = claim.presearch or (
+                archived.presearch if archived else "the sweep's presearch_seeds tag"
+            )
             why = (
                 f"judged on the seeds that chose its budget: seeds {seeds}, and the pre-search ({source}) "
                 f"ran seeds {', '.join(map(str, chose))}; fresh seeds are needed"
@@ -259,11 +271,16 @@ def judged(grid: str, claims: list[tuple[Claim, Outcome]]) -> list[Finding]:
 
 
 def evaluate_findings(
-    frame: pd.DataFrame, grid: str, digit_map: dict[int, int] | None = None, presearch_tag: str | None = None
+    frame: pd.DataFrame,
+    grid: str,
+    digit_map: dict[int, int] | None = None,
+    presearch_tag: str | None = None,
+    variant_of: str = "",
 ) -> list[Finding]:
-    """Every claim the grid tests, judged on the per-seed cells (`analysis.load.Sweep.cells`), Holm's
-    correction over the grid's claims (a report of several grids: `rejudge`)."""
-    claims = [(c, outcome_of(c, frame, digit_map, presearch_tag)) for c in CLAIMS if c.grid == grid]
+    """Every claim the grid tests (its parent's too, for a variant), judged on the per-seed cells
+    (`analysis.load.Sweep.cells`), Holm's correction over the grid's claims (a report of several grids:
+    `rejudge`)."""
+    claims = [(c, outcome_of(c, frame, digit_map, presearch_tag, grid)) for c in claims_for(grid, variant_of)]
     return judged(grid, claims)
 
 

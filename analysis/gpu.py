@@ -2,8 +2,8 @@
 
 Each batch of docs/results/gpu_plan.yaml that ran on a lent GPU left one sweep archive per part under
 docs/results/gpu/<batch>/ (written by `sweeps.offline`). Here every archive is imported into a store like
-any sweep (`arith.archive`) and analysed with `analysis.report.analyse`, so a GPU batch is judged by the
-code that judges a Ray Tune sweep. The section gives, per batch, its device, precision, minutes and
+any sweep (`arith.tracking.archive`) and analysed with `analysis.report.analyse`, so a GPU batch is judged by
+the code that judges a Ray Tune sweep. The section gives, per batch, its device, precision, minutes and
 command; per point, each seed's final accuracy and whether every seed learned the cells the paper's own
 model learned (the competence rule of `analysis.verdicts`); and the claims' verdicts, where a pre-search's
 seeds never judge the budget they chose.
@@ -24,7 +24,7 @@ from analysis.paper import digit_map_of
 from analysis.report import analyse
 from analysis.tables import markdown_table
 from analysis.verdicts import competence, in_range, measured
-from arith.archive import import_sweep, read_archive
+from arith.tracking.archive import import_sweep, read_archive
 
 
 @dataclass

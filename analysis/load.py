@@ -23,8 +23,8 @@ from typing import Any
 import pandas as pd
 
 from analysis.axes import axes_of, declared_axes, type_hints, typed_value
-from arith import store
 from arith.config import ExperimentConfig
+from arith.tracking import store
 
 
 class AnalysisError(RuntimeError):
@@ -89,6 +89,8 @@ class Sweep:
     #: the seeds of the pre-search that chose the sweep's budget (parent run tag `presearch_seeds`, JSON
     #: list; of several parts, every part's); '' when no part recorded one
     presearch_seeds_tag: str = ""
+    #: the grid this sweep's grid is a variant of (parent run tag `variant_of`); '' for a grid of its own
+    variant_of: str = ""
     #: the kept wrong answers of each finished trial's last evaluation (eval/errors.csv) with the trial's
     #: columns (run_id, seed, point keys); empty for trials from before eval/errors.csv
     errors: pd.DataFrame = field(default_factory=pd.DataFrame)
@@ -108,7 +110,7 @@ class Sweep:
 
 
 def check_reachable(tracking_uri: str, timeout_s: float = 5.0) -> None:
-    """Fail fast, naming the URI, when the store is not there (arith.store.check_reachable)."""
+    """Fail fast, naming the URI, when the store is not there (arith.tracking.store.check_reachable)."""
     try:
         store.check_reachable(tracking_uri, timeout_s)
     except store.StoreError as err:
@@ -385,6 +387,7 @@ def load_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] 
         notes=notes,
         digit_map_tag=parent.data.tags.get("digit_map", ""),
         presearch_seeds_tag=presearch_seeds_tag(parents),
+        variant_of=parent.data.tags.get("variant_of", ""),
         declared_axes=tuple(declared),
         errors=tidy_errors(trials, errors_by_run, axes),
     )

@@ -20,10 +20,9 @@ from importlib import resources
 import numpy as np
 import pandas as pd
 
+from arith.data.tasks import get_task
+
 #: our task -> the paper's task column
-PAPER_TASK = {"mul": "mul", "add_scratchpad": "add_scratchpad", "dialogue": "nl_mix"}
-#: data.mix_format -> the paper's nl_mix data name
-MIX_NAMES = {"none": "dia", "basic": "dia+basic", "random_space": "dia+random_space"}
 #: the paper's augment spelling -> data.augment
 PAPER_AUGMENTS = {"n_times_1_every_3": "n_times_1", "first_step_every_3": "first_step"}
 #: the paper reads its nl_mix runs (100 epochs) at 50 and at 100 epochs
@@ -98,9 +97,9 @@ def _parse_setting(setting: str) -> dict[str, str]:
 
 def paper_format(point: dict) -> str | None:
     """The paper's format name for a trial (None when the paper has no such data)."""
-    if point["data.task"] == "dialogue":
-        return MIX_NAMES.get(point["data.mix_format"])
-    return point["data.format"]
+    return get_task(point["data.task"]).paper_format(
+        point["data.format"], point.get("data.mix_format", "none")
+    )
 
 
 def paper_cells(
@@ -116,14 +115,10 @@ def paper_cells(
     """
     columns = ["table", "context", "row_digits", "col_digits", "accuracy"]
     empty = pd.DataFrame(columns=[*columns, "paper_row_digits", "paper_col_digits"])
-    task = PAPER_TASK.get(point["data.task"])
+    spec = get_task(point["data.task"])
+    task = spec.paper_name
     fmt = paper_format(point)
-    if (
-        task is None
-        or fmt is None
-        or (task == "nl_mix" and paper_epochs is None)
-        or (task != "nl_mix" and not final)
-    ):
+    if task is None or fmt is None or (paper_epochs is None if spec.paper_reads_epochs else not final):
         return empty
     if fmt == "recursive_scratchpad" and str(point.get("data.reverse_addends")).lower() not in ("true", "1"):
         return empty  # the paper's recursive scratchpad reverses the addends (appendix B, tab:fail)
@@ -132,12 +127,12 @@ def paper_cells(
     tables = [t.strip() for t in str(point.get("paper_table") or "").split(",") if t.strip()]
     if tables:
         keep &= paper["table"].isin(tables)
-    elif task == "mul":
+    elif spec.paper_by_max_digits:
         keep &= paper["max_digits"] == point["data.max_digits"]
     keep &= paper["augment"] == point["data.augment"]
     keep &= np.isclose(paper["one_digit_weight"], float(point["data.one_digit_weight"]))
     keep &= (paper["init"] == "") | (paper["init"] == point["model.init"])
-    if task == "nl_mix":
+    if spec.paper_reads_epochs:
         keep &= paper["epochs"] == paper_epochs
     cells = paper.loc[keep, [*columns, "train_max"]].drop_duplicates(["context", "row_digits", "col_digits"])
     cells = cells.assign(paper_row_digits=cells["row_digits"], paper_col_digits=cells["col_digits"])

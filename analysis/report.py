@@ -17,6 +17,7 @@ from analysis.paper import attach_paper, digit_map_of
 from analysis.plots import write_heatmaps
 from analysis.tables import Table, build_tables, long_frame, render_tables
 from analysis.wrong_answers import write_figures
+from arith.tracking import store
 
 FORMATS: dict[str, str] = {"markdown": "md", "csv": "csv", "latex": "tex", "html": "html"}
 
@@ -36,7 +37,9 @@ def analyse(sweep: Sweep) -> Analysis:
     digit_map = digit_map_of(sweep.digit_map_tag, sweep.scale, sweep.grid)  # older runs: the scale's
     frame = attach_paper(aggregate_seeds(sweep.cells, sweep.axes), point_keys, digit_map)
     # per seed: verdicts weigh the spread over seeds; competence and compared cells through the digit map
-    findings = evaluate_findings(sweep.cells, sweep.grid, digit_map, sweep.presearch_seeds_tag)
+    findings = evaluate_findings(
+        sweep.cells, sweep.grid, digit_map, sweep.presearch_seeds_tag, sweep.variant_of
+    )
     return Analysis(sweep, frame, build_tables(frame, sweep.axes), findings)
 
 
@@ -106,8 +109,6 @@ def write_outputs(analysis: Analysis, text: str, fmt: str, out_dir: Path) -> lis
 def log_to_parent(analysis: Analysis, out_dir: Path) -> str | None:
     """Log the folder as artifacts `analysis/` of the sweep's parent run; a message if that failed."""
     from mlflow.exceptions import MlflowException
-
-    from arith import store
 
     try:
         client = store.client(analysis.sweep.tracking_uri)

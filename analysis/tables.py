@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from analysis.paper import MIX_NAMES
+from arith.data.tasks import get_task
 
 #: what the table's cell keys are called, for the headers
 ROW_NAMES = {"mul": "digits of b"}
@@ -128,9 +128,10 @@ def build_tables(frame: pd.DataFrame, axes: list[str]) -> list[Table]:
     tables: list[Table] = []
     axes = [a for a in axes if a in frame.columns]
     for task, by_task in frame.groupby("data.task", sort=True):
-        if task == "mul":
+        layout = get_task(str(task)).layout  # the task says how its cells are laid out
+        if layout == "grid":
             tables += _mul_tables(by_task, axes)
-        elif task == "dialogue":
+        elif layout == "contexts":
             tables += _dialogue_tables(by_task, axes)
         else:
             tables += _length_tables(by_task, axes, str(task))
@@ -162,7 +163,13 @@ def _length_tables(frame: pd.DataFrame, axes: list[str], task: str) -> list[Tabl
 
 def _dialogue_tables(frame: pd.DataFrame, axes: list[str]) -> list[Table]:
     keys = [k for k in dict.fromkeys(["model.position", *axes]) if k != "data.mix_format"]
-    frame = frame.assign(data=frame["data.mix_format"].map(MIX_NAMES).fillna(frame["data.mix_format"]))
+    paper_names = [
+        get_task(task).paper_format(fmt, mix) or mix
+        for task, fmt, mix in zip(
+            frame["data.task"], frame["data.format"], frame["data.mix_format"], strict=True
+        )
+    ]
+    frame = frame.assign(data=paper_names)
     out = []
     # one table per reading of the paper (its epoch 50 or 100): at a step budget the points read it at
     # different epochs of their own (a smaller data set has more, shorter epochs)

@@ -20,9 +20,10 @@ from __future__ import annotations
 import json
 
 from analysis.load import FINISHED, Sweep
+from arith.tracking import store
 
 VIEW_TAG = "mlflow.sharedViewState."
-#: the accuracy metrics a view shows first, when the trials logged them (arith.train.summary_metrics)
+#: the accuracy metrics a view shows first, when the trials logged them (arith.training.train.summary_metrics)
 LEADING_METRICS = ("test_acc", "test_acc/in_range", "test_acc/beyond")
 
 
@@ -93,8 +94,6 @@ def claim_charts(metrics: list[str]) -> dict:
 
 def logged_metrics(sweep: Sweep) -> list[str]:
     """The metric keys a finished trial of the sweep logged."""
-    from arith import store
-
     finished = sweep.trials.loc[sweep.trials["status"] == FINISHED, "run_id"]
     if finished.empty:
         return []
@@ -103,8 +102,6 @@ def logged_metrics(sweep: Sweep) -> list[str]:
 
 def share_view(sweep: Sweep, ui_url: str = "http://127.0.0.1:5000") -> str:
     """Store the view on the sweep's experiment; return the UI address that opens it."""
-    from arith import store
-
     client = store.client(sweep.tracking_uri)
     experiment_id = client.get_run(sweep.parent_run_id).info.experiment_id
     key = f"sweep-{sweep.parent_run_id[:12]}"

@@ -23,16 +23,17 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from arith.config import ConfigError, ExperimentConfig
-from arith.examples import Example
-from arith.tracking import EXPERIMENT_CONFIG
+from arith.data.datasets import test_examples
+from arith.data.examples import Example
+from arith.data.tasks import get_task
+from arith.model.gpt import ModelFolderError, _load_folder, model_folder
+from arith.tracking.runs import EXPERIMENT_CONFIG
+from arith.training.evaluate import generate_replies, is_right
 
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 _PROBLEM = re.compile(r"^\s*(\d+)\s*([*x×+])\s*(\d+)\s*$")
 #: the operator a typed problem of each task uses
-_OPERATOR = {"mul": "*", "add": "+", "add_scratchpad": "+"}
 
 
 class AskError(ValueError):
@@ -56,31 +57,19 @@ def model_uri(run: str) -> str:
 
 
 def typed_example(cfg: ExperimentConfig, problem: str) -> Example:
-    """The problem `a*b` / `a+b` rendered as the trial's format renders its test lines."""
-    from arith.formats import render_example
-
+    """The problem `a*b` / `a+b` rendered as the trial's format renders its test lines
+    (`Task.typed_example`)."""
     d = cfg.data
-    operator = _OPERATOR.get(d.task)
-    if operator is None:
+    task = get_task(d.task)
+    if not task.operator:
         raise AskError(f"task {d.task!r} takes no typed problem; ask it with --cell (its test grid)")
     match = _PROBLEM.match(problem)
-    if match is None or (match.group(2) in "x×*") != (operator == "*"):
-        raise AskError(f"cannot read {problem!r} as a problem of task {d.task}: write it like 12{operator}34")
-    a, b = int(match.group(1)), int(match.group(3))
-    cell = (
-        ("main", len(str(b)), len(str(a)))
-        if d.task == "mul"
-        else ("main", None, max(len(str(a)), len(str(b))))
-    )
-    options: dict = {"max_digits": d.max_digits}
-    if d.task != "mul":
-        options = {"rng": np.random.default_rng(d.seed)}
-        if d.task == "add":
-            options["max_digits"] = d.max_digits
-        else:
-            options |= {"reverse_addends": d.reverse_addends, "random_space_prob": d.random_space_prob}
+    if match is None or (match.group(2) in "x×*") != (task.operator == "*"):
+        raise AskError(
+            f"cannot read {problem!r} as a problem of task {d.task}: write it like 12{task.operator}34"
+        )
     try:
-        return render_example(d.task, d.format, a, b, cell=cell, **options)
+        return task.typed_example(d, int(match.group(1)), int(match.group(3)))
     except (ConfigError, ValueError) as err:
         raise AskError(f"cannot pose {problem!r} in format {d.format!r}: {err}") from err
 
@@ -98,8 +87,6 @@ def parse_cell(text: str) -> tuple[str, int | None, int]:
 
 def cell_examples(cfg: ExperimentConfig, cell_text: str, n: int) -> list[Example]:
     """The first `n` test problems of a cell of the trial's test grid."""
-    from arith.data import test_examples
-
     cell = parse_cell(cell_text)
     tests = test_examples(cfg.data)
     chosen = [e for e in tests if e.cell == cell][:n]
@@ -117,8 +104,6 @@ def _cell_text(cell) -> str:
 
 def ask(model, tokenizer, cfg: ExperimentConfig, examples: Sequence[Example]) -> list[Answer]:
     """Greedy replies, decoded and scored as the evaluation does."""
-    from arith.evaluate import generate_replies, is_right
-
     replies, ended = generate_replies(
         model,
         tokenizer,
@@ -136,8 +121,6 @@ def ask(model, tokenizer, cfg: ExperimentConfig, examples: Sequence[Example]) ->
 def load(run: str, tracking_uri: str = "", device: str = "cpu"):
     """(model, tokenizer, trial config) of a run's or folder's saved model."""
     from transformers import PreTrainedTokenizerFast
-
-    from arith.model import ModelFolderError, _load_folder, model_folder
 
     try:
         with model_folder(model_uri(run), tracking_uri) as folder:

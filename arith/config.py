@@ -2,11 +2,14 @@
 
 An `ExperimentConfig` holds four plain dataclasses (data, model, train, tracking). It round-trips
 through dicts, JSON and YAML, flattens to dotted keys (``data.max_digits``) for MLflow params and
-``--set key=value`` overrides, and `validate()` rejects impossible settings before anything trains.
+``--set key=value`` overrides.
 
-Tasks (`arith.tasks.TASKS`) and position schemes (`arith.positions.SCHEMES`) are registries of their
-own: validation asks the task and the scheme of a config to check it, and each scheme's settings
-(`model.n_hash`, ...) are declared beside its class and become fields of `ModelConfig` here.
+This module is the leaf every layer reads (the analysis too, without torch): it imports no registry.
+The settings only one task or one position scheme reads are small `Settings` classes here that the task
+(`arith.data.tasks`) and the scheme (`arith.model.positions`) name as theirs: `ModelConfig` is built from
+the schemes' classes, the tasks' are cut from `DataConfig` (`settings_of`), keeping its field order.
+Checking a config against the registries (is the format one of its task's, can the scheme run it) is
+`arith.validation.validate`.
 """
 
 from __future__ import annotations
@@ -19,13 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from arith.errors import ConfigError
-from arith.positions import SCHEME_SETTINGS, SCHEMES, scheme_class
 
 __all__ = ["ConfigError", "DataConfig", "ExperimentConfig", "ModelConfig", "TrackingConfig", "TrainConfig"]
 
 # ---------------------------------------------------------------------------------------------------------
-# Registries of names (single source of truth)
+# Names with no registry of their own
 # ---------------------------------------------------------------------------------------------------------
 
 #: multiplication augmentations (appendix A): every third sample becomes n x 1, or a first-step `%` line.
@@ -33,9 +37,6 @@ AUGMENTS: tuple[str, ...] = ("none", "n_times_1", "first_step")
 #: arithmetic data mixed into the dialogue data for the nl_mix experiment (section 4): dia, dia+basic,
 #: dia+random_space.
 MIX_FORMATS: tuple[str, ...] = ("none", "basic", "random_space")
-#: position schemes of the model, read from their registry (arith.positions.SCHEMES). `learned`/`none`/
-#: `random_embed` are the paper's; `randomized`, `abacus` and `coupling` go beyond it.
-POSITION_SCHEMES: tuple[str, ...] = tuple(SCHEMES)
 INITS: tuple[str, ...] = ("random", "pretrained")
 #: model size presets: name -> (n_layer, n_head, n_embd). `gpt2-small` is the paper's model.
 MODEL_PRESETS: dict[str, tuple[int, int, int]] = {
@@ -47,7 +48,7 @@ MODEL_PRESETS: dict[str, tuple[int, int, int]] = {
 LOSS_ON: tuple[str, ...] = ("answer", "all")
 SCHEDULES: tuple[str, ...] = ("linear", "cosine", "constant")
 PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16")
-#: `auto`: GPT-2's tokenizer for a pretrained model, the digit-aware one (arith.tokenizer) otherwise;
+#: `auto`: GPT-2's tokenizer for a pretrained model, the digit-aware one (arith.model.tokenizer) otherwise;
 #: `pretrained`: model.pretrained's tokenizer whatever the init (the paper's random-init GPT-2s)
 TOKENIZERS: tuple[str, ...] = ("auto", "pretrained")
 DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
@@ -59,20 +60,56 @@ COMPILE_MODES: tuple[str, ...] = ("default", "reduce-overhead", "max-autotune", 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 
 
-def __getattr__(name: str) -> Any:
-    """`TASK_FORMATS` (task -> formats), read from the task registry when first asked for: the tasks
-    import this module, so it cannot import them at its top."""
-    if name == "TASK_FORMATS":
-        from arith.tasks import TASKS
-
-        return {task.name: task.formats for task in TASKS.values()}
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def _choice(name: str, value: str, choices: typing.Iterable[str]) -> None:
+def choice(name: str, value: str, choices: typing.Iterable[str]) -> None:
+    """Raise ConfigError unless `value` is one of `choices`, listing them."""
     choices = tuple(choices)
     if value not in choices:
         raise ConfigError(f"{name}={value!r} is not valid; choose one of: {', '.join(choices)}")
+
+
+def default_n_hash(n_embd: int, n_head: int) -> int:
+    """n_embd // 4 rounded down to a multiple of n_head (at least n_head), as ModelConfig documents."""
+    return max(n_head, (n_embd // 4) // n_head * n_head)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Settings one position scheme reads (`PositionScheme.Settings` names its class; ModelConfig is built
+# from them)
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class NoSettings:
+    """A task or scheme that reads no setting of its own."""
+
+
+@dataclass
+class RandomEmbedSettings:
+    #: random_embed: dimensions of the Gaussian tag; 0 = n_embd // 4 (rounded to a multiple of n_head)
+    n_hash: int = 0
+
+    def resolved_n_hash(self) -> int:
+        """The tag width for this config's sizes (on a ModelConfig: `sizes()` is its method)."""
+        _, n_head, n_embd = self.sizes()  # type: ignore[attr-defined]
+        return self.n_hash or default_n_hash(n_embd, n_head)
+
+
+@dataclass
+class RandomizedSettings:
+    #: randomized: position ids are drawn from 0..randomized_max_position-1; 0 = n_positions
+    randomized_max_position: int = 0
+
+
+@dataclass
+class AbacusSettings:
+    #: abacus: largest random offset added to the digit positions during training
+    abacus_max_offset: int = 20
+
+
+@dataclass
+class CouplingSettings:
+    #: coupling: largest random start added to every digit's position id during training (0 at test)
+    coupling_max_offset: int = 20
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -111,11 +148,48 @@ class DataConfig:
     seed: int = 0
 
 
+def settings_of(name: str, doc: str, section: type, *fields: str) -> type:
+    """A task's `Settings`: a dataclass of the `section` fields only that task reads (declared once, on the
+    section, in the order printed and logged), with their defaults."""
+    declared = {f.name: f for f in dataclasses.fields(section)}
+    spec = [(n, declared[n].type, field(default=declared[n].default)) for n in fields]
+    cls = dataclasses.make_dataclass(name, spec)
+    cls.__doc__, cls.__module__ = doc, __name__
+    return cls
+
+
+# Settings one task reads (`Task.Settings` names its class)
+MulSettings = settings_of(
+    "MulSettings",
+    "Multiplication: the 1-digit weight and the augmentations.",
+    DataConfig,
+    "one_digit_weight",
+    "augment",
+)
+ScratchpadSettings = settings_of(
+    "ScratchpadSettings",
+    "Addition with a scratchpad: reversed addends, random spaces.",
+    DataConfig,
+    "reverse_addends",
+    "random_space_prob",
+)
+DialogueSettings = settings_of(
+    "DialogueSettings",
+    "Student-teacher dialogues (nl_mix): the data mixed in, the dialogue counts, a user's file.",
+    DataConfig,
+    "mix_format",
+    "mix_samples",
+    "dialogue_easy",
+    "dialogue_hard",
+    "dialogue_file",
+)
+
+
 @dataclass
-class ModelConfig(*reversed(SCHEME_SETTINGS)):  # type: ignore[misc]
+class ModelConfig(CouplingSettings, AbacusSettings, RandomizedSettings, RandomEmbedSettings):
     """A GPT-2 (transformers' GPT2LMHeadModel) with an interchangeable position scheme. The fields a
     single scheme reads (`n_hash`, `randomized_max_position`, `abacus_max_offset`, ...) come from that
-    scheme's `Settings` in arith/positions.py (they come before these in the field order)."""
+    scheme's Settings above (they come before these in the field order)."""
 
     preset: str = "tiny"
     #: explicit sizes override the preset; None = take the preset's
@@ -160,7 +234,7 @@ class TrainConfig:
     #: loss on the answer tokens only, or on the whole line (the paper fine-tunes on whole lines)
     loss_on: str = "answer"
     #: the first this fraction of the run's steps draws lines of at most a few digits, the cap rising
-    #: from the fewest digits of the training set to the most (0 = none; see arith.batching)
+    #: from the fewest digits of the training set to the most (0 = none; see arith.training.batching)
     curriculum: float = 0.0
     #: epochs after which the test grids are evaluated (the final epoch always is); the paper reads the
     #: nl_mix runs at 50 and 100
@@ -173,12 +247,12 @@ class TrainConfig:
     #: evaluation batch size and the number of failure examples kept per cell (eval/failures.jsonl)
     eval_batch_size: int = 256
     failures_per_cell: int = 3
-    #: wrong answers kept per cell of the latest evaluation (eval/errors.csv, read by arith.digit_errors);
-    #: 100 keeps every wrong answer of a paper multiplication cell
+    #: wrong answers kept per cell of the latest evaluation (eval/errors.csv, read by
+    #: arith.training.digit_errors); 100 keeps every wrong answer of a paper multiplication cell
     errors_per_cell: int = 100
     #: tokens decoded per test reply; 0 = the longest reply the data can produce plus a margin
-    #: (arith.evaluate.reply_cap). Set it for a data.dialogue_file whose teacher replies are longer than
-    #: the generator's templates.
+    #: (arith.training.evaluate.reply_cap). Set it for a data.dialogue_file whose teacher replies are longer
+    #: than the generator's templates.
     eval_max_new_tokens: int = 0
     #: when the answer's exact-match on a held-out probe reaches this, training stops early (0 = never)
     target_accuracy: float = 0.0
@@ -189,7 +263,7 @@ class TrainConfig:
     #: torch.compile's mode when `compile` is on
     compile_mode: str = "default"
     #: pad each batch to the next of these lengths (a few fixed shapes for compiled steps and CUDA graphs);
-    #: empty = to its longest line (see arith.batching)
+    #: empty = to its longest line (see arith.training.batching)
     bucket_lengths: list[int] = field(default_factory=list)
     #: torch threads on a CPU; 0 = the CPUs this process may use (Ray sets them per trial)
     num_threads: int = 0
@@ -208,7 +282,7 @@ class TrackingConfig:
     parent_run_id: str = ""
     tags: dict[str, str] = field(default_factory=dict)
     #: the trained model as the run's artifact `model/` (`ArithModel.save`: weights, position scheme,
-    #: tokenizer; load it with `arith.model.load_model("runs:/<run id>/model")`): `final` = the model at
+    #: tokenizer; load it with `arith.model.gpt.load_model("runs:/<run id>/model")`): `final` = the model at
     #: the end of the trial, `none` = not kept. A GPT2-small (paper scale) is ~0.5 GB a trial.
     log_model: str = "final"
 
@@ -248,8 +322,6 @@ class ExperimentConfig:
         """Read a YAML or JSON file holding some or all of the sections."""
         text = Path(path).read_text()
         if str(path).endswith((".yaml", ".yml")):
-            import yaml
-
             return cls.from_dict(yaml.safe_load(text) or {})
         return cls.from_dict(json.loads(text))
 
@@ -283,78 +355,6 @@ class ExperimentConfig:
             hint = typing.get_type_hints(type(section))[field_name]
             setattr(section, field_name, coerce(value, hint, key))
         return ExperimentConfig(**sections)
-
-    # --- validation --------------------------------------------------------------------------------------
-
-    def validate(self) -> ExperimentConfig:
-        """Raise ConfigError for any setting that cannot train; return self so calls can chain."""
-        from arith.tasks import get_task  # the tasks import this module
-
-        d, m, t = self.data, self.model, self.train
-        task = get_task(d.task)
-        _choice("data.format", d.format, task.formats)
-        _choice("data.augment", d.augment, AUGMENTS)
-        _choice("data.mix_format", d.mix_format, MIX_FORMATS)
-        task.check(d)
-        if d.reverse_addends and d.format != "recursive_scratchpad":
-            raise ConfigError("data.reverse_addends applies to add_scratchpad format 'recursive_scratchpad'")
-        if d.min_digits < 1 or d.max_digits < d.min_digits:
-            raise ConfigError(
-                f"digit range must satisfy 1 <= min_digits <= max_digits (got {d.min_digits}..{d.max_digits})"
-            )
-        if d.one_digit_weight < 0:
-            raise ConfigError(f"data.one_digit_weight must be >= 0 (got {d.one_digit_weight})")
-        if not 0 <= d.random_space_prob < 1:
-            raise ConfigError(f"data.random_space_prob must be in [0, 1) (got {d.random_space_prob})")
-        for name in ("train_samples", "test_per_cell"):
-            if getattr(d, name) < 1:
-                raise ConfigError(f"data.{name} must be >= 1 (got {getattr(d, name)})")
-        if any(n < 1 for n in d.test_digits):
-            raise ConfigError(f"data.test_digits must be >= 1 (got {d.test_digits})")
-        if d.dialogue_file and not Path(d.dialogue_file).exists():
-            raise ConfigError(f"data.dialogue_file {d.dialogue_file!r} does not exist")
-
-        _choice("model.preset", m.preset, MODEL_PRESETS)
-        scheme = scheme_class(m.position)
-        _choice("model.init", m.init, INITS)
-        _choice("model.tokenizer", m.tokenizer, TOKENIZERS)
-        n_layer, n_head, n_embd = m.sizes()
-        if min(n_layer, n_head, n_embd) < 1 or n_embd % n_head:
-            raise ConfigError(f"model sizes need n_head | n_embd (got n_head={n_head}, n_embd={n_embd})")
-        scheme.check(self)
-        if m.init == "pretrained" and not m.pretrained:
-            raise ConfigError(
-                "model.init='pretrained' needs model.pretrained (a local directory or hub name)"
-            )
-        if not 0 <= m.dropout < 1:
-            raise ConfigError(f"model.dropout must be in [0, 1) (got {m.dropout})")
-
-        _choice("train.loss_on", t.loss_on, LOSS_ON)
-        _choice("train.schedule", t.schedule, SCHEDULES)
-        _choice("train.precision", t.precision, PRECISIONS)
-        _choice("train.device", t.device, DEVICES)
-        _choice("train.compile_mode", t.compile_mode, COMPILE_MODES)
-        _choice("tracking.log_model", self.tracking.log_model, LOG_MODEL)
-        if t.failures_per_cell < 0 or t.errors_per_cell < 0:
-            raise ConfigError("train.failures_per_cell and train.errors_per_cell must be >= 0")
-        if any(not 1 <= b <= m.n_positions for b in t.bucket_lengths):
-            raise ConfigError(
-                f"train.bucket_lengths {t.bucket_lengths} must lie in 1..model.n_positions={m.n_positions}"
-            )
-        if t.epochs < 1 or t.batch_size < 1 or t.lr <= 0:
-            raise ConfigError("train.epochs and train.batch_size must be >= 1 and train.lr > 0")
-        if t.max_steps < 0 or t.warmup_steps < 0 or not 0 <= t.warmup_ratio < 1:
-            raise ConfigError("train.max_steps, train.warmup_steps >= 0 and 0 <= train.warmup_ratio < 1")
-        if not (0 <= t.adam_beta1 < 1 and 0 <= t.adam_beta2 < 1 and t.adam_eps > 0):
-            raise ConfigError("train.adam_beta1 and adam_beta2 must be in [0, 1) and train.adam_eps > 0")
-        if t.eval_max_new_tokens < 0:
-            raise ConfigError(f"train.eval_max_new_tokens must be >= 0 (got {t.eval_max_new_tokens})")
-        if not 0 <= t.curriculum < 1:
-            raise ConfigError(f"train.curriculum={t.curriculum} must be in [0, 1): a fraction of the steps")
-        bad = [e for e in t.eval_epochs if not 1 <= e <= t.epochs]
-        if bad:
-            raise ConfigError(f"train.eval_epochs {bad} fall outside 1..train.epochs={t.epochs}")
-        return self
 
 
 def coerce(value: Any, hint: Any, key: str = "value") -> Any:

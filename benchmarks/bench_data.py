@@ -12,8 +12,8 @@ import argparse
 import time
 
 from arith.config import DataConfig
-from arith.data import train_examples
-from arith.tokenizer import build_tokenizer, encode_example, encode_examples
+from arith.data.datasets import train_examples
+from arith.model.tokenizer import build_tokenizer, encode_example, encode_examples
 
 CASES = {
     "mul basic n=5, 300k": DataConfig(task="mul", format="basic", max_digits=5, train_samples=300_000),

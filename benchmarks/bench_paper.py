@@ -7,13 +7,13 @@ evaluation time, extrapolated to its whole schedule and summed into GPU-hours.
     python benchmarks/bench_paper.py table --device cpu --preset tiny   # a test of the benchmark, not a cost
 
 `table`: for every point of the seven paper grids at scale `paper` (sweeps.grids), its data's batch widths
-come from a probe of its own training set, batched by the trainer's loader (arith.batching); the trainer's
-own step (arith.train: model, optimizer, compile, autocast, the training loop) is timed at each width on its
-model (dimensions, position scheme, vocabulary), batch size and precision, and the point's step time is the
-mean over its widths. Steps = batches an epoch x epochs; evaluations = the evaluated epochs x the time of
-the trainer's evaluation on a slice of the point's test set (an untrained model decodes to the longest
-answer + margin: an upper bound). Points that share a model and batch share their timings, so the whole
-paper is a few models x a few widths. GPU-hours are summed per grid and for the paper, and cost at
+come from a probe of its own training set, batched by the trainer's loader (arith.training.batching); the
+trainer's own step (arith.training.train: model, optimizer, compile, autocast, the training loop) is timed at
+each width on its model (dimensions, position scheme, vocabulary), batch size and precision, and the point's
+step time is the mean over its widths. Steps = batches an epoch x epochs; evaluations = the evaluated epochs x
+the time of the trainer's evaluation on a slice of the point's test set (an untrained model decodes to the
+longest answer + margin: an upper bound). Points that share a model and batch share their timings, so the
+whole paper is a few models x a few widths. GPU-hours are summed per grid and for the paper, and cost at
 `--usd-per-gpu-hour` of the cluster's worker (cluster.yaml).
 
 `--mode before` is the trainer as it was (eager steps, batches padded to their longest line); `--mode
@@ -43,12 +43,13 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from arith.batching import EncodedLine, batches_per_epoch, collate, pad_token_id
 from arith.config import ExperimentConfig, parse_set
-from arith.data import test_examples, train_examples, train_size
-from arith.model import build_model
-from arith.tokenizer import build_tokenizer
-from arith.train import (
+from arith.data.datasets import test_examples, train_examples, train_size
+from arith.model.gpt import build_model
+from arith.model.tokenizer import build_tokenizer
+from arith.training.batching import EncodedLine, batches_per_epoch, collate, pad_token_id
+from arith.training.evaluate import evaluate
+from arith.training.train import (
     autocast_context,
     compile_model,
     drain_losses,
@@ -60,6 +61,7 @@ from arith.train import (
     train_loader,
     train_step,
 )
+from arith.validation import validate
 from sweeps.grids import points
 from sweeps.packing import PackingMeasurement, choose_trials_per_gpu, load_measurement
 
@@ -101,7 +103,7 @@ def bench_config(cfg: ExperimentConfig, mode: str, device: str, preset: str, set
         over.update(BEFORE)
     if preset:
         over["model.preset"] = preset
-    return cfg.with_overrides({**over, **sets}).validate()
+    return validate(cfg.with_overrides({**over, **sets}))
 
 
 def probe_data(cfg: ExperimentConfig, probe: int):
@@ -270,8 +272,6 @@ def time_model(
 
 def eval_seconds(cfg: ExperimentConfig, model, tokenizer, examples: list, samples: int, device) -> float:
     """Seconds of the trainer's evaluation of the whole test set, from an evenly spread slice of it."""
-    from arith.evaluate import evaluate
-
     picked = examples[:: max(1, len(examples) // samples)][:samples]
     start = time.perf_counter()
     with autocast_context(device, cfg.train.precision):

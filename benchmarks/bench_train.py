@@ -20,10 +20,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from arith.batching import BatchLoader
 from arith.config import ExperimentConfig, parse_set
-from arith.hardware import autocast_context, cpu_has_native_bf16, cpu_threads, resolve_device
-from arith.train import head_on_loss_rows, make_optimizer, setup, train
+from arith.training.batching import BatchLoader
+from arith.training.evaluate import evaluate
+from arith.training.hardware import autocast_context, cpu_has_native_bf16, cpu_threads, resolve_device
+from arith.training.train import head_on_loss_rows, make_optimizer, setup, train
+from arith.validation import validate
 
 #: peak dense bf16 tensor FLOP/s of the GPUs this project is lent, for MFU
 PEAK_BF16 = {"H100": 989e12, "H200": 989e12, "A100": 312e12}
@@ -35,7 +37,7 @@ TTA = {**ExperimentConfig.load(TTA_CONFIG).flat(), "tracking.enabled": False}
 
 def config(base: dict, overrides: list[str], device: str) -> ExperimentConfig:
     cfg = ExperimentConfig().with_overrides({**base, "train.device": device})
-    return cfg.with_overrides(parse_set(overrides)).validate()
+    return validate(cfg.with_overrides(parse_set(overrides)))
 
 
 def emit(record: dict) -> None:
@@ -159,8 +161,6 @@ def _sync(device: torch.device) -> None:
 
 
 def eval_samples_per_s(cfg: ExperimentConfig) -> float:
-    from arith.evaluate import evaluate
-
     device = resolve_device(cfg.train.device)
     model, tokenizer, _, examples = prepare(cfg)
     model.to(device).eval()

@@ -7,7 +7,7 @@
 
 Each sweep is `sweeps/run.py --scale cpu` into one local store (default runs/cpu/mlflow.db). After a sweep
 the script tags its parent run with the command, the machine and the wall time, and archives it in
-docs/results/sweeps/ (one JSON-lines file per part of the plan, arith/archive.py). First of all every
+docs/results/sweeps/ (one JSON-lines file per part of the plan, arith/tracking/archive.py). First of all every
 archive the store lacks is imported into it: an archived part counts as run (`--rerun` runs it again), and
 the report is rebuilt from the store alone, on any clone: a grid with no sweep there is listed as not
 yet run, with the reason, unless the earlier report (--out) has its section: that is kept as it was,
@@ -39,20 +39,20 @@ if str(ROOT) not in sys.path:
 
 from analysis.budget import budget_table  # noqa: E402
 from analysis.curves import budget_figure, learning_curves_figure, save  # noqa: E402
-from analysis.findings import CLAIMS, NOT_TESTABLE, Finding, rejudge  # noqa: E402
+from analysis.findings import NOT_TESTABLE, Finding, claims_for, rejudge  # noqa: E402
 from analysis.gpu import gpu_section  # noqa: E402
 from analysis.load import find_parent, load_sweep, sweep_runs  # noqa: E402
 from analysis.report import Analysis, analyse, render  # noqa: E402
 from analysis.tables import markdown_table as markdown  # noqa: E402
-from arith.archive import SOURCE_TAG, export_sweep, import_sweep  # noqa: E402
-from arith.store import client as _client  # noqa: E402
+from arith.tracking.archive import SOURCE_TAG, export_sweep, import_sweep  # noqa: E402
+from arith.tracking.store import client as _client  # noqa: E402
 from sweeps.grids import GRIDS, points  # noqa: E402
 from sweeps.progress import trial_steps  # noqa: E402
 
 TAG_COMMAND, TAG_MACHINE, TAG_WALL = "reproduce.command", "reproduce.machine", "reproduce.wall_s"
 #: the report's fixed prose and the plan, kept as markdown and YAML beside the report they make
 TEXTS = ROOT / "docs" / "results"
-#: each part's latest sweep as a portable file (arith/archive.py), restored into the store before the
+#: each part's latest sweep as a portable file (arith/tracking/archive.py), restored into the store before the
 #: report is written: a fresh clone rebuilds docs/RESULTS.md from them with --report-only
 ARCHIVES = TEXTS / "sweeps"
 #: the `gpu` scale: its plan and the archives banked from lent GPUs (analysis.gpu)
@@ -214,7 +214,8 @@ def archive_store(uri: str, folder: Path = ARCHIVES) -> list[str]:
 
 
 def restore_archives(uri: str, folder: Path = ARCHIVES) -> list[str]:
-    """Import every archived sweep the store does not hold yet (arith/archive.py); returns their files."""
+    """Import every archived sweep the store does not hold yet (arith/tracking/archive.py); returns their
+    files."""
     imported = []
     for path in sorted(folder.glob("*.jsonl")):
         _run_id, new = import_sweep(uri, path)
@@ -348,7 +349,7 @@ def summary(results: list[GridResult], carried: dict[str, str] | None = None) ->
                 f"| {result.grid} | {claim} | {status} |{blank}| |"
                 for claim, status in carried_claims(carried[result.grid])
             ]
-        elif any(claim.grid == result.grid for claim in CLAIMS):
+        elif claims_for(result.grid):
             lines.append(f"| {result.grid} | all of its claims | not yet run |{blank}| |")
     return "\n".join(lines) + "\n"
 

@@ -19,9 +19,20 @@ from typing import Any
 from arith.config import ConfigError, ExperimentConfig
 from sweeps.errors import SweepError
 from sweeps.scales import Scale
-from sweeps.space import Grid, Point, Variant, parse_seeds, resolve
+from sweeps.space import Grid, Point, Variant, parse_seeds, resolve, scale_note, variant
 
-__all__ = ["GRIDS", "Grid", "Point", "Variant", "get_grid", "parse_seeds", "points", "select"]
+__all__ = [
+    "GRIDS",
+    "Grid",
+    "Point",
+    "Variant",
+    "get_grid",
+    "parse_seeds",
+    "points",
+    "scale_note",
+    "select",
+    "variant",
+]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -389,29 +400,28 @@ GRIDS.update(
 #: the seeds that pre-search ran: the claim is judged on others (sweeps run with --seeds 3,4,5 and up)
 MUL_BUDGET_PRESEARCH_SEEDS = (0, 1, 2)
 
-GRIDS["mul_format_long"] = Grid(
-    name="mul_format_long",
-    description="mul_format's claim where the cpu model learns it: basic vs padding + reversed product, "
-    "5-digit factors (3 at cpu), 12,000 steps.",
-    base={**MUL_SETUP, "data.max_digits": 5, "train.max_steps": 12_000},
-    axes={"data.format": ["basic", "padding_reverse"]},
-    paper_tables=("tb:basic-5", "tb:padding-5"),
-    table_of=_mul_format_table,
+GRIDS["mul_format_long"] = variant(
+    GRIDS["mul_format"],
+    "mul_format_long",
+    "mul_format's claim where the cpu model learns it: basic vs padding + reversed product, 5-digit factors "
+    "(3 at cpu), 12,000 steps.",
+    {"data.max_digits": 5, "train.max_steps": 12_000},
+    only={"data.format": ["basic", "padding_reverse"]},
     over_scale=("train.max_steps",),
+    scale="cpu",
     presearch_seeds=MUL_BUDGET_PRESEARCH_SEEDS,
 )
 
 #: mul_simple_case's 3-digit part (the paper's 5) at the same budget: its models stood at 0.60 / 0.64 in
 #: range after 3,000 steps, where mul_format's basic stood at 0.59 (not pre-searched itself: no GPU was left)
-GRIDS["mul_simple_case_long"] = Grid(
-    name="mul_simple_case_long",
-    description="mul_simple_case's claim at mul_format_long's budget: n x 1 vs first-step lines, 5-digit "
-    "factors (3 at cpu), 12,000 steps.",
-    base={**MUL_SETUP, "data.format": "reverse_product", "data.max_digits": 5, "train.max_steps": 12_000},
-    axes={"data.augment": ["n_times_1", "first_step"]},
-    paper_tables=("tb:onedigit_5-6a", "tb:onedigit_5-6c"),
-    table_of=_simple_case_table,
+GRIDS["mul_simple_case_long"] = variant(
+    GRIDS["mul_simple_case"],
+    "mul_simple_case_long",
+    "mul_simple_case's claim at mul_format_long's budget: n x 1 vs first-step lines, 5-digit factors (3 at "
+    "cpu), 12,000 steps.",
+    {"data.max_digits": 5, "train.max_steps": 12_000},
     over_scale=("train.max_steps",),
+    scale="cpu",
     presearch_seeds=MUL_BUDGET_PRESEARCH_SEEDS,
 )
 
@@ -462,4 +472,5 @@ GRIDS["demo"] = Grid(
     axes={"data.format": ["basic", "padding_reverse"]},
     over_scale=tuple(DEMO_SETUP),
     scale_digits=False,
+    scale="cpu",
 )

@@ -2,15 +2,15 @@
 
     python -m sweeps.offline --grid mul_format --scale gpu --seeds 100,101 --only data.max_digits=5 \\
         --procs 12 --deadline-min 8 --out runs/offline/mul_format.jsonl
-    python -m arith.archive import runs/offline/mul_format.jsonl --tracking-uri sqlite:///mlflow.db
+    python -m arith.tracking.archive import runs/offline/mul_format.jsonl --tracking-uri sqlite:///mlflow.db
     python -m analysis --grid mul_format
 
 The lent GPU machines have PyTorch and transformers but neither Ray nor MLflow, and one small trial
 leaves most of a GPU idle. This executor resolves a grid exactly as `sweeps/run.py` does (the same
 points, scale, `--only`, `--set` and seeds), runs each trial in its own process (`--procs` at a time, one
-CPU thread each, all sharing the GPU) and records each trial with `arith.recorder`. It then writes the
-sweep archive that `python -m arith.archive export` writes for a Ray Tune sweep: a parent run with the
-tags the analysis reads, and one run per trial with its params, tags, metric histories and
+CPU thread each, all sharing the GPU) and records each trial with `arith.tracking.recorder`. It then writes
+the sweep archive that `python -m arith.tracking.archive export` writes for a Ray Tune sweep: a parent run
+with the tags the analysis reads, and one run per trial with its params, tags, metric histories and
 `eval/cells.csv`. Imported into any store, the analysis cannot tell the two apart; the parent's tags say
 which executor, machine and precision made it.
 
@@ -36,10 +36,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from arith.archive import FORMAT, VERSION
 from arith.config import ConfigError, ExperimentConfig, parse_set
-from arith.recorder import RunRecorder, new_run_id, now_ms, run_record
-from arith.train import train
+from arith.tracking.archive import FORMAT, VERSION
+from arith.tracking.recorder import RunRecorder, new_run_id, now_ms, run_record
+from arith.training.train import train
 from sweeps.errors import SweepError
 from sweeps.grids import get_grid, parse_seeds, points, select
 from sweeps.scales import get_scale
@@ -239,7 +239,8 @@ def _trial_line(trial: Trial) -> str:
 
 
 def write_archive(path: Path, experiment: str, parent: dict[str, Any], trials: list[dict[str, Any]]) -> None:
-    """The sweep archive of `arith.archive`: a header, the parent run, then its trial runs by start."""
+    """The sweep archive of `arith.tracking.archive`: a header, the parent run, then its trial runs by
+    start."""
     trials = sorted(trials, key=lambda r: (r["start_time"] or 0, r["run_name"]))
     statuses = {r["status"] for r in trials}
     started = int(parent["tags"].get("trials", len(trials)))

@@ -22,6 +22,10 @@ from typing import Any, TextIO
 
 from ray.tune import Callback
 
+from arith.config import ExperimentConfig
+from arith.data.datasets import train_size
+from arith.training.train import total_steps
+
 ACCURACY = "test_acc"
 
 
@@ -170,10 +174,6 @@ class SweepProgress(Callback):
 def trial_steps(config: Mapping[str, Any]) -> int:
     """Optimiser steps a trial's config will take (epochs x batches, capped by train.max_steps); the same
     sum the trainer does, without building the data (a run that reaches its target accuracy stops early)."""
-    from arith.config import ExperimentConfig
-    from arith.data import train_size
-    from arith.train import total_steps
-
     cfg = ExperimentConfig.from_dict(dict(config))
     return total_steps(cfg.train, math.ceil(train_size(cfg.data) / cfg.train.batch_size))
 

@@ -12,7 +12,7 @@ restores exactly the interrupted sweep and runs only what was unfinished.
 This file is the command line and the sweep's steps in order; each concern has its own module:
 `sweeps/cluster.py` (Ray and the autoscaler), `sweeps/storage.py` (the sweep folder and the parent run),
 `sweeps/tuner.py` (Tune: the trainable, new or restored Tuner, the report), `sweeps/trainable.py` (the
-adapter that runs `arith.train.train` as a trial).
+adapter that runs `arith.training.train.train` as a trial).
 """
 
 from __future__ import annotations
@@ -28,12 +28,12 @@ if __package__ in (None, ""):  # `python sweeps/run.py`: make the repository imp
 
 import pandas as pd
 
-from arith import store
 from arith.config import ConfigError, ExperimentConfig, parse_set
-from arith.store import absolute_uri
+from arith.tracking import store
+from arith.tracking.store import absolute_uri
 from sweeps.cluster import check_cluster, start_ray
 from sweeps.errors import SweepError
-from sweeps.grids import GRIDS, get_grid, parse_seeds, points, select
+from sweeps.grids import GRIDS, get_grid, parse_seeds, points, scale_note, select
 from sweeps.packing import check_packing, default_gpus_per_trial
 from sweeps.scales import SCALES, get_scale
 from sweeps.storage import SweepStorage, check_tracking, new_sweep, resume_tracking_uri, trial_outcomes
@@ -281,8 +281,11 @@ def run(args: argparse.Namespace) -> int:
     set_uri = parse_set(args.sets).get("tracking.tracking_uri")
     tracking_uri = absolute_uri(args.tracking_uri or set_uri or ExperimentConfig().tracking.resolved_uri())
     res = resources(args)
-    get_grid(args.grid)  # an unknown grid or scale fails here, before anything starts
+    grid = get_grid(args.grid)  # an unknown grid or scale fails here, before anything starts
     scale = get_scale(args.scale)
+    note = scale_note(grid, scale)
+    if note:
+        print(note, file=sys.stderr)
 
     if args.resume:
         sweep_name = storage.latest(args.grid, scale.name)

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arith.config import ConfigError, ExperimentConfig
-from arith.data import train_size
+from arith.data.datasets import train_size
+from arith.data.tasks import get_task
 
 
 @dataclass(frozen=True)
@@ -73,9 +74,10 @@ class Scale:
         scaled = max(1, round(n * self.sample_fraction))
         return min(scaled, self.max_samples) if self.max_samples else scaled
 
-    def dialogue_samples(self, n: int, task: str) -> int:
-        """A count of the dialogue task's data; other tasks do not read it and it scales like any data."""
-        if self.dialogue_fraction is None or task != "dialogue":
+    def dialogue_samples(self, n: int, task: str, name: str) -> int:
+        """A count of the dialogue task's data (`data.<name>`); a task that does not read it scales it like
+        any data."""
+        if self.dialogue_fraction is None or not get_task(task).reads(name):
             return self.samples(n)
         return max(1, round(n * self.dialogue_fraction)) if n else 0
 
@@ -84,9 +86,9 @@ class Scale:
         d, t = cfg.data, cfg.train
         changes: dict[str, Any] = {
             "data.train_samples": self.samples(d.train_samples),
-            "data.mix_samples": self.dialogue_samples(d.mix_samples, d.task),
-            "data.dialogue_easy": self.dialogue_samples(d.dialogue_easy, d.task),
-            "data.dialogue_hard": self.dialogue_samples(d.dialogue_hard, d.task),
+            "data.mix_samples": self.dialogue_samples(d.mix_samples, d.task, "mix_samples"),
+            "data.dialogue_easy": self.dialogue_samples(d.dialogue_easy, d.task, "dialogue_easy"),
+            "data.dialogue_hard": self.dialogue_samples(d.dialogue_hard, d.task, "dialogue_hard"),
             "train.lr": t.lr * self.lr_factor,
         }
         if scale_digits:

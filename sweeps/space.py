@@ -9,6 +9,7 @@ point, scale (`sweeps.scales`), user overrides, then one copy per seed, tagged f
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 from collections.abc import Callable, Iterable, Mapping
@@ -16,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arith.config import ConfigError, ExperimentConfig
-from arith.data import validate_data
+from arith.data.datasets import validate_data
+from arith.validation import validate
 from sweeps.scales import Scale, get_scale
 
 
@@ -64,6 +66,12 @@ class Grid:
     #: the seeds of the pre-search that chose this grid's budget or a setting: recorded on the sweep's parent
     #: run (tag `presearch_seeds`) and left out of its verdicts (analysis.findings), which need other seeds
     presearch_seeds: tuple[int, ...] = ()
+    #: the grid this one is a variant of (`variant()`): recorded on the sweep's parent run (tag
+    #: `variant_of`), so the parent's claims judge it; "" for a grid of its own
+    parent: str = ""
+    #: the scale the grid is made for ("" = any): its `over_scale` settings are that scale's, so at another
+    #: scale the sweep says so (`scale_note`), and a point that cannot run there fails naming it
+    scale: str = ""
 
     def points(self) -> list[Point]:
         """The grid's points in a stable order: the main product, then each `also` block."""
@@ -96,6 +104,70 @@ class Grid:
             body = " x ".join(f"{_short(k)} {{{', '.join(_show(v) for v in vs)}}}" for k, vs in block.items())
             lines.append(("  also " if i else "") + body)
         return lines
+
+
+def variant(
+    parent: Grid,
+    name: str,
+    description: str,
+    settings: Mapping[str, Any],
+    *,
+    only: Mapping[str, list[Any]] | None = None,
+    over_scale: tuple[str, ...] = (),
+    scale: str = "",
+    presearch_seeds: tuple[int, ...] = (),
+) -> Grid:
+    """A derived grid: `parent` with `settings` over its base (a key that is one of its axes fixes that
+    axis), its axes cut to the values in `only`, and a name of its own. The parent's paper tables, table
+    mapping and claims apply (analysis.findings judges a variant by its parent's claims); the `also`
+    blocks stay only where they hold the fixed values. A budget variant is one call:
+    ``variant(GRIDS["mul_format"], "mul_format_long", "...", {"train.max_steps": 12_000}, ...)``."""
+    only = dict(only or {})
+
+    def cut(block: Axes) -> dict[str, list[Any]] | None:
+        out = {}
+        for key, values in block.items():
+            if key in settings:
+                if settings[key] not in values:
+                    return None
+                continue
+            kept = [v for v in values if key not in only or v in only[key]]
+            if not kept:
+                return None
+            out[key] = kept
+        return out
+
+    axes = cut(parent.axes) or {}
+    also = tuple(block for block in map(cut, parent.also) if block)
+    derived = dataclasses.replace(
+        parent,
+        name=name,
+        description=description,
+        base={**parent.base, **settings},
+        axes=axes,
+        also=also,
+        over_scale=tuple(dict.fromkeys((*parent.over_scale, *over_scale))),
+        presearch_seeds=presearch_seeds or parent.presearch_seeds,
+        parent=parent.parent or parent.name,
+        scale=scale or parent.scale,
+    )
+    labels = {
+        label
+        for point in derived.points()
+        for label in parent.table_of(ExperimentConfig().with_overrides(point.overrides))
+    }
+    return dataclasses.replace(derived, paper_tables=tuple(t for t in parent.paper_tables if t in labels))
+
+
+def scale_note(grid: Grid, scale: Scale | str) -> str | None:
+    """A line saying the grid is made for another scale than `scale` (None when it is not)."""
+    name = scale if isinstance(scale, str) else scale.name
+    if grid.scale and grid.scale != name:
+        return (
+            f"note: grid {grid.name!r} is made for --scale {grid.scale} (its settings replace that scale's); "
+            f"at scale {name!r} they are kept as they are"
+        )
+    return None
 
 
 def _short(key: str) -> str:
@@ -151,11 +223,16 @@ def resolve(
                 }
             )
             try:
-                validate_data(trial.validate().data)  # what the data layer cannot produce fails here too
+                validate_data(validate(trial).data)  # what the data layer cannot produce fails here too
                 out.append(trial)
             except ConfigError as err:
+                made_for = (
+                    f" (the grid is made for --scale {grid.scale})"
+                    if grid.scale and grid.scale != scale.name
+                    else ""
+                )
                 raise ConfigError(
-                    f"grid {grid.name!r} point {point.name!r} at scale {scale.name!r}: {err}"
+                    f"grid {grid.name!r} point {point.name!r} at scale {scale.name!r}{made_for}: {err}"
                 ) from err
     return out
 

@@ -1,7 +1,8 @@
 """Where a sweep keeps its state: its folder under --storage-path (Tune's experiment and `sweep.json`)
 and its MLflow parent run (opened here, with the tags analysis reads; the trials' outcomes read back).
 
-The tracking store itself (clients, URIs, runs) is `arith.store`; this module holds what a sweep adds."""
+The tracking store itself (clients, URIs, runs) is `arith.tracking.store`; this module holds what a sweep
+adds."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from arith import store
-from arith.store import absolute_uri
+from arith.tracking import store
+from arith.tracking.store import absolute_uri
 from sweeps.errors import SweepError
 from sweeps.grids import get_grid
 from sweeps.scales import get_scale
@@ -135,6 +136,8 @@ def sweep_tags(
         # the grid's declared axes (analysis makes them table axes even where a sweep holds one value)
         "axes": json.dumps(get_grid(grid).declared_axes()),
     }
+    if get_grid(grid).parent:  # the analysis judges a variant by its parent's claims
+        tags["variant_of"] = get_grid(grid).parent
     chose = tuple(presearch_seeds) or (*get_grid(grid).presearch_seeds, *get_scale(scale).presearch_seeds)
     if chose:
         tags[PRESEARCH_TAG] = json.dumps(sorted(set(chose)))

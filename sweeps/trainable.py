@@ -1,4 +1,4 @@
-"""The Ray Tune adapter: `arith.train.train` as a Tune function trainable, as in Ray's own examples.
+"""The Ray Tune adapter: `arith.training.train.train` as a Tune function trainable, as in Ray's own examples.
 
 The trainer knows nothing of Ray. Here a trial gets:
 - its threads: `train.num_threads` = the CPUs Tune assigned to it (when the config leaves it at 0);
@@ -19,9 +19,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from arith.checkpoints import load_checkpoint, save_checkpoint
 from arith.config import ExperimentConfig
-from arith.train import NonFiniteLossError, train
+from arith.training.checkpoints import load_checkpoint, save_checkpoint
+from arith.training.train import NonFiniteLossError, train
 
 
 class TuneCheckpoints:

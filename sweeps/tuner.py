@@ -9,8 +9,11 @@ from typing import Any
 
 import pandas as pd
 
-from arith import store
+from analysis.report import report
+from arith.tracking import store
+from sweeps.progress import trial_steps, tune_output
 from sweeps.storage import SweepStorage
+from sweeps.trainable import tune_entrypoint
 
 #: metrics shown in the end-of-sweep summary when the analysis package is not available
 SUMMARY_METRICS = ("test_acc", "epoch", "time_total_s")
@@ -25,8 +28,6 @@ def run_trial(config: dict[str, Any], configs: dict[str, dict[str, Any]]) -> Non
 
     Tune's search space holds only `point` and `seed`, so its trial table stays readable."""
     from ray import tune
-
-    from sweeps.trainable import tune_entrypoint
 
     cfg = configs[trial_key(config["point"], config["seed"])]
     if tune.get_checkpoint() is None:
@@ -69,8 +70,6 @@ def fit(
 ):
     """Hand the trials to Tune (or restore the interrupted Tune experiment) and wait for them."""
     from ray import tune
-
-    from sweeps.progress import trial_steps, tune_output
 
     trainable = make_trainable(configs, res)
     if args.resume and tune.Tuner.can_restore(storage.uri(sweep_name)):
@@ -120,14 +119,9 @@ def summary(results: Any) -> pd.DataFrame:
 
 
 def final_report(grid: str, uri: str, parent_run_id: str, results: Any) -> str:
-    """The analysis comparison for this sweep, or the per-trial summary until the analysis exists."""
+    """The analysis comparison for this sweep, or the per-trial summary when it cannot be drawn."""
     try:
-        from analysis import report
-    except ImportError:
-        report = None
-    if report is not None:
-        try:
-            return report(grid, uri, parent_run_id=parent_run_id, fmt="markdown")
-        except Exception as err:  # the sweep's results stand even if the comparison cannot be drawn
-            print(f"analysis.report failed ({err}); per-trial summary instead", file=sys.stderr)
+        return report(grid, uri, parent_run_id=parent_run_id, fmt="markdown")
+    except Exception as err:  # the sweep's results stand even if the comparison cannot be drawn
+        print(f"analysis.report failed ({err}); per-trial summary instead", file=sys.stderr)
     return summary(results).to_string(index=False)

@@ -39,7 +39,6 @@ from analysis.load import (
     trials_frame,
 )
 from analysis.paper import (
-    PAPER_TASK,
     digit_map_of,
     paper_cells,
     paper_reading,
@@ -48,6 +47,7 @@ from analysis.paper import (
 )
 from analysis.report import FORMATS
 from arith.config import ExperimentConfig
+from arith.data.tasks import TASKS
 from sweeps.grids import GRIDS, points
 
 REPO = Path(__file__).resolve().parent.parent
@@ -185,7 +185,8 @@ def test_table_shapes_match_the_paper(grid: str) -> None:
         if all(label.startswith("fig:") for label in GRIDS[grid].paper_tables):  # figures or no paper
             assert not table.has_paper, f"{table.title}: the paper has no table here, nothing invented"
             continue
-        task = next(t for t in PAPER_TASK if table.title.startswith(t if t != "dialogue" else "nl_mix"))
+        paper_task = {name: task.paper_name for name, task in TASKS.items() if task.paper_name}
+        task = next(t for t, paper in paper_task.items() if table.title.startswith(paper))
         assert table.has_paper, f"{table.title}: {grid} reproduces a paper table"
         block = present_block(table.paper)
         for label in table.paper_sources:

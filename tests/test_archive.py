@@ -1,5 +1,5 @@
-"""arith/archive.py: a sweep written to one file and imported into another real MLflow store reads the same
-to the analysis; imports are idempotent; reproduce_cpu restores the archives before its report."""
+"""arith/tracking/archive.py: a sweep written to one file and imported into another real MLflow store reads
+the same to the analysis; imports are idempotent; reproduce_cpu restores the archives before its report."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from test_analysis import empty_store, write_store  # noqa: F401  (the fixture a
 
 from analysis import report
 from analysis.load import load_sweep
-from arith.archive import SOURCE_TAG, ArchiveError, export_sweep, import_sweep, read_archive
-from arith.archive import main as archive_main
+from arith.tracking.archive import SOURCE_TAG, ArchiveError, export_sweep, import_sweep, read_archive
+from arith.tracking.archive import main as archive_main
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 import reproduce_cpu

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from arith.batching import (
+from arith.data.examples import Example
+from arith.training.batching import (
     BUCKET_WINDOW,
     BatchLoader,
     EncodedLine,
@@ -16,7 +17,6 @@ from arith.batching import (
     epoch_order,
     example_digits,
 )
-from arith.examples import Example
 
 
 def _lines(n: int, seed: int = 0) -> list[EncodedLine]:

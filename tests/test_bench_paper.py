@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from arith.batching import batches_per_epoch
+from arith.training.batching import batches_per_epoch
 from sweeps.packing import PackingMeasurement
 from sweeps.scales import PAPER_BUCKET_LENGTHS
 

@@ -156,8 +156,8 @@ def load_cost_module():
 
 def test_cost_probe_measures_the_training_set_it_stands_for() -> None:
     from arith.config import DataConfig
-    from arith.data import train_examples
-    from arith.tokenizer import build_tokenizer, encode_examples
+    from arith.data.datasets import train_examples
+    from arith.model.tokenizer import build_tokenizer, encode_examples
 
     cost = load_cost_module()
     data = DataConfig(task="add", format="padding_reverse", min_digits=1, max_digits=8, train_samples=2000)

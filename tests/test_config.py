@@ -7,6 +7,7 @@ import json
 import pytest
 
 from arith.config import ConfigError, ExperimentConfig, parse_set
+from arith.validation import validate
 
 
 def test_round_trip_through_dict_json_and_yaml(tmp_path):
@@ -70,7 +71,7 @@ def test_flat_keys_cover_every_field_and_print():
 )
 def test_impossible_configs_fail_at_validation(overrides, message):
     with pytest.raises(ConfigError, match=message.replace("|", r"\|")):
-        ExperimentConfig().with_overrides(overrides).validate()
+        validate(ExperimentConfig().with_overrides(overrides))
 
 
 def test_unknown_keys_and_bad_values_name_the_valid_ones():

@@ -16,7 +16,7 @@ from analysis.curves import LOSS, budget_figure, in_range_by_trial, learning_cur
 from analysis.load import load_sweep, metric_history
 from analysis.report import analyse
 from analysis.verdicts import LEARNED
-from arith.archive import import_sweep
+from arith.tracking.archive import import_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from arith.data import generate, main
+from arith.data.datasets import generate, main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -20,7 +20,16 @@ def read_jsonl(path: Path) -> list[dict]:
 
 def test_dump_as_a_module(tmp_path):
     out = tmp_path / "mul.jsonl"
-    cmd = [sys.executable, "-m", "arith.data", "dump", "--task", "mul", "--format", "padding_reverse"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "arith.data.datasets",
+        "dump",
+        "--task",
+        "mul",
+        "--format",
+        "padding_reverse",
+    ]
     cmd += ["--max-digits", "5", "--augment", "first_step", "--count", "30", "--seed", "3", "--out", str(out)]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -9,9 +9,9 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from arith import data
 from arith.config import ConfigError, DataConfig
-from arith.dialogue import (
+from arith.data import datasets as data
+from arith.data.dialogue import (
     BROKEN_RATE,
     SEPARATORS,
     WRONG_RATE,
@@ -20,8 +20,8 @@ from arith.dialogue import (
     load_dialogues,
     space_digits,
 )
-from arith.formats import answer_key
-from arith.sampling import generator
+from arith.data.sampling import generator
+from arith.data.tasks import answer_key
 
 SPACED_NUMBER = re.compile(r"\d(?: \d)*")
 

@@ -12,12 +12,14 @@ from matplotlib.figure import Figure
 from torch import nn
 
 from arith.config import DataConfig, ModelConfig
-from arith.data import test_examples
-from arith.dialogue import ANSWERS, CLOSINGS, REACTIONS, dialogue_train
-from arith.evaluate import CELL_COLUMNS, evaluate, generate_answers, heatmap, left_pad
-from arith.formats import problem_ids, spaced
-from arith.model import build_model
-from arith.tokenizer import build_tokenizer
+from arith.data.datasets import test_examples
+from arith.data.dialogue import ANSWERS, CLOSINGS, REACTIONS, dialogue_train
+from arith.data.formats import spaced
+from arith.data.tasks import problem_ids
+from arith.model.gpt import build_model
+from arith.model.tokenizer import build_tokenizer
+from arith.training.digit_errors import heatmap
+from arith.training.evaluate import CELL_COLUMNS, evaluate, generate_answers, left_pad
 
 
 class ScriptedModel(nn.Module):

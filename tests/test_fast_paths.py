@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import torch
 
-import arith.train
+import arith.training.train
 from arith.config import ExperimentConfig
-from arith.tracking import NullTracker
-from arith.train import train
+from arith.tracking.runs import NullTracker
+from arith.training.train import train
 from sweeps.scales import PAPER_BUCKET_LENGTHS, get_scale
 
 #: bf16 autocast keeps every step's loss within this of fp32's (losses 6.1 -> 2.3 over the run; under 1%);
@@ -53,7 +53,7 @@ def loss_curve(monkeypatch, **overrides) -> list[float]:
         "tracking.enabled": False,
     }
     curve = LossCurve()
-    monkeypatch.setattr(arith.train, "start_tracker", lambda cfg, *args, **kwargs: curve)
+    monkeypatch.setattr(arith.training.train, "start_tracker", lambda cfg, *args, **kwargs: curve)
     train(ExperimentConfig().with_overrides({**base, **overrides}))
     return [curve.losses[s] for s in sorted(curve.losses)]
 
@@ -86,7 +86,7 @@ def test_cpu_bf16_attention_is_computed_in_fp32() -> None:
 
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-    from arith.hardware import sdpa_fp32_on_cpu
+    from arith.training.hardware import sdpa_fp32_on_cpu
 
     module = SimpleNamespace(is_causal=True, training=False)
     q, k, v = (torch.randn(2, 4, 7, 8, generator=torch.Generator().manual_seed(i)) for i in range(3))
@@ -104,29 +104,29 @@ def test_cpu_bf16_attention_is_computed_in_fp32() -> None:
 
 
 def test_cpu_bf16_warns_where_the_cpu_emulates_it(monkeypatch) -> None:
-    import arith.hardware
+    import arith.training.hardware
 
     cpu = torch.device("cpu")
-    monkeypatch.setattr(arith.hardware, "cpu_has_native_bf16", lambda: False)
+    monkeypatch.setattr(arith.training.hardware, "cpu_has_native_bf16", lambda: False)
     with pytest.warns(UserWarning, match="emulated"):
-        assert isinstance(arith.hardware.autocast_context(cpu, "bf16"), torch.autocast)
-    monkeypatch.setattr(arith.hardware, "cpu_has_native_bf16", lambda: True)
+        assert isinstance(arith.training.hardware.autocast_context(cpu, "bf16"), torch.autocast)
+    monkeypatch.setattr(arith.training.hardware, "cpu_has_native_bf16", lambda: True)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert isinstance(arith.hardware.autocast_context(cpu, "bf16"), torch.autocast)
-        assert not isinstance(arith.hardware.autocast_context(cpu, "auto"), torch.autocast)
+        assert isinstance(arith.training.hardware.autocast_context(cpu, "bf16"), torch.autocast)
+        assert not isinstance(arith.training.hardware.autocast_context(cpu, "auto"), torch.autocast)
 
 
 @pytest.mark.parametrize("native", [True, False])
 def test_time_to_accuracy_trains_in_bf16_only_where_the_cpu_has_it(monkeypatch, capsys, native) -> None:
     """`bench_train.py tta` runs the recipe in bf16 on a CPU with native bf16, in fp32 on one that would
     emulate it, and its record names the precision it ran; `--set train.precision=...` still wins."""
-    import arith.hardware
+    import arith.training.hardware
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
     import bench_train as bench
 
-    for module in (bench, arith.hardware):
+    for module in (bench, arith.training.hardware):
         monkeypatch.setattr(module, "cpu_has_native_bf16", lambda: native)
     short = ["--device", "cpu", "--set", "train.max_steps=2", "--set", "data.train_samples=128"]
     bench.main(["tta", "--seeds", "0", *short])
@@ -138,9 +138,9 @@ def test_time_to_accuracy_trains_in_bf16_only_where_the_cpu_has_it(monkeypatch, 
 
 def test_models_are_built_and_loaded_with_the_project_attention(tmp_path) -> None:
     from arith.config import ModelConfig
-    from arith.hardware import ATTENTION
-    from arith.model import build_model, load_model
-    from arith.tokenizer import tokenizer_for
+    from arith.model.gpt import build_model, load_model
+    from arith.model.tokenizer import tokenizer_for
+    from arith.training.hardware import ATTENTION
 
     tok = tokenizer_for(ModelConfig(), ["1 + 2 = 3"])
     model = build_model(ModelConfig(preset="nano", n_positions=32), tok)

@@ -26,7 +26,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from arith import store
+from arith.tracking import store
 
 ROOT = Path(__file__).resolve().parent.parent
 GRID = "add_posembed"  # three smoke trials

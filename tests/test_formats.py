@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arith.config import TASK_FORMATS, ConfigError
-from arith.examples import Example
-from arith.formats import answer_key, problem_id, render, render_example, render_parts
-from arith.sampling import mul_lines
+from arith.config import ConfigError
+from arith.data.examples import Example
+from arith.data.sampling import mul_lines
+from arith.data.tasks import TASK_FORMATS, answer_key, problem_id, render, render_example, render_parts
 
 
 def latex_line(s: str) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from arith.config import ConfigError, ExperimentConfig
-from arith.data import train_examples, train_size
+from arith.data.datasets import train_examples, train_size
 from sweeps.grids import GRIDS, Grid, Variant, get_grid, parse_seeds, points
 from sweeps.run import absolute_uri, build_configs, main, parse_args, trial_outcomes, trial_table
 from sweeps.scales import SCALES, get_scale
@@ -33,7 +33,7 @@ ISSUE_GRIDS = [
 
 def test_registry_has_every_grid_of_the_issue():
     assert set(ISSUE_GRIDS) <= set(GRIDS)
-    assert set(SCALES) == {"paper", "gpu", "cpu", "smoke"}
+    assert set(SCALES) == {"paper", "cpu", "gpu", "smoke"}
 
 
 @pytest.mark.parametrize("grid", ISSUE_GRIDS)
@@ -358,7 +358,7 @@ def test_trial_table_shows_config_and_resources(tmp_path):
 def test_a_failed_trial_counts_once_whether_tune_or_its_run_says_so(tmp_path):
     """Tune's errored trials (retries exhausted) and the FAILED runs overlap: a trial whose every attempt
     raised is both. Counted twice it left a negative count of unfinished trials, reported as interrupted."""
-    from arith import store
+    from arith.tracking import store
 
     uri = f"sqlite:///{tmp_path}/m.db"
     args = parse_args(["--grid", "mul_simple_case", "--scale", "smoke"])
@@ -390,3 +390,44 @@ def test_runs_as_script_and_module(entry):
         [sys.executable, *entry, "--list"], cwd=ROOT, capture_output=True, text=True, timeout=120, check=True
     ).stdout
     assert "nl_mix" in out
+
+
+def test_a_budget_variant_is_one_entry():
+    """docs/DESIGN.md, "Add a budget variant": one `variant()` call derives the grid; the sweep's tags say
+    whose variant it is, and the parent's claims judge it."""
+    from analysis.findings import claims_for
+    from sweeps.space import variant
+    from sweeps.storage import sweep_tags
+
+    derived = variant(
+        GRIDS["mul_format"],
+        "mul_format_short",
+        "mul_format's basic vs padding_reverse at 1,000 steps.",
+        {"data.max_digits": 5, "train.max_steps": 1_000},
+        only={"data.format": ["basic", "padding_reverse"]},
+        over_scale=("train.max_steps",),
+        scale="cpu",
+    )
+    assert [p.name for p in derived.points()] == ["format=basic", "format=padding_reverse"]
+    assert derived.paper_tables == ("tb:basic-5", "tb:padding-5") and derived.parent == "mul_format"
+    configs = points(derived, "cpu", 1)
+    assert {c.train.max_steps for c in configs} == {1_000} and {c.data.max_digits for c in configs} == {3}
+    # the _long grids are variants too, with the trial configs they had as grids of their own
+    assert GRIDS["mul_format_long"].parent == "mul_format"
+    assert GRIDS["mul_simple_case_long"].parent == "mul_simple_case"
+    GRIDS[derived.name] = derived
+    try:
+        tags = sweep_tags(derived.name, "cpu", 2, "abc")
+    finally:
+        del GRIDS[derived.name]
+    assert tags["variant_of"] == "mul_format"
+    assert claims_for(derived.name, tags["variant_of"]) == claims_for("mul_format")
+
+
+def test_a_grid_made_for_one_scale_says_so_at_another():
+    from sweeps.space import scale_note
+
+    assert scale_note(GRIDS["demo"], "cpu") is None
+    assert "made for --scale cpu" in scale_note(GRIDS["demo"], "paper")
+    with pytest.raises(ConfigError, match="made for --scale cpu"):
+        points("demo", "paper", 1)

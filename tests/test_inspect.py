@@ -1,7 +1,8 @@
 """Looking inside what a trial learned, on a real tiny trial in a real SQLite store: its model/ artifact
 loaded through runs:/ reproduces the accuracy it logged, eval/errors.csv agrees with eval/cells.csv and
 survives an archive, `python -m arith.ask` answers (and refuses bad input in one line), and the error rate
-by answer digit and carry chain (arith.digit_errors) with the report's wrong answers beside each table."""
+by answer digit and carry chain (arith.training.digit_errors) with the report's wrong answers beside each
+table."""
 
 from __future__ import annotations
 
@@ -13,13 +14,14 @@ import pandas as pd
 import pytest
 from test_analysis import empty_store, write_store  # noqa: F401  (the fixture and the store writer)
 
-from arith import digit_errors
 from arith.ask import main as ask_main
 from arith.config import ConfigError, ExperimentConfig
-from arith.data import test_examples
-from arith.evaluate import evaluate
-from arith.model import ModelFolderError, load_model
-from arith.train import train
+from arith.data.datasets import test_examples
+from arith.model.gpt import ModelFolderError, load_model
+from arith.training import digit_errors
+from arith.training.evaluate import evaluate
+from arith.training.train import train
+from arith.validation import validate
 
 mlflow = pytest.importorskip("mlflow")
 
@@ -109,7 +111,7 @@ def test_errors_csv_agrees_with_cells_csv_up_to_the_cap(trial, tmp_path) -> None
 
 
 def test_errors_csv_survives_an_archive(trial, tmp_path, empty_store) -> None:  # noqa: F811
-    from arith.archive import SOURCE_TAG, export_sweep, import_sweep
+    from arith.tracking.archive import SOURCE_TAG, export_sweep, import_sweep
 
     _, result, client, parent_id, _ = trial
     archive = tmp_path / "sweep.jsonl"
@@ -205,7 +207,7 @@ def test_digit_errors_by_position_read_either_answer_order() -> None:
     assert rows.groupby("answer")["wrong"].apply(list).to_dict()[0] == [False, False, False, True]
     assert digit_errors.figure(rows, "t") is not None
     with pytest.raises(ConfigError):
-        ExperimentConfig().with_overrides({"tracking.log_model": "best"}).validate()
+        validate(ExperimentConfig().with_overrides({"tracking.log_model": "best"}))
 
 
 def test_report_shows_digit_errors_and_wrong_answers_under_each_table(tmp_path, empty_store) -> None:  # noqa: F811

@@ -6,11 +6,12 @@ import pytest
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
-from arith.config import POSITION_SCHEMES, DataConfig, ModelConfig
-from arith.evaluate import left_pad
-from arith.formats import render_example
-from arith.model import build_model, load_model
-from arith.tokenizer import build_tokenizer, tokenizer_for
+from arith.config import DataConfig, ModelConfig
+from arith.data.tasks import render_example
+from arith.model.gpt import build_model, load_model
+from arith.model.schemes import POSITION_SCHEMES
+from arith.model.tokenizer import build_tokenizer, tokenizer_for
+from arith.training.evaluate import left_pad
 
 #: the task the models are built for (position coupling reads its digit order; the others ignore it)
 DATA = DataConfig(task="add", format="padding_reverse")

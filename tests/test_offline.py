@@ -20,10 +20,10 @@ import yaml
 
 from analysis.load import load_sweep
 from analysis.report import analyse
-from arith import archive, store
-from arith.archive import export_sweep, import_sweep, read_archive
-from arith.recorder import RunRecorder
-from arith.train import train
+from arith.tracking import archive, store
+from arith.tracking.archive import export_sweep, import_sweep, read_archive
+from arith.tracking.recorder import RunRecorder
+from arith.training.train import train
 from sweeps.bank import Batch, load_plan, next_batch, run_next, status
 from sweeps.errors import SweepError
 from sweeps.offline import SweepPart, run_parts

@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from arith.config import POSITION_SCHEMES, DataConfig, ModelConfig
-from arith.model import build_model
-from arith.positions import Abacus, PositionState, digit_token_ids, make_scheme, rank_ids
-from arith.tokenizer import build_tokenizer
+from arith.config import DataConfig, ModelConfig
+from arith.model.gpt import build_model
+from arith.model.positions import Abacus, PositionState, digit_token_ids, rank_ids
+from arith.model.schemes import POSITION_SCHEMES, make_scheme
+from arith.model.tokenizer import build_tokenizer
+from arith.validation import validate
 
 SIZES = {"n_embd": 32, "n_head": 4, "n_positions": 64, "vocab_size": 40}
 
@@ -237,8 +239,7 @@ def coupled_ids(scheme, ids, mask=None, start=0, state=None):
     ],
 )
 def test_coupling_gives_digits_of_equal_significance_one_id(task, fmt, a, b, max_digits, expected):
-    from arith.formats import render
-    from arith.tasks import get_task
+    from arith.data.tasks import get_task, render
 
     tok = tokenizer()
     scheme = coupling(tok, get_task(task).digit_order(fmt)).eval()
@@ -312,7 +313,7 @@ def test_coupling_refuses_configs_without_a_digit_significance(overrides, messag
 
     cfg = ExperimentConfig().with_overrides({"model.position": "coupling", **overrides})
     with pytest.raises(ConfigError, match=message):
-        cfg.validate()
+        validate(cfg)
 
 
 def test_coupling_accepts_reversed_answers():
@@ -320,7 +321,7 @@ def test_coupling_accepts_reversed_answers():
 
     for task, fmt in [("add", "padding_reverse"), ("mul", "padding_reverse"), ("mul", "reverse_product")]:
         overrides = {"model.position": "coupling", "data.task": task, "data.format": fmt}
-        ExperimentConfig().with_overrides(overrides).validate()
+        validate(ExperimentConfig().with_overrides(overrides))
 
 
 # --- the registry ------------------------------------------------------------------------------------------
@@ -329,7 +330,7 @@ def test_coupling_accepts_reversed_answers():
 def test_each_scheme_s_settings_are_model_config_fields_with_their_defaults():
     import dataclasses
 
-    from arith.positions import SCHEMES
+    from arith.model.schemes import SCHEMES
 
     assert tuple(SCHEMES) == POSITION_SCHEMES
     model_fields = {f.name: f.default for f in dataclasses.fields(ModelConfig)}
@@ -342,8 +343,8 @@ def test_each_scheme_s_settings_are_model_config_fields_with_their_defaults():
 def test_a_scheme_is_one_class_plus_one_registration(monkeypatch):
     """The recipe of docs/DESIGN.md: a new scheme class and its entry in SCHEMES make it a valid
     `model.position` for config validation and the model (here: learned ids counted from the end)."""
-    from arith import positions
     from arith.config import ExperimentConfig
+    from arith.model import positions, schemes
 
     class FromTheEnd(positions.PositionScheme):
         name = "from_the_end"
@@ -354,8 +355,8 @@ def test_a_scheme_is_one_class_plus_one_registration(monkeypatch):
             ids = attention_mask.sum(-1, keepdim=True) - 1 - ranks
             return positions.PositionState(position_ids=torch.where(attention_mask.bool(), ids, 0))
 
-    monkeypatch.setitem(positions.SCHEMES, "from_the_end", FromTheEnd)
-    ExperimentConfig().with_overrides({"model.position": "from_the_end"}).validate()
+    monkeypatch.setitem(schemes.SCHEMES, "from_the_end", FromTheEnd)
+    validate(ExperimentConfig().with_overrides({"model.position": "from_the_end"}))
     model = tiny_model("from_the_end")
     ids = encode(tokenizer(), " 1 2 + 3 =")
     assert model.scheme.name == "from_the_end"

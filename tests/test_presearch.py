@@ -1,4 +1,5 @@
-"""scripts/presearch.py (trials in a process pool, no Ray or MLflow) and how reproduce_cpu.py renders it."""
+"""The committed pre-search records (docs/presearch/): `python -m analysis.presearch summary|budget` and how
+the results report renders them. (The runner that wrote them is gone: `sweeps.offline` replaced it.)"""
 
 from __future__ import annotations
 
@@ -14,53 +15,12 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
-import presearch as presearch_script  # noqa: E402
 import reproduce_cpu  # noqa: E402
 
 
 def presearch(*args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, str(ROOT / "scripts" / "presearch.py"), *args]
+    cmd = [sys.executable, "-m", "analysis.presearch", *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
-
-
-def test_presearch_writes_one_record_per_trial_and_the_report_renders_them(tmp_path):
-    out = tmp_path / "cpu_tune_hash.jsonl"
-    done = presearch(
-        *("--grid", "cpu_tune_hash", "--scale", "cpu", "--procs", "2", "--out", str(out)),
-        *("--only", "model.n_hash=4", "--seeds", "2"),
-        *("--set", "train.max_steps=4", "--set", "data.test_per_cell=2", "--set", "data.train_samples=300"),
-    )
-    assert done.returncode == 0, done.stderr
-    records = [json.loads(line) for line in out.read_text().splitlines()]
-    assert sorted(r["seed"] for r in records) == [100, 101]  # pre-searches run seeds from 100 up
-    for rec in records:
-        assert "error" not in rec
-        assert rec["grid"] == "cpu_tune_hash" and rec["point"] == "n_hash=4"
-        assert rec["steps"] == 4 and rec["config"]["model.n_hash"] == 4
-        assert rec["config"]["tracking.enabled"] is False and 0.0 <= rec["test_acc"] <= 1.0
-        # what was asked for and where it ran, and a few failed answers to read
-        assert rec["set"] == {"train.max_steps": "4", "data.test_per_cell": "2", "data.train_samples": "300"}
-        assert rec["machine"] == presearch_script.machine()
-        assert all({"prompt", "expected", "generated"} <= set(f) for f in rec["failures"])
-        # the reversal test reads regular and repetitive numbers past the trained length (5 at cpu)
-        assert {c["context"] for c in rec["cells"]} == {"regular", "repetitive"}
-        assert max(c["col_digits"] for c in rec["cells"]) > rec["config"]["data.max_digits"]
-    table = reproduce_cpu.presearch_tables(reproduce_cpu.presearch_records(tmp_path))
-    assert "### cpu_tune_hash" in table
-    assert (
-        "| point | seed | --set | test_acc | steps | regular: beyond 5 digits | repetitive: beyond 5 digits "
-        "| train s | machine |" in table
-    )
-    assert table.count("| n_hash=4 |") == 2
-
-
-def test_presearch_rejects_bad_input_and_writes_nothing(tmp_path):
-    out = tmp_path / "x.jsonl"
-    done = presearch("--grid", "nope", "--out", str(out))
-    assert done.returncode == 2 and "unknown grid 'nope'" in done.stderr
-    done = presearch("--grid", "cpu_tune_hash", "--only", "model.n_hash=5", "--out", str(out))
-    assert done.returncode == 2 and "matches none" in done.stderr
-    assert not out.exists()
 
 
 def test_committed_presearch_records_render():
@@ -88,7 +48,8 @@ def test_summary_gives_each_point_its_mean_and_standard_error_over_seeds(tmp_pat
     path = tmp_path / "r.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     done = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "presearch.py"), "summary", str(path)],
+        [sys.executable, "-m", "analysis.presearch", "summary", str(path)],
+        cwd=ROOT,
         capture_output=True,
         text=True,
         check=True,

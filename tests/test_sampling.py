@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from arith.config import ConfigError, DataConfig
-from arith.data import test_examples, train_examples
-from arith.formats import answer_key, problem_id, problem_ids
-from arith.sampling import below_pow10, digit_counts, generator, repetitive, with_digits
+from arith.data.datasets import test_examples, train_examples
+from arith.data.sampling import below_pow10, digit_counts, generator, repetitive, with_digits
+from arith.data.tasks import answer_key, problem_id, problem_ids
 
 
 def frequencies(values) -> dict[int, float]:

@@ -39,7 +39,7 @@ import pytest
 from test_faults import check_histories, end_session, trial_failures, wait_for
 from test_multinode import Processes, token_auth_env, wait_for_port
 
-from arith import store
+from arith.tracking import store
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

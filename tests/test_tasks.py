@@ -4,12 +4,23 @@ from __future__ import annotations
 
 import pytest
 
-from arith import formats, sampling
-from arith.config import TASK_FORMATS, ConfigError, DataConfig, ExperimentConfig
-from arith.data import PAPER_DEFAULTS, test_examples, train_examples
-from arith.examples import Example
-from arith.formats import answer_key, problem_id, render, render_example
-from arith.tasks import LSD, MSD, TASKS, Task, get_task
+from arith.config import ConfigError, DataConfig, ExperimentConfig
+from arith.data import formats, sampling, tasks
+from arith.data.datasets import PAPER_DEFAULTS, test_examples, train_examples
+from arith.data.examples import Example
+from arith.data.tasks import (
+    LSD,
+    MSD,
+    TASK_FORMATS,
+    TASKS,
+    Task,
+    answer_key,
+    get_task,
+    problem_id,
+    render,
+    render_example,
+)
+from arith.validation import validate
 
 
 def test_the_registry_is_what_config_and_data_read():
@@ -76,7 +87,7 @@ class Sub(Task):
     def test_set(self, cfg):
         rng = sampling.generator(cfg.seed, "test")
         out = []
-        for n in sampling.test_digits(cfg):
+        for n in tasks.test_digits(cfg):
             a_list, b_list = (sampling.with_digits(rng, [n] * cfg.test_per_cell) for _ in range(2))
             out += [
                 self.example("basic", a, b, cell=("main", None, n))
@@ -88,11 +99,11 @@ class Sub(Task):
 def test_a_task_is_one_class_plus_one_registration(monkeypatch):
     monkeypatch.setitem(TASKS, "sub", Sub())
     cfg = DataConfig(task="sub", format="basic", max_digits=3, train_samples=50, test_per_cell=4)
-    ExperimentConfig(data=cfg).validate()
+    validate(ExperimentConfig(data=cfg))
     train, test = train_examples(cfg), test_examples(cfg)
     assert len(train) == 50 and {e.cell for e in test} == {("main", None, n) for n in (1, 2, 3)}
     e = render_example("sub", "basic", 17, 40)
     assert e == Example("sub", "basic", 17, 40, "1 7 - 4 0 =", " 2 3", "23")
     assert answer_key("sub", "basic", " 2 3<|endoftext|>") == "23" and problem_id(e) == ("-", 17, 40)
     with pytest.raises(ConfigError, match="applies to task 'mul' only"):
-        ExperimentConfig(data=DataConfig(task="sub", format="basic", augment="first_step")).validate()
+        validate(ExperimentConfig(data=DataConfig(task="sub", format="basic", augment="first_step")))

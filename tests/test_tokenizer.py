@@ -12,10 +12,10 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 from arith.config import ModelConfig
-from arith.dialogue import generate_dialogues
-from arith.formats import render_example
-from arith.sampling import generator
-from arith.tokenizer import EOS, PAD, build_tokenizer, encode_example, encode_examples, tokenizer_for
+from arith.data.dialogue import generate_dialogues
+from arith.data.sampling import generator
+from arith.data.tasks import render_example
+from arith.model.tokenizer import EOS, PAD, build_tokenizer, encode_example, encode_examples, tokenizer_for
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +130,7 @@ def test_tokenizer_for(tmp_path, dialogues):
 def test_a_random_init_model_takes_the_pretrained_tokenizer_when_asked(tmp_path, capsys):
     """model.tokenizer=pretrained (the paper scale): model.pretrained's tokenizer for random init too."""
     from arith.config import ModelConfig
-    from arith.tokenizer import build_tokenizer, tokenizer_for
+    from arith.model.tokenizer import build_tokenizer, tokenizer_for
 
     saved = build_tokenizer(["Teacher: hello"])
     saved.save_pretrained(tmp_path)
@@ -141,7 +141,7 @@ def test_a_random_init_model_takes_the_pretrained_tokenizer_when_asked(tmp_path,
 
 def test_the_pretrained_tokenizer_falls_back_to_the_digit_aware_one_saying_so(capsys):
     from arith.config import ModelConfig
-    from arith.tokenizer import build_tokenizer, tokenizer_for
+    from arith.model.tokenizer import build_tokenizer, tokenizer_for
 
     cfg = ModelConfig(init="random", tokenizer="pretrained", pretrained="/no/such/gpt2")
     tok = tokenizer_for(cfg, ["Teacher: hello"])

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from arith.config import ExperimentConfig
-from arith.tracking import MlflowTracker, NullTracker, start_tracker
+from arith.tracking.runs import MlflowTracker, NullTracker, start_tracker
 
 mlflow = pytest.importorskip("mlflow")
 
@@ -106,7 +106,7 @@ def test_tracking_uri_falls_back_to_the_environment(tmp_path, monkeypatch) -> No
 
 
 def _open_and_start_a_run(uri: str, barrier, results) -> None:
-    from arith.store import open_client
+    from arith.tracking.store import open_client
 
     barrier.wait()
     try:
@@ -172,7 +172,7 @@ def test_store_outage_keeps_metrics_and_unsent_ones_are_sent_later(tmp_path, mon
 
     from stores import mlflow_server
 
-    import arith.tracking as tracking
+    import arith.tracking.runs as tracking
 
     monkeypatch.setattr(tracking, "PATIENCE_S", 3.0)
     monkeypatch.setattr(tracking, "FLUSH_EVERY", 5)
@@ -199,7 +199,7 @@ def test_store_outage_keeps_metrics_and_unsent_ones_are_sent_later(tmp_path, mon
         for _ in range(2):  # sending twice is harmless
             if folder.exists():
                 sent = subprocess.run(
-                    [sys.executable, "-m", "arith.tracking", "send", str(folder)],
+                    [sys.executable, "-m", "arith.tracking.runs", "send", str(folder)],
                     capture_output=True,
                     text=True,
                     timeout=120,

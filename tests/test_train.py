@@ -7,11 +7,11 @@ import json
 import pytest
 import torch
 
-from arith.checkpoints import CHECKPOINT_FILE, load_checkpoint
-from arith.cli import config_from_args, main
 from arith.config import ConfigError, ExperimentConfig, TrainConfig
-from arith.data import test_examples
-from arith.train import NonFiniteLossError, lr_lambda, probe_examples, total_steps, train
+from arith.data.datasets import test_examples
+from arith.training.checkpoints import CHECKPOINT_FILE, load_checkpoint
+from arith.training.cli import config_from_args, main
+from arith.training.train import NonFiniteLossError, lr_lambda, probe_examples, total_steps, train
 
 mlflow = pytest.importorskip("mlflow")
 
@@ -108,7 +108,7 @@ def test_resumed_trial_ends_with_the_same_weights_in_the_same_run(tmp_path, monk
     straight = train(tiny_cfg(tmp_path, **common, **{"train.checkpoint_dir": str(tmp_path / "a")}))
 
     cfg = tiny_cfg(tmp_path, **common, **{"train.checkpoint_dir": str(tmp_path / "b")})
-    from arith.model import ArithModel
+    from arith.model.gpt import ArithModel
 
     real_new_epoch = ArithModel.new_epoch
 
@@ -170,7 +170,7 @@ def test_target_accuracy_probe_is_logged_and_unreached_targets_run_on(tmp_path) 
 
 def test_reaching_the_target_stops_training_early(tmp_path, monkeypatch) -> None:
     """The probe's score is forced to 1.0, so the target is met after the first epoch."""
-    monkeypatch.setattr("arith.train.exact_match", lambda cells: 1.0)
+    monkeypatch.setattr("arith.training.train.exact_match", lambda cells: 1.0)
     result = train(tiny_cfg(tmp_path, **{"train.target_accuracy": 0.95, "tracking.enabled": False}))
     assert result.stopped == "target_accuracy" and result.epochs_done == 1 and result.steps == 8
     assert result.seconds_to_target == pytest.approx(result.train_seconds)
@@ -227,7 +227,7 @@ def test_tune_trial_reports_checkpoints_and_resumes_in_the_same_mlflow_run(tmp_p
     crashed = tmp_path / "crashed"
 
     def crash_once_then_train(config: dict) -> None:
-        from arith.model import ArithModel
+        from arith.model.gpt import ArithModel
         from sweeps.trainable import tune_entrypoint
 
         if not crashed.exists():

@@ -11,7 +11,15 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from analysis.findings import CLAIMS, NOT_TESTABLE, Claim, evaluate_findings, outcome_of
+from analysis.findings import (
+    ARCHIVED_VARIANTS,
+    CLAIMS,
+    NOT_TESTABLE,
+    Claim,
+    claims_for,
+    evaluate_findings,
+    outcome_of,
+)
 from analysis.paper import digit_map_of
 from analysis.verdicts import (
     CANNOT_TELL,
@@ -151,9 +159,12 @@ def test_a_claim_judged_on_its_presearch_seeds_is_not_testable() -> None:
     sweep = synthetic_sweep("mul_format_long", paper_or(0.0), "cpu", seeds=(1, 2, 3, 4, 5))
     (found,) = evaluate_findings(sweep.cells, "mul_format_long", digit_map_of("", "cpu", ""))
     assert found.numbers["seeds"] == "3, 4, 5 (paired)"
-    assert {c.presearch_seeds for c in CLAIMS if c.grid in ("mul_format_long", "mul_simple_case_long")} == {
-        (0, 1, 2)
-    }
+    # the variants' pre-search declaration, for their archives from before the tag, survives
+    assert {v.presearch_seeds for v in ARCHIVED_VARIANTS.values()} == {(0, 1, 2)}
+    # a claim is written once, on the parent grid, and judges its variants
+    assert not [c for c in CLAIMS if c.grid.endswith("_long")]
+    assert claims_for("mul_format_long") == claims_for("mul_format")
+    assert claims_for("any_new_variant", variant_of="mul_simple_case") == claims_for("mul_simple_case")
 
 
 def test_the_gate_meets_a_threshold_within_float_rounding() -> None:

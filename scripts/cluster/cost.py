@@ -4,10 +4,10 @@
 
 For every trial of a grid at scale `paper` (sweeps.grids), the training tokens are
 samples per epoch x epochs x tokens per sample. Samples and tokens are measured, not assumed: a
-proportional probe of the trial's own training set (arith.data) is encoded with the project's tokenizer
-(arith.tokenizer; for pretrained trials too, since GPT-2's tokenizer needs the hub: its splits of the
-paper's spaced digits are alike). GPU-hours = training tokens / (training tokens per second of one GPU).
-The throughput is an argument because it depends on the GPU and the trainer: measure it with a short run
+proportional probe of the trial's own training set (arith.data.datasets) is encoded with the project's
+tokenizer (arith.model.tokenizer; for pretrained trials too, since GPT-2's tokenizer needs the hub: its splits
+of the paper's spaced digits are alike). GPU-hours = training tokens / (training tokens per second of one
+GPU). The throughput is an argument because it depends on the GPU and the trainer: measure it with a short run
 of the trainer (its MLflow metric `train/tokens_per_s`). Evaluation passes are not counted.
 """
 
@@ -23,8 +23,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from anywhere in the repository
 
 from arith.config import ConfigError, DataConfig, ExperimentConfig
-from arith.data import train_examples
-from arith.tokenizer import build_tokenizer, encode_examples
+from arith.data.datasets import train_examples
+from arith.data.tasks import get_task
+from arith.model.tokenizer import build_tokenizer, encode_examples
 from sweeps.grids import GRIDS, points
 
 #: the grids that reproduce a table or figure of the paper (position_schemes goes beyond it); a grid that
@@ -41,9 +42,7 @@ class TrainingSize:
 
 
 def nominal_samples(d: DataConfig) -> int:
-    if d.task == "dialogue":
-        return d.dialogue_easy + d.dialogue_hard + (d.mix_samples if d.mix_format != "none" else 0)
-    return d.train_samples
+    return get_task(d.task).train_size(d)
 
 
 def measure(d: DataConfig, probe: int) -> TrainingSize:

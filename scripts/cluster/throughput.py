@@ -20,7 +20,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from anywher
 import torch
 
 from arith.config import ExperimentConfig
-from arith.train import train
+from arith.data.tasks import get_task
+from arith.training.train import train
+from arith.validation import validate
 from sweeps.grids import GRIDS, points
 
 
@@ -29,23 +31,25 @@ def benchmark_config(
 ) -> ExperimentConfig:
     """`cfg` shrunk to a throughput run: a slice of its data, one epoch capped at `max_steps`, no tracking."""
     d = cfg.data
-    nominal = d.train_samples if d.task != "dialogue" else d.dialogue_easy + d.dialogue_hard + d.mix_samples
+    nominal = get_task(d.task).train_size(d)
     fraction = min(1.0, samples / nominal)
-    return cfg.with_overrides(
-        {
-            "data.train_samples": max(1, round(d.train_samples * fraction)),
-            "data.mix_samples": max(1, round(d.mix_samples * fraction)),
-            "data.dialogue_easy": max(1, round(d.dialogue_easy * fraction)),
-            "data.dialogue_hard": max(1, round(d.dialogue_hard * fraction)),
-            "data.test_per_cell": 1,
-            "train.epochs": 1,
-            "train.eval_epochs": [],
-            "train.max_steps": max_steps,
-            "train.batch_size": batch_size,
-            "train.checkpoint_every": 0,
-            "tracking.enabled": False,
-        }
-    ).validate()
+    return validate(
+        cfg.with_overrides(
+            {
+                "data.train_samples": max(1, round(d.train_samples * fraction)),
+                "data.mix_samples": max(1, round(d.mix_samples * fraction)),
+                "data.dialogue_easy": max(1, round(d.dialogue_easy * fraction)),
+                "data.dialogue_hard": max(1, round(d.dialogue_hard * fraction)),
+                "data.test_per_cell": 1,
+                "train.epochs": 1,
+                "train.eval_epochs": [],
+                "train.max_steps": max_steps,
+                "train.batch_size": batch_size,
+                "train.checkpoint_every": 0,
+                "tracking.enabled": False,
+            }
+        )
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

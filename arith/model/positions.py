@@ -16,47 +16,59 @@ the non-tag dimensions). Real tokens are numbered by rank (cumsum of the mask), 
 padding give the same positions. Schemes other than `learned`/`randomized` zero and freeze GPT-2's
 `wpe` once the model is built: transformers always adds it and re-initialises it in `post_init`.
 
-Each scheme owns its settings: a `Settings` dataclass beside its class holds the `model.*` config
-fields only it reads (with their defaults; `arith.config.ModelConfig` is built from them), `check`
-rejects an impossible experiment config, and `build` makes the module for a model's sizes. `SCHEMES`
-is the registry config validation, the model and the docs read: adding a scheme is a class here (or in
-a module of its own, as arith/coupling.py) plus one line there (docs/DESIGN.md, "Add a position scheme").
+Each scheme owns its settings and its state: `Settings` names the dataclass of `arith.config` holding
+the `model.*` fields only it reads (`ModelConfig` is built from them), its `PositionState` subclass holds
+what it draws per sequence, `check` rejects an impossible experiment config, and `build` makes the
+module for a model's sizes. The registry `SCHEMES` is `arith.model.schemes`: adding a scheme is a class
+here (or in a module of its own, as arith/model/coupling.py) plus one line there (docs/DESIGN.md, "Add a
+position scheme").
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
-from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
 
-from arith.errors import ConfigError
-
-if TYPE_CHECKING:  # config imports this module (for the Settings), so only for the type checker
-    from arith.config import ExperimentConfig
+from arith.config import (
+    AbacusSettings,
+    ConfigError,
+    ExperimentConfig,
+    NoSettings,
+    RandomEmbedSettings,
+    RandomizedSettings,
+    default_n_hash,
+)
 
 
 @dataclass(frozen=True)
 class PositionState:
-    """A batch's position information over `width` columns, fixed for the sequences' lifetime."""
+    """A batch's position information over `width` columns, fixed for the sequences' lifetime. A scheme
+    that draws more than the ids has a subclass of its own (RandomEmbedState, AbacusState, ...)."""
 
     #: (B, width) ids GPT-2 looks `wpe` up with (rank of each real token; pads get 0)
     position_ids: torch.Tensor
-    #: random_embed: (B, width, n_hash) Gaussian tags
-    tags: torch.Tensor | None = None
-    #: abacus: (B,) offset added to every digit index, and (B,) length of the digit run so far
-    offset: torch.Tensor | None = None
-    digit_run: torch.Tensor | None = None
-    #: coupling: (B,) numbers (digit runs) begun so far
-    numbers: torch.Tensor | None = None
 
     @property
     def width(self) -> int:
         return self.position_ids.shape[1]
+
+
+@dataclass(frozen=True)
+class RandomEmbedState(PositionState):
+    #: (B, width, n_hash) Gaussian tags
+    tags: torch.Tensor
+
+
+@dataclass(frozen=True)
+class AbacusState(PositionState):
+    #: (B,) offset added to every digit index, and (B,) length of the digit run so far
+    offset: torch.Tensor
+    digit_run: torch.Tensor
 
 
 def rank_ids(attention_mask: torch.Tensor) -> torch.Tensor:
@@ -89,9 +101,8 @@ class PositionScheme(nn.Module):
     #: whether `build` needs the task's digit order (ModelShape.digit_order)
     needs_digit_order = False
 
-    @dataclass
-    class Settings:
-        """The `model.*` config fields only this scheme reads, with their defaults (none here)."""
+    #: the `model.*` config fields only this scheme reads, with their defaults (an arith.config class)
+    Settings: type = NoSettings
 
     @classmethod
     def check(cls, cfg: ExperimentConfig) -> None:
@@ -155,15 +166,7 @@ class RandomEmbed(PositionScheme):
 
     name = "random_embed"
 
-    @dataclass
-    class Settings:
-        #: random_embed: dimensions of the Gaussian tag; 0 = n_embd // 4 (rounded to a multiple of n_head)
-        n_hash: int = 0
-
-        def resolved_n_hash(self) -> int:
-            """The tag width for this config's sizes (on a ModelConfig: `sizes()` is its method)."""
-            _, n_head, n_embd = self.sizes()  # type: ignore[attr-defined]
-            return self.n_hash or default_n_hash(n_embd, n_head)
+    Settings = RandomEmbedSettings
 
     @classmethod
     def check(cls, cfg: ExperimentConfig) -> None:
@@ -195,7 +198,7 @@ class RandomEmbed(PositionScheme):
     def draw(self, attention_mask: torch.Tensor, generator: torch.Generator | None = None) -> PositionState:
         batch, width = attention_mask.shape
         tags = torch.randn(batch, width, self.n_hash, generator=generator, device=attention_mask.device)
-        return PositionState(position_ids=rank_ids(attention_mask), tags=tags)
+        return RandomEmbedState(position_ids=rank_ids(attention_mask), tags=tags)
 
     def embed(self, input_ids, token_embeds, state, start=0):
         stop = start + input_ids.shape[1]
@@ -221,10 +224,7 @@ class Randomized(PositionScheme):
     name = "randomized"
     uses_wpe = True
 
-    @dataclass
-    class Settings:
-        #: randomized: position ids are drawn from 0..randomized_max_position-1; 0 = n_positions
-        randomized_max_position: int = 0
+    Settings = RandomizedSettings
 
     @classmethod
     def check(cls, cfg: ExperimentConfig) -> None:
@@ -277,10 +277,7 @@ class Abacus(PositionScheme):
     name = "abacus"
     needs_digits = True
 
-    @dataclass
-    class Settings:
-        #: abacus: largest random offset added to the digit positions during training
-        abacus_max_offset: int = 20
+    Settings = AbacusSettings
 
     @classmethod
     def check(cls, cfg: ExperimentConfig) -> None:
@@ -319,7 +316,7 @@ class Abacus(PositionScheme):
         else:
             offset = torch.zeros(batch, dtype=torch.long, device=device)
         run = torch.zeros(batch, dtype=torch.long, device=device)
-        return PositionState(position_ids=rank_ids(attention_mask), offset=offset, digit_run=run)
+        return AbacusState(position_ids=rank_ids(attention_mask), offset=offset, digit_run=run)
 
     def embed(self, input_ids, token_embeds, state, start=0):
         stop = start + input_ids.shape[1]
@@ -348,50 +345,3 @@ def digit_token_ids(tokenizer) -> list[int]:
         if body.isdigit() and body.isascii():
             ids.append(index)
     return ids
-
-
-# Schemes in modules of their own subclass the base above, so they are imported once it exists.
-from arith.coupling import Coupling  # noqa: E402
-
-#: every position scheme by its `model.position` name; adding one is a class (above, or in a module of its
-#: own imported just above) plus one entry here
-SCHEMES: dict[str, type[PositionScheme]] = {
-    scheme.name: scheme for scheme in (Learned, NoPosition, RandomEmbed, Randomized, Abacus, Coupling)
-}
-#: each scheme's Settings (once: schemes without settings share the base's), the bases of
-#: `arith.config.ModelConfig`
-SCHEME_SETTINGS: tuple[type, ...] = tuple(dict.fromkeys(scheme.Settings for scheme in SCHEMES.values()))
-
-
-def scheme_class(name: str) -> type[PositionScheme]:
-    """The registered scheme called `name`; an unknown name fails listing the valid ones."""
-    if name not in SCHEMES:
-        raise ConfigError(f"model.position={name!r} is not valid; choose one of: {', '.join(SCHEMES)}")
-    return SCHEMES[name]
-
-
-def make_scheme(
-    name: str,
-    *,
-    n_embd: int,
-    n_head: int,
-    n_positions: int,
-    vocab_size: int,
-    digit_ids: Iterable[int] = (),
-    digit_order: Sequence[str] = (),
-    **settings: Any,
-) -> PositionScheme:
-    """The scheme called `name` for a model of the given sizes; `settings` are Settings fields
-    (``n_hash=8``, ``abacus_max_offset=3``), every other one at its default."""
-    cls = scheme_class(name)
-    defaults = {f.name: f.default for s in SCHEME_SETTINGS for f in dataclasses.fields(s)}
-    unknown = set(settings) - set(defaults)
-    if unknown:
-        raise TypeError(f"unknown scheme setting(s) {sorted(unknown)}; valid: {', '.join(defaults)}")
-    shape = ModelShape(n_embd, n_head, n_positions, vocab_size, tuple(digit_ids), tuple(digit_order))
-    return cls.build(SimpleNamespace(**{**defaults, **settings}), shape)
-
-
-def default_n_hash(n_embd: int, n_head: int) -> int:
-    """n_embd // 4 rounded down to a multiple of n_head (at least n_head), as ModelConfig documents."""
-    return max(n_head, (n_embd // 4) // n_head * n_head)

@@ -22,8 +22,8 @@ from collections.abc import Iterable
 import numpy as np
 
 from arith.config import DataConfig
-from arith.examples import Example
-from arith.formats import add_line, mul_line, reverse_line, scratchpad_line
+from arith.data.examples import Example
+from arith.data.formats import add_line, mul_line, reverse_line, scratchpad_line
 
 #: fixed stream numbers (never hash()): the train and the test set of one seed are independent draws
 STREAMS = {"train": 0, "test": 1, "dialogue": 2, "mix": 3, "dialogue_test": 4}
@@ -84,23 +84,6 @@ def repetitive(rng: np.random.Generator, digits: np.ndarray) -> list[int]:
     """For each d, one digit 0-9 repeated d times (the reversal task's hard test case)."""
     picks = rng.integers(0, 10, size=len(digits)).tolist()
     return [int(str(p) * int(d)) for p, d in zip(picks, np.asarray(digits).tolist(), strict=True)]
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Default test digit ranges (the paper's test protocol)
-# ---------------------------------------------------------------------------------------------------------
-
-
-def test_digits(cfg: DataConfig) -> list[int]:
-    """cfg.test_digits, else the task's default range (`Task.default_test_digits`)."""
-    from arith.tasks import get_task  # the task registry imports this module
-
-    if cfg.test_digits:
-        return list(cfg.test_digits)
-    return get_task(cfg.task).default_test_digits(cfg)
-
-
-test_digits.__test__ = False  # type: ignore[attr-defined]  # not a pytest test when imported into one
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -194,11 +177,11 @@ def _same_digits(rng: np.random.Generator, n: int, per_cell: int) -> tuple[list[
     return with_digits(rng, digits), with_digits(rng, digits)
 
 
-def mul_test(cfg: DataConfig) -> list[Example]:
+def mul_test(cfg: DataConfig, digits: list[int]) -> list[Example]:
     rng = generator(cfg.seed, "test")
     out = []
-    for rows in test_digits(cfg):  # digits of b (the multiplier)
-        for cols in test_digits(cfg):  # digits of a (the multiplicand)
+    for rows in digits:  # digits of b (the multiplier)
+        for cols in digits:  # digits of a (the multiplicand)
             a_list = with_digits(rng, np.full(cfg.test_per_cell, cols))
             b_list = with_digits(rng, np.full(cfg.test_per_cell, rows))
             for a, b in zip(a_list, b_list, strict=True):
@@ -207,32 +190,32 @@ def mul_test(cfg: DataConfig) -> list[Example]:
     return out
 
 
-def add_scratchpad_test(cfg: DataConfig) -> list[Example]:
+def add_scratchpad_test(cfg: DataConfig, digits: list[int]) -> list[Example]:
     rng = generator(cfg.seed, "test")
     out = []
-    for n in test_digits(cfg):
+    for n in digits:
         for a, b in zip(*_same_digits(rng, n, cfg.test_per_cell), strict=True):
             out.append(_scratchpad(cfg, a, b, rng, cell=("main", None, n)))
     return out
 
 
-def reverse_test(cfg: DataConfig) -> list[Example]:
+def reverse_test(cfg: DataConfig, digits: list[int]) -> list[Example]:
     rng = generator(cfg.seed, "test")
     out = []
-    for n in test_digits(cfg):
-        digits = np.full(cfg.test_per_cell, n)
-        out += [_reverse(a, n, ("regular", None, n)) for a in with_digits(rng, digits)]
-        out += [_reverse(a, n, ("repetitive", None, n)) for a in repetitive(rng, digits)]
+    for n in digits:
+        counts = np.full(cfg.test_per_cell, n)
+        out += [_reverse(a, n, ("regular", None, n)) for a in with_digits(rng, counts)]
+        out += [_reverse(a, n, ("repetitive", None, n)) for a in repetitive(rng, counts)]
     return out
 
 
 def add_test(
-    cfg: DataConfig, context: str = "main", fmt: str | None = None, stream: str = "test"
+    cfg: DataConfig, digits: list[int], context: str = "main", fmt: str | None = None, stream: str = "test"
 ) -> list[Example]:
     rng = generator(cfg.seed, stream)
     fmt = fmt or cfg.format
     out = []
-    for n in test_digits(cfg):
+    for n in digits:
         for a, b in zip(*_same_digits(rng, n, cfg.test_per_cell), strict=True):
             out.append(_add(fmt, a, b, rng, cfg.max_digits, cell=(context, None, n)))
     return out

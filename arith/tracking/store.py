@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from arith.config import TrackingConfig
+
 SQLITE = "sqlite:///"
 #: the schemes that name a database MLflow opens directly (no server in between)
 DATABASE_SCHEMES = ("postgresql", "mysql", "mssql")
@@ -86,8 +88,6 @@ def download_artifacts(uri: str, dst: str | Path, tracking_uri: str = "") -> Pat
     Raises StoreError with a one-line message for an unknown run or path."""
     from mlflow.artifacts import download_artifacts as download
 
-    from arith.config import TrackingConfig
-
     tracking_uri = TrackingConfig(tracking_uri=tracking_uri).resolved_uri()
     client(tracking_uri)  # MLflow's HTTP settings, as for every client
     try:
@@ -130,7 +130,7 @@ def client(uri: str):
     """An `MlflowClient` for `uri` (the only place one is constructed).
 
     MLflow's HTTP client retries a failed request 7 times with growing waits (minutes in all); a trial
-    keeps its metrics and retries itself (arith.tracking), so a request here gives up after one retry."""
+    keeps its metrics and retries itself (arith.tracking.runs), so a request here gives up after one retry."""
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1")
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")

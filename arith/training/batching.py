@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from arith.config import LOSS_ON
+from arith.model.tokenizer import encode_examples
 
 #: how many batches' worth of shuffled lines are sorted by length together: larger = less padding,
 #: smaller = batches closer to i.i.d.
@@ -64,8 +65,6 @@ class Batch:
 
 def encode_lines(tokenizer, examples: Sequence) -> list[EncodedLine]:
     """Encode every example once (batched in the Rust tokenizer by the tokenizer module)."""
-    from arith.tokenizer import encode_examples
-
     return [EncodedLine(tuple(ids), start) for ids, start in encode_examples(tokenizer, examples)]
 
 

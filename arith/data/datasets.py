@@ -23,9 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from arith.config import ConfigError, DataConfig, ExperimentConfig
-from arith.examples import Example
-from arith.formats import problem_id, problem_ids
-from arith.tasks import TASKS, get_task
+from arith.data.examples import Example
+from arith.data.tasks import TASKS, check_data_config, get_task, problem_id, problem_ids
 
 __all__ = [
     "PAPER_DEFAULTS",
@@ -46,7 +45,7 @@ PAPER_DEFAULTS: dict[str, dict[str, Any]] = {name: dict(task.paper_defaults) for
 
 def validate_data(cfg: DataConfig) -> DataConfig:
     """Raise ConfigError for settings the data layer cannot produce; return cfg."""
-    ExperimentConfig(data=cfg).validate()
+    check_data_config(cfg)
     get_task(cfg.task).check_data(cfg)
     if cfg.min_digits == 1 == cfg.max_digits and cfg.one_digit_weight == 0:
         raise ConfigError("data.one_digit_weight=0 leaves no digit count to draw from 1..1")

@@ -1,7 +1,8 @@
 """Where in the answer a model errs: the error rate by answer digit, from the kept wrong answers.
 
 The paper's argument is that a model loses track of a digit's position. This module reads the wrong
-answers an evaluation keeps (`eval/errors.csv`, `arith.evaluate.EvalResult.errors_frame`) digit by digit:
+answers an evaluation keeps (`eval/errors.csv`, `arith.training.evaluate.EvalResult.errors_frame`) digit by
+digit:
 
 - every answer is read as a number, least significant digit first (position 0 = the units), whatever the
   format writes first (a reversed answer is already; a plain one is turned round; padding zeros count as
@@ -22,13 +23,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from arith.errors import ConfigError
-from arith.formats import answer_key
-from arith.tasks import LSD, get_task
+from arith.config import ConfigError
+from arith.data.tasks import LSD, answer_key, get_task
 
 CELL_KEYS = ["context", "row_digits", "col_digits"]
-#: tasks whose answer is a + b or a * b of the two operands (their digits have carry chains)
-SUMS = ("add", "add_scratchpad", "dialogue")
 
 
 def lsd_first(task: str, fmt: str) -> bool:
@@ -51,7 +49,8 @@ def answer_digits(task: str, fmt: str, text: str) -> str | None:
 def carry_chains(task: str, a: int, b: int, width: int) -> list[int]:
     """For answer digits 0..width-1 (least significant first), the length of the carry chain into each
     (0 = no carry arrives). Empty for a task that is not a sum or product of its operands."""
-    if task != "mul" and task not in SUMS:
+    carries = get_task(task).carries  # "sum", "product" or "" (no carries)
+    if not carries:
         return []
     da = [int(c) for c in str(a)[::-1]]
     db = [int(c) for c in str(b)[::-1]]
@@ -59,7 +58,7 @@ def carry_chains(task: str, a: int, b: int, width: int) -> list[int]:
     for k in range(width):
         chain = chain + 1 if carry else 0
         chains.append(chain)
-        if task == "mul":
+        if carries == "product":
             column = sum(da[i] * db[k - i] for i in range(len(da)) if 0 <= k - i < len(db))
         else:
             column = (da[k] if k < len(da) else 0) + (db[k] if k < len(db) else 0)
@@ -177,4 +176,33 @@ def figure(rows: pd.DataFrame, title: str = "") -> Figure | None:
         ax.tick_params(labelsize=7)
     if title:
         fig.suptitle(title, fontsize=9)
+    return fig
+
+
+def heatmap(frame: pd.DataFrame, context: str, title: str = "") -> Figure:
+    """The accuracy grid of one context as a Figure: rows = digits of b, columns = digits of a for
+    multiplication; a single row over the digit counts for one-dimensional tasks."""
+    cells = frame[frame["context"] == context]
+    if cells.empty:
+        raise ValueError(f"no cells for context {context!r}; contexts: {sorted(frame['context'].unique())}")
+    two_d = cells["row_digits"].notna().any()
+    cols = sorted(int(c) for c in cells["col_digits"].unique())
+    rows = sorted(int(r) for r in cells["row_digits"].dropna().unique()) if two_d else [None]
+    grid = np.full((len(rows), len(cols)), np.nan)
+    for cell in cells.itertuples():
+        r = rows.index(int(cell.row_digits)) if two_d else 0
+        grid[r, cols.index(int(cell.col_digits))] = cell.accuracy
+    fig = Figure(figsize=(1.0 + 0.6 * len(cols), 1.2 + 0.5 * len(rows)), layout="constrained")
+    ax = fig.add_subplot()
+    image = ax.imshow(grid, vmin=0.0, vmax=1.0, cmap="RdYlGn", aspect="auto")
+    for (r, c), value in np.ndenumerate(grid):
+        if not np.isnan(value):
+            ax.text(c, r, f"{value:.2f}", ha="center", va="center", fontsize=8)
+    ax.set_xticks(range(len(cols)), [str(c) for c in cols])
+    ax.set_xlabel("digits of a" if two_d else "digits")
+    ax.set_yticks(range(len(rows)), [str(r) for r in rows] if two_d else [""])
+    if two_d:
+        ax.set_ylabel("digits of b")
+    ax.set_title(title or f"accuracy: {context}")
+    fig.colorbar(image, ax=ax, fraction=0.05)
     return fig

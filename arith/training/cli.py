@@ -1,4 +1,4 @@
-"""`python -m arith.train`: one trial from the command line, printing its accuracy grid and a JSON summary.
+"""`python -m arith.training`: one trial from the command line, printing its accuracy grid and a JSON summary.
 
 Config = defaults <- --config file <- convenience flags <- --set key=value (later wins).
 """
@@ -13,6 +13,8 @@ from collections.abc import Sequence
 import pandas as pd
 
 from arith.config import ConfigError, ExperimentConfig, parse_set
+from arith.training.train import train
+from arith.validation import validate
 
 #: convenience flags -> config keys
 SHORTCUTS = {
@@ -28,7 +30,7 @@ SHORTCUTS = {
 def config_from_args(argv: Sequence[str] | None = None) -> tuple[ExperimentConfig, argparse.Namespace]:
     """Config = defaults <- --config file <- convenience flags <- --set key=value (later wins)."""
     parser = argparse.ArgumentParser(
-        prog="python -m arith.train", description="Train one trial of the arithmetic transformer."
+        prog="python -m arith.training", description="Train one trial of the arithmetic transformer."
     )
     parser.add_argument("--config", help="a YAML or JSON file with some or all of data/model/train/tracking")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="e.g. train.lr=1e-3")
@@ -66,12 +68,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.print_config:
             print(cfg.to_json())
             return 0
-        cfg.validate()
+        validate(cfg)
     except ConfigError as err:
         print(f"config error: {err}", file=sys.stderr)
         return 2
-    from arith.train import train
-
     result = train(cfg)
     print(format_grid(result.cells))
     summary = {

@@ -14,7 +14,7 @@ from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from arith.config import ConfigError, TrainConfig
 
-#: the attention every model of this project runs (`arith.model` builds and loads GPT-2 with it)
+#: the attention every model of this project runs (`arith.model.gpt` builds and loads GPT-2 with it)
 ATTENTION = "sdpa_fp32_on_cpu"
 
 

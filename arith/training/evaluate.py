@@ -3,21 +3,20 @@
 Prompts are decoded in batches of similar length (sorted by prompt length, left-padded) with the KV
 cache. Each reply is decoded whole: until end of text, or end of line once the reply has begun (every
 format's answer is one line), capped at the longest reply the data can produce (`reply_cap`: for a
-dialogue the longest teacher reply of arith/dialogue.py's templates at the test's digit counts) plus a
+dialogue the longest teacher reply of arith/data/dialogue.py's templates at the test's digit counts) plus a
 margin. A generation is correct iff it ended within the cap and
-`arith.formats.answer_key(task, format, generated) == example.key`: for dialogues the last number of
+`arith.data.tasks.answer_key(task, format, generated) == example.key`: for dialogues the last number of
 the teacher's reply, as the paper checks "the teacher's response". Each cell also records the fraction of
-its test problems that were in the training set (`arith.formats.problem_id`), which the paper worries
+its test problems that were in the training set (`arith.data.tasks.problem_id`), which the paper worries
 about for small digit counts but never measures.
 
 Wrong answers are kept: every one up to `errors_per_cell` a cell (`EvalResult.errors`, with the operands,
-for `arith.digit_errors`), and the first `failures_per_cell` of those as `EvalResult.failures`.
+for `arith.training.digit_errors`), and the first `failures_per_cell` of those as `EvalResult.failures`.
 """
 
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 import time
 from collections.abc import Collection, Hashable, Sequence
@@ -26,12 +25,10 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 import torch
-from matplotlib.figure import Figure
 
-from arith.dialogue import ANSWERS, CLOSINGS, REACTIONS
-from arith.examples import Cell, Example
-from arith.formats import answer_key, problem_id, spaced
-from arith.tokenizer import encode_examples
+from arith.data.examples import Cell, Example
+from arith.data.tasks import answer_key, get_task, problem_id
+from arith.model.tokenizer import encode_examples
 
 #: extra tokens decoded beyond the longest reply the data can produce (room for a wrong, longer answer)
 ANSWER_MARGIN = 4
@@ -135,7 +132,7 @@ def evaluate(
 ) -> EvalResult:
     """Greedy-decode every example's prompt and score it per cell.
 
-    `train_problems`: `arith.formats.problem_ids(train_examples)`, for each cell's `seen_in_train`.
+    `train_problems`: `arith.data.tasks.problem_ids(train_examples)`, for each cell's `seen_in_train`.
     `errors_per_cell`: wrong answers kept a cell (`EvalResult.errors`; the failures are the first of them).
     `seed` fixes the random position draws (random_embed tags, randomized ids) of the test.
     `max_new_tokens`: the decoding cap of every reply (0 = `reply_cap`, fitted to the data; set it for
@@ -195,27 +192,8 @@ def reply_cap(tokenizer, example: Example, answer_tokens: int) -> int:
     `answer_tokens`: the reference answer's length (end of text included). Direct formats and the plain
     scratchpads write one reply per problem, so that length is the longest; random-space scratchpads may
     put an extra space token in every gap (at most twice the tokens); a dialogue's teacher may answer with
-    any template of arith/dialogue.py, the longest of which is measured at the example's digit counts."""
-    longest = answer_tokens
-    if example.task == "add_scratchpad" and example.format == "random_space":
-        longest = 2 * answer_tokens
-    elif example.task == "dialogue" and example.b is not None:
-        digits_a, digits_b = len(str(example.a)), len(str(example.b))
-        longest = max(longest, _longest_teacher_reply(tokenizer, digits_a, digits_b) + 1)  # + eos
-    return longest + ANSWER_MARGIN
-
-
-@functools.lru_cache(maxsize=64)
-def _longest_teacher_reply(tokenizer, digits_a: int, digits_b: int) -> int:
-    """Tokens of the longest `` Teacher: {reaction} {answer}{closing}`` for sums of these digit counts
-    (the sum one digit longer than the longer addend, as the largest sums are)."""
-    a, b, s = (spaced("9" * n) for n in (digits_a, digits_b, max(digits_a, digits_b) + 1))
-    replies = [
-        f" Teacher: {reaction} {answer.format(a=a, b=b, s=s)}{closing}"
-        for reaction, answer, closing in itertools.product(REACTIONS, ANSWERS, CLOSINGS)
-    ]
-    encoded = tokenizer.backend_tokenizer.encode_batch(replies, add_special_tokens=False)
-    return max(len(enc.ids) for enc in encoded)
+    any template of arith/data/dialogue.py, the longest of which is measured at the example's digit counts."""
+    return get_task(example.task).reply_tokens(tokenizer, example, answer_tokens) + ANSWER_MARGIN
 
 
 @functools.lru_cache(maxsize=8)
@@ -351,32 +329,3 @@ def _first_per_cell(failures: Sequence[Failure], per_cell: int) -> list[Failure]
             kept[failure.cell] = kept.get(failure.cell, 0) + 1
             out.append(failure)
     return out
-
-
-def heatmap(frame: pd.DataFrame, context: str, title: str = "") -> Figure:
-    """The accuracy grid of one context as a Figure: rows = digits of b, columns = digits of a for
-    multiplication; a single row over the digit counts for one-dimensional tasks."""
-    cells = frame[frame["context"] == context]
-    if cells.empty:
-        raise ValueError(f"no cells for context {context!r}; contexts: {sorted(frame['context'].unique())}")
-    two_d = cells["row_digits"].notna().any()
-    cols = sorted(int(c) for c in cells["col_digits"].unique())
-    rows = sorted(int(r) for r in cells["row_digits"].dropna().unique()) if two_d else [None]
-    grid = np.full((len(rows), len(cols)), np.nan)
-    for cell in cells.itertuples():
-        r = rows.index(int(cell.row_digits)) if two_d else 0
-        grid[r, cols.index(int(cell.col_digits))] = cell.accuracy
-    fig = Figure(figsize=(1.0 + 0.6 * len(cols), 1.2 + 0.5 * len(rows)), layout="constrained")
-    ax = fig.add_subplot()
-    image = ax.imshow(grid, vmin=0.0, vmax=1.0, cmap="RdYlGn", aspect="auto")
-    for (r, c), value in np.ndenumerate(grid):
-        if not np.isnan(value):
-            ax.text(c, r, f"{value:.2f}", ha="center", va="center", fontsize=8)
-    ax.set_xticks(range(len(cols)), [str(c) for c in cols])
-    ax.set_xlabel("digits of a" if two_d else "digits")
-    ax.set_yticks(range(len(rows)), [str(r) for r in rows] if two_d else [""])
-    if two_d:
-        ax.set_ylabel("digits of b")
-    ax.set_title(title or f"accuracy: {context}")
-    fig.colorbar(image, ax=ax, fraction=0.05)
-    return fig

@@ -1,12 +1,12 @@
 """A trial's run recorded into a file in the sweep-archive schema, for machines without an MLflow store.
 
 The lent GPU machines have PyTorch and transformers but no MLflow. There a trial logs through a
-`RunRecorder` instead of `arith.tracking.MlflowTracker`: the same calls (params from the config, tags,
-metric histories, the evaluation's `eval/cells.csv` and `eval/errors.csv`, the run's status and times)
-build one run record exactly as `arith.archive` exports it from a store, written to a JSON file after
-every evaluation and at the end. `sweeps.offline` gathers the records of a grid's trials under a parent
-record into one archive, which `python -m arith.archive import` brings into any MLflow store, where
-`python -m analysis` judges it with the same code as a Ray Tune sweep.
+`RunRecorder` instead of `arith.tracking.runs.MlflowTracker`: the same calls (params from the config,
+tags, metric histories, the evaluation's `eval/cells.csv` and `eval/errors.csv`, the run's status and
+times) build one run record exactly as `arith.tracking.archive` exports it from a store, written to a JSON
+file after every evaluation and at the end. `sweeps.offline` gathers the records of a grid's trials under
+a parent record into one archive, which `python -m arith.tracking.archive import` brings into any MLflow
+store, where `python -m analysis` judges it with the same code as a Ray Tune sweep.
 
 Run ids are fresh UUIDs in MLflow's form (32 hex digits): an archive's runs keep them as their source id,
 so importing the same archive twice is a no-op, as for an exported sweep.
@@ -23,9 +23,9 @@ from typing import Any
 
 import pandas as pd
 
-from arith.archive import ARTIFACTS
 from arith.config import ExperimentConfig
-from arith.tracking import NullTracker, param_value
+from arith.tracking.archive import ARTIFACTS
+from arith.tracking.runs import NullTracker, param_value
 
 #: the tag that nests a trial under its sweep (MLflow's own), kept apart as `parent_run_id` in a record
 PARENT_TAG = "mlflow.parentRunId"
@@ -48,7 +48,7 @@ def run_record(
     tags: dict[str, str],
     start_time: int | None = None,
 ) -> dict[str, Any]:
-    """An empty run record (status RUNNING) in the schema of `arith.archive`."""
+    """An empty run record (status RUNNING) in the schema of `arith.tracking.archive`."""
     return {
         "run_id": run_id,
         "run_name": run_name,

@@ -31,8 +31,9 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
-from arith import store
 from arith.config import ExperimentConfig
+from arith.tracking import store
+from arith.training import digit_errors
 
 #: MLflow's per-call limits for log_batch
 _MAX_METRICS_PER_BATCH = 1000
@@ -215,11 +216,9 @@ class MlflowTracker(NullTracker):
         )
         import matplotlib.pyplot as plt
 
-        from arith.evaluate import heatmap
-
         title = f"{self.cfg.data.task} {self.cfg.data.format}"
         for context in cells["context"].unique():
-            figure = heatmap(cells, context, title=f"{title}: {context}, epoch {epoch}")
+            figure = digit_errors.heatmap(cells, context, title=f"{title}: {context}, epoch {epoch}")
             path = self._staging / f"heatmap_{context}_epoch{epoch}.png"
             figure.savefig(path)
             plt.close(figure)
@@ -232,8 +231,6 @@ class MlflowTracker(NullTracker):
         after a restart writes the same). Their error rate by answer digit is drawn as
         eval/digit_errors_epoch<E>.png."""
         import matplotlib.pyplot as plt
-
-        from arith import digit_errors
 
         errors = errors.copy()
         errors.insert(0, "epoch", epoch)

@@ -1,20 +1,25 @@
 """Position coupling (Cho et al. 2024), a position scheme beyond the paper, registered in
-`arith.positions.SCHEMES` (docs/DESIGN.md, "Add a position scheme", followed once for it)."""
+`arith.model.schemes.SCHEMES` (docs/DESIGN.md, "Add a position scheme", followed once for it)."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
-from arith.errors import ConfigError
-from arith.positions import ModelShape, PositionScheme, PositionState, _check_width
+from arith.config import ConfigError, CouplingSettings, DataConfig, ExperimentConfig
+from arith.data.tasks import get_task, test_digits
+from arith.model.positions import AbacusState, ModelShape, PositionScheme, _check_width
 
-if TYPE_CHECKING:
-    from arith.config import DataConfig, ExperimentConfig
+
+@dataclass(frozen=True)
+class CouplingState(AbacusState):
+    """Abacus's offset and digit run, plus the (B,) numbers (digit runs) begun so far."""
+
+    numbers: torch.Tensor
 
 
 class Coupling(PositionScheme):
@@ -41,15 +46,10 @@ class Coupling(PositionScheme):
     needs_digit_order = True
     ORDERS = ("msd", "lsd")
 
-    @dataclass
-    class Settings:
-        #: coupling: largest random start added to every digit's position id during training (0 at test)
-        coupling_max_offset: int = 20
+    Settings = CouplingSettings
 
     @classmethod
     def check(cls, cfg: ExperimentConfig) -> None:
-        from arith.tasks import get_task  # the task registry imports the config that imports this
-
         m, d = cfg.model, cfg.data
         if m.init == "pretrained":
             raise ConfigError(
@@ -101,7 +101,7 @@ class Coupling(PositionScheme):
         #: per number of the line: True where it is written most significant digit first
         self.register_buffer("msd_first", torch.tensor([o == "msd" for o in self.digit_order]))
 
-    def draw(self, attention_mask: torch.Tensor, generator: torch.Generator | None = None) -> PositionState:
+    def draw(self, attention_mask: torch.Tensor, generator: torch.Generator | None = None) -> CouplingState:
         batch = attention_mask.shape[0]
         device = attention_mask.device
         if self.training and self.max_offset:
@@ -110,7 +110,7 @@ class Coupling(PositionScheme):
             offset = torch.zeros(batch, dtype=torch.long, device=device)
         zeros = torch.zeros(batch, dtype=torch.long, device=device)
         # position_ids only records the width here: embed computes the coupled ids from the tokens
-        return PositionState(
+        return CouplingState(
             position_ids=torch.zeros_like(attention_mask, dtype=torch.long),
             offset=offset,
             digit_run=zeros,
@@ -154,7 +154,5 @@ class Coupling(PositionScheme):
 
 def coupling_digits(d: DataConfig) -> int:
     """The most digits a number of data config `d` has (the answer of the longest test cell)."""
-    from arith.sampling import test_digits
-
     widest = max(d.max_digits, *test_digits(d))
     return 2 * widest + 1  # a product has at most twice its factors' digits; +1 for a sum's carry

@@ -23,8 +23,11 @@ from torch import nn
 from transformers import DynamicCache, GPT2Config, GPT2LMHeadModel
 
 from arith.config import INITS, MODEL_PRESETS, DataConfig, ModelConfig
-from arith.hardware import ATTENTION
-from arith.positions import ModelShape, PositionScheme, PositionState, digit_token_ids, scheme_class
+from arith.data.tasks import get_task
+from arith.model.positions import ModelShape, PositionScheme, PositionState, digit_token_ids
+from arith.model.schemes import scheme_class
+from arith.tracking import store
+from arith.training.hardware import ATTENTION
 
 #: file beside the HF weights that records the position scheme (and its learned tables)
 SCHEME_CONFIG = "position_scheme.json"
@@ -280,8 +283,6 @@ def build_model(cfg: ModelConfig, tokenizer, data: DataConfig | None = None) -> 
             raise ValueError(
                 f"position scheme {cfg.position!r} needs the task: build_model(..., data=cfg.data)"
             )
-        from arith.tasks import get_task
-
         digit_order = get_task(data.task).digit_order(data.format)
     digits = digit_token_ids(tokenizer) if scheme_cls.needs_digits else ()
     return ArithModel(lm, _scheme_for(cfg, lm.config, digits, digit_order), cfg)
@@ -299,8 +300,6 @@ def model_folder(path: str | Path, tracking_uri: str = "") -> Iterator[Path]:
     if Path(path).is_dir():
         yield Path(path)
         return
-    from arith import store  # the tracking side resolves URIs: no mlflow import for a local folder
-
     if not store.is_artifact_uri(path):
         raise ModelFolderError(f"no model at {path}: neither a folder nor an MLflow artifact URI")
     with tempfile.TemporaryDirectory(prefix="arith-model-") as tmp:

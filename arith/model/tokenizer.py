@@ -20,7 +20,7 @@ from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 from arith.config import ModelConfig
-from arith.examples import Example
+from arith.data.examples import Example
 
 EOS = "<|endoftext|>"
 PAD = "<pad>"
@@ -97,7 +97,7 @@ def tokenizer_for(model_cfg: ModelConfig, texts: Iterable[str] = ()) -> PreTrain
         except (OSError, ValueError) as err:
             print(
                 f"model.tokenizer=pretrained: cannot load the tokenizer of {model_cfg.pretrained!r} ({err}); "
-                "using the digit-aware tokenizer of arith.tokenizer instead",
+                "using the digit-aware tokenizer of arith.model.tokenizer instead",
                 file=sys.stderr,
             )
             return build_tokenizer(texts)

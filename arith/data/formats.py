@@ -18,7 +18,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from arith.errors import ConfigError
-from arith.examples import Example
 
 # ---------------------------------------------------------------------------------------------------------
 # Small helpers
@@ -38,19 +37,6 @@ def padded(n: int, width: int) -> str:
             f"operand {n} has {len(s)} digits, more than max_digits={width} allows with padding"
         )
     return s.zfill(width)
-
-
-def check_format(task: str, fmt: str):
-    """The registered task (arith.tasks) called `task`, failing with the valid choices for an unknown
-    task or format."""
-    from arith.tasks import TASKS  # the task registry imports this module
-
-    if task not in TASKS:
-        raise ConfigError(f"unknown task {task!r}; choose one of: {', '.join(TASKS)}")
-    formats = TASKS[task].formats
-    if fmt not in formats:
-        raise ConfigError(f"unknown format {fmt!r} for task {task!r}; choose one of: {', '.join(formats)}")
-    return TASKS[task]
 
 
 def _check_operand(n: int | None, name: str) -> int:
@@ -273,41 +259,6 @@ def dialogue_line(a: int, b: int) -> tuple[str, str, str]:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def render_parts(task: str, fmt: str, a: int, b: int | None = None, **options) -> tuple[str, str, str]:
-    """(prompt, answer, key) of one line. Options per task (`Task.options`): mul `max_digits`,
-    `first_step`; add_scratchpad `reverse_addends`, `rng`, `random_space_prob`, `spaces`; reverse
-    `digits`; add `max_digits`, `rng`, `spaces`."""
-    spec = _checked(task, fmt, a, b, options)
-    return spec.line(fmt, a, b, **options)
-
-
-def _checked(task: str, fmt: str, a: int, b: int | None, options: dict):
-    spec = check_format(task, fmt)
-    unknown = set(options) - spec.options
-    if unknown:
-        valid = ", ".join(sorted(spec.options)) or "none"
-        raise ConfigError(f"unknown option(s) {sorted(unknown)} for task {task!r}; valid: {valid}")
-    _check_operand(a, "a")
-    if spec.operands == 2:
-        _check_operand(b, "b")
-    return spec
-
-
-def render(task: str, fmt: str, a: int, b: int | None = None, **options) -> str:
-    """The whole line, e.g. ``render("mul", "padding_reverse", 73866, 1001, max_digits=5)``
-    == ``"7 3 8 6 6 * 0 1 0 0 1 # 6 6 8 9 3 9 3 7 0 0"``."""
-    prompt, answer, _ = render_parts(task, fmt, a, b, **options)
-    return prompt + answer
-
-
-def render_example(
-    task: str, fmt: str, a: int, b: int | None = None, *, kind: str = "main", cell=None, **options
-) -> Example:
-    """One `Example` (prompt, answer and exact-match key) of `task`/`fmt`."""
-    spec = _checked(task, fmt, a, b, options)
-    return spec.example(fmt, int(a), None if b is None else int(b), kind=kind, cell=cell, **options)
-
-
 # ---------------------------------------------------------------------------------------------------------
 # Exact match
 # ---------------------------------------------------------------------------------------------------------
@@ -343,31 +294,3 @@ def dialogue_key(text: str) -> str | None:
     """A dialogue reply's key: the last number before the student speaks again."""
     numbers = _NUMBER.findall(text.split("Student:", 1)[0])
     return numbers[-1].replace(" ", "") if numbers else None
-
-
-def answer_key(task: str, fmt: str, completion: str) -> str | None:
-    """The part of a completion that exact match compares with `Example.key`, or None if there is none
-    (`Task.answer_key`). Direct formats: the answer's digits (spaces dropped; leading zeros kept, as
-    padded and reversed formats need). Scratchpads: the final sum after the last comma (after ``=`` in
-    the recursive format). Dialogues: the last number in the teacher's reply. The completion is read up
-    to the first newline (leading ones skipped for dialogues) or end-of-text token.
-    """
-    return check_format(task, fmt).answer_key(fmt, completion)
-
-
-def problem_id(example: Example) -> tuple:
-    """What makes two examples the same problem, whatever the format or random spaces (`Task.problem_id`).
-
-    ``("*", a, b)`` for multiplication (``("%", a, b)`` for first-step lines), ``("+", a, b)`` for every
-    addition task and dialogue, ``("reverse", digits)`` for reversal (the digits as written, leading zeros
-    included), ``("text", prompt)`` for a user's dialogue without two numbers. The evaluator's
-    `seen_in_train` is ``problem_id(test_example) in {problem_id(e) for e in train}``.
-    """
-    from arith.tasks import get_task
-
-    return get_task(example.task).problem_id(example)
-
-
-def problem_ids(examples: Sequence[Example]) -> set[tuple]:
-    """The set of `problem_id`s of a training set: build once, then ask membership per test example."""
-    return {problem_id(e) for e in examples}

@@ -10,6 +10,8 @@ table `tab:nlarith_example` prints them unspaced).
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 import re
 from pathlib import Path
@@ -17,9 +19,9 @@ from pathlib import Path
 import numpy as np
 
 from arith.config import DataConfig
-from arith.examples import Example
-from arith.formats import answer_key, dialogue_line, spaced
-from arith.sampling import add_examples, add_test, generator, test_digits, with_digits
+from arith.data.examples import Example
+from arith.data.formats import dialogue_key, dialogue_line, first_line, spaced
+from arith.data.sampling import add_examples, add_test, generator, with_digits
 
 #: (probability of 2 digits, of 3 digits) for the easy dialogues; (4, 5) digits 0.5/0.5 for the hard ones
 EASY_DIGITS = ((2, 0.3), (3, 0.7))
@@ -218,7 +220,7 @@ def dialogue_example(text: str) -> Example:
     numbers = [int(n.replace(" ", "")) for n in _NUMBER.findall(prompt)]
     a = numbers[0] if numbers else 0
     b = numbers[1] if len(numbers) > 1 else None
-    key = answer_key("dialogue", "basic", answer) or ""
+    key = dialogue_key(first_line(answer.lstrip())) or ""  # as Dialogue.answer_key reads it
     return Example("dialogue", "basic", a, b, prompt, answer, key, "dialogue")
 
 
@@ -261,17 +263,30 @@ def dialogue_train(cfg: DataConfig) -> list[Example]:
     return [mixed[i] for i in rng.permutation(len(mixed)).tolist()]
 
 
-def dialogue_test(cfg: DataConfig) -> list[Example]:
+def dialogue_test(cfg: DataConfig, digits: list[int]) -> list[Example]:
     """Cells ("dialogue", None, n): the paper's student question; ("pure_addition", None, n): the mixed
     arithmetic format's prompt (basic when nothing is mixed in)."""
     rng = generator(cfg.seed, "dialogue_test")
     out = []
-    for n in test_digits(cfg):
-        digits = np.full(cfg.test_per_cell, n)
-        for a, b in zip(with_digits(rng, digits), with_digits(rng, digits), strict=True):
+    for n in digits:
+        counts = np.full(cfg.test_per_cell, n)
+        for a, b in zip(with_digits(rng, counts), with_digits(rng, counts), strict=True):
             prompt, answer, key = dialogue_line(a, b)
             out.append(
                 Example("dialogue", "basic", a, b, prompt, answer, key, "dialogue", ("dialogue", None, n))
             )
     fmt = "basic" if cfg.mix_format == "none" else cfg.mix_format
-    return out + add_test(cfg, context="pure_addition", fmt=fmt)
+    return out + add_test(cfg, digits, context="pure_addition", fmt=fmt)
+
+
+@functools.lru_cache(maxsize=64)
+def longest_teacher_reply(tokenizer, digits_a: int, digits_b: int) -> int:
+    """Tokens of the longest `` Teacher: {reaction} {answer}{closing}`` for sums of these digit counts
+    (the sum one digit longer than the longer addend, as the largest sums are)."""
+    a, b, s = (spaced("9" * n) for n in (digits_a, digits_b, max(digits_a, digits_b) + 1))
+    replies = [
+        f" Teacher: {reaction} {answer.format(a=a, b=b, s=s)}{closing}"
+        for reaction, answer, closing in itertools.product(REACTIONS, ANSWERS, CLOSINGS)
+    ]
+    encoded = tokenizer.backend_tokenizer.encode_batch(replies, add_special_tokens=False)
+    return max(len(enc.ids) for enc in encoded)

@@ -1,4 +1,4 @@
-"""The one trainer: `train(cfg) -> TrainResult`, plain PyTorch, used alone (`python -m arith.train`), by
+"""The one trainer: `train(cfg) -> TrainResult`, plain PyTorch, used alone (`python -m arith.training`), by
 the benchmarks and, through the adapter in sweeps/trainable.py, by Ray Tune.
 
 It reads top-down like nanoGPT's train.py: `setup(cfg)` builds data, model and optimiser; `train` runs
@@ -26,8 +26,14 @@ import numpy as np
 import pandas as pd
 import torch
 
-from arith.batching import BatchLoader, encode_lines, example_digits, pad_token_id
-from arith.checkpoints import (
+from arith.config import ExperimentConfig, TrainConfig
+from arith.data.datasets import test_examples, train_examples
+from arith.data.tasks import problem_ids
+from arith.model.gpt import build_model
+from arith.model.tokenizer import tokenizer_for
+from arith.tracking.runs import EXPERIMENT_CONFIG, MODEL_ARTIFACT, NullTracker, start_tracker
+from arith.training.batching import BatchLoader, encode_lines, example_digits, pad_token_id
+from arith.training.checkpoints import (
     CheckpointFolder,
     Checkpoints,
     _check_same_config,
@@ -35,10 +41,10 @@ from arith.checkpoints import (
     seed_everything,
     set_rng_state,
 )
-from arith.config import ExperimentConfig, TrainConfig
-from arith.hardware import autocast_context, compile_model, cpu_threads, resolve_device
-from arith.optim import lr_lambda, make_optimizer, total_steps
-from arith.tracking import EXPERIMENT_CONFIG, MODEL_ARTIFACT, NullTracker, start_tracker
+from arith.training.evaluate import evaluate
+from arith.training.hardware import autocast_context, compile_model, cpu_threads, resolve_device
+from arith.training.optim import lr_lambda, make_optimizer, total_steps
+from arith.validation import validate
 
 #: the held-out probe for `train.target_accuracy`: this many fresh examples, drawn with a seed offset
 PROBE_SIZE = 300
@@ -96,8 +102,6 @@ class TrainState:
 
 def probe_examples(cfg: ExperimentConfig) -> list:
     """A few hundred held-out examples (fresh seed) for early stopping at train.target_accuracy."""
-    from arith.data import test_examples
-
     pool = test_examples(replace(cfg.data, seed=cfg.data.seed + PROBE_SEED_OFFSET))
     if len(pool) <= PROBE_SIZE:
         return pool
@@ -199,11 +203,6 @@ def train_loader(train_set: list, tokenizer, t: TrainConfig) -> BatchLoader:
 
 def setup(cfg: ExperimentConfig) -> Setup:
     """Device, data, tokenizer, batches, model, optimiser and schedule of `cfg`, seeded."""
-    from arith.data import test_examples, train_examples
-    from arith.formats import problem_ids
-    from arith.model import build_model
-    from arith.tokenizer import tokenizer_for
-
     t = cfg.train
     device = resolve_device(t.device)
     if device.type == "cpu":
@@ -251,8 +250,9 @@ def train(
 ) -> TrainResult:
     """Train one trial and return its results. `checkpoints` defaults to `train.checkpoint_dir` (none when
     empty); `reporter` gets every epoch's metrics and checkpoint (see the module docstring); `tracker`
-    defaults to the config's (MLflow, or none): a machine without MLflow passes an `arith.recorder`."""
-    cfg.validate()
+    defaults to the config's (MLflow, or none): a machine without MLflow passes an
+    `arith.tracking.recorder`."""
+    validate(cfg)
     if checkpoints is None and cfg.train.checkpoint_dir:
         checkpoints = CheckpointFolder(cfg.train.checkpoint_dir)
     saved = checkpoints.load() if checkpoints is not None else None
@@ -332,8 +332,6 @@ def _loop(s: Setup, state: TrainState, tracker, reporter, checkpoints, resumed_f
         line = f"epoch {epoch:4d}  step {state.step:7d}  loss {mean_loss:.4f}"
         line += f"  tokens/s {metrics['tokens_per_s']:9.0f}"
         if s.probe:
-            from arith.evaluate import evaluate
-
             with s.autocast:
                 probe_acc = exact_match(
                     evaluate(model, s.tokenizer, s.probe, batch_size=t.eval_batch_size).to_frame()
@@ -432,8 +430,6 @@ def drain_losses(window: list[torch.Tensor], step: int, epoch: int) -> float:
 
 def evaluate_and_log(s: Setup, epoch: int, tracker) -> tuple[pd.DataFrame, list[dict], float]:
     """Evaluate the test grid at `epoch`, log it (step = epoch) and return (cells, failures, seconds)."""
-    from arith.evaluate import evaluate
-
     t = s.cfg.train
     start = time.perf_counter()
     with s.autocast:
@@ -458,16 +454,10 @@ def evaluate_and_log(s: Setup, epoch: int, tracker) -> tuple[pd.DataFrame, list[
 
 def log_model(s: Setup, tracker) -> None:
     """The trained model, its position scheme and tokenizer as the run's `model/` artifact
-    (`tracking.log_model=final`), loadable with `arith.model.load_model("runs:/<run id>/model")`."""
+    (`tracking.log_model=final`), loadable with `arith.model.gpt.load_model("runs:/<run id>/model")`."""
     if s.cfg.tracking.log_model == "none" or not s.cfg.tracking.enabled:
         return
     with tempfile.TemporaryDirectory(prefix="arith-model-") as folder:
         s.model.save(folder, s.tokenizer)
         (Path(folder) / EXPERIMENT_CONFIG).write_text(s.cfg.to_json())  # what `arith.ask` renders with
         tracker.log_artifacts(folder, MODEL_ARTIFACT)
-
-
-if __name__ == "__main__":
-    from arith.cli import main
-
-    raise SystemExit(main())

@@ -20,7 +20,7 @@ class Example:
     Conventions shared by every format:
     - `answer` starts with a space, so prompt and answer tokenize the same apart as together;
     - `text` has no leading space: tokenizers prepend one, so that the first digit is also " d";
-    - `key` is what exact match compares: `arith.formats.answer_key(task, format, answer)`.
+    - `key` is what exact match compares: `arith.data.tasks.answer_key(task, format, answer)`.
     """
 
     task: str

@@ -1,5 +1,5 @@
 """Checkpoints of a training run: the RNG states, atomic save / load in a folder, and the check that a
-checkpoint resumes only the config that wrote it. `Checkpoints` is what `arith.train.train` accepts:
+checkpoint resumes only the config that wrote it. `Checkpoints` is what `arith.training.train.train` accepts:
 `CheckpointFolder` for `train.checkpoint_dir`, a scheduler's own (sweeps/trainable.py) for Ray Tune."""
 
 from __future__ import annotations

@@ -10,8 +10,9 @@ Importing it creates the same runs, nested the same way, in another store, where
 reads them like any sweep. The trials' figures (heatmaps, curves) are not archived: the report draws its
 own from the cells and the wrong answers. Nor are the trained models (`model/`, up to 0.5 GB a trial).
 
-    python -m arith.archive export --tracking-uri sqlite:///mlflow.db --run PARENT_ID --out sweep.jsonl
-    python -m arith.archive import sweep.jsonl --tracking-uri sqlite:///other.db
+    python -m arith.tracking.archive export --tracking-uri sqlite:///mlflow.db --run PARENT_ID --out
+    sweep.jsonl
+    python -m arith.tracking.archive import sweep.jsonl --tracking-uri sqlite:///other.db
 
 (mlflow-export-import, MLflow's own tool for this, writes a folder per run with every artifact and in its
 1.2.0 release does not install the modules it imports; one file per sweep is what a repository can hold.)
@@ -26,7 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from arith import store
+from arith.tracking import store
 
 FORMAT = "arith-sweep-archive"
 VERSION = 1
@@ -160,7 +161,9 @@ def import_sweep(uri: str, path: Path) -> tuple[str, bool]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m arith.archive", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m arith.tracking.archive", description=__doc__.split("\n\n")[0]
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     out = sub.add_parser("export", help="write one sweep (its parent run and trial runs) to a file")
     out.add_argument("--tracking-uri", required=True)
