@@ -67,8 +67,8 @@ def test_each_part_finds_its_latest_tagged_sweep(tmp_path: Path) -> None:
 
 
 def test_a_section_measured_before_the_archives_is_included_verbatim_and_not_re_judged() -> None:
-    """cpu_tune_reverse (and two more) have no archive: their committed sections (docs/results/unarchived/) stand
-    in for them."""
+    """cpu_tune_reverse (and two more) have no archive: their committed sections (docs/results/unarchived/)
+    stand in for them."""
     kept = results.unarchived_sections()
     assert set(kept) == {"cpu_tune_reverse", "cpu_tune_mul", "position_schemes"}
     text = kept["cpu_tune_reverse"]
