@@ -27,7 +27,6 @@ is not needed and the step costs the same). Neither Ray nor MLflow is imported.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import resource
@@ -40,8 +39,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from arith.config import ExperimentConfig, parse_set
 from arith.data.datasets import test_examples, train_examples, train_size
@@ -62,23 +59,12 @@ from arith.training.train import (
     train_step,
 )
 from arith.validation import validate
+from sweeps import cost
 from sweeps.grids import points
 from sweeps.packing import PackingMeasurement, choose_trials_per_gpu, load_measurement
 
 ROOT = Path(__file__).resolve().parents[1]
 
-
-def _load_script(name: str, path: Path):
-    """A module of scripts/cluster (a folder of scripts, not a package)."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-cost = _load_script("cluster_cost", ROOT / "scripts" / "cluster" / "cost.py")
-throughput = _load_script("cluster_throughput", ROOT / "scripts" / "cluster" / "throughput.py")
 
 #: GPT-2's vocabulary: the pretrained points' embedding and output layer
 GPT2_VOCAB = 50257
@@ -107,9 +93,9 @@ def bench_config(cfg: ExperimentConfig, mode: str, device: str, preset: str, set
 
 
 def probe_data(cfg: ExperimentConfig, probe: int):
-    """A `probe`-sized slice of the point's training set (every count shrunk alike, as
-    scripts/cluster/throughput.py slices it) and its whole test set."""
-    small = throughput.benchmark_config(cfg, probe, 1, cfg.train.batch_size)
+    """A `probe`-sized slice of the point's training set (every count shrunk alike: the cost model's
+    probe, `sweeps.cost`) and its whole test set."""
+    small = cost.throughput_config(cfg, probe, 1, cfg.train.batch_size)
     return train_examples(small.data), test_examples(cfg.data)
 
 
@@ -321,7 +307,7 @@ def point_rows(profiles: list[PointProfile], timings: dict[str, ModelTiming]) ->
 
 
 def grid_rows(rows: list[dict], packing_speedup: float) -> list[dict]:
-    """One row a grid in scripts/cluster/cost.py's table shape (its `markdown` prints them)."""
+    """One row a grid in the cost model's table shape (`sweeps.cost.cost_table` prints them)."""
     out = []
     for grid in dict.fromkeys(r["grid"] for r in rows):
         mine = [r for r in rows if r["grid"] == grid]
@@ -329,9 +315,9 @@ def grid_rows(rows: list[dict], packing_speedup: float) -> list[dict]:
             {
                 "grid": grid,
                 "trials": len(mine),
-                "steps/trial": cost._span([r["steps"] for r in mine]),
-                "step ms": cost._span([round(r["step_ms"], 1) for r in mine]),
-                "evaluations": cost._span([r["evaluations"] for r in mine]),
+                "steps/trial": cost.span([r["steps"] for r in mine]),
+                "step ms": cost.span([round(r["step_ms"], 1) for r in mine]),
+                "evaluations": cost.span([r["evaluations"] for r in mine]),
                 "eval hours": f"{sum(r['eval_hours'] for r in mine):,.2f}",
                 "GPU-hours": sum(r["gpu_hours"] for r in mine) / packing_speedup,
             }
@@ -384,7 +370,7 @@ def table(args: argparse.Namespace) -> int:
         + (" (none given)" if not args.usd_per_gpu_hour else "")
         + "."
     )
-    text = head + "\n\n" + cost.markdown(per_grid, args.usd_per_gpu_hour)
+    text = head + "\n\n" + cost.cost_table(per_grid, args.usd_per_gpu_hour)
     print(text)
     result = {
         "device": name,

@@ -12,13 +12,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from arith.config import ExperimentConfig, parse_set
 from arith.training.batching import BatchLoader

@@ -11,8 +11,9 @@ restores exactly the interrupted sweep and runs only what was unfinished.
 
 This file is the command line and the sweep's steps in order; each concern has its own module:
 `sweeps/cluster.py` (Ray and the autoscaler), `sweeps/storage.py` (the sweep folder and the parent run),
-`sweeps/tuner.py` (Tune: the trainable, new or restored Tuner, the report), `sweeps/trainable.py` (the
-adapter that runs `arith.training.train.train` as a trial).
+`sweeps/tuner.py` (Tune: the param space, new or restored Tuner, the report), `sweeps/trainable.py` (the
+one trainable, `arith.training.train.train` as a trial). `python sweeps/run.py` imports the installed
+packages (`pip install -e .`, which `make install` does); the file edits no sys.path.
 """
 
 from __future__ import annotations
@@ -22,9 +23,6 @@ import os
 import sys
 from pathlib import Path
 from typing import Any
-
-if __package__ in (None, ""):  # `python sweeps/run.py`: make the repository importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import pandas as pd
 
@@ -318,7 +316,7 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"sweep {sweep_name}: {len(configs)} trials, MLflow parent run {parent_run_id} at {tracking_uri}"
         )
-        results = fit(args, storage, sweep_name, configs, res)
+        results = fit(args, storage, sweep_name, configs, res, grid.declared_axes())
     except BaseException:
         if parent_run_id:
             store.set_run_status(tracking_uri, parent_run_id, "KILLED")

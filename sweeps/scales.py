@@ -81,8 +81,14 @@ class Scale:
             return self.samples(n)
         return max(1, round(n * self.dialogue_fraction)) if n else 0
 
-    def apply(self, cfg: ExperimentConfig, scale_digits: bool = True) -> ExperimentConfig:
-        """`cfg` (a paper-scale point) at this scale."""
+    def budget(self, task: str) -> int:
+        """The optimiser steps of one trial of `task` at this scale (0: no step budget, epochs as scaled)."""
+        return self.steps_by_task.get(task, 0)
+
+    def shrink(self, cfg: ExperimentConfig, scale_digits: bool = True) -> ExperimentConfig:
+        """`cfg` (a paper-scale point) with this scale's factors and settings: sample counts, learning rate,
+        digit counts, capped epochs (evaluations in their place), the step budget and the fixed overrides.
+        The epochs a step budget needs are `fit_epochs`' (`sweeps.space.trial_config` calls both)."""
         d, t = cfg.data, cfg.train
         changes: dict[str, Any] = {
             "data.train_samples": self.samples(d.train_samples),
@@ -98,11 +104,14 @@ class Scale:
         epochs = min(t.epochs, self.max_epochs) if self.max_epochs else t.epochs
         changes["train.epochs"] = epochs
         changes["train.eval_epochs"] = _moved_evaluations(t.eval_epochs, t.epochs, epochs)
-        budget = self.steps_by_task.get(d.task, 0)
-        if budget:
-            changes["train.max_steps"] = budget
-        scaled = cfg.with_overrides(changes).with_overrides(dict(self.overrides))
-        return self.fit_epochs(scaled, cfg) if budget else scaled
+        if self.budget(d.task):
+            changes["train.max_steps"] = self.budget(d.task)
+        return cfg.with_overrides(changes).with_overrides(dict(self.overrides))
+
+    def apply(self, cfg: ExperimentConfig, scale_digits: bool = True) -> ExperimentConfig:
+        """`cfg` (a paper-scale point) at this scale: `shrink`, then the epochs its step budget needs."""
+        scaled = self.shrink(cfg, scale_digits)
+        return self.fit_epochs(scaled, cfg) if self.budget(cfg.data.task) else scaled
 
     def fit_epochs(self, cfg: ExperimentConfig, paper_cfg: ExperimentConfig) -> ExperimentConfig:
         """cfg with the epochs its `train.max_steps` needs over its training set; the evaluation epochs

@@ -3,8 +3,9 @@
 A `Grid` is a base config (the paper's setup for that experiment, as dotted overrides) and axes whose
 product gives the points, plus `also` blocks for coupled values the product cannot express. An axis value
 may be a `Variant`: a named bundle of settings that travel together (a task with its sample count, epochs
-and test digits). `resolve(grid, scale, seeds)` turns a grid into validated `ExperimentConfig`s: base,
-point, scale (`sweeps.scales`), user overrides, then one copy per seed, tagged for MLflow.
+and test digits). `trial_config(grid, point, scale, overrides, seed)` builds one trial's validated, tagged
+`ExperimentConfig` in one documented order of precedence (defaults < grid base < point < scale < the point's
+over_scale keys < --set < seed); `resolve(grid, scale, seeds)` gives every trial of a grid.
 """
 
 from __future__ import annotations
@@ -180,60 +181,83 @@ def _show(value: Any) -> str:
     return str(value)
 
 
+def trial_config(
+    grid: Grid,
+    point: Point,
+    scale: Scale,
+    overrides: Mapping[str, Any] | None = None,
+    seed: int | None = None,
+) -> ExperimentConfig:
+    """One trial's config, validated and tagged: the one place a trial's settings are decided.
+
+    Order of precedence, each step over the ones before it:
+
+    1. the defaults (`ExperimentConfig()`);
+    2. the grid's base and 3. the point (`point.overrides` holds both): the paper-scale config;
+    4. the scale (`Scale.shrink`: counts, digits, learning rate, epochs, model size; with a step budget for
+       the task, `Scale.fit_epochs`: the epochs that budget needs);
+    5. the point's `over_scale` keys (a tuning grid's values of the scale's own settings), then
+    6. `overrides` (`--set`); after 5 or 6, with a step budget, the epochs are fitted again to the budget
+       unless `train.epochs` was set outright;
+    7. the seed (None: the configured `train.seed`): `train.seed`, `data.seed` moved by as much, and the
+       MLflow names and tags.
+    """
+    paper_cfg = ExperimentConfig().with_overrides(point.overrides)  # 1-3
+    cfg = scale.shrink(paper_cfg, scale_digits=grid.scale_digits)  # 4
+    if scale.budget(paper_cfg.data.task):
+        cfg = scale.fit_epochs(cfg, paper_cfg)
+    later = {**{k: v for k, v in point.overrides.items() if k in grid.over_scale}, **(overrides or {})}
+    cfg = cfg.with_overrides(later)  # 5-6
+    if later and scale.budget(cfg.data.task) and "train.epochs" not in later:
+        # a new step budget, batch or sample count moves the epochs; what was set outright stays set
+        cfg = scale.fit_epochs(cfg, paper_cfg).with_overrides(later)
+    seed = cfg.train.seed if seed is None else seed  # 7
+    trial = cfg.with_overrides(
+        {
+            "data.seed": cfg.data.seed + seed - cfg.train.seed,
+            "train.seed": seed,
+            "tracking.experiment": grid.name,
+            "tracking.run_name": f"{point.name},seed={seed}",
+            "tracking.tags": {
+                **cfg.tracking.tags,
+                "grid": grid.name,
+                "scale": scale.name,
+                "seed": str(seed),
+                "point": point.name,
+                "paper_table": ",".join(grid.table_of(paper_cfg)) or "none",
+                "paper_epochs": json.dumps(_paper_epochs(paper_cfg, cfg)),
+            },
+        }
+    )
+    try:
+        validate_data(validate(trial).data)  # what the data layer cannot produce fails here too
+    except ConfigError as err:
+        made_for = (
+            f" (the grid is made for --scale {grid.scale})" if grid.scale and grid.scale != scale.name else ""
+        )
+        raise ConfigError(
+            f"grid {grid.name!r} point {point.name!r} at scale {scale.name!r}{made_for}: {err}"
+        ) from err
+    return trial
+
+
 def resolve(
     grid: Grid,
     scale: Scale | str = "paper",
     seeds: int | Iterable[int] = 1,
     overrides: Mapping[str, Any] | None = None,
 ) -> list[ExperimentConfig]:
-    """Every trial of `grid` at `scale`: one validated config per point and seed, tagged for MLflow.
-
-    Order of precedence: defaults < grid base < point < scale < the point's `over_scale` keys <
-    `overrides` (--set) < seed. `seeds` is a
-    count K (seeds base, base+1, ..., with base = the configured train.seed) or explicit seed values.
-    """
+    """Every trial of `grid` at `scale`: `trial_config` of each point and seed (its docstring gives the
+    order of precedence). `seeds` is a count K (seeds base, base+1, ..., with base = the configured
+    train.seed, after `overrides`) or explicit seed values."""
     scale = get_scale(scale) if isinstance(scale, str) else scale
     out = []
     for point in grid.points():
-        paper_cfg = ExperimentConfig().with_overrides(point.overrides)
-        labels = grid.table_of(paper_cfg)
-        cfg = scale.apply(paper_cfg, scale_digits=grid.scale_digits)
-        later = {**{k: v for k, v in point.overrides.items() if k in grid.over_scale}, **(overrides or {})}
-        cfg = cfg.with_overrides(later)
-        if later and cfg.data.task in scale.steps_by_task and "train.epochs" not in later:
-            # a new step budget, batch or sample count moves the epochs; what was set outright stays set
-            cfg = scale.fit_epochs(cfg, paper_cfg).with_overrides(later)
-        for seed in _seed_values(seeds, cfg.train.seed):
-            offset = seed - cfg.train.seed
-            trial = cfg.with_overrides(
-                {
-                    "data.seed": cfg.data.seed + offset,
-                    "train.seed": seed,
-                    "tracking.experiment": grid.name,
-                    "tracking.run_name": f"{point.name},seed={seed}",
-                    "tracking.tags": {
-                        **cfg.tracking.tags,
-                        "grid": grid.name,
-                        "scale": scale.name,
-                        "seed": str(seed),
-                        "point": point.name,
-                        "paper_table": ",".join(labels) or "none",
-                        "paper_epochs": json.dumps(_paper_epochs(paper_cfg, cfg)),
-                    },
-                }
+        first = trial_config(grid, point, scale, overrides)
+        for seed in _seed_values(seeds, first.train.seed):
+            out.append(
+                first if seed == first.train.seed else trial_config(grid, point, scale, overrides, seed)
             )
-            try:
-                validate_data(validate(trial).data)  # what the data layer cannot produce fails here too
-                out.append(trial)
-            except ConfigError as err:
-                made_for = (
-                    f" (the grid is made for --scale {grid.scale})"
-                    if grid.scale and grid.scale != scale.name
-                    else ""
-                )
-                raise ConfigError(
-                    f"grid {grid.name!r} point {point.name!r} at scale {scale.name!r}{made_for}: {err}"
-                ) from err
     return out
 
 

@@ -1,6 +1,10 @@
-"""The Ray Tune adapter: `arith.training.train.train` as a Tune function trainable, as in Ray's own examples.
+"""The sweep's one Ray Tune trainable, `run_trial`: a plain function, as in Ray Tune's own examples.
 
-The trainer knows nothing of Ray. Here a trial gets:
+Tune's param space gives a trial its `point`, `seed` and the grid's axes (flat keys such as `data.format`:
+what Tune's table and `ResultGrid.get_dataframe()` show); its full config is looked up by (point, seed) in
+the sweep's configs, which `tune.with_parameters` hands over. The trainer knows nothing of Ray. Here a trial
+gets:
+- one MLflow run: an attempt that starts without a checkpoint deletes the unfinished runs of the lost ones;
 - its threads: `train.num_threads` = the CPUs Tune assigned to it (when the config leaves it at 0);
 - its placement: `ray_node_id`, `hostname` and `ray_gpus` tags on its MLflow run (set again when it moves
   node);
@@ -20,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from arith.config import ExperimentConfig
+from arith.tracking import store
 from arith.training.checkpoints import load_checkpoint, save_checkpoint
 from arith.training.train import NonFiniteLossError, train
 
@@ -76,13 +81,37 @@ def trial_config(config: dict[str, Any]) -> ExperimentConfig:
     return cfg.with_overrides(overrides)
 
 
-def tune_entrypoint(config: dict[str, Any]) -> None:
-    """The Tune trainable: train the trial of `config` (an `ExperimentConfig` dict) under Tune. Metrics
-    and checkpoints go to Tune through `report`, so nothing is returned."""
-    try:
-        train(trial_config(config), reporter=report, checkpoints=TuneCheckpoints())
-    except NonFiniteLossError as err:
-        from ray import tune
+def trial_key(point: str, seed: int) -> str:
+    """How the sweep's configs are keyed (and its trials named in its progress line)."""
+    return f"{point}|seed={seed}"
 
+
+def discard_lost_attempts(cfg: dict[str, Any]) -> None:
+    """Delete the unfinished MLflow runs an earlier attempt of this trial left behind.
+
+    An attempt killed before its first checkpoint has nothing to resume, so the trial starts over with a
+    new run; deleting the old one keeps exactly one run per trial (no orphans stuck in RUNNING)."""
+    tracking = cfg["tracking"]
+    if not tracking["enabled"] or not tracking["parent_run_id"]:
+        return
+    uri = tracking["tracking_uri"]
+    runs = store.trial_runs(uri, [tracking["experiment"]], tracking["parent_run_id"], tracking["run_name"])
+    for run in runs:
+        if run.info.status != "FINISHED":
+            store.client(uri).delete_run(run.info.run_id)
+
+
+def run_trial(config: dict[str, Any], configs: dict[str, dict[str, Any]]) -> None:
+    """The Tune trainable: train the trial whose `point` and `seed` Tune's `config` names (its other keys
+    are the grid's axes, for show), its `ExperimentConfig` dict looked up in `configs`. Metrics and
+    checkpoints go to Tune through `report`, so nothing is returned."""
+    from ray import tune
+
+    cfg = configs[trial_key(config["point"], config["seed"])]
+    if tune.get_checkpoint() is None:
+        discard_lost_attempts(cfg)
+    try:
+        train(trial_config(cfg), reporter=report, checkpoints=TuneCheckpoints())
+    except NonFiniteLossError as err:
         print(f"not retried: {err}", file=sys.stderr, flush=True)
         tune.report({"nonfinite_loss": 1, "error": str(err)})

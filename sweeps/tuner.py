@@ -1,5 +1,5 @@
-"""The sweep's Ray Tune side: the trainable Tune calls per trial, the Tuner (new or restored for
-`--resume`) and the end-of-sweep report from its results."""
+"""The sweep's Ray Tune side: the param space (point, seed and the grid's axes), the Tuner (new or restored
+for `--resume`) over the one trainable `sweeps.trainable.run_trial`, and the end-of-sweep report."""
 
 from __future__ import annotations
 
@@ -10,44 +10,46 @@ from typing import Any
 import pandas as pd
 
 from analysis.report import report
-from arith.tracking import store
+from arith.config import ExperimentConfig
 from sweeps.progress import trial_steps, tune_output
 from sweeps.storage import SweepStorage
-from sweeps.trainable import tune_entrypoint
+from sweeps.trainable import run_trial, trial_key
 
-#: metrics shown in the end-of-sweep summary when the analysis package is not available
+#: metrics shown in the end-of-sweep summary when the analysis cannot compare the sweep
 SUMMARY_METRICS = ("test_acc", "epoch", "time_total_s")
 
 
-def trial_key(point: str, seed: int) -> str:
-    return f"{point}|seed={seed}"
+class AxisValue:
+    """A `tune.sample_from` function: the value one axis takes at the trial's point (a class, so that
+    Tune's saved experiment state pickles it by reference)."""
+
+    def __init__(self, axis: str, by_point: dict[str, Any]) -> None:
+        self.axis, self.by_point = axis, by_point
+
+    def __call__(self, config: dict[str, Any]) -> Any:
+        return self.by_point[config["point"]]
 
 
-def run_trial(config: dict[str, Any], configs: dict[str, dict[str, Any]]) -> None:
-    """The Tune trainable: look the trial's full config up by (point, seed) and hand it to the adapter.
-
-    Tune's search space holds only `point` and `seed`, so its trial table stays readable."""
+def param_space(configs: dict[str, dict[str, Any]], axes: list[str]) -> dict[str, Any]:
+    """Tune's param space: a grid search over the points and the seeds, and each axis of the grid (a flat
+    dotted key, e.g. `data.format`) resolved from the point, so that Tune's table and
+    `ResultGrid.get_dataframe()` (`config/data.format`) show what each trial varies."""
     from ray import tune
 
-    cfg = configs[trial_key(config["point"], config["seed"])]
-    if tune.get_checkpoint() is None:
-        discard_lost_attempts(cfg)
-    tune_entrypoint(cfg)
-
-
-def discard_lost_attempts(cfg: dict[str, Any]) -> None:
-    """Delete the unfinished MLflow runs an earlier attempt of this trial left behind.
-
-    An attempt killed before its first checkpoint has nothing to resume, so the trial starts over with a
-    new run; deleting the old one keeps exactly one run per trial (no orphans stuck in RUNNING)."""
-    tracking = cfg["tracking"]
-    if not tracking["enabled"] or not tracking["parent_run_id"]:
-        return
-    uri = tracking["tracking_uri"]
-    runs = store.trial_runs(uri, [tracking["experiment"]], tracking["parent_run_id"], tracking["run_name"])
-    for run in runs:
-        if run.info.status != "FINISHED":
-            store.client(uri).delete_run(run.info.run_id)
+    by_point: dict[str, dict[str, Any]] = {}
+    seeds: list[int] = []
+    for key, cfg in configs.items():
+        flat = ExperimentConfig.from_dict(cfg).flat()
+        by_point.setdefault(key.partition("|")[0], {axis: flat[axis] for axis in axes if axis in flat})
+        seeds.append(cfg["train"]["seed"])
+    space: dict[str, Any] = {
+        "point": tune.grid_search(list(by_point)),
+        "seed": tune.grid_search(list(dict.fromkeys(seeds))),
+    }
+    for axis in axes:
+        values = {point: value[axis] for point, value in by_point.items() if axis in value}
+        space[axis] = tune.sample_from(AxisValue(axis, values))
+    return space
 
 
 def trial_dirname(trial: Any) -> str:
@@ -67,8 +69,10 @@ def fit(
     sweep_name: str,
     configs: dict[str, dict[str, Any]],
     res: dict[str, float],
+    axes: list[str] | tuple[str, ...] = (),
 ):
-    """Hand the trials to Tune (or restore the interrupted Tune experiment) and wait for them."""
+    """Hand the trials to Tune (or restore the interrupted Tune experiment, its param space with it) and
+    wait for them; returns Tune's `ResultGrid`."""
     from ray import tune
 
     trainable = make_trainable(configs, res)
@@ -77,13 +81,10 @@ def fit(
             storage.uri(sweep_name), trainable=trainable, resume_unfinished=True, resume_errored=True
         )
         return tuner.fit()
-    keys = list(configs)
-    point_names = list(dict.fromkeys(k.partition("|")[0] for k in keys))
-    seeds = list(dict.fromkeys(configs[k]["train"]["seed"] for k in keys))
     steps = {k: trial_steps(c) for k, c in configs.items()}
     tuner = tune.Tuner(
         trainable,
-        param_space={"point": tune.grid_search(point_names), "seed": tune.grid_search(seeds)},
+        param_space=param_space(configs, list(axes)),
         tune_config=tune.TuneConfig(
             max_concurrent_trials=args.max_concurrent, trial_dirname_creator=trial_dirname
         ),

@@ -4,19 +4,16 @@ the same to the analysis; imports are idempotent; reproduce_cpu restores the arc
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 from test_analysis import empty_store, write_store  # noqa: F401  (the fixture and the store writer)
 
+from analysis import plan as reproduction
 from analysis import report
 from analysis.load import load_sweep
 from arith.tracking.archive import SOURCE_TAG, ArchiveError, export_sweep, import_sweep, read_archive
 from arith.tracking.archive import main as archive_main
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-import reproduce_cpu
 
 
 def _sweep_with_curves(tmp_path: Path, empty_store: Path) -> tuple[str, str]:  # noqa: F811
@@ -95,10 +92,10 @@ def test_reproduce_cpu_restores_the_archived_parts_before_its_report(
     from mlflow import MlflowClient
 
     uri, parent = _sweep_with_curves(tmp_path / "a", empty_store)
-    plan = next(p for p in reproduce_cpu.PLAN if p.grid == "add_posembed")
+    plan = next(p for p in reproduction.PLAN if p.grid == "add_posembed")
     client = MlflowClient(uri)
     client.set_tag(parent, "grid", "add_posembed")
-    client.set_tag(parent, reproduce_cpu.TAG_COMMAND, "python " + " ".join(plan.command("sqlite:///x", "r")))
+    client.set_tag(parent, reproduction.TAG_COMMAND, "python " + " ".join(plan.command("sqlite:///x", "r")))
     folder = tmp_path / "archives"
     export_sweep(client, parent, folder / plan.archive_name)
     assert plan.archive_name == "add_posembed__seed-0.jsonl"
@@ -106,7 +103,7 @@ def test_reproduce_cpu_restores_the_archived_parts_before_its_report(
     (tmp_path / "b").mkdir()
     shutil.copy(empty_store, tmp_path / "b" / "mlflow.db")
     fresh = f"sqlite:///{tmp_path / 'b' / 'mlflow.db'}"
-    assert reproduce_cpu.restore_archives(fresh, folder) == [plan.archive_name]
-    assert reproduce_cpu.restore_archives(fresh, folder) == []
-    found = dict(reproduce_cpu.part_runs(MlflowClient(fresh), "add_posembed"))
+    assert reproduction.restore_archives(fresh, folder) == [plan.archive_name]
+    assert reproduction.restore_archives(fresh, folder) == []
+    found = dict(reproduction.part_runs(MlflowClient(fresh), "add_posembed"))
     assert found[plan].data.tags[SOURCE_TAG] == parent

@@ -16,7 +16,6 @@ from sweeps.packing import PackingMeasurement
 from sweeps.scales import PAPER_BUCKET_LENGTHS
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
 #: run a script with `import ray` and `import mlflow` failing, as on a GPU box that has neither
 BLOCKED = "import runpy, sys; sys.modules['ray'] = sys.modules['mlflow'] = None; sys.argv = sys.argv[1:]; "
 TINY = ["--device", "cpu", "--preset", "tiny", "--probe", "200", "--warmup", "1"]
@@ -35,7 +34,7 @@ def run_blocked(script: str, *args: str, env: dict | None = None) -> subprocess.
 
 
 def test_widths_measured_are_the_needed_few_or_a_stride_over_many() -> None:
-    from bench_paper import widths_to_measure
+    from benchmarks.bench_paper import widths_to_measure
 
     assert widths_to_measure({48, 16, 32}) == [16, 32, 48]
     many = widths_to_measure(set(range(13, 84)))
@@ -43,7 +42,7 @@ def test_widths_measured_are_the_needed_few_or_a_stride_over_many() -> None:
 
 
 def test_table_extrapolates_each_point_to_its_schedule_without_ray_or_mlflow(tmp_path) -> None:
-    from bench_paper import main
+    from benchmarks.bench_paper import main
 
     args = [*TINY, "--set", "train.compile=false", "--grids", "mul_simple_case", "--steps", "2"]
     args += ["--eval-samples", "8", "--out", str(tmp_path)]

@@ -143,23 +143,12 @@ def test_setup_node_takes_torch_range_from_pyproject() -> None:
     assert result.stdout.strip().startswith("torch") and "<=" in result.stdout
 
 
-def load_cost_module():
-    """scripts/cluster/cost.py is a script, not a package module: load it by path."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("cluster_cost", SCRIPTS / "cost.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks its module up there
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_cost_probe_measures_the_training_set_it_stands_for() -> None:
     from arith.config import DataConfig
     from arith.data.datasets import train_examples
     from arith.model.tokenizer import build_tokenizer, encode_examples
+    from sweeps import cost
 
-    cost = load_cost_module()
     data = DataConfig(task="add", format="padding_reverse", min_digits=1, max_digits=8, train_samples=2000)
     probed = cost.measure(data, probe=400)
     full = train_examples(data)
@@ -170,13 +159,13 @@ def test_cost_probe_measures_the_training_set_it_stands_for() -> None:
 
 
 def test_cost_of_a_grid_is_samples_times_epochs_times_tokens_over_throughput() -> None:
+    from sweeps import cost
     from sweeps.grids import points
 
-    cost = load_cost_module()
     row = cost.grid_cost("add_posembed", tokens_per_s=50_000, probe=200, seeds=2, cache={})
     trials = points("add_posembed", "paper")
     size = cost.measure(trials[0].data, probe=200)  # the grid's points share one data config
     tokens = 2 * sum(size.samples * cfg.train.epochs * size.tokens_per_sample for cfg in trials)
     assert row["trials"] == 2 * len(trials)
     assert row["GPU-hours"] == pytest.approx(tokens / 50_000 / 3600)
-    assert "GPU-hours" in cost.markdown([row], usd_per_gpu_hour=0.0)
+    assert "GPU-hours" in cost.cost_table([row], usd_per_gpu_hour=0.0)

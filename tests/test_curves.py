@@ -5,22 +5,28 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 from test_analysis import empty_store  # noqa: F401  (the fixture)
 
+from analysis import plan, results
 from analysis.budget import budget_table
 from analysis.curves import LOSS, budget_figure, in_range_by_trial, learning_curves_figure, save
 from analysis.load import load_sweep, metric_history
 from analysis.report import analyse
 from analysis.verdicts import LEARNED
 from arith.tracking.archive import import_sweep
+from sweeps.grids import points
+from sweeps.progress import trial_steps
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-import reproduce_cpu  # noqa: E402
+
+
+def paper_steps(grid: str) -> int:
+    """What scripts/reproduce_cpu.py gives the report: the grid's longest trial at paper scale."""
+    return max(trial_steps(cfg.to_dict()) for cfg in points(grid, "paper"))
+
 
 ARCHIVE = ROOT / "docs" / "results" / "sweeps" / "mul_format__seeds-0-2__data.max_digits=3.jsonl"
 
@@ -58,7 +64,7 @@ def test_learning_curves_show_the_loss_history_and_where_in_range_accuracy_ended
 
 
 def test_budget_figure_draws_each_fitted_series_to_the_threshold(tmp_path: Path) -> None:
-    records = [rec for recs in reproduce_cpu.presearch_records().values() for rec in recs]
+    records = [rec for recs in results.presearch_records().values() for rec in recs]
     figure = budget_figure(records)
     (ax,) = figure.axes
     assert len(ax.collections) == len(budget_table(records))  # one series of dots per fitted point
@@ -82,10 +88,10 @@ def test_the_report_links_the_curves_and_says_what_would_make_a_claim_testable(
     shutil.copy(ARCHIVE, folder / ARCHIVE.name)
     shutil.copy(empty_store, tmp_path / "mlflow.db")
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    reproduce_cpu.restore_archives(uri, folder)
+    plan.restore_archives(uri, folder)
     out = tmp_path / "docs" / "RESULTS.md"
     out.parent.mkdir()
-    reproduce_cpu.write_results(uri, out, reproduce_cpu.INTRO)
+    results.write_results(uri, out, paper_steps=paper_steps)
     text = out.read_text()
     original = json.loads(ARCHIVE.read_text().splitlines()[1])["run_id"]  # the parent run, as it ran
     assert f"Sweep {original} of grid 'mul_format'" in text  # not the id of this store's import
@@ -97,4 +103,4 @@ def test_the_report_links_the_curves_and_says_what_would_make_a_claim_testable(
     row = next(line for line in table.splitlines() if line.startswith("| mul_format |"))
     assert "basic not learned: seed" in row and "[figure](results/figures/mul_format.png)" in row
     assert "cpu_tune_steps: task=mul: ~22,000" in row and "task=mul_basic: ~390,000" in row
-    assert f"{reproduce_cpu.paper_trial_steps('mul_format'):,} steps (GPT-2 small)" in row
+    assert f"{paper_steps('mul_format'):,} steps (GPT-2 small)" in row

@@ -4,9 +4,7 @@ compiled steps and bf16 autocast, each compared step by step with the plain run'
 from __future__ import annotations
 
 import json
-import sys
 import warnings
-from pathlib import Path
 
 import pytest
 import torch
@@ -122,9 +120,7 @@ def test_time_to_accuracy_trains_in_bf16_only_where_the_cpu_has_it(monkeypatch, 
     """`bench_train.py tta` runs the recipe in bf16 on a CPU with native bf16, in fp32 on one that would
     emulate it, and its record names the precision it ran; `--set train.precision=...` still wins."""
     import arith.training.hardware
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-    import bench_train as bench
+    from benchmarks import bench_train as bench
 
     for module in (bench, arith.training.hardware):
         monkeypatch.setattr(module, "cpu_has_native_bf16", lambda: native)

@@ -16,6 +16,7 @@ from arith.data.datasets import train_examples, train_size
 from sweeps.grids import GRIDS, Grid, Variant, get_grid, parse_seeds, points
 from sweeps.run import absolute_uri, build_configs, main, parse_args, trial_outcomes, trial_table
 from sweeps.scales import SCALES, get_scale
+from sweeps.space import trial_config
 
 ROOT = Path(__file__).resolve().parent.parent
 PAPER_TABLES = ROOT / "analysis" / "paper_tables.csv"
@@ -218,6 +219,29 @@ def test_over_scale_keys_beat_the_scale_and_the_rest_is_scaled():
     # without over_scale the scale's tag width wins over the point's
     plain = Grid(name="plain", description="", base=dict(grid.base), axes={"model.n_hash": [4]})
     assert points(plain, "cpu")[0].model.n_hash == 8
+
+
+def test_one_function_builds_a_trial_in_the_documented_order():
+    """sweeps.space.trial_config: defaults < base < point < scale < over_scale keys < --set < seed."""
+    base = {"data.task": "reverse", "data.format": "basic", "data.max_digits": 10, "train.lr": 2e-5}
+    grid = Grid(
+        name="order",
+        description="",
+        base=base,
+        axes={"train.max_steps": [1000], "model.n_hash": [4]},
+        over_scale=("train.max_steps",),
+    )
+    (point,) = grid.points()
+    cpu = get_scale("cpu")
+    cfg = trial_config(grid, point, cpu)
+    assert cfg.data.max_digits == 5 and cfg.train.lr == pytest.approx(2e-5 * cpu.lr_factor)  # the scale's
+    assert cfg.train.max_steps == 1000 and cfg.model.n_hash == 8  # over_scale beats the scale; n_hash not
+    assert cfg.train.epochs * -(-cfg.data.train_samples // cfg.train.batch_size) >= 1000  # refitted
+    over = trial_config(grid, point, cpu, {"train.max_steps": 2000, "model.n_hash": 4}, seed=3)
+    assert (over.train.max_steps, over.model.n_hash) == (2000, 4)  # --set beats both
+    assert (over.train.seed, over.data.seed) == (3, cfg.data.seed + 3 - cfg.train.seed)  # the seed last
+    assert over.tracking.run_name == "max_steps=1000,n_hash=4,seed=3" and over.tracking.tags["seed"] == "3"
+    assert points(grid, cpu, seeds=1) == [cfg]
 
 
 def test_train_size_counts_without_generating():

@@ -12,10 +12,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
+from analysis import results
 
-import reproduce_cpu  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def presearch(*args: str) -> subprocess.CompletedProcess:
@@ -24,7 +23,7 @@ def presearch(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_committed_presearch_records_render():
-    table = reproduce_cpu.presearch_tables(reproduce_cpu.presearch_records())
+    table = results.presearch_tables(results.presearch_records())
     assert "### cpu_tune_steps" in table and "### cpu_tune_hash" in table
     assert "task=mul,max_steps=3000" in table and "NVIDIA H200" in table
     assert "| dialogue: all | pure_addition: all |" in table  # nl_mix tests within its trained lengths

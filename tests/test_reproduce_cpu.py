@@ -1,23 +1,23 @@
-"""scripts/reproduce_cpu.py: the plan's parts, and how each part finds its sweep in a real MLflow store."""
+"""The cpu reproduction (analysis.plan, analysis.results; scripts/reproduce_cpu.py runs it): the plan's parts,
+how each part finds its sweep in a real MLflow store, and the page composed from the store."""
 
 from __future__ import annotations
 
 import shlex
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from analysis import results
+from analysis.plan import PLAN, TAG_COMMAND, Planned, grids, part_runs, sweep_args_of
+from arith.config import parse_set
+from sweeps.grids import points
+from sweeps.run import parse_args, select
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import reproduce_cpu  # noqa: E402
-from reproduce_cpu import PLAN, TAG_COMMAND, Planned, part_runs, sweep_args_of  # noqa: E402
-
-from arith.config import parse_set  # noqa: E402
-from sweeps.grids import points  # noqa: E402
-from sweeps.run import parse_args, select  # noqa: E402
 
 
 def shown(plan: Planned, uri: str = "sqlite:////a dir/mlflow.db", storage: str = "/a dir/ray") -> str:
@@ -37,7 +37,7 @@ def test_every_part_is_a_valid_sweep_that_selects_points(plan: Planned) -> None:
 def test_parts_of_a_grid_are_distinct() -> None:
     keys = [tuple(plan.sweep_args()) for plan in PLAN]
     assert len(set(keys)) == len(keys)
-    assert reproduce_cpu.grids()[:2] == ["cpu_tune_reverse", "cpu_tune_mul"]
+    assert grids()[:2] == ["cpu_tune_reverse", "cpu_tune_mul"]
 
 
 def test_each_part_finds_its_latest_tagged_sweep(tmp_path: Path) -> None:
@@ -66,45 +66,20 @@ def test_each_part_finds_its_latest_tagged_sweep(tmp_path: Path) -> None:
     assert found == {first.archive_name: new, later.archive_name: extra}
 
 
-EARLIER = """# Results
-
-## Findings at a glance
-
-## mul_format
-
-- command: `python sweeps/run.py --grid mul_format --scale cpu --seeds 3 --tracking-uri \
-sqlite:////work/main/runs/cpu/mlflow.db --storage-path /work/main/runs/cpu/ray_results`
-
-### Findings
-
-| claim | status | evidence |
-|---|---|---|
-| padding beats basic [tb:basic-5] | **held** | max_digits=3: 0.12 vs 0.03 |
-
-## add_length
-
-**Not yet run** at cpu scale (no time).
-"""
-
-
-def test_a_section_whose_store_is_elsewhere_is_kept_marked_not_re_judged() -> None:
-    sections = reproduce_cpu.previous_sections(EARLIER, ["mul_format", "add_length"])
-    assert set(sections) == {"mul_format", "add_length"}
-    assert reproduce_cpu.carried_section("add_length", sections["add_length"]) is None  # nothing measured
-    kept = reproduce_cpu.carried_section("mul_format", sections["mul_format"])
-    assert reproduce_cpu.CARRIED_NOTE in kept and "**held**" not in kept
-    assert "| **not re-judged** (earlier: held) | max_digits=3: 0.12 vs 0.03 |" in kept
-    assert "sqlite:///runs/cpu/mlflow.db --storage-path runs/cpu/ray_results" in kept and "/work" not in kept
-    assert reproduce_cpu.carried_section("mul_format", kept) == kept  # kept again as it is
-    assert reproduce_cpu.carried_claims(kept) == [
-        ("padding beats basic [tb:basic-5]", "**not re-judged** (earlier: held)")
-    ]
-    glance = reproduce_cpu.summary(
-        [reproduce_cpu.GridResult("mul_format", [], None), reproduce_cpu.GridResult("add_length", [], None)],
-        {"mul_format": kept},
+def test_a_section_measured_before_the_archives_is_included_verbatim_and_not_re_judged() -> None:
+    """cpu_tune_reverse (and two more) have no archive: their committed sections (docs/results/unarchived/)
+    stand in for them."""
+    kept = results.unarchived_sections()
+    assert set(kept) == {"cpu_tune_reverse", "cpu_tune_mul", "position_schemes"}
+    text = kept["cpu_tune_reverse"]
+    assert text.startswith("## cpu_tune_reverse\n\n**Measured before the sweeps were archived; not re-judged")
+    assert "/work" not in text
+    assert not any((ROOT / "docs" / "results" / "sweeps").glob("cpu_tune_reverse__*.jsonl"))
+    glance = results.summary(
+        [results.GridResult("mul_format", [], None), results.GridResult("cpu_tune_reverse", [], None)],
+        {"cpu_tune_reverse"},
     )
-    assert "| mul_format | padding beats basic [tb:basic-5] | **not re-judged** (earlier: held) |" in glance
-    assert "| add_length | all of its claims | not yet run |" in glance
+    assert "| mul_format | all of its claims | not yet run |" in glance and "cpu_tune_reverse" not in glance
 
 
 def test_the_report_is_written_from_its_prose_files_and_the_store(tmp_path: Path) -> None:
@@ -115,13 +90,17 @@ def test_the_report_is_written_from_its_prose_files_and_the_store(tmp_path: Path
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     MlflowClient(uri).search_experiments()  # an initialised, empty store
     out = tmp_path / "RESULTS.md"
-    reproduce_cpu.write_results(uri, out, reproduce_cpu.INTRO)
+    results.write_results(uri, out)
     text = out.read_text()
     texts = ROOT / "docs" / "results"
     assert text.startswith((texts / "intro.md").read_text())
-    assert reproduce_cpu.VERDICT_RULES in text and (texts / "presearch.md").read_text() in text
+    assert results.VERDICT_RULES in text and (texts / "presearch.md").read_text() in text
     assert "Verdicts (rules: `analysis/verdicts.py`; claims: `analysis/findings.py`" in text
-    for grid in reproduce_cpu.grids():
+    kept = results.unarchived_sections()
+    for grid in grids():
+        if grid in kept:
+            assert kept[grid] in text
+            continue
         notes = "; ".join(n for p in PLAN if p.grid == grid for n in (p.note, p.why_not_run) if n)
         assert f"## {grid}\n\n**Not yet run** at cpu scale ({notes or 'planned'})." in text
     # nothing judged, so nothing judged not testable; the pre-search's budget figure beside the report
@@ -136,14 +115,14 @@ def test_a_claim_not_testable_shows_the_pre_searched_budgets_of_its_own_points_s
     from analysis.budget import budget_table
     from analysis.findings import NOT_TESTABLE, Finding
 
-    every = [rec for records in reproduce_cpu.presearch_records().values() for rec in records]
-    results = [
-        reproduce_cpu.GridResult(
+    every = [rec for records in results.presearch_records().values() for rec in records]
+    judged = [
+        results.GridResult(
             grid, [], SimpleNamespace(findings=[Finding(grid, "a claim", NOT_TESTABLE, "why")])
         )
         for grid in ("mul_format", "add_posembed")
     ]
-    table = reproduce_cpu.untestable(results, budget_table(every, single=True), {})
+    table = results.untestable(judged, budget_table(every, single=True), {})
     # seeds 0 and 1 reached 0.9 at 12,000 steps, seed 2 already at 6,000
     assert "mul_format: format=basic,max_digits=5 (seeds 0, 1): reached at 12,000 (measured)" in table
     assert "mul_format: format=basic,max_digits=5 (seed 2): reached at 6,000 (measured)" in table
@@ -158,9 +137,21 @@ def test_the_glance_names_the_seeds_each_set_of_points_ran_with() -> None:
         Planned("mul_format", 3, ("data.max_digits=3",)),
         Planned("mul_format", 1, ("data.max_digits=5",)),
     )
-    assert reproduce_cpu.seeds_of([(three, None), (one, None)]) == (
+    assert results.seeds_of([(three, None), (one, None)]) == (
         "0, 1, 2 (data.max_digits=3); 0 (data.max_digits=5)"
     )
     first, added = Planned("mul_one_digit_weight", 1), Planned("mul_one_digit_weight", (1, 2))
-    assert reproduce_cpu.seeds_of([(first, None), (added, None)]) == "0, 1, 2"
-    assert reproduce_cpu.seeds_of([(first, None)]) == "0"
+    assert results.seeds_of([(first, None), (added, None)]) == "0, 1, 2"
+    assert results.seeds_of([(first, None)]) == "0"
+
+
+def test_the_script_is_a_command_line_over_the_analysis() -> None:
+    """scripts/reproduce_cpu.py runs from any folder (the installed packages, no sys.path edit)."""
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "reproduce_cpu.py"), "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT / "docs",
+    )
+    assert "--report-only" in out.stdout

@@ -118,6 +118,33 @@ def test_smoke_sweep_of_two_grids_into_mlflow(tmp_path, ray_temp_dir):
 
 
 @pytest.mark.slow
+def test_the_grids_axes_are_columns_of_tunes_result_grid(tmp_path, ray_temp_dir):
+    """A real local sweep of the demo grid: Tune's param space holds point, seed and every declared axis,
+    so `ResultGrid.get_dataframe()` of the Tuner restored from the sweep's storage has a column for each."""
+    from ray import tune
+
+    from sweeps.storage import SweepStorage
+    from sweeps.tuner import make_trainable
+
+    storage = tmp_path / "ray_results"
+    args = ["--grid", "demo", "--scale", "smoke", "--seeds", "1", "--set", "train.max_steps=12"]
+    args += ["--set", "data.test_per_cell=2", "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db"]
+    proc = run_sweep(*args, "--storage-path", str(storage), "--quiet", temp_dir=ray_temp_dir)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    sweeps = SweepStorage(str(storage))
+    name = sweeps.latest("demo", "smoke")
+    state = sweeps.state(name)
+    trainable = make_trainable(state["configs"], state["resources"])
+    frame = tune.Tuner.restore(sweeps.uri(name), trainable=trainable).get_results().get_dataframe()
+    axes = GRIDS["demo"].declared_axes()
+    assert axes and {f"config/{axis}" for axis in axes} <= set(frame.columns)
+    assert {"config/point", "config/seed"} <= set(frame.columns) and len(frame) == len(state["configs"])
+    for _, row in frame.iterrows():  # each trial's axis values are its point's
+        point = next(p for p in GRIDS["demo"].points() if p.name == row["config/point"])
+        assert all(row[f"config/{axis}"] == point.overrides[axis] for axis in axes)
+
+
+@pytest.mark.slow
 def test_paper_scale_without_a_gpu_stops_before_starting_anything(tmp_path, ray_temp_dir):
     import torch
 

@@ -228,7 +228,7 @@ def test_tune_trial_reports_checkpoints_and_resumes_in_the_same_mlflow_run(tmp_p
 
     def crash_once_then_train(config: dict) -> None:
         from arith.model.gpt import ArithModel
-        from sweeps.trainable import tune_entrypoint
+        from sweeps.trainable import run_trial, trial_key
 
         if not crashed.exists():
             real_new_epoch = ArithModel.new_epoch
@@ -240,13 +240,13 @@ def test_tune_trial_reports_checkpoints_and_resumes_in_the_same_mlflow_run(tmp_p
                 real_new_epoch(self, epoch)
 
             ArithModel.new_epoch = crash_at_epoch_3
-        tune_entrypoint(config)
+        run_trial(config, {trial_key(config["point"], config["seed"]): cfg.to_dict()})
 
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
     try:
         tuner = tune.Tuner(
             crash_once_then_train,
-            param_space=cfg.to_dict(),
+            param_space={"point": "tiny", "seed": cfg.train.seed},
             run_config=tune.RunConfig(
                 name="resume",
                 storage_path=str(tmp_path / "ray"),

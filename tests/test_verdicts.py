@@ -181,3 +181,22 @@ def test_a_contrast_of_four_sides_pairs_over_their_shared_seeds() -> None:
     contrast = Contrast(((1.0, a), (-1.0, b), (-1.0, c), (1.0, d)), "gap")
     diffs = 2 * (np.array(BETTER) - np.array(WORSE))
     assert contrast.interval.p == pytest.approx(stats.ttest_1samp(diffs, 0, alternative="greater").pvalue)
+
+
+def test_a_claim_is_one_check_plus_one_entry(monkeypatch) -> None:
+    """docs/DESIGN.md's claim recipe: a check in analysis/checks.py, one Claim in analysis.findings.CLAIMS;
+    the grid's sweeps and its budget variants' are then judged by it, nothing else registered."""
+    from analysis import findings
+    from analysis.verdicts import untestable
+
+    def check_needs_more(frame: pd.DataFrame, digit_map=None):
+        return untestable(f"{len(frame)} cells: a recipe's check")
+
+    claim = findings.Claim(
+        "position_schemes", "a claim written once", "tb:none", "the cells it names", check_needs_more
+    )
+    monkeypatch.setattr(findings, "CLAIMS", (*findings.CLAIMS, claim))
+    for grid, variant_of in (("position_schemes", ""), ("position_schemes_long", "position_schemes")):
+        judged = findings.evaluate_findings(pd.DataFrame(), grid, variant_of=variant_of)
+        (mine,) = [f for f in judged if f.claim.startswith("a claim written once")]
+        assert mine.status == findings.NOT_TESTABLE and "a recipe's check" in mine.evidence

@@ -5,7 +5,7 @@
 For the first random-init point of each grid at scale `paper` (or the first whose name contains
 `--match`) it trains `--max-steps` steps on a `--samples`-sized slice of the training set, without MLflow
 or evaluation grids, and prints the trainer's own tokens/s (training tokens over training seconds, the
-number `cost.py --tokens-per-s` takes) as one JSON line per run.
+number `cost.py --tokens-per-s` takes) as one JSON line per run. The slice is `sweeps.cost.throughput_config`.
 """
 
 from __future__ import annotations
@@ -13,43 +13,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from anywhere in the repository
 
 import torch
 
-from arith.config import ExperimentConfig
-from arith.data.tasks import get_task
 from arith.training.train import train
-from arith.validation import validate
+from sweeps.cost import throughput_config
 from sweeps.grids import GRIDS, points
-
-
-def benchmark_config(
-    cfg: ExperimentConfig, samples: int, max_steps: int, batch_size: int
-) -> ExperimentConfig:
-    """`cfg` shrunk to a throughput run: a slice of its data, one epoch capped at `max_steps`, no tracking."""
-    d = cfg.data
-    nominal = get_task(d.task).train_size(d)
-    fraction = min(1.0, samples / nominal)
-    return validate(
-        cfg.with_overrides(
-            {
-                "data.train_samples": max(1, round(d.train_samples * fraction)),
-                "data.mix_samples": max(1, round(d.mix_samples * fraction)),
-                "data.dialogue_easy": max(1, round(d.dialogue_easy * fraction)),
-                "data.dialogue_hard": max(1, round(d.dialogue_hard * fraction)),
-                "data.test_per_cell": 1,
-                "train.epochs": 1,
-                "train.eval_epochs": [],
-                "train.max_steps": max_steps,
-                "train.batch_size": batch_size,
-                "train.checkpoint_every": 0,
-                "tracking.enabled": False,
-            }
-        )
-    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = next((c for c in candidates if args.match in c.tracking.tags["point"]), candidates[0])
         cfg = cfg.with_overrides(dict(s.split("=", 1) for s in args.set))
         for batch_size in (int(b) for b in args.batch_sizes.split(",")):
-            result = train(benchmark_config(cfg, args.samples, args.max_steps, batch_size))
+            result = train(throughput_config(cfg, args.samples, args.max_steps, batch_size))
             row = {
                 "device": device,
                 "grid": grid,

@@ -1,0 +1,170 @@
+"""The cpu reproduction's plan (docs/results/plan.yaml) and where each of its parts is in a store.
+
+A part is one sweep of `sweeps/run.py --scale cpu`: a grid, its seeds and `--only` values. After it ran,
+`scripts/reproduce_cpu.py` tagged its parent run with the command (`reproduce.command`), the machine and the
+wall time, and archived it in docs/results/sweeps/ (`arith.tracking.archive`). Here each part is found again
+in a store by its command (less the store's paths), and the archives are imported into a store that lacks
+them, so that docs/RESULTS.md is rebuilt on any clone (`analysis.results`).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from analysis.load import sweep_runs
+from arith.tracking.archive import export_sweep, import_sweep
+from arith.tracking.store import client as store_client
+
+ROOT = Path(__file__).resolve().parent.parent
+#: the report's fixed prose and the plan, kept as markdown and YAML beside the report they make
+TEXTS = ROOT / "docs" / "results"
+#: each part's latest sweep as a portable file, restored into the store before the report is written
+ARCHIVES = TEXTS / "sweeps"
+TAG_COMMAND, TAG_MACHINE, TAG_WALL = "reproduce.command", "reproduce.machine", "reproduce.wall_s"
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One cpu sweep of the reproduction: which grid, which of its points, which seeds, and why.
+
+    A grid may have several: parts of its study run apart (seeds added later, costly points alone); the
+    report reads the latest sweep of each part as one."""
+
+    grid: str
+    #: a count K (seeds 0..K-1) or explicit seeds, to add seeds to an earlier part
+    seeds: int | tuple[int, ...] = 3
+    only: tuple[str, ...] = ()
+    #: what this sweep is for, or why part of the grid is left out
+    note: str = ""
+    #: shown only while the store has no finished sweep of the grid: what is known about running it
+    why_not_run: str = ""
+
+    @property
+    def seed_values(self) -> list[int]:
+        return list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)
+
+    def sweep_args(self) -> list[str]:
+        """What identifies this part: sweeps/run.py's arguments less where it stores its results."""
+        args = ["--grid", self.grid, "--scale", "cpu", "--seeds", self.seeds_arg]
+        for only in self.only:
+            args += ["--only", only]
+        return args
+
+    @property
+    def seeds_arg(self) -> str:
+        """The seeds as sweeps/run.py's --seeds takes them: a count K, or a list `1,2`."""
+        return str(self.seeds) if isinstance(self.seeds, int) else ",".join(map(str, self.seeds))
+
+    @property
+    def seeds_name(self) -> str:
+        """The seeds themselves (not the --seeds argument, where `1` is a count): `seed-0`, `seeds-0-2`,
+        `seeds-1,3`."""
+        seeds = self.seed_values
+        if len(seeds) == 1:
+            return f"seed-{seeds[0]}"
+        if seeds == list(range(seeds[0], seeds[-1] + 1)):
+            return f"seeds-{seeds[0]}-{seeds[-1]}"
+        return "seeds-" + ",".join(map(str, seeds))
+
+    @property
+    def archive_name(self) -> str:
+        """The file its latest sweep is archived in: grid, seeds and --only values, e.g.
+        `mul_format__seed-0__data.max_digits=5.jsonl`."""
+        return "__".join([self.grid, self.seeds_name, *self.only]) + ".jsonl"
+
+    def command(self, uri: str, storage: str) -> list[str]:
+        return ["sweeps/run.py", *self.sweep_args(), "--tracking-uri", uri, "--storage-path", storage]
+
+
+def sweep_args_of(command: str) -> list[str]:
+    """The `Planned.sweep_args` of a command a parent run was tagged with (the store's paths dropped)."""
+    words = shlex.split(command)
+    words = words[words.index("sweeps/run.py") + 1 :] if "sweeps/run.py" in words else words
+    out, skip = [], False
+    for word in words:
+        if skip:
+            skip = False
+        elif word in ("--tracking-uri", "--storage-path"):
+            skip = True
+        else:
+            out.append(word)
+    return out
+
+
+def load_plan(path: Path) -> tuple[Planned, ...]:
+    """The plan's parts, in order, from its YAML file (docs/results/plan.yaml says what each field means)."""
+    parts = yaml.safe_load(path.read_text())
+    return tuple(
+        Planned(
+            grid=part["grid"],
+            seeds=part.get("seeds", 3) if isinstance(part.get("seeds", 3), int) else tuple(part["seeds"]),
+            only=tuple(part.get("only", ())),
+            note=part.get("note", ""),
+            why_not_run=part.get("why_not_run", ""),
+        )
+        for part in parts
+    )
+
+
+#: in order: the tuning sweeps that chose the preset, then the paper's grids cheapest first
+PLAN: tuple[Planned, ...] = load_plan(TEXTS / "plan.yaml")
+
+
+def grids(plan: tuple[Planned, ...] = PLAN) -> list[str]:
+    """The plan's grids, each once, in order."""
+    return list(dict.fromkeys(part.grid for part in plan))
+
+
+def repo_relative(command: str) -> str:
+    """A command with this machine's folders dropped from its store paths (sqlite:////x/y/runs/cpu/... ->
+    sqlite:///runs/cpu/...), so that RESULTS.md reads the same on every clone."""
+    command = re.sub(r"sqlite:////\S*?/(runs/\S+)", r"sqlite:///\1", command)
+    return re.sub(r"(--storage-path )/\S*?/(runs/\S+)", r"\1\2", command)
+
+
+def reproduced(client, grid: str) -> list:
+    """The finished sweeps of `grid` the reproduction ran (parent runs tagged with their command), latest
+    first."""
+    return [run for run in sweep_runs(client, grid) if TAG_COMMAND in run.data.tags]
+
+
+def part_runs(client, grid: str, plan: tuple[Planned, ...] = PLAN) -> list[tuple[Planned, object | None]]:
+    """Each planned part of `grid` with the latest sweep that ran exactly it (None when none has)."""
+    sweeps = reproduced(client, grid)
+    out = []
+    for part in (p for p in plan if p.grid == grid):
+        runs = [r for r in sweeps if sweep_args_of(r.data.tags[TAG_COMMAND]) == part.sweep_args()]
+        out.append((part, runs[0] if runs else None))
+    return out
+
+
+def archive_store(uri: str, folder: Path = ARCHIVES) -> list[str]:
+    """Archive the store's latest sweep of every planned part (as the reproduction does after each sweep):
+    for a store filled before the archives existed, or by hand. Returns the files written."""
+    client = store_client(uri)
+    written = []
+    for grid in grids():
+        for part, run in part_runs(client, grid):
+            if run is not None:
+                export_sweep(client, run.info.run_id, folder / part.archive_name)
+                written.append(part.archive_name)
+    print(f"archived {len(written)} sweep(s) in {folder}: {', '.join(written) or 'none'}", flush=True)
+    return written
+
+
+def restore_archives(uri: str, folder: Path = ARCHIVES) -> list[str]:
+    """Import every archived sweep the store does not hold yet (arith/tracking/archive.py); returns their
+    files."""
+    imported = []
+    for path in sorted(folder.glob("*.jsonl")):
+        _run_id, new = import_sweep(uri, path)
+        if new:
+            imported.append(path.name)
+    if imported:
+        print(f"restored {len(imported)} archived sweep(s) from {folder}: {', '.join(imported)}", flush=True)
+    return imported

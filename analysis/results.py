@@ -1,0 +1,356 @@
+"""docs/RESULTS.md from a store: the cpu reproduction's sweeps judged, the pre-search, the gpu scale.
+
+    write_results(uri, out, paper_steps=...)   # the page, its figures in out.parent/results/figures/
+
+The page is composed here from the store alone (every archive of docs/results/sweeps/ imported into it
+first: `analysis.plan.restore_archives`), the pre-search records (docs/presearch/), the gpu scale's banked
+archives (`analysis.gpu`) and the fixed prose beside it in docs/results/ (intro.md, presearch.md,
+notes.yaml). A grid of the plan with no sweep in the store is listed as not yet run, with the reason, unless
+docs/results/unarchived/<grid>.md holds its section: measured before the sweeps were archived, it is
+included verbatim and not re-judged. `scripts/reproduce_cpu.py` runs the plan's sweeps, then calls this.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from analysis.budget import budget_table
+from analysis.curves import budget_figure, learning_curves_figure, save
+from analysis.findings import NOT_TESTABLE, Finding, claims_for, rejudge
+from analysis.gpu import gpu_section
+from analysis.load import load_sweep
+from analysis.plan import (
+    ARCHIVES,
+    ROOT,
+    TAG_COMMAND,
+    TAG_MACHINE,
+    TAG_WALL,
+    TEXTS,
+    Planned,
+    grids,
+    part_runs,
+    repo_relative,
+)
+from analysis.report import Analysis, analyse, render
+from analysis.tables import markdown_table as markdown
+from arith.tracking.archive import SOURCE_TAG
+from arith.tracking.store import client as store_client
+
+#: the page's head (docs/results/intro.md) and the pre-search section's (docs/results/presearch.md)
+INTRO = (TEXTS / "intro.md").read_text()
+PRESEARCH_INTRO = (TEXTS / "presearch.md").read_text()
+#: the verdict rules of "Findings at a glance" and the other fixed paragraphs (docs/results/notes.yaml)
+_NOTES = yaml.safe_load((TEXTS / "notes.yaml").read_text())
+VERDICT_RULES = _NOTES["verdict_rules"]
+BUDGET_NOTE = _NOTES["budget_note"]
+UNTESTABLE_NOTE = _NOTES["untestable_note"]
+#: per grid, the pre-search points (`grid: point`) whose step budgets stand for its models
+BUDGET_POINTS: dict[str, list[str]] = _NOTES["budget_points"]
+#: each claim's verdict in the report before the rules of analysis/verdicts.py took their present form
+VERDICTS_BEFORE: list[dict[str, str]] = _NOTES["verdicts_before"]
+BEFORE_AFTER_NOTE = _NOTES["before_after_note"]
+#: sections measured before the sweeps were archived (no archive holds them), included verbatim
+UNARCHIVED = TEXTS / "unarchived"
+#: the `gpu` scale: its plan and the archives banked from lent GPUs (analysis.gpu)
+GPU_PLAN, GPU_BANK = TEXTS / "gpu_plan.yaml", TEXTS / "gpu"
+#: the pre-search's records (analysis.presearch)
+PRESEARCH = ROOT / "docs" / "presearch"
+#: the report's figures, in this folder beside it (its links are relative)
+FIGURES = Path("results") / "figures"
+
+
+def unarchived_sections(folder: Path = UNARCHIVED) -> dict[str, str]:
+    """The committed sections of grids measured before the sweeps were archived, by grid (file stem)."""
+    return {path.stem: path.read_text().rstrip() + "\n" for path in sorted(folder.glob("*.md"))}
+
+
+@dataclass(frozen=True)
+class GridResult:
+    """One grid of the plan: its parts with the sweep that ran each (None where none has), and the
+    analysis of all its run parts read as one sweep (None when no part has run)."""
+
+    grid: str
+    parts: list[tuple[Planned, object | None]]
+    analysis: Analysis | None
+
+
+def grid_results(uri: str) -> list[GridResult]:
+    """Every grid of the plan, analysed once (the summary and its section both read the analysis)."""
+    client = store_client(uri)
+    out = []
+    for grid in grids():
+        parts = part_runs(client, grid)
+        ids = [run.info.run_id for _, run in parts if run is not None]
+        out.append(GridResult(grid, parts, analyse(load_sweep(grid, uri, ids)) if ids else None))
+    # one report, one family: Holm's correction over every claim judged in it, sections and summary alike
+    analysed = [r.analysis for r in out if r.analysis is not None]
+    every = rejudge([f for a in analysed for f in a.findings])
+    for a in analysed:
+        a.findings, every = every[: len(a.findings)], every[len(a.findings) :]
+    return out
+
+
+def section(result: GridResult, curves: str = "") -> str:
+    """The grid's part of RESULTS.md: how each part was run, its learning curves (`curves`, a link), then
+    the analysis report of all parts read as one; or why it was not run."""
+    grid, parts = result.grid, result.parts
+    if result.analysis is None:
+        why = "; ".join(n for plan, _ in parts for n in (plan.note, plan.why_not_run) if n)
+        why = why + "; " if why else ""
+        return f"## {grid}\n\n**Not yet run** at cpu scale ({why.removesuffix('; ') or 'planned'}).\n"
+    body = repo_relative(render(result.analysis, "markdown"))
+    # a sweep restored from its archive: named by the id it ran under, the same each rebuild
+    for _, run in parts:
+        if run is not None and SOURCE_TAG in run.data.tags:
+            body = body.replace(run.info.run_id, run.data.tags[SOURCE_TAG])
+    # drop the report's title (the grid's heading replaces it) and put its headings one level down
+    body = "\n".join("#" + line if line.startswith("#") else line for line in body.split("\n")[1:])
+    ran = [run for _, run in parts if run is not None]
+    lines = [f"## {grid}", ""]
+    if len(parts) > 1:
+        lines += [f"Read as one sweep from {len(ran)} part(s) of the plan, each run by its own command:", ""]
+    for plan, run in parts:
+        if run is None:
+            lines.append(
+                f"- **not yet run**: `{shlex.join(plan.sweep_args())}`"
+                + (f" ({plan.note})" if plan.note else "")
+            )
+            continue
+        tags = run.data.tags
+        started = datetime.fromtimestamp(run.info.start_time / 1000, tz=timezone.utc)
+        lines += [
+            f"- command: `{repo_relative(tags[TAG_COMMAND])}`",
+            f"  - wall time: {int(tags[TAG_WALL]) / 60:.1f} min on {tags[TAG_MACHINE]} "
+            f"(two 1-CPU trials at a time), started {started:%Y-%m-%d %H:%M} UTC",
+            f"  - seeds: {', '.join(map(str, plan.seed_values))}",
+        ]
+        if (ARCHIVES / plan.archive_name).exists():
+            lines.append(f"  - archived runs: `{(ARCHIVES / plan.archive_name).relative_to(ROOT)}`")
+        if plan.note:
+            lines.append(f"  - note: {plan.note}")
+    if curves:
+        lines.append(
+            f"\nLearning curves: each point's training loss by step, and each trial's mean accuracy over the "
+            f"in-range cells at the end beside the competence threshold (the gate itself reads every gated "
+            f"cell of every seed).\n\n![{grid}: learning curves]({curves})"
+        )
+    lines.append("\nEvery number below is the mean over the seeds each point has.")
+    return "\n".join(lines) + "\n" + body
+
+
+def summary(results: list[GridResult], unarchived: set[str] = frozenset()) -> str:
+    """One line per claim of the paper: its verdict on the grid's reported sweeps, "not re-judged" for a
+    grid whose section was measured before the sweeps were archived, or that it was not run."""
+    lines = [
+        "## Findings at a glance",
+        "",
+        VERDICT_RULES,
+        "",
+        "| grid | claim | status | effect | 95% CI | p | p (Holm) | judged on seeds | sweeps' seeds | "
+        "sweep minutes |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    blank = " | " * 5
+    for result in results:
+        if result.analysis is not None:
+            ran = [(plan, run) for plan, run in result.parts if run is not None]
+            minutes = sum(int(run.data.tags[TAG_WALL]) for _, run in ran) / 60
+            measured = f"{seeds_of(ran)} | {minutes:.0f}"
+            lines += [
+                f"| {result.grid} | {f.claim} | **{f.status}** | {_numbers(f)} | {measured} |"
+                for f in result.analysis.findings
+            ]
+        elif result.grid in unarchived and claims_for(result.grid):
+            lines.append(
+                f"| {result.grid} | all of its claims | **not re-judged** (see its section) |{blank}| |"
+            )
+        elif claims_for(result.grid):
+            lines.append(f"| {result.grid} | all of its claims | not yet run |{blank}| |")
+    return "\n".join(lines) + "\n"
+
+
+def _numbers(finding: Finding) -> str:
+    return " | ".join(finding.numbers.values())
+
+
+def before_after(results: list[GridResult]) -> str:
+    """Each claim's verdict in the report before these rules (docs/results/notes.yaml `verdicts_before`)
+    beside its verdict now."""
+    now = {
+        (f.grid, f.claim.rsplit(" [", 1)[0]): f for r in results if r.analysis for f in r.analysis.findings
+    }
+    lines = [BEFORE_AFTER_NOTE, "", "| grid | claim | before | after | why, after |", "|---|---|---|---|---|"]
+    for old in VERDICTS_BEFORE:
+        finding: Finding | None = now.get((old["grid"], old["claim"]))
+        after = f"**{finding.status}**" if finding else "not judged"
+        why = _short_why(finding) if finding else ""
+        lines.append(f"| {old['grid']} | {old['claim']} | {old['before']} | {after} | {why} |")
+    return "### Verdicts before and after\n\n" + "\n".join(lines) + "\n"
+
+
+def _short_why(finding: Finding) -> str:
+    """The first clause of a verdict's reason (its full evidence is in the grid's section)."""
+    first = finding.evidence.split("; ")[0]
+    return first if len(first) <= 220 else first[:217] + "..."
+
+
+def seeds_of(ran: list[tuple[Planned, object]]) -> str:
+    """The seeds of a grid's run parts: "0, 1, 2", or per set of points where they differ ("0, 1, 2
+    (data.max_digits=3); 0 (data.max_digits=5)")."""
+    by_points: dict[str, set[int]] = {}
+    for plan, _ in ran:
+        by_points.setdefault(" ".join(plan.only), set()).update(plan.seed_values)
+    shown = {only: ", ".join(map(str, sorted(seeds))) for only, seeds in by_points.items()}
+    if len(set(shown.values())) == 1:
+        return next(iter(shown.values()))
+    return "; ".join(f"{seeds} ({only})" if only else seeds for only, seeds in shown.items())
+
+
+def untestable(
+    results: list[GridResult],
+    budgets: pd.DataFrame,
+    curves: dict[str, str],
+    paper_steps: Callable[[str], int] | None = None,
+) -> str:
+    """Each claim judged not testable: why, its learning curves, the steps the pre-search extrapolates its
+    models need, and how long a trial is at paper scale (`paper_steps(grid)`, where given); empty when none
+    is."""
+    steps_to = next((c for c in budgets.columns if c.startswith("steps to ")), "")
+    rows = []
+    for result in results:
+        findings = (
+            [f for f in result.analysis.findings if f.status == NOT_TESTABLE] if result.analysis else []
+        )
+        if not findings:
+            continue
+        estimates = []
+        for name in BUDGET_POINTS.get(result.grid, []):
+            rows_of = budgets[budgets["grid"] + ": " + budgets["point"] == name] if len(budgets) else budgets
+            if rows_of.empty:
+                continue
+            for estimate, seeds in rows_of.groupby(steps_to, sort=False)["seed"]:  # which seeds said what
+                said = f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
+                label = "" if len(rows_of) == 1 else f" ({said})"
+                estimates.append(f"{name}{label}: {estimate}")
+        per_grid = {
+            "learning curves": f"[figure]({curves[result.grid]})" if result.grid in curves else "",
+            "steps to learn in range (pre-search, cpu model)": "; ".join(estimates) or "no budget series",
+        }
+        if paper_steps is not None:
+            per_grid["a trial at paper scale"] = f"{paper_steps(result.grid):,} steps (GPT-2 small)"
+        rows += [{"grid": result.grid, "claim": f.claim, "why": f.evidence, **per_grid} for f in findings]
+    if not rows:
+        return ""
+    table = markdown(pd.DataFrame(rows))
+    return f"### Not testable: why, and what it would take\n\n{UNTESTABLE_NOTE}\n\n{table}\n"
+
+
+def presearch_records(folder: Path = PRESEARCH) -> dict[str, list[dict]]:
+    """The pre-search's JSON-lines records, by file stem."""
+    return {
+        path.stem: [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        for path in sorted(folder.glob("*.jsonl"))
+    }
+
+
+def presearch_tables(
+    files: dict[str, list[dict]], budgets: pd.DataFrame | None = None, budget_curves: str = ""
+) -> str:
+    """The pre-search records as tables: one row per trial, its --set, overall accuracy and per test context
+    (past the longest trained length, or on the longest factor, where the test goes there), the machine;
+    then the extrapolated step budgets (default: of every record) and their figure (`budget_curves`, a
+    link)."""
+    parts = [PRESEARCH_INTRO]
+    if budgets is None:
+        budgets = budget_table([rec for records in files.values() for rec in records])
+    for stem, records in files.items():
+        rows = []
+        order = sorted(records, key=lambda r: (json.dumps(r.get("set", {})), r["point"], r.get("seed", 0)))
+        for rec in order:
+            cells = pd.DataFrame(rec.get("cells", []))
+            row = {"point": rec["point"], "seed": rec.get("seed", 0)}
+            if any(r.get("set") for r in records):
+                row["--set"] = " ".join(f"{k}={v}" for k, v in rec.get("set", {}).items())
+            row.update(test_acc=rec.get("test_acc"), steps=rec.get("steps"))
+            if not cells.empty:
+                longest = rec["config"]["data.max_digits"]
+                if cells["row_digits"].notna().any():  # multiplication: the cells of the longest factor
+                    hard = cells[cells[["row_digits", "col_digits"]].max(axis=1) == longest]
+                    label = f"with a {longest}-digit factor"
+                elif (cells["col_digits"] > longest).any():  # length generalisation: past the longest
+                    hard, label = cells[cells["col_digits"] > longest], f"beyond {longest} digits"
+                else:  # tested within the trained lengths (nl_mix): every cell, then the longest
+                    hard, label = cells, "all"
+                for context, frame in hard.groupby("context"):
+                    row[f"{context}: {label}"] = round(frame["accuracy"].mean(), 3)
+                if label == "all":
+                    top = int(cells["col_digits"].max())
+                    for context, frame in cells[cells["col_digits"] == top].groupby("context"):
+                        row[f"{context}: {top} digits"] = round(frame["accuracy"].mean(), 3)
+            row["train s"] = rec.get("train_seconds")
+            row["machine"] = rec.get("machine", "")
+            rows.append(row)
+        frame = pd.DataFrame(rows)
+        last = ["train s", "machine"]
+        parts.append(f"### {stem}\n\n{markdown(frame[[c for c in frame if c not in last] + last])}\n")
+    if not budgets.empty:
+        figure = f"\n\n![In-range accuracy by step budget]({budget_curves})" if budget_curves else ""
+        parts.append(
+            f"### Steps to competence (extrapolated)\n\n{BUDGET_NOTE}{figure}\n\n{markdown(budgets)}\n"
+        )
+    return "\n".join(parts)
+
+
+def write_results(
+    uri: str,
+    out: Path,
+    intro: str = INTRO,
+    paper_steps: Callable[[str], int] | None = None,
+) -> None:
+    """Write the page to `out` (and its figures beside it) from the store at `uri`; `paper_steps(grid)`
+    is the optimiser steps of the grid's longest trial at paper scale (the not-testable table shows it;
+    the sweeps' grids are not the analysis's to read)."""
+    results = grid_results(uri)
+    kept = unarchived_sections()
+    unarchived = {r.grid: kept[r.grid] for r in results if r.analysis is None and r.grid in kept}
+    figures = out.parent / FIGURES
+    figures.mkdir(parents=True, exist_ok=True)
+    curves = {}
+    for r in results:
+        if r.analysis is not None and (figure := learning_curves_figure(r.analysis.sweep)) is not None:
+            save(figure, figures / f"{r.grid}.png")
+            curves[r.grid] = (FIGURES / f"{r.grid}.png").as_posix()
+    files = presearch_records()
+    every = [rec for records in files.values() for rec in records]
+    budgets = budget_table(every)
+    budget_curves = ""
+    if (figure := budget_figure(every)) is not None:
+        save(figure, figures / "budget.png")
+        budget_curves = (FIGURES / "budget.png").as_posix()
+    sections = [unarchived.get(r.grid) or section(r, curves.get(r.grid, "")) for r in results]
+    # the not-testable table also reads points pre-searched at one budget: whether it was reached
+    head = [
+        summary(results, set(unarchived)),
+        before_after(results),
+        untestable(results, budget_table(every, single=True), curves, paper_steps),
+    ]
+    with tempfile.TemporaryDirectory() as tmp:  # a store of its own: gpu sweeps never mix with cpu ones
+        gpu = gpu_section(GPU_BANK, GPU_PLAN, f"sqlite:///{tmp}/gpu.db")
+    parts = [
+        intro.rstrip() + "\n",
+        *filter(None, head),
+        presearch_tables(files, budgets, budget_curves),
+        *sections,
+        gpu,
+    ]
+    out.write_text("\n".join(parts))
+    print(f"wrote {out}")
