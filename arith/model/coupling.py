@@ -12,7 +12,7 @@ import torch
 
 from arith.config import ConfigError, CouplingSettings, DataConfig, ExperimentConfig
 from arith.data.tasks import get_task, test_digits
-from arith.model.positions import AbacusState, ModelShape, PositionScheme, _check_width
+from arith.model.positions import AbacusState, ModelShape, PositionScheme, _check_width, start_offsets
 
 
 @dataclass(frozen=True)
@@ -104,10 +104,7 @@ class Coupling(PositionScheme):
     def draw(self, attention_mask: torch.Tensor, generator: torch.Generator | None = None) -> CouplingState:
         batch = attention_mask.shape[0]
         device = attention_mask.device
-        if self.training and self.max_offset:
-            offset = torch.randint(0, self.max_offset + 1, (batch,), generator=generator, device=device)
-        else:
-            offset = torch.zeros(batch, dtype=torch.long, device=device)
+        offset = start_offsets(batch, self.max_offset if self.training else 0, generator, device)
         zeros = torch.zeros(batch, dtype=torch.long, device=device)
         # position_ids only records the width here: embed computes the coupled ids from the tokens
         return CouplingState(

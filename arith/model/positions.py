@@ -139,6 +139,16 @@ class PositionScheme(nn.Module):
         return {}
 
 
+def start_offsets(
+    batch: int, max_offset: int, generator: torch.Generator | None, device: torch.device
+) -> torch.Tensor:
+    """A random start offset in 0..max_offset per line (training), or 0 (evaluation, max_offset 0): the
+    schemes that count digits from a random start (Abacus, coupling) see every offset while training."""
+    if max_offset:
+        return torch.randint(0, max_offset + 1, (batch,), generator=generator, device=device)
+    return torch.zeros(batch, dtype=torch.long, device=device)
+
+
 def _check_width(state: PositionState, stop: int) -> None:
     if stop > state.width:
         raise ValueError(f"position state covers {state.width} columns but column {stop - 1} was asked for")
@@ -311,10 +321,7 @@ class Abacus(PositionScheme):
     def draw(self, attention_mask: torch.Tensor, generator: torch.Generator | None = None) -> PositionState:
         batch = attention_mask.shape[0]
         device = attention_mask.device
-        if self.training and self.max_offset:
-            offset = torch.randint(0, self.max_offset + 1, (batch,), generator=generator, device=device)
-        else:
-            offset = torch.zeros(batch, dtype=torch.long, device=device)
+        offset = start_offsets(batch, self.max_offset if self.training else 0, generator, device)
         run = torch.zeros(batch, dtype=torch.long, device=device)
         return AbacusState(position_ids=rank_ids(attention_mask), offset=offset, digit_run=run)
 
