@@ -165,7 +165,9 @@ def generate_answers(
     max_new_tokens: int = 0,
 ) -> list[str]:
     """The model's greedy reply to each prompt, as text up to end of text, in the order of `examples`."""
-    return _generate(model, tokenizer, examples, batch_size, seed, max_new_tokens)[0]
+    return generate_replies(
+        model, tokenizer, examples, batch_size=batch_size, seed=seed, max_new_tokens=max_new_tokens
+    )[0]
 
 
 def generate_replies(
