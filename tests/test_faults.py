@@ -158,15 +158,24 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
+def registered_checkpoint(storage: Path, trial_id: str) -> bool:
+    """Whether Tune's driver holds a checkpoint of the trial to restore it from. A checkpoint reaches
+    storage before the driver registers it (it does when it processes the trial's save), so a kill in
+    between restarts the trial from scratch. A function trainable's next `tune.report` waits until the
+    driver has processed that save and asked for more training, so a second checkpoint in storage means
+    the first is registered."""
+    return any(storage.glob(f"*/{trial_id}/checkpoint_000001"))
+
+
 def trial_worker(driver_pid: int, storage: Path) -> tuple[int, str] | None:
-    """A trial process of this sweep (a descendant of our driver) whose trial has a checkpoint."""
+    """A trial process of this sweep (a descendant of our driver) with a checkpoint the driver holds."""
     for pid in descendants(driver_pid):
         try:
             title = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
             trial_id = Path(os.readlink(f"/proc/{pid}/cwd")).name  # Tune runs a trial in working_dirs/<dir>
         except OSError:
             continue
-        if title.startswith("ray::") and list(storage.glob(f"*/{trial_id}/checkpoint_000000")):
+        if title.startswith("ray::") and registered_checkpoint(storage, trial_id):
             return pid, trial_id
     return None
 

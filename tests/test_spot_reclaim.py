@@ -36,7 +36,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
-from test_faults import check_histories, end_session, trial_failures, wait_for
+from test_faults import check_histories, end_session, registered_checkpoint, trial_failures, wait_for
 from test_multinode import Processes, token_auth_env, wait_for_port
 
 from arith.tracking import store
@@ -193,8 +193,8 @@ def end_stragglers(marker: str, timeout: float = 15) -> None:
 
 
 def packed_trials(marker: str, storage: Path) -> tuple[str, set[str]] | None:
-    """(node id, the trials with a checkpoint) once every trial runs in a worker on one node (two 0.5-GPU
-    trials packed on its one GPU) and at least one of them has a checkpoint."""
+    """(node id, the trials with a checkpoint the driver holds) once every trial runs in a worker on one
+    node (two 0.5-GPU trials packed on its one GPU) and at least one of them has such a checkpoint."""
     by_node: dict[str, dict[str, bool]] = {}
     for pid, environ in cluster_processes(marker).items():
         try:
@@ -204,7 +204,7 @@ def packed_trials(marker: str, storage: Path) -> tuple[str, set[str]] | None:
             continue
         node = node_of(environ)
         if node and title.startswith("ray::ImplicitFunc"):
-            by_node.setdefault(node, {})[trial_id] = bool(list(storage.glob(f"*/{trial_id}/checkpoint_*")))
+            by_node.setdefault(node, {})[trial_id] = registered_checkpoint(storage, trial_id)
     for node, trials in by_node.items():
         if len(trials) == N_TRIALS and any(trials.values()):
             return node, {trial_id for trial_id, saved in trials.items() if saved}
