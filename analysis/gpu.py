@@ -77,7 +77,9 @@ def competence_rows(part: PartResult) -> list[dict[str, Any]]:
             history = t["metrics"].get("test_acc", [])
             accs.append(f"{history[-1][2]:.2f}" if history else "-")
         digits = trials[0]["params"].get("data.max_digits")
-        label = f"{point} ({digits}-digit factors)" if f"max_digits={digits}" not in point else point
+        # a pre-search may move a point's digits (`--set data.max_digits=3` on a 5-digit point): say so
+        moved = "max_digits=" in point and f"max_digits={digits}" not in point.split(",")
+        label = f"{point}, run at max_digits={digits}" if moved else point
         if cells.empty:
             learned = "no finished evaluation"
         else:

@@ -8,7 +8,8 @@ A GPU is lent to this project now and then, for about 15 minutes, with PyTorch b
 docs/results/gpu_plan.yaml says what each lease should run, in order: a batch is a few sweep parts run
 together by `sweeps.offline` (one pool, one deadline), each part one sweep archive. A batch is banked when
 the archives of all its parts are committed under docs/results/gpu/<batch>/; `next` runs the first batch
-that is not, so one prepared command serves every lease and the device minutes go to results.
+that is not (passing over one whose parts are not written yet), so one prepared command serves every
+lease and the device minutes go to results.
 """
 
 from __future__ import annotations
@@ -104,10 +105,12 @@ def load_plan(path: Path = PLAN) -> list[Batch]:
 
 
 def next_batch(batches: list[Batch], bank: Path = BANK) -> Batch | None:
-    """The first batch not banked; None when all are, or when the next one has no parts written yet."""
+    """The first batch not banked whose parts are written; None when there is none. A batch whose parts
+    wait on an earlier batch's results (b's budget on a's pre-search) is passed over, so a lease lent
+    before a session has written them still runs the next independent batch."""
     for batch in batches:
-        if not batch.banked(bank):
-            return batch if batch.parts else None
+        if batch.parts and not batch.banked(bank):
+            return batch
     return None
 
 

@@ -17,9 +17,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from arith.config import ConfigError, ExperimentConfig
-from sweeps.errors import SweepError
 from sweeps.scales import Scale
-from sweeps.space import Grid, Point, Variant, parse_seeds, resolve, scale_note, variant
+from sweeps.space import Grid, Point, Variant, parse_seeds, resolve, scale_note, select, variant
 
 __all__ = [
     "GRIDS",
@@ -286,25 +285,11 @@ def points(
     scale: Scale | str = "paper",
     seeds: int | Iterable[int] = 1,
     overrides: Mapping[str, Any] | None = None,
+    only: Mapping[str, str] | None = None,
 ) -> list[ExperimentConfig]:
     """Every trial of `grid` (a name or a Grid) at `scale`: one validated config per point and seed,
-    tagged for MLflow (`sweeps.space.resolve`)."""
-    return resolve(get_grid(grid) if isinstance(grid, str) else grid, scale, seeds, overrides)
-
-
-def select(configs: list[ExperimentConfig], only: dict[str, str]) -> list[ExperimentConfig]:
-    """The points whose config has every `--only key=value` (e.g. model.init=random); fails when none do."""
-    if not only:
-        return configs
-    unknown = set(only) - set(ExperimentConfig.keys())
-    if unknown:
-        raise ConfigError(
-            f"--only: unknown key(s) {sorted(unknown)}; valid keys: {', '.join(ExperimentConfig.keys())}"
-        )
-    kept = [c for c in configs if all(str(c.flat()[k]) == v for k, v in only.items())]
-    if not kept:
-        raise SweepError(f"--only {only} matches none of the grid's {len(configs)} trials")
-    return kept
+    tagged for MLflow; `only` keeps the points with those values before `overrides` (`space.resolve`)."""
+    return resolve(get_grid(grid) if isinstance(grid, str) else grid, scale, seeds, overrides, only)
 
 
 # ---------------------------------------------------------------------------------------------------------

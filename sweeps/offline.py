@@ -41,7 +41,7 @@ from arith.tracking.archive import FORMAT, VERSION
 from arith.tracking.recorder import RunRecorder, new_run_id, now_ms, run_record
 from arith.training.train import train
 from sweeps.errors import SweepError
-from sweeps.grids import get_grid, parse_seeds, points, select
+from sweeps.grids import get_grid, parse_seeds, points
 from sweeps.scales import get_scale
 from sweeps.storage import PRESEARCH_TAG, git_commit, sweep_name, sweep_tags
 
@@ -66,13 +66,11 @@ class SweepPart:
     label: str = ""
 
     def configs(self) -> list[ExperimentConfig]:
-        """The part's trials, resolved and validated as sweeps/run.py resolves them. `only` picks the
+        """The part's trials, resolved and validated as sweeps/run.py resolves them: `only` picks the
         grid's points by their values before `sets` apply, so a pre-search can move a picked point (its
         digits, its model) without the `--only` value ceasing to match."""
-        grid, scale = get_grid(self.grid), get_scale(self.scale)
-        picked = {c.tracking.tags["point"] for c in select(points(grid, scale, self.seeds), self.only)}
         overrides = {**self.sets, "train.num_threads": 1}
-        return [c for c in points(grid, scale, self.seeds, overrides) if c.tracking.tags["point"] in picked]
+        return points(get_grid(self.grid), get_scale(self.scale), self.seeds, overrides, self.only)
 
     @property
     def name(self) -> str:

@@ -31,7 +31,7 @@ from arith.tracking import store
 from arith.tracking.store import absolute_uri
 from sweeps.cluster import check_cluster, start_ray
 from sweeps.errors import SweepError
-from sweeps.grids import GRIDS, get_grid, parse_seeds, points, scale_note, select
+from sweeps.grids import GRIDS, get_grid, parse_seeds, points, scale_note
 from sweeps.packing import check_packing, default_gpus_per_trial
 from sweeps.scales import SCALES, get_scale
 from sweeps.storage import SweepStorage, check_tracking, new_sweep, resume_tracking_uri, trial_outcomes
@@ -77,8 +77,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="run only the grid's points whose config has this value, e.g. --only model.init=random "
-        "(repeatable)",
+        help="run only the grid's points whose config has this value at the scale, before any --set, e.g. "
+        "--only model.init=random (repeatable)",
     )
     p.add_argument(
         "--address",
@@ -195,8 +195,7 @@ def build_configs(args: argparse.Namespace, tracking_uri: str) -> dict[str, dict
     """trial key -> config dict, every one validated; fails at once on a bad grid, scale or key."""
     overrides = absolute_paths(parse_set(args.sets))
     overrides["tracking.tracking_uri"] = tracking_uri
-    configs = points(get_grid(args.grid), get_scale(args.scale), args.seeds, overrides)
-    configs = select(configs, parse_set(args.only))
+    configs = points(get_grid(args.grid), get_scale(args.scale), args.seeds, overrides, parse_set(args.only))
     return {trial_key(c.tracking.tags["point"], c.train.seed): c.to_dict() for c in configs}
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from arith.config import ConfigError, ExperimentConfig
 from arith.data.datasets import validate_data
 from arith.validation import validate
+from sweeps.errors import SweepError
 from sweeps.scales import Scale, get_scale
 
 
@@ -246,19 +247,41 @@ def resolve(
     scale: Scale | str = "paper",
     seeds: int | Iterable[int] = 1,
     overrides: Mapping[str, Any] | None = None,
+    only: Mapping[str, str] | None = None,
 ) -> list[ExperimentConfig]:
     """Every trial of `grid` at `scale`: `trial_config` of each point and seed (its docstring gives the
     order of precedence). `seeds` is a count K (seeds base, base+1, ..., with base = the configured
-    train.seed, after `overrides`) or explicit seed values."""
+    train.seed, after `overrides`) or explicit seed values. `only` (`--only key=value`) keeps the points
+    whose config at the scale has every value, read before `overrides`: a `--set` moves a kept point
+    without dropping it, and is applied (and validated) only on the points kept."""
     scale = get_scale(scale) if isinstance(scale, str) else scale
+    kept = grid.points()
+    if only:
+        names = {c.tracking.tags["point"] for c in select([trial_config(grid, p, scale) for p in kept], only)}
+        kept = [p for p in kept if p.name in names]
     out = []
-    for point in grid.points():
+    for point in kept:
         first = trial_config(grid, point, scale, overrides)
         for seed in _seed_values(seeds, first.train.seed):
             out.append(
                 first if seed == first.train.seed else trial_config(grid, point, scale, overrides, seed)
             )
     return out
+
+
+def select(configs: list[ExperimentConfig], only: Mapping[str, str]) -> list[ExperimentConfig]:
+    """The configs that have every `--only key=value` (e.g. model.init=random); fails when none do."""
+    if not only:
+        return configs
+    unknown = set(only) - set(ExperimentConfig.keys())
+    if unknown:
+        raise ConfigError(
+            f"--only: unknown key(s) {sorted(unknown)}; valid keys: {', '.join(ExperimentConfig.keys())}"
+        )
+    kept = [c for c in configs if all(str(c.flat()[k]) == v for k, v in only.items())]
+    if not kept:
+        raise SweepError(f"--only {dict(only)} matches none of the grid's {len(configs)} points")
+    return kept
 
 
 def parse_seeds(text: str) -> int | tuple[int, ...]:

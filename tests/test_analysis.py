@@ -48,7 +48,7 @@ from analysis.paper import (
 from analysis.report import FORMATS
 from arith.config import ExperimentConfig
 from arith.data.tasks import TASKS
-from sweeps.grids import GRIDS, points
+from sweeps.grids import GRIDS, points, select
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -521,7 +521,6 @@ def write_store(
     from mlflow import MlflowClient
     from mlflow.entities import Param
 
-    from sweeps.run import select
     from sweeps.storage import SweepStorage, new_sweep
 
     if not (tmp_path / "mlflow.db").exists():

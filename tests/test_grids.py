@@ -358,9 +358,29 @@ def test_only_runs_the_matching_points(capsys, tmp_path):
     assert main([*args, "--only", "model.init=random", "--only", "model.position=none"]) == 0
     assert "2 trials" in capsys.readouterr().out
     assert main([*args, "--only", "model.init=scratch"]) == 2
-    assert "matches none of the grid's 8 trials" in capsys.readouterr().err
+    assert "matches none of the grid's 8 points" in capsys.readouterr().err
     assert main([*args, "--only", "model.inti=random"]) == 2
     assert "unknown key" in capsys.readouterr().err
+
+
+def test_only_picks_points_before_set_moves_them(capsys, tmp_path):
+    """`--only` reads the points as the scale makes them; `--set` then applies to those it kept, so it
+    neither unpicks them nor fails on a point left out (nl_mix's dialogue-alone runs 308 epochs at the gpu
+    scale, its mixed points 31: evaluation epochs set for the first do not exist in the others)."""
+    uri = f"sqlite:///{tmp_path}/m.db"
+    args = ["--grid", "nl_mix", "--scale", "gpu", "--dry-run", "--tracking-uri", uri]
+    epochs = "train.eval_epochs=[77,154,231,308]"
+    assert main([*args, "--only", "data.mix_format=none", "--set", epochs]) == 0
+    out = capsys.readouterr().out
+    assert "3 trials" in out and "random_space" not in out
+    assert main([*args, "--set", epochs]) == 2  # every point: the mixed ones have 31 epochs
+    assert "fall outside 1..train.epochs=31" in capsys.readouterr().err
+    # a --set of the --only key moves the kept points and keeps them
+    moved = points(
+        "mul_format", "cpu", overrides={"data.format": "padding_reverse"}, only={"data.format": "basic"}
+    )
+    assert len(moved) == len(points("mul_format", "cpu", only={"data.format": "basic"})) > 0
+    assert all(c.data.format == "padding_reverse" and "format=basic" in c.tracking.run_name for c in moved)
 
 
 def test_trial_table_shows_config_and_resources(tmp_path):

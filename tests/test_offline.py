@@ -103,6 +103,17 @@ def test_plan_is_valid_and_banked_batches_have_their_archives():
     assert "banked" in status(batches)
 
 
+def test_next_batch_passes_over_a_batch_whose_parts_are_not_written(tmp_path):
+    part = SweepPart("demo", "smoke", (100,), presearch_seeds=(100,), label="p")
+    waiting = Batch("b_waits", "parts from a's results", 5.0, 2, ())
+    ready = Batch("c_ready", "independent", 5.0, 2, (part,))
+    assert next_batch([waiting, ready], bank=tmp_path) == ready
+    (tmp_path / "c_ready").mkdir()
+    (tmp_path / "c_ready" / "p.jsonl").write_text("")
+    assert ready.banked(tmp_path) and next_batch([waiting, ready], bank=tmp_path) is None
+    assert "b_waits: parts to write" in status([waiting, ready], bank=tmp_path)
+
+
 def test_next_batch_runs_on_a_cpu_at_a_tiny_budget(tmp_path):
     """The plan's next batch end to end on this machine (no GPU): the path the device command takes."""
     batches = load_plan()

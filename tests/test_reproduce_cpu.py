@@ -15,7 +15,7 @@ from analysis import results
 from analysis.plan import PLAN, TAG_COMMAND, Planned, grids, part_runs, sweep_args_of
 from arith.config import parse_set
 from sweeps.grids import points
-from sweeps.run import parse_args, select
+from sweeps.run import parse_args
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,7 +28,7 @@ def shown(plan: Planned, uri: str = "sqlite:////a dir/mlflow.db", storage: str =
 def test_every_part_is_a_valid_sweep_that_selects_points(plan: Planned) -> None:
     args = parse_args(plan.command("sqlite:///x.db", "/tmp/ray")[1:])
     assert args.grid == plan.grid and args.scale == "cpu"
-    selected = select(points(plan.grid, "cpu", args.seeds), parse_set(args.only))
+    selected = points(plan.grid, "cpu", args.seeds, only=parse_set(args.only))
     assert {c.train.seed for c in selected} == set(plan.seed_values)
     # the part is found again from the command it is tagged with, wherever its store was
     assert sweep_args_of(shown(plan)) == plan.sweep_args()
