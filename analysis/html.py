@@ -188,7 +188,7 @@ def page(analysis, head: str) -> str:
     if curves is not None:
         parts += [
             "<h2>Learning curves</h2>",
-            _img(curves, "training loss by step; in-range accuracy at the end"),
+            _img(curves, "training loss by step; lowest accuracy at the end on the gated cells"),
         ]
     history = metric_histories(sweep)
     by_epoch = epochs_figure(sweep, history)

@@ -139,9 +139,9 @@ def section(result: GridResult, curves: str = "") -> str:
             lines.append(f"  - note: {plan.note}")
     if curves:
         lines.append(
-            f"\nLearning curves: each point's training loss by step, and each trial's mean accuracy over the "
-            f"in-range cells at the end beside the competence threshold (the gate itself reads every gated "
-            f"cell of every seed).\n\n![{grid}: learning curves]({curves})"
+            f"\nLearning curves: each point's training loss by step, and each trial's lowest accuracy at the "
+            f"end on the cells the competence gate reads (where the paper's own model learned, else the "
+            f"cells in range) beside the gate's threshold.\n\n![{grid}: learning curves]({curves})"
         )
     lines.append("\nEvery number below is the mean over the seeds each point has.")
     return "\n".join(lines) + "\n" + body

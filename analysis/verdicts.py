@@ -165,6 +165,19 @@ def _cell_list(cells: pd.DataFrame) -> str:
     return ", ".join(names)
 
 
+def gated_cells(
+    cells: pd.DataFrame, digit_map: dict[int, int] | None, fallback: Callable[[pd.DataFrame], pd.DataFrame]
+) -> tuple[pd.DataFrame, bool]:
+    """The cells of one point (or one trial) that the competence rule reads, and whether they are the
+    paper's: those whose paper counterpart the paper's own model reached LEARNED on; where the paper has
+    no table for the point, `fallback`'s cells."""
+    paper = paper_of(cells, digit_map) if digit_map is not None else pd.DataFrame(columns=_PAPER_COLUMNS)
+    competent = paper[paper["paper_accuracy"].astype(float) >= LEARNED - TOLERANCE]
+    if len(competent):
+        return _on(cells, competent), True
+    return fallback(cells), False
+
+
 def competence(
     sides: dict[str, pd.DataFrame],
     digit_map: dict[int, int] | None,
@@ -179,14 +192,12 @@ def competence(
     reason names the worst seed and cell."""
     why, on = [], []
     for name, cells in sides.items():
-        paper = paper_of(cells, digit_map) if digit_map is not None else pd.DataFrame(columns=_PAPER_COLUMNS)
-        competent = paper[paper["paper_accuracy"].astype(float) >= LEARNED - TOLERANCE]
-        if len(competent):
-            gated = _on(cells, competent)
-            on.append(f"{name}: {_cell_list(gated)}, where the paper's model reached {LEARNED:g}")
-        else:
-            gated = fallback(cells)
-            on.append(f"{name}: {fallback_label}")
+        gated, by_paper = gated_cells(cells, digit_map, fallback)
+        on.append(
+            f"{name}: {_cell_list(gated)}, where the paper's model reached {LEARNED:g}"
+            if by_paper
+            else f"{name}: {fallback_label}"
+        )
         if gated.empty:
             why.append(f"{name} has no cells to show it learned")
             continue
