@@ -21,7 +21,6 @@ from matplotlib.figure import Figure
 
 from analysis.budget import budget_series, fit_budgets, in_range_budgets
 from analysis.load import Sweep, metric_history
-from analysis.paper import digit_map_of
 from analysis.verdicts import LEARNED, gated_cells, in_range, measured
 
 #: the training loss each trial logs (arith.training.train), on the answer tokens at `cpu` scale
@@ -49,7 +48,7 @@ def gated_by_trial(sweep: Sweep) -> pd.Series:
     cells = measured(sweep.cells)
     if cells.empty:
         return pd.Series(dtype=float)
-    digit_map = digit_map_of(sweep.digit_map_tag, sweep.scale, sweep.grid)
+    digit_map = sweep.digit_map
     lowest = {}
     for run_id, trial in cells.groupby("run_id"):
         gated, _ = gated_cells(trial, digit_map, in_range)

@@ -20,7 +20,6 @@ import yaml
 
 from analysis.findings import Finding
 from analysis.load import load_sweep
-from analysis.paper import digit_map_of
 from analysis.report import analyse
 from analysis.tables import markdown_table
 from analysis.verdicts import competence, in_range, measured
@@ -47,7 +46,7 @@ def read_part(uri: str, batch: str, path: Path) -> PartResult:
     parent_id, _ = import_sweep(uri, path)
     sweep = load_sweep(records[0]["tags"]["grid"], uri, parent_id)
     analysis = analyse(sweep)
-    digit_map = digit_map_of(sweep.digit_map_tag, sweep.scale, sweep.grid)
+    digit_map = sweep.digit_map
     cells = measured(sweep.cells).merge(sweep.trials[["run_id", "point"]], on="run_id")
     return PartResult(batch, path.stem, records[0], records[1:], cells, digit_map, analysis.findings)
 

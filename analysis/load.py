@@ -23,6 +23,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.axes import axes_of, declared_axes, type_hints, typed_value
+from analysis.paper import digit_map_of
 from arith.config import ExperimentConfig
 from arith.tracking import store
 
@@ -94,6 +95,11 @@ class Sweep:
     #: the kept wrong answers of each finished trial's last evaluation (eval/errors.csv) with the trial's
     #: columns (run_id, seed, point keys); empty for trials from before eval/errors.csv
     errors: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    @property
+    def digit_map(self) -> dict[int, int]:
+        """paper digit count -> this sweep's (older runs without the tag: their scale's map then)."""
+        return digit_map_of(self.digit_map_tag, self.scale, self.grid)
 
     @property
     def status_counts(self) -> dict[str, int]:

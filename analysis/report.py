@@ -13,7 +13,7 @@ import pandas as pd
 from analysis.findings import Finding, evaluate_findings, findings_frame, render_findings
 from analysis.html import page
 from analysis.load import FINISHED, IDENTITY_KEYS, TAG_COLUMNS, Sweep, aggregate_seeds, load_sweep
-from analysis.paper import attach_paper, digit_map_of
+from analysis.paper import attach_paper
 from analysis.plots import write_heatmaps
 from analysis.tables import Table, build_tables, long_frame, render_tables
 from analysis.wrong_answers import write_figures
@@ -34,7 +34,7 @@ class Analysis:
 def analyse(sweep: Sweep) -> Analysis:
     """Tables and findings of a loaded sweep."""
     point_keys = [*dict.fromkeys([*IDENTITY_KEYS, *sweep.axes]), *TAG_COLUMNS]
-    digit_map = digit_map_of(sweep.digit_map_tag, sweep.scale, sweep.grid)  # older runs: the scale's
+    digit_map = sweep.digit_map
     frame = attach_paper(aggregate_seeds(sweep.cells, sweep.axes), point_keys, digit_map)
     # per seed: verdicts weigh the spread over seeds; competence and compared cells through the digit map
     findings = evaluate_findings(
