@@ -8,7 +8,8 @@ Each point knows the paper table(s) it reproduces, so the analysis can put it be
 
 `points(grid, scale, seeds)` resolves a grid into validated `ExperimentConfig`s: base, point, scale
 (`sweeps.scales`), user overrides, then one copy per seed, tagged for MLflow. What a grid is and how it
-resolves is `sweeps.space`; this module is the catalogue of grids.
+resolves is `sweeps.space`; this module is the catalogue of grids. The paper's setups they share are
+`sweeps.setups`; the cpu preset's tuning grids are `sweeps.tuning`, registered here in their place.
 """
 
 from __future__ import annotations
@@ -18,10 +19,16 @@ from typing import Any
 
 from arith.config import ConfigError, ExperimentConfig
 from sweeps.scales import Scale
+from sweeps.setups import ADD_LENGTH_SETUP, MUL_SETUP, RANDEMBED_TRAINING, REVERSE_SETUP
 from sweeps.space import Grid, Point, Variant, parse_seeds, resolve, scale_note, select, variant
+from sweeps.tuning import CPU_TUNE_GRIDS
 
 __all__ = [
+    "ADD_LENGTH_SETUP",
     "GRIDS",
+    "MUL_SETUP",
+    "RANDEMBED_TRAINING",
+    "REVERSE_SETUP",
     "Grid",
     "Point",
     "Variant",
@@ -32,40 +39,6 @@ __all__ = [
     "select",
     "variant",
 ]
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The paper's setups (appendix), shared by several grids
-# ---------------------------------------------------------------------------------------------------------
-
-#: Appendix B: 300k samples, factor digits uniform on 1..n, random-init GPT2-small, 300 epochs at 2e-5,
-#: 100 test samples per (digits of a, digits of b) cell (empty test_digits = 1..max_digits both ways).
-MUL_SETUP: dict[str, Any] = {
-    "data.task": "mul",
-    "data.min_digits": 1,
-    "data.train_samples": 300_000,
-    "data.test_per_cell": 100,
-    "model.init": "random",
-    "train.epochs": 300,
-    "train.lr": 2e-5,
-}
-
-#: Appendix C.1: 120k samples, addend digits uniform on 2..10, pretrained GPT2-small fine-tuned for 5
-#: epochs at 2e-5, tested on 100 additions of n digits for n in 9..13.
-ADD_LENGTH_SETUP: dict[str, Any] = {
-    "data.task": "add_scratchpad",
-    "data.min_digits": 2,
-    "data.max_digits": 10,
-    "data.train_samples": 120_000,
-    "data.test_digits": list(range(9, 14)),
-    "data.test_per_cell": 100,
-    "train.epochs": 5,
-    "train.lr": 2e-5,
-}
-
-#: Appendix C.2 and figure fig:randembed: random-init GPT2-small without position embedding, 25 epochs
-#: at 1e-5 (figure fig:testacc_rev: 10 epochs at 2e-5). 120k samples of 2..10 digits.
-RANDEMBED_TRAINING: dict[str, Any] = {"model.init": "random", "train.epochs": 25, "train.lr": 1e-5}
 
 
 def _mul_format_table(cfg: ExperimentConfig) -> tuple[str, ...]:
@@ -165,17 +138,7 @@ GRIDS: dict[str, Grid] = {
         Grid(
             name="reverse_posembed",
             description="Digit reversal (section 3.2): no position embedding, or random tags instead.",
-            base={
-                "data.task": "reverse",
-                "data.format": "basic",
-                "data.min_digits": 2,
-                "data.max_digits": 10,
-                "data.train_samples": 120_000,
-                # the figures read regular and repetitive numbers well past the training lengths
-                "data.test_digits": list(range(2, 17)),
-                "train.epochs": 10,
-                "train.lr": 2e-5,
-            },
+            base={**REVERSE_SETUP},
             axes={"model.position": PAPER_POSITIONS, "model.init": ["pretrained", "random"]},
             # fig:randembed: the random-init models retrained for 25 epochs at 1e-5
             also=(
@@ -292,86 +255,8 @@ def points(
     return resolve(get_grid(grid) if isinstance(grid, str) else grid, scale, seeds, overrides, only)
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Tuning the `cpu` miniature: the sweeps that chose sweeps/scales.py's cpu preset, kept so they can be rerun.
-# Run them at --scale cpu: learning rates are in the paper's units and the scale multiplies them by its
-# lr_factor; sample counts are the paper's and the scale takes its fraction (capped at max_samples). Keys in
-# a grid's `over_scale` (step budget, tag width) are the scale's own settings and replace its values.
-# ---------------------------------------------------------------------------------------------------------
-
-#: learning rates around the paper's 2e-5: about a third, as is, three times (x the cpu scale's lr_factor)
-CPU_TUNE_LRS = [7e-6, 2e-5, 6e-5]
-
-GRIDS.update(
-    {
-        grid.name: grid
-        for grid in [
-            Grid(
-                name="cpu_tune_reverse",
-                description="cpu preset tuning: learning rate x samples on digit reversal, from scratch.",
-                base={**GRIDS["reverse_posembed"].base, "model.init": "random", "model.position": "learned"},
-                axes={"train.lr": CPU_TUNE_LRS, "data.train_samples": [120_000, 300_000]},
-            ),
-            Grid(
-                name="cpu_tune_steps",
-                description="cpu preset tuning: the step budget, on the three tasks that learn slowest.",
-                base={"model.init": "random"},
-                axes={
-                    "data.task": [
-                        Variant(
-                            "mul", {**MUL_SETUP, "data.format": "padding_reverse", "data.max_digits": 10}
-                        ),
-                        Variant("mul_basic", {**MUL_SETUP, "data.format": "basic", "data.max_digits": 10}),
-                        Variant(
-                            "add_scratchpad",
-                            {**ADD_LENGTH_SETUP, "data.format": "basic", **RANDEMBED_TRAINING},
-                        ),
-                        Variant(
-                            "reverse_random_embed",
-                            {**GRIDS["reverse_posembed"].base, "model.position": "random_embed"},
-                        ),
-                    ],
-                    "train.max_steps": [1570, 3000, 6000],
-                },
-                over_scale=("train.max_steps",),
-            ),
-            Grid(
-                name="cpu_tune_hash",
-                description="cpu preset tuning: random-tag width on digit reversal (default: n_embd / 4).",
-                base={
-                    **GRIDS["reverse_posembed"].base,
-                    "model.init": "random",
-                    "model.position": "random_embed",
-                },
-                axes={"model.n_hash": [4, 8, 16, 32]},
-                over_scale=("model.n_hash",),
-            ),
-            Grid(
-                name="cpu_tune_plain_add",
-                description="cpu preset tuning: plain addition as nl_mix mixes it in (1-5 digits, most "
-                "significant first, 120,000 lines): digit curriculum x step budget.",
-                base={
-                    "data.task": "add",
-                    "data.format": "basic",
-                    "data.min_digits": 1,
-                    "data.max_digits": 5,
-                    "data.test_digits": [2, 3, 4, 5],
-                    "data.train_samples": 120_000,
-                    "model.init": "random",
-                },
-                axes={"train.curriculum": [0.0, 0.5], "train.max_steps": [3000, 9000]},
-                over_scale=("train.max_steps", "data.train_samples"),
-                scale_digits=False,
-            ),
-            Grid(
-                name="cpu_tune_mul",
-                description="cpu preset tuning: learning rate x format on 5-digit multiplication (3 at cpu).",
-                base={**MUL_SETUP, "data.max_digits": 5},
-                axes={"train.lr": CPU_TUNE_LRS, "data.format": ["basic", "padding_reverse"]},
-            ),
-        ]
-    }
-)
+# The cpu preset's tuning grids (`sweeps.tuning`), registered here so that the catalogue keeps its order.
+GRIDS.update({grid.name: grid for grid in CPU_TUNE_GRIDS})
 
 # ---------------------------------------------------------------------------------------------------------
 # A claim at the budget where the `cpu` model learns it. At the cpu preset's 3,000 steps, mul_format's basic
