@@ -1,5 +1,5 @@
 """What the trials wrote when they were wrong, beside each table: per point, the error rate by answer digit
-(and by carry chain, `arith.training.digit_errors`) over its seeds' kept wrong answers, and a few wrong
+(and by carry chain, `arith.tracking.digit_errors`) over its seeds' kept wrong answers, and a few wrong
 answers for each cell of the table, next to the cell's accuracy.
 
 The wrong answers are each finished trial's `eval/errors.csv` (its last evaluation: the model it kept),
@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 
 from analysis.load import Sweep
 from analysis.tables import Table
-from arith.training import digit_errors
+from arith.tracking import digit_errors
 
 #: wrong answers listed per cell of a table
 SHOWN_PER_CELL = 3

@@ -27,7 +27,8 @@ from arith.config import ConfigError, ExperimentConfig
 from arith.data.datasets import test_examples
 from arith.data.examples import Example
 from arith.data.tasks import get_task
-from arith.model.gpt import ModelFolderError, _load_folder, model_folder
+from arith.model.gpt import ModelFolderError, load_model
+from arith.tracking.models import model_folder
 from arith.tracking.runs import EXPERIMENT_CONFIG
 from arith.training.evaluate import generate_replies, is_right
 
@@ -124,7 +125,7 @@ def load(run: str, tracking_uri: str = "", device: str = "cpu"):
 
     try:
         with model_folder(model_uri(run), tracking_uri) as folder:
-            model = _load_folder(folder, device)
+            model = load_model(folder, device)
             config = folder / EXPERIMENT_CONFIG
             if not config.exists():
                 raise AskError(f"{run}: the model has no {EXPERIMENT_CONFIG} (not saved by a trial)")

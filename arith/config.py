@@ -248,7 +248,7 @@ class TrainConfig:
     eval_batch_size: int = 256
     failures_per_cell: int = 3
     #: wrong answers kept per cell of the latest evaluation (eval/errors.csv, read by
-    #: arith.training.digit_errors); 100 keeps every wrong answer of a paper multiplication cell
+    #: arith.tracking.digit_errors); 100 keeps every wrong answer of a paper multiplication cell
     errors_per_cell: int = 100
     #: tokens decoded per test reply; 0 = the longest reply the data can produce plus a margin
     #: (arith.training.evaluate.reply_cap). Set it for a data.dialogue_file whose teacher replies are longer
@@ -282,8 +282,8 @@ class TrackingConfig:
     parent_run_id: str = ""
     tags: dict[str, str] = field(default_factory=dict)
     #: the trained model as the run's artifact `model/` (`ArithModel.save`: weights, position scheme,
-    #: tokenizer; load it with `arith.model.gpt.load_model("runs:/<run id>/model")`): `final` = the model at
-    #: the end of the trial, `none` = not kept. A GPT2-small (paper scale) is ~0.5 GB a trial.
+    #: tokenizer; load it with `arith.tracking.models.load_model("runs:/<run id>/model")`): `final` = the
+    #: model at the end of the trial, `none` = not kept. A GPT2-small (paper scale) is ~0.5 GB a trial.
     log_model: str = "final"
 
     def resolved_uri(self) -> str:

@@ -18,7 +18,7 @@ from arith.data.formats import spaced
 from arith.data.tasks import problem_ids
 from arith.model.gpt import build_model
 from arith.model.tokenizer import build_tokenizer
-from arith.training.digit_errors import heatmap
+from arith.tracking.digit_errors import heatmap
 from arith.training.evaluate import CELL_COLUMNS, evaluate, generate_answers, left_pad
 
 

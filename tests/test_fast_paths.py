@@ -84,7 +84,7 @@ def test_cpu_bf16_attention_is_computed_in_fp32() -> None:
 
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-    from arith.training.hardware import sdpa_fp32_on_cpu
+    from arith.model.attention import sdpa_fp32_on_cpu
 
     module = SimpleNamespace(is_causal=True, training=False)
     q, k, v = (torch.randn(2, 4, 7, 8, generator=torch.Generator().manual_seed(i)) for i in range(3))
@@ -134,9 +134,9 @@ def test_time_to_accuracy_trains_in_bf16_only_where_the_cpu_has_it(monkeypatch, 
 
 def test_models_are_built_and_loaded_with_the_project_attention(tmp_path) -> None:
     from arith.config import ModelConfig
+    from arith.model.attention import ATTENTION
     from arith.model.gpt import build_model, load_model
     from arith.model.tokenizer import tokenizer_for
-    from arith.training.hardware import ATTENTION
 
     tok = tokenizer_for(ModelConfig(), ["1 + 2 = 3"])
     model = build_model(ModelConfig(preset="nano", n_positions=32), tok)

@@ -1,7 +1,7 @@
 """Looking inside what a trial learned, on a real tiny trial in a real SQLite store: its model/ artifact
 loaded through runs:/ reproduces the accuracy it logged, eval/errors.csv agrees with eval/cells.csv and
 survives an archive, `python -m arith.ask` answers (and refuses bad input in one line), and the error rate
-by answer digit and carry chain (arith.training.digit_errors) with the report's wrong answers beside each
+by answer digit and carry chain (arith.tracking.digit_errors) with the report's wrong answers beside each
 table."""
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from test_analysis import empty_store, write_store  # noqa: F401  (the fixture a
 from arith.ask import main as ask_main
 from arith.config import ConfigError, ExperimentConfig
 from arith.data.datasets import test_examples
-from arith.model.gpt import ModelFolderError, load_model
-from arith.training import digit_errors
+from arith.model.gpt import ModelFolderError
+from arith.tracking import digit_errors
+from arith.tracking.models import load_model
 from arith.training.evaluate import evaluate
 from arith.training.train import train
 from arith.validation import validate

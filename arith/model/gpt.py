@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import tempfile
 import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -24,10 +23,9 @@ from transformers import DynamicCache, GPT2Config, GPT2LMHeadModel
 
 from arith.config import INITS, MODEL_PRESETS, DataConfig, ModelConfig
 from arith.data.tasks import get_task
+from arith.model.attention import ATTENTION
 from arith.model.positions import ModelShape, PositionScheme, PositionState, digit_token_ids
 from arith.model.schemes import scheme_class
-from arith.tracking import store
-from arith.training.hardware import ATTENTION
 
 #: file beside the HF weights that records the position scheme (and its learned tables)
 SCHEME_CONFIG = "position_scheme.json"
@@ -292,47 +290,15 @@ class ModelFolderError(ValueError):
     """A path or URI that does not hold a model written by `ArithModel.save`; the message says why."""
 
 
-@contextmanager
-def model_folder(path: str | Path, tracking_uri: str = "") -> Iterator[Path]:
-    """The local folder of a saved model: `path` itself, or a temporary download of an MLflow artifact
-    URI (`runs:/<run id>/model`, `mlflow-artifacts:/...`, `file:///...`; `tracking_uri` is the store a
-    `runs:/` URI is read from), removed on exit. mlflow is imported only for a URI."""
-    if Path(path).is_dir():
-        yield Path(path)
-        return
-    if not store.is_artifact_uri(path):
-        raise ModelFolderError(f"no model at {path}: neither a folder nor an MLflow artifact URI")
-    with tempfile.TemporaryDirectory(prefix="arith-model-") as tmp:
-        try:
-            yield store.download_artifacts(str(path), tmp, tracking_uri)
-        except store.StoreError as err:
-            raise ModelFolderError(str(err)) from err
-
-
-def load_model(
-    path: str | Path, device: str | torch.device | None = None, *, tracking_uri: str = ""
-) -> ArithModel:
-    """Reload a model written by `ArithModel.save` (weights, scheme and scheme tables) exactly, from a
-    local folder or any MLflow artifact URI of one (`runs:/<run id>/model`: a trial's final model)."""
-    with model_folder(path, tracking_uri) as folder:
-        return _load_folder(folder, device)
-
-
-@contextmanager
-def quiet_progress() -> Iterator[None]:
-    """transformers' per-shard progress bars off (one bar per saved or loaded tiny model is noise)."""
-    from transformers.utils import logging as hf_logging
-
-    was_on = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if was_on:
-            hf_logging.enable_progress_bar()
-
-
-def _load_folder(path: Path, device: str | torch.device | None) -> ArithModel:
+def load_model(folder: str | Path, device: str | torch.device | None = None) -> ArithModel:
+    """Reload a model written by `ArithModel.save` (weights, scheme and scheme tables) exactly, from its
+    local folder. A run's model in MLflow (`runs:/<run id>/model`) is `arith.tracking.models.load_model`'s:
+    the model knows no store."""
+    path = Path(folder)
+    if not path.is_dir():
+        raise ModelFolderError(
+            f"no model at {folder}: not a folder (an MLflow URI loads with arith.tracking.models.load_model)"
+        )
     if not (path / SCHEME_CONFIG).exists():
         raise ModelFolderError(
             f"{path} is not a model written by ArithModel.save: it has no {SCHEME_CONFIG} (the position "
@@ -349,6 +315,20 @@ def _load_folder(path: Path, device: str | torch.device | None) -> ArithModel:
         scheme.load_state_dict(torch.load(path / SCHEME_WEIGHTS, map_location="cpu", weights_only=True))
     model = ArithModel(lm, scheme, cfg)
     return model.to(device) if device is not None else model
+
+
+@contextmanager
+def quiet_progress() -> Iterator[None]:
+    """transformers' per-shard progress bars off (one bar per saved or loaded tiny model is noise)."""
+    from transformers.utils import logging as hf_logging
+
+    was_on = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_on:
+            hf_logging.enable_progress_bar()
 
 
 def _load_pretrained(name: str, **overrides) -> GPT2LMHeadModel:

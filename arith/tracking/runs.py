@@ -32,8 +32,7 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from arith.config import ExperimentConfig
-from arith.tracking import store
-from arith.training import digit_errors
+from arith.tracking import digit_errors, store
 
 #: MLflow's per-call limits for log_batch
 _MAX_METRICS_PER_BATCH = 1000
