@@ -172,10 +172,11 @@ def test_store_outage_keeps_metrics_and_unsent_ones_are_sent_later(tmp_path, mon
 
     from stores import mlflow_server
 
+    import arith.tracking.outbox as outbox
     import arith.tracking.runs as tracking
 
-    monkeypatch.setattr(tracking, "PATIENCE_S", 3.0)
-    monkeypatch.setattr(tracking, "FLUSH_EVERY", 5)
+    monkeypatch.setattr(outbox, "PATIENCE_S", 3.0)
+    monkeypatch.setattr(outbox, "FLUSH_EVERY", 5)
     with mlflow_server(f"sqlite:///{tmp_path / 'server.db'}", tmp_path) as server:
         cfg = ExperimentConfig().with_overrides(
             {"tracking.tracking_uri": server.uri, "tracking.experiment": "outage"}
@@ -199,7 +200,7 @@ def test_store_outage_keeps_metrics_and_unsent_ones_are_sent_later(tmp_path, mon
         for _ in range(2):  # sending twice is harmless
             if folder.exists():
                 sent = subprocess.run(
-                    [sys.executable, "-m", "arith.tracking.runs", "send", str(folder)],
+                    [sys.executable, "-m", "arith.tracking", "send", str(folder)],
                     capture_output=True,
                     text=True,
                     timeout=120,

@@ -1,5 +1,5 @@
-"""`python -m arith.tracking send FOLDER`: the tracking utilities (arith.tracking.runs)."""
+"""`python -m arith.tracking send FOLDER`: the tracking utilities (arith.tracking.outbox)."""
 
-from arith.tracking.runs import main
+from arith.tracking.outbox import main
 
 raise SystemExit(main())

@@ -5,27 +5,22 @@ cross-log). A resumed trial re-opens the run id saved in its checkpoint and logs
 has: the (key, step) pairs and evaluation epochs already in the store are skipped, so a step logged by
 an attempt that died after its last checkpoint is not logged twice.
 
-Metrics are buffered and sent with `log_batch`. A send that fails because the store is down keeps the
-buffer, warns once and tries again after a growing pause; values past `MAX_BUFFERED` go to a file in
-the trial's folder. What is still unsent rides in every checkpoint (`unsent()`), so a trial killed while
-the store is down loses nothing. At the end a trial that still cannot reach the store writes everything
-unsent to `unsent-<run id>/` and fails with the command that sends it later:
-
-    python -m arith.tracking send FOLDER [--tracking-uri URI]
+What the run is sent goes through its `arith.tracking.outbox.Outbox`: batched, kept while the store is
+down, riding in every checkpoint (`unsent()`), and at the end of a trial that still cannot reach the
+store saved in `unsent-<run id>/`; the trial then fails with the command that sends it later
+(`python -m arith.tracking send FOLDER`).
 
 mlflow is imported lazily: a machine without it can still train with `tracking.enabled=False`.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -33,27 +28,16 @@ import pandas as pd
 
 from arith.config import ExperimentConfig
 from arith.tracking import digit_errors, store
+from arith.tracking.outbox import Outbox, patiently
 
-#: MLflow's per-call limits for log_batch
-_MAX_METRICS_PER_BATCH = 1000
+#: MLflow's per-call limit of params for log_batch
 _MAX_PARAMS_PER_BATCH = 100
-#: buffered metric values are sent once this many are waiting (and before every checkpoint, and at the end)
-FLUSH_EVERY = 500
-#: at most this many values wait in memory while the store is down; older ones go to the trial's folder
-MAX_BUFFERED = 200_000
-#: pauses between tries while the store is down: first, doubling up to the last
-RETRY_FIRST_S, RETRY_MAX_S = 5.0, 300.0
-#: how long the start and the end of a trial wait for a store that is down before giving up
-PATIENCE_S = float(os.environ.get("POSDESC_TRACKING_PATIENCE_S", "120"))
-UNSENT_RUN, UNSENT_METRICS = "run.json", "metrics.jsonl"
 #: the kept wrong answers of the latest evaluation: the canonical CSV and the table the MLflow UI shows
 ERRORS_CSV, ERRORS_TABLE = "eval/errors.csv", "eval/errors.json"
 #: the trained model's artifact folder (tracking.log_model) and the trial config saved in it
 MODEL_ARTIFACT, EXPERIMENT_CONFIG = "model", "experiment_config.json"
 
 T = TypeVar("T")
-#: one metric value as buffered, checkpointed and saved: (key, value, timestamp ms, step)
-Value = tuple[str, float, int, int]
 
 
 class TrackingUnavailableError(RuntimeError):
@@ -109,21 +93,15 @@ class MlflowTracker(NullTracker):
         self.cfg = cfg
         self.uri = cfg.tracking.resolved_uri()
         self.folder = Path(folder or Path.cwd())
-        self._buffer: list[Value] = []
-        self._tags: dict[str, str] = {}
-        self._texts: dict[str, str] = {}  # artifact file -> text, waiting to be uploaded
-        self._files: list[
-            tuple[str, str]
-        ] = []  # (local file or folder, artifact dir), waiting to be uploaded
         self._logged: set[tuple[str, int]] = set()  # (key, step) the run had when it was re-opened
         self._cells_history: list[pd.DataFrame] = []
         self._failures_history: list[dict] = []
-        self._retry_at, self._pause, self._down_since = 0.0, RETRY_FIRST_S, None
         self._staging = Path(tempfile.mkdtemp(prefix="arith-figures-"))
         self.client = self._patiently(lambda: store.open_client(self.uri), "open the store")
         if run_id:
             self.run_id = run_id
             self._patiently(self._reopen, "re-open the run")
+            self.outbox = Outbox(self.client, self.run_id, self.uri, self.folder)
             self._restore_unsent(unsent or {})
             self.set_tags(dict(cfg.tracking.tags))  # placement tags follow the trial to its new node
             return
@@ -133,6 +111,7 @@ class MlflowTracker(NullTracker):
         experiment_id = store.experiment_id(self.client, cfg.tracking.experiment, self.uri)
         run = self.client.create_run(experiment_id, tags=tags, run_name=cfg.tracking.run_name or None)
         self.run_id = run.info.run_id
+        self.outbox = Outbox(self.client, self.run_id, self.uri, self.folder)
         self._log_params(cfg.flat())
         self.log_text(cfg.to_json(), "config.json")
 
@@ -168,34 +147,32 @@ class MlflowTracker(NullTracker):
 
     def _restore_unsent(self, unsent: dict[str, Any]) -> None:
         """What the checkpoint held unsent: metrics the run lacks, and artifacts newer than the run's."""
-        self._buffer = [tuple(v) for v in unsent.get("metrics", []) if (v[0], v[3]) not in self._logged]
+        box = self.outbox
+        box.metrics = [tuple(v) for v in unsent.get("metrics", []) if (v[0], v[3]) not in self._logged]
         for name, text in unsent.get("texts", {}).items():
-            self._texts[name] = text
+            box.texts[name] = text
             self._set_history(name, text)
-        self._tags.update(unsent.get("tags", {}))
+        box.tags.update(unsent.get("tags", {}))
 
     # --- logging -----------------------------------------------------------------------------------------
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
         now = int(time.time() * 1000)
         step = int(step)
-        self._buffer.extend(
-            (key, float(value), now, step)
-            for key, value in metrics.items()
-            if (key, step) not in self._logged
+        self.outbox.add_metrics(
+            [
+                (key, float(value), now, step)
+                for key, value in metrics.items()
+                if (key, step) not in self._logged
+            ]
         )
-        if len(self._buffer) > MAX_BUFFERED:
-            self._spill(self._buffer[: len(self._buffer) - MAX_BUFFERED // 2])
-            del self._buffer[: len(self._buffer) - MAX_BUFFERED // 2]
-        if len(self._buffer) >= FLUSH_EVERY:
-            self.flush()
 
     def set_tags(self, tags: dict[str, str]) -> None:
-        self._tags.update({k: str(v) for k, v in tags.items()})
+        self.outbox.tags.update({k: str(v) for k, v in tags.items()})
         self.flush()
 
     def log_text(self, text: str, artifact_file: str) -> None:
-        self._texts[artifact_file] = text
+        self.outbox.texts[artifact_file] = text
         self.flush()
 
     def log_evaluation(self, cells: pd.DataFrame, failures: pd.DataFrame | list[dict], epoch: int) -> None:
@@ -207,10 +184,10 @@ class MlflowTracker(NullTracker):
         cells.insert(0, "epoch", epoch)
         self._cells_history.append(cells)
         history = pd.concat(self._cells_history, ignore_index=True)
-        self._texts["eval/cells.csv"] = history.to_csv(index=False)
+        self.outbox.texts["eval/cells.csv"] = history.to_csv(index=False)
         rows = failures.to_dict("records") if isinstance(failures, pd.DataFrame) else list(failures)
         self._failures_history.extend({"epoch": epoch, **row} for row in rows)
-        self._texts["eval/failures.jsonl"] = "".join(
+        self.outbox.texts["eval/failures.jsonl"] = "".join(
             json.dumps(row, default=str) + "\n" for row in self._failures_history
         )
         import matplotlib.pyplot as plt
@@ -221,7 +198,7 @@ class MlflowTracker(NullTracker):
             path = self._staging / f"heatmap_{context}_epoch{epoch}.png"
             figure.savefig(path)
             plt.close(figure)
-            self._files.append((str(path), "eval"))
+            self.outbox.files.append((str(path), "eval"))
         self.flush()
 
     def log_errors(self, errors: pd.DataFrame, epoch: int) -> None:
@@ -233,9 +210,9 @@ class MlflowTracker(NullTracker):
 
         errors = errors.copy()
         errors.insert(0, "epoch", epoch)
-        self._texts[ERRORS_CSV] = errors.to_csv(index=False)
-        self._tags.update(_table_tag(ERRORS_TABLE))
-        self._texts[ERRORS_TABLE] = _table_json(errors)
+        self.outbox.texts[ERRORS_CSV] = errors.to_csv(index=False)
+        self.outbox.tags.update(_table_tag(ERRORS_TABLE))
+        self.outbox.texts[ERRORS_TABLE] = _table_json(errors)
         rows = digit_errors.digit_rows(errors, self.cfg.data.task, self.cfg.data.format)
         title = f"{self.cfg.data.task} {self.cfg.data.format}: where wrong answers err, epoch {epoch}"
         figure = digit_errors.figure(rows, title)
@@ -243,102 +220,29 @@ class MlflowTracker(NullTracker):
             path = self._staging / f"digit_errors_epoch{epoch}.png"
             figure.savefig(path, dpi=100)
             plt.close(figure)
-            self._files.append((str(path), "eval"))
+            self.outbox.files.append((str(path), "eval"))
         self.flush()
 
     def log_artifacts(self, folder: str | Path, artifact_path: str) -> None:
         copy = self._staging / "folders" / artifact_path
         shutil.rmtree(copy, ignore_errors=True)
         shutil.copytree(folder, copy)
-        self._files.append((str(copy), artifact_path))
+        self.outbox.files.append((str(copy), artifact_path))
         self.flush()
 
     # --- sending -----------------------------------------------------------------------------------------
 
     def flush(self) -> bool:
-        """Send everything waiting. While the store is down this keeps it, tries again only after a pause
-        (5 s doubling to 5 min) and returns False; it raises only for an error retrying cannot fix."""
-        if not self._waiting() or time.monotonic() < self._retry_at:
-            return not self._waiting()
-        try:
-            self._send()
-        except Exception as err:
-            if not store.is_unreachable(err):
-                raise
-            if self._down_since is None:
-                self._down_since = time.monotonic()
-                print(
-                    f"warning: MLflow store {store.display(self.uri)} unreachable ({type(err).__name__}: "
-                    f"{str(err).splitlines()[0][:200]}); training goes on, {len(self._buffer)} metric "
-                    "values kept and retried with back-off",
-                    file=sys.stderr,
-                    flush=True,
-                )
-            self._retry_at = time.monotonic() + self._pause
-            self._pause = min(RETRY_MAX_S, self._pause * 2)
-            return False
-        if self._down_since is not None:
-            print(
-                f"MLflow store {store.display(self.uri)} reachable again after "
-                f"{time.monotonic() - self._down_since:.0f} s; everything kept was sent",
-                file=sys.stderr,
-                flush=True,
-            )
-        self._retry_at, self._pause, self._down_since = 0.0, RETRY_FIRST_S, None
-        return True
-
-    def _waiting(self) -> bool:
-        return bool(self._buffer or self._tags or self._texts or self._files or self._spilled().exists())
-
-    def _send(self) -> None:
-        """Send in order, dropping each part only once the store has it (a failure mid-way resends none
-        of what arrived)."""
-        from mlflow.entities import RunTag
-
-        spilled = self._spilled()
-        if spilled.exists():
-            _send_metrics(self.client, self.run_id, _read_values(spilled))
-            spilled.unlink()
-        while self._buffer:
-            _send_metrics(self.client, self.run_id, self._buffer[:_MAX_METRICS_PER_BATCH])
-            del self._buffer[:_MAX_METRICS_PER_BATCH]
-        if self._tags:
-            self.client.log_batch(self.run_id, tags=[RunTag(k, v) for k, v in self._tags.items()])
-            self._tags.clear()
-        for name in list(self._texts):
-            self.client.log_text(self.run_id, self._texts[name], name)
-            del self._texts[name]
-        while self._files:
-            _log_file(self.client, self.run_id, *self._files[0])
-            self._files.pop(0)
-
-    def _spilled(self) -> Path:
-        return self.folder / f"unsent-{self.run_id or 'new'}" / UNSENT_METRICS
-
-    def _spill(self, values: list[Value]) -> None:
-        path = self._spilled()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a") as out:
-            out.writelines(json.dumps(v) + "\n" for v in values)
+        """Send everything waiting (`Outbox.flush`): False while the store is down, which keeps it."""
+        return self.outbox.flush()
 
     def unsent(self) -> dict[str, Any]:
         """What the store does not have yet, for the checkpoint (the trainer flushes first)."""
-        return {"metrics": list(self._buffer), "texts": dict(self._texts), "tags": dict(self._tags)}
+        return self.outbox.unsent()
 
     def _patiently(self, action: Callable[[], T], what: str) -> T:
-        """Run `action`, retrying with back-off for PATIENCE_S while the store is unreachable."""
-        deadline, pause = time.monotonic() + PATIENCE_S, 1.0
-        while True:
-            try:
-                return action()
-            except Exception as err:
-                if not store.is_unreachable(err) or time.monotonic() + pause > deadline:
-                    raise
-                if pause == 1.0:  # warn once
-                    message = f"cannot {what} at {store.display(self.uri)} ({err})"
-                    print(f"warning: {message}; retrying for up to {PATIENCE_S:.0f} s", file=sys.stderr)
-                time.sleep(pause)
-                pause = min(30.0, pause * 2)
+        """Run `action`, retrying for `arith.tracking.outbox.PATIENCE_S` while the store is unreachable."""
+        return patiently(action, what, self.uri)
 
     def finish(self, status: str = "FINISHED") -> None:
         """Send what is waiting and end the run (FINISHED, FAILED or KILLED), waiting up to PATIENCE_S for
@@ -346,7 +250,7 @@ class MlflowTracker(NullTracker):
         trial then fails with the command that sends it, a failing one keeps its own error."""
 
         def send_and_end() -> None:
-            self._retry_at = 0.0
+            self.outbox.retry_now()
             if not self.flush():
                 raise ConnectionError(f"MLflow store {store.display(self.uri)} unreachable")
             self.client.set_terminated(self.run_id, status=status)
@@ -376,32 +280,8 @@ class MlflowTracker(NullTracker):
         print(f"warning: {message}", file=sys.stderr)
 
     def save_unsent(self, status: str) -> Path:
-        """Write everything unsent into `unsent-<run id>/` in the trial's folder, for `send`."""
-        folder = self._spilled().parent
-        self._spill(self._buffer)
-        self._buffer.clear()
-        figures = folder / "figures"
-        figures.mkdir(parents=True, exist_ok=True)
-        files = []
-        for path, directory in self._files:
-            target = figures / Path(path).name
-            if Path(path).is_dir():
-                shutil.copytree(path, target, dirs_exist_ok=True)
-            else:
-                target.write_bytes(Path(path).read_bytes())
-            files.append([str(target), directory])
-        header = {"tracking_uri": self.uri, "run_id": self.run_id, "status": status, "tags": self._tags}
-        header |= {"texts": self._texts, "files": files}
-        (folder / UNSENT_RUN).write_text(json.dumps(header, indent=1))
-        return folder
-
-
-def _log_file(client, run_id: str, path: str, directory: str) -> None:
-    """A file into the run's folder `directory`, or a folder's files as `directory` itself."""
-    if Path(path).is_dir():
-        client.log_artifacts(run_id, path, directory)
-    else:
-        client.log_artifact(run_id, path, directory)
+        """Write everything unsent into `unsent-<run id>/` in the trial's folder (`Outbox.save`)."""
+        return self.outbox.save(status)
 
 
 def _table_json(frame: pd.DataFrame) -> str:
@@ -414,46 +294,6 @@ def _table_json(frame: pd.DataFrame) -> str:
 def _table_tag(artifact_file: str) -> dict[str, str]:
     """The tag by which the MLflow UI lists a run's tables (`log_table` sets the same)."""
     return {"mlflow.loggedArtifacts": json.dumps([{"path": artifact_file, "type": "table"}])}
-
-
-def _send_metrics(client, run_id: str, values: list[Value]) -> None:
-    from mlflow.entities import Metric
-
-    for i in range(0, len(values), _MAX_METRICS_PER_BATCH):
-        chunk = values[i : i + _MAX_METRICS_PER_BATCH]
-        client.log_batch(run_id, metrics=[Metric(k, v, ts, step) for k, v, ts, step in chunk])
-
-
-def _read_values(path: Path) -> list[Value]:
-    return [tuple(json.loads(line)) for line in path.read_text().splitlines() if line]
-
-
-def send_unsent(folder: str | Path, tracking_uri: str | None = None) -> int:
-    """Send a trial's saved unsent metrics, artifacts and end status (skipping any (key, step) the run
-    already has, so sending twice is harmless); returns how many metric values were sent."""
-    folder = Path(folder)
-    header = json.loads((folder / UNSENT_RUN).read_text())
-    uri = tracking_uri or header["tracking_uri"]
-    client = store.open_client(uri)
-    run_id = header["run_id"]
-    have = set()
-    for key in client.get_run(run_id).data.metrics:
-        have |= {(key, m.step) for m in client.get_metric_history(run_id, key)}
-    metrics_file = folder / UNSENT_METRICS
-    values = _read_values(metrics_file) if metrics_file.exists() else []
-    values = [v for v in values if (v[0], v[3]) not in have]
-    _send_metrics(client, run_id, values)
-    from mlflow.entities import RunTag
-
-    if header["tags"]:
-        client.log_batch(run_id, tags=[RunTag(k, v) for k, v in header["tags"].items()])
-    for name, text in header["texts"].items():
-        client.log_text(run_id, text, name)
-    for path, directory in header["files"]:
-        _log_file(client, run_id, path, directory)
-    client.set_terminated(run_id, status=header["status"])
-    folder.rename(folder.with_name(folder.name + ".sent"))
-    return len(values)
 
 
 def start_tracker(
@@ -498,19 +338,3 @@ def param_value(value: Any) -> str:
     if isinstance(value, (list, dict)):
         return json.dumps(value, sort_keys=True)
     return str(value)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m arith.tracking", description="Tracking utilities.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    send = commands.add_parser("send", help="send a trial's unsent metrics (an unsent-<run id> folder)")
-    send.add_argument("folder")
-    send.add_argument("--tracking-uri", help="the store to send to (default: the one the trial used)")
-    args = parser.parse_args(argv)
-    n = send_unsent(args.folder, args.tracking_uri)
-    print(f"sent {n} metric values and the run's end to {args.tracking_uri or 'its store'}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
