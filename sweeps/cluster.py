@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sweeps.errors import SweepError
-from sweeps.scales import get_scale
+from sweeps.scales import Scale
 
 
 def start_ray(address: str | None, temp_dir: str | None, log_to_driver: bool = True) -> bool:
@@ -70,19 +70,19 @@ def wait_for_gpus(needed: float, minutes: float, poll_s: float = 1.0, say_every_
     return gpus
 
 
-def check_cluster(scale_name: str, res: dict[str, float], gpu_wait_min: float) -> None:
+def check_cluster(scale: Scale, res: dict[str, float], gpu_wait_min: float) -> None:
     """Stop before starting anything when the cluster cannot run a single trial of this sweep."""
     import ray
 
     total = ray.cluster_resources()
-    needs_gpu = get_scale(scale_name).needs_gpu or res["gpu"] > 0
+    needs_gpu = scale.needs_gpu or res["gpu"] > 0
     if needs_gpu and total.get("GPU", 0.0) < max(res["gpu"], 1e-9) and gpu_wait_min > 0:
         wait_for_gpus(max(res["gpu"], 1.0), gpu_wait_min)
         total = ray.cluster_resources()  # the GPU workers bring their CPUs (the head offers none)
     gpus, cpus = total.get("GPU", 0.0), total.get("CPU", 0.0)
-    if get_scale(scale_name).needs_gpu and gpus == 0:
+    if scale.needs_gpu and gpus == 0:
         raise SweepError(
-            f"--scale {scale_name} trains the paper's GPT2-small for hundreds of epochs and needs GPUs, but "
+            f"--scale {scale.name} trains the paper's GPT2-small for hundreds of epochs and needs GPUs, but "
             "this Ray cluster has none"
             + (f" (none joined within {gpu_wait_min:g} min)" if gpu_wait_min > 0 else "")
             + ". Run the CPU miniature instead: --scale cpu (or --address a GPU cluster)."

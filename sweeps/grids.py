@@ -20,7 +20,17 @@ from typing import Any
 from arith.config import ConfigError, ExperimentConfig
 from sweeps.scales import Scale
 from sweeps.setups import ADD_LENGTH_SETUP, MUL_SETUP, RANDEMBED_TRAINING, REVERSE_SETUP
-from sweeps.space import Grid, Point, Variant, parse_seeds, resolve, scale_note, select, variant
+from sweeps.space import (
+    Grid,
+    Point,
+    SweepLink,
+    Variant,
+    parse_seeds,
+    resolve,
+    scale_note,
+    select,
+    variant,
+)
 from sweeps.tuning import CPU_TUNE_GRIDS
 
 __all__ = [
@@ -31,6 +41,7 @@ __all__ = [
     "REVERSE_SETUP",
     "Grid",
     "Point",
+    "SweepLink",
     "Variant",
     "get_grid",
     "parse_seeds",
@@ -249,10 +260,13 @@ def points(
     seeds: int | Iterable[int] = 1,
     overrides: Mapping[str, Any] | None = None,
     only: Mapping[str, str] | None = None,
+    link: SweepLink | None = None,
 ) -> list[ExperimentConfig]:
     """Every trial of `grid` (a name or a Grid) at `scale`: one validated config per point and seed,
-    tagged for MLflow; `only` keeps the points with those values before `overrides` (`space.resolve`)."""
-    return resolve(get_grid(grid) if isinstance(grid, str) else grid, scale, seeds, overrides, only)
+    tagged for MLflow; `only` keeps the points with those values before `overrides`; `link` nests them
+    under their sweep's parent run (`space.resolve`)."""
+    grid = get_grid(grid) if isinstance(grid, str) else grid
+    return resolve(grid, scale, seeds, overrides, only, link)
 
 
 # The cpu preset's tuning grids (`sweeps.tuning`), registered here so that the catalogue keeps its order.

@@ -41,9 +41,9 @@ from arith.tracking.archive import FORMAT, VERSION
 from arith.tracking.recorder import RunRecorder, new_run_id, now_ms, run_record
 from arith.training.train import train
 from sweeps.errors import SweepError
-from sweeps.grids import get_grid, parse_seeds, points
-from sweeps.scales import get_scale
-from sweeps.storage import PRESEARCH_TAG, git_commit, sweep_name, sweep_tags
+from sweeps.grids import Grid, SweepLink, get_grid, parse_seeds, points
+from sweeps.scales import Scale, get_scale
+from sweeps.storage import git_commit, sweep_link, sweep_name, sweep_tags
 
 #: pre-searches draw their seeds from here up, so the judged seeds (0 up) never chose their own budget
 PRESEARCH_FIRST_SEED = 100
@@ -65,12 +65,17 @@ class SweepPart:
     #: a name for the archive file (default: the grid)
     label: str = ""
 
-    def configs(self) -> list[ExperimentConfig]:
+    def resolved(self) -> tuple[Grid, Scale]:
+        """The grid and scale the part names (a plan and a command line name them; the code takes them)."""
+        return get_grid(self.grid), get_scale(self.scale)
+
+    def configs(self, link: SweepLink | None = None) -> list[ExperimentConfig]:
         """The part's trials, resolved and validated as sweeps/run.py resolves them: `only` picks the
         grid's points by their values before `sets` apply, so a pre-search can move a picked point (its
-        digits, its model) without the `--only` value ceasing to match."""
+        digits, its model) without the `--only` value ceasing to match. `link`: their sweep's parent."""
         overrides = {**self.sets, "train.num_threads": 1}
-        return points(get_grid(self.grid), get_scale(self.scale), self.seeds, overrides, self.only)
+        grid, scale = self.resolved()
+        return points(grid, scale, self.seeds, overrides, self.only, link)
 
     @property
     def name(self) -> str:
@@ -158,21 +163,15 @@ def run_parts(
     commit = commit or git_commit()
     parents, trials = [], []
     for index, part in enumerate(parts):
-        configs = part.configs()
+        grid, scale = part.resolved()
+        parent_run_id = new_run_id()  # the executor names its runs: each trial is built nested under it
+        configs = part.configs(sweep_link(grid, scale, parent_run_id, commit, part.presearch_seeds))
         _check_presearch(part, configs)
-        tags = sweep_tags(part.grid, part.scale, len(configs), commit, part.presearch_seeds)
+        tags = sweep_tags(grid, scale, len(configs), commit, part.presearch_seeds)
         tags |= {"executor": "sweeps.offline", "machine": device, "precision": precision}
         tags["command"] = part.command()
-        parent = run_record(new_run_id(), sweep_name(part.grid, part.scale), None, {}, tags)
-        parents.append(parent)
-        for cfg in configs:
-            trial_tags = {**cfg.tracking.tags, "git_commit": commit}
-            if PRESEARCH_TAG in tags:
-                trial_tags[PRESEARCH_TAG] = tags[PRESEARCH_TAG]
-            cfg = cfg.with_overrides(
-                {"tracking.parent_run_id": parent["run_id"], "tracking.tags": trial_tags}
-            )
-            trials.append(Trial(index, cfg, work))
+        parents.append(run_record(parent_run_id, sweep_name(grid.name, scale.name), None, {}, tags))
+        trials += [Trial(index, cfg, work) for cfg in configs]
     print(f"{len(trials)} trials in {len(parts)} sweep(s), {procs} at a time on {device} ({precision})")
     waiting, running = list(trials), []
     try:

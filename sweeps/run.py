@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +32,18 @@ from arith.tracking import store
 from arith.tracking.store import absolute_uri
 from sweeps.cluster import check_cluster, start_ray
 from sweeps.errors import SweepError
-from sweeps.grids import GRIDS, get_grid, parse_seeds, points, scale_note
+from sweeps.grids import GRIDS, Grid, SweepLink, get_grid, parse_seeds, points, scale_note
 from sweeps.packing import check_packing, default_gpus_per_trial
-from sweeps.scales import SCALES, get_scale
-from sweeps.storage import SweepStorage, check_tracking, new_sweep, resume_tracking_uri, trial_outcomes
-from sweeps.tuner import errored_trials, final_report, fit, trial_key
+from sweeps.scales import SCALES, Scale, get_scale
+from sweeps.storage import (
+    SweepStorage,
+    check_tracking,
+    open_sweep,
+    resume_tracking_uri,
+    sweep_state,
+    trial_outcomes,
+)
+from sweeps.tuner import TuneSettings, errored_trials, final_report, fit, trial_key
 
 # ---------------------------------------------------------------------------------------------------------
 # Command line
@@ -161,19 +169,39 @@ def list_grids() -> str:
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class SweepOptions:
+    """The command line's values, read from argv by `main` alone: the functions below take these, so that
+    a sweep can be started (and tested) without an argparse Namespace."""
+
+    seeds: int | tuple[int, ...] = 1
+    sets: tuple[str, ...] = ()
+    only: tuple[str, ...] = ()
+    address: str | None = None
+    gpus_per_trial: float | None = None
+    cpus_per_trial: float = 1.0
+    tracking_uri: str | None = None
+    storage_path: str = "ray_results"
+    gpu_wait_min: float = 20.0
+    ray_temp_dir: str | None = None
+    resume: bool = False
+    dry_run: bool = False
+    tune: TuneSettings = field(default_factory=TuneSettings)
+
+
 #: flags whose value a resumed sweep takes from the interrupted one (flag, attribute, default)
 RESUME_IGNORES = (
-    ("--set", "sets", []),
+    ("--set", "sets", ()),
     ("--seeds", "seeds", 1),
-    ("--only", "only", []),
+    ("--only", "only", ()),
     ("--gpus-per-trial", "gpus_per_trial", None),
     ("--cpus-per-trial", "cpus_per_trial", 1.0),
 )
 
 
-def ignored_on_resume(args: argparse.Namespace) -> list[str]:
+def ignored_on_resume(options: SweepOptions) -> list[str]:
     """The flags given with --resume that it does not use (the interrupted sweep's values hold)."""
-    return [flag for flag, attr, default in RESUME_IGNORES if getattr(args, attr) != default]
+    return [flag for flag, attr, default in RESUME_IGNORES if getattr(options, attr) != default]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -191,28 +219,31 @@ def absolute_paths(overrides: dict[str, str]) -> dict[str, str]:
     return out
 
 
-def build_configs(args: argparse.Namespace, tracking_uri: str) -> dict[str, dict[str, Any]]:
-    """trial key -> config dict, every one validated; fails at once on a bad grid, scale or key."""
-    overrides = absolute_paths(parse_set(args.sets))
+def build_configs(
+    grid: Grid, scale: Scale, options: SweepOptions, tracking_uri: str, link: SweepLink | None = None
+) -> dict[str, dict[str, Any]]:
+    """trial key -> config dict, every one validated; fails at once on a bad point or key. With `link`
+    (once the parent run is open) each config is written nested under the sweep, as it is kept."""
+    overrides = absolute_paths(parse_set(list(options.sets)))
     overrides["tracking.tracking_uri"] = tracking_uri
-    configs = points(get_grid(args.grid), get_scale(args.scale), args.seeds, overrides, parse_set(args.only))
+    configs = points(grid, scale, options.seeds, overrides, parse_set(list(options.only)), link)
     return {trial_key(c.tracking.tags["point"], c.train.seed): c.to_dict() for c in configs}
 
 
-def resources(args: argparse.Namespace) -> dict[str, float]:
-    gpus = args.gpus_per_trial
-    scale = get_scale(args.scale)
+def resources(scale: Scale, gpus_per_trial: float | None, cpus_per_trial: float) -> dict[str, float]:
+    """A trial's Ray resources: the flags', else what the scale or the measured GPU packing says."""
+    gpus = gpus_per_trial
     if gpus is None and scale.trials_per_gpu:  # a scale of small trials says how many share a GPU
         gpus = 1.0 / scale.trials_per_gpu
     if gpus is None:  # GPU scales: the packing measured by scripts/gpu_bench.sh, else one trial a GPU
         gpus = default_gpus_per_trial() if scale.needs_gpu else 0.0
-    if args.cpus_per_trial <= 0 or gpus < 0:
+    if cpus_per_trial <= 0 or gpus < 0:
         raise SweepError("--cpus-per-trial must be > 0 and --gpus-per-trial >= 0")
     try:
         check_packing(gpus)  # several trials a GPU: only as many as the measured memory allows
     except ValueError as err:
         raise SweepError(str(err)) from err
-    return {"cpu": args.cpus_per_trial, "gpu": gpus}
+    return {"cpu": cpus_per_trial, "gpu": gpus}
 
 
 HEADLINE_KEYS = (
@@ -272,50 +303,54 @@ def check_pretrained(configs: dict[str, dict[str, Any]]) -> None:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def run(args: argparse.Namespace) -> int:
+def run(grid: Grid, scale: Scale, options: SweepOptions) -> int:
     """The sweep; returns the exit status (0 all trials done, 1 some failed, 130 interrupted)."""
-    storage = SweepStorage(args.storage_path)
-    set_uri = parse_set(args.sets).get("tracking.tracking_uri")
-    tracking_uri = absolute_uri(args.tracking_uri or set_uri or ExperimentConfig().tracking.resolved_uri())
-    res = resources(args)
-    grid = get_grid(args.grid)  # an unknown grid or scale fails here, before anything starts
-    scale = get_scale(args.scale)
+    storage = SweepStorage(options.storage_path)
+    set_uri = parse_set(list(options.sets)).get("tracking.tracking_uri")
+    tracking_uri = absolute_uri(options.tracking_uri or set_uri or ExperimentConfig().tracking.resolved_uri())
+    res = resources(scale, options.gpus_per_trial, options.cpus_per_trial)
     note = scale_note(grid, scale)
     if note:
         print(note, file=sys.stderr)
 
-    if args.resume:
-        sweep_name = storage.latest(args.grid, scale.name)
+    if options.resume:
+        sweep_name = storage.latest(grid.name, scale.name)
         state = storage.state(sweep_name)
         configs, res = state["configs"], state["resources"]
-        tracking_uri = resume_tracking_uri(args, state, configs)
+        tracking_uri = resume_tracking_uri(options.tracking_uri, state, configs)
         if tracking_uri != state["tracking_uri"]:
             storage.save(sweep_name, {**state, "tracking_uri": tracking_uri, "configs": configs})
-        ignored = ignored_on_resume(args)
+        ignored = ignored_on_resume(options)
         if ignored:
             print(f"--resume ignores {', '.join(ignored)}: taken from the interrupted sweep", file=sys.stderr)
     else:
-        configs = build_configs(args, tracking_uri)
-    if args.dry_run:
+        configs = build_configs(grid, scale, options, tracking_uri)  # validated before anything starts
+    if options.dry_run:
         print(trial_table(configs, res).to_string(index=False))
         print(f"\n{len(configs)} trials; tracking {tracking_uri}; results under {storage.location}")
         return 0
 
     check_tracking(tracking_uri)
     check_pretrained(configs)
-    started_ray = start_ray(args.address, args.ray_temp_dir, log_to_driver=args.verbose)
+    started_ray = start_ray(options.address, options.ray_temp_dir, log_to_driver=options.tune.verbose)
     parent_run_id = ""
     try:
-        check_cluster(scale.name, res, 0.0 if started_ray else args.gpu_wait_min)
-        if args.resume:
+        check_cluster(scale, res, 0.0 if started_ray else options.gpu_wait_min)
+        if options.resume:
             parent_run_id = state["parent_run_id"]
             store.set_run_status(tracking_uri, parent_run_id, "RUNNING")
         else:
-            sweep_name, parent_run_id = new_sweep(args, storage, tracking_uri, configs, res)
+            sweep_name, link = open_sweep(grid, scale, tracking_uri, len(configs))
+            parent_run_id = link.parent_run_id
+            # the configs as kept: each trial's written once, nested under the parent run just opened
+            configs = build_configs(grid, scale, options, tracking_uri, link)
+            storage.create(sweep_name, sweep_state(grid, scale, tracking_uri, parent_run_id, res, configs))
         print(
             f"sweep {sweep_name}: {len(configs)} trials, MLflow parent run {parent_run_id} at {tracking_uri}"
         )
-        results = fit(args, storage, sweep_name, configs, res, grid.declared_axes())
+        results = fit(
+            storage, sweep_name, configs, res, grid.declared_axes(), options.tune, resume=options.resume
+        )
     except BaseException:
         if parent_run_id:
             store.set_run_status(tracking_uri, parent_run_id, "KILLED")
@@ -334,16 +369,17 @@ def run(args: argparse.Namespace) -> int:
         store.set_run_status(tracking_uri, parent_run_id, "KILLED")
         print(
             f"\nInterrupted with {unfinished} trial(s) unfinished. Continue with:\n  python sweeps/run.py "
-            f"--grid {args.grid} --scale {scale.name} --storage-path {storage.location} --resume"
+            f"--grid {grid.name} --scale {scale.name} --storage-path {storage.location} --resume"
         )
         return 130
     store.set_run_status(tracking_uri, parent_run_id, "FAILED" if errors else "FINISHED")
     print()
-    print(final_report(args.grid, tracking_uri, parent_run_id, results))
+    print(final_report(grid.name, tracking_uri, parent_run_id, results))
     return 1 if errors else 0
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: the one place argv is read; the grid, scale and options are values from here on."""
     args = parse_args(argv)
     if args.list:
         print(list_grids())
@@ -351,7 +387,24 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if not args.grid:
             raise ConfigError(f"--grid is required; choose one of: {', '.join(GRIDS)}")
-        return run(args)
+        options = SweepOptions(
+            seeds=args.seeds,
+            sets=tuple(args.sets),
+            only=tuple(args.only),
+            address=args.address,
+            gpus_per_trial=args.gpus_per_trial,
+            cpus_per_trial=args.cpus_per_trial,
+            tracking_uri=args.tracking_uri,
+            storage_path=args.storage_path,
+            gpu_wait_min=args.gpu_wait_min,
+            ray_temp_dir=args.ray_temp_dir,
+            resume=args.resume,
+            dry_run=args.dry_run,
+            tune=TuneSettings(args.max_concurrent, args.max_failures, args.quiet, args.verbose),
+        )
+        # an unknown scale or grid fails here, before anything starts
+        scale, grid = get_scale(args.scale), get_grid(args.grid)
+        return run(grid, scale, options)
     except (ConfigError, SweepError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -47,6 +47,16 @@ Axes = Mapping[str, list[Any]]
 
 
 @dataclass(frozen=True)
+class SweepLink:
+    """What a trial records of the sweep it runs in: the parent run it nests under and the sweep's tags it
+    carries (its commit, its pre-search seeds). Known once the sweep's parent run is open, and written by
+    `trial_config` with the rest of the trial's config, not patched in afterwards."""
+
+    parent_run_id: str
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Grid:
     """A named experiment: base settings x axes (+ coupled `also` blocks) -> points -> paper tables."""
 
@@ -188,6 +198,7 @@ def trial_config(
     scale: Scale,
     overrides: Mapping[str, Any] | None = None,
     seed: int | None = None,
+    link: SweepLink | None = None,
 ) -> ExperimentConfig:
     """One trial's config, validated and tagged: the one place a trial's settings are decided.
 
@@ -201,7 +212,7 @@ def trial_config(
     6. `overrides` (`--set`); after 5 or 6, with a step budget, the epochs are fitted again to the budget
        unless `train.epochs` was set outright;
     7. the seed (None: the configured `train.seed`): `train.seed`, `data.seed` moved by as much, and the
-       MLflow names and tags.
+       MLflow names and tags; with `link`, the sweep's parent run and its tags after the trial's own.
     """
     paper_cfg = ExperimentConfig().with_overrides(point.overrides)  # 1-3
     cfg = scale.shrink(paper_cfg, scale_digits=grid.scale_digits)  # 4
@@ -227,7 +238,9 @@ def trial_config(
                 "point": point.name,
                 "paper_table": ",".join(grid.table_of(paper_cfg)) or "none",
                 "paper_epochs": json.dumps(_paper_epochs(paper_cfg, cfg)),
+                **(link.tags if link else {}),
             },
+            **({"tracking.parent_run_id": link.parent_run_id} if link else {}),
         }
     )
     try:
@@ -248,12 +261,14 @@ def resolve(
     seeds: int | Iterable[int] = 1,
     overrides: Mapping[str, Any] | None = None,
     only: Mapping[str, str] | None = None,
+    link: SweepLink | None = None,
 ) -> list[ExperimentConfig]:
     """Every trial of `grid` at `scale`: `trial_config` of each point and seed (its docstring gives the
-    order of precedence). `seeds` is a count K (seeds base, base+1, ..., with base = the configured
-    train.seed, after `overrides`) or explicit seed values. `only` (`--only key=value`) keeps the points
-    whose config at the scale has every value, read before `overrides`: a `--set` moves a kept point
-    without dropping it, and is applied (and validated) only on the points kept."""
+    order of precedence), each linked to its sweep by `link` when given. `seeds` is a count K (seeds
+    base, base+1, ..., with base = the configured train.seed, after `overrides`) or explicit seed values.
+    `only` (`--only key=value`) keeps the points whose config at the scale has every value, read before
+    `overrides`: a `--set` moves a kept point without dropping it, and is applied (and validated) only on
+    the points kept."""
     scale = get_scale(scale) if isinstance(scale, str) else scale
     kept = grid.points()
     if only:
@@ -261,11 +276,10 @@ def resolve(
         kept = [p for p in kept if p.name in names]
     out = []
     for point in kept:
-        first = trial_config(grid, point, scale, overrides)
+        first = trial_config(grid, point, scale, overrides, link=link)
         for seed in _seed_values(seeds, first.train.seed):
-            out.append(
-                first if seed == first.train.seed else trial_config(grid, point, scale, overrides, seed)
-            )
+            same = seed == first.train.seed
+            out.append(first if same else trial_config(grid, point, scale, overrides, seed, link))
     return out
 
 

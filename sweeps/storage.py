@@ -6,7 +6,6 @@ adds."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -18,8 +17,8 @@ from typing import Any
 from arith.tracking import store
 from arith.tracking.store import absolute_uri
 from sweeps.errors import SweepError
-from sweeps.grids import get_grid
-from sweeps.scales import get_scale
+from sweeps.scales import Scale
+from sweeps.space import Grid, SweepLink
 
 SWEEP_FILE = "sweep.json"
 #: the tag naming the seeds of the pre-search that chose a sweep's budget (the analysis judges other seeds)
@@ -107,11 +106,11 @@ def git_commit() -> str:
     return commit + ("-dirty" if dirty else "")
 
 
-def digit_map(grid: str, scale: str) -> dict[int, int]:
+def digit_map(grid: Grid, scale: Scale) -> dict[int, int]:
     """Paper digit count -> the sweep's: the scale's map, or the identity for a grid that keeps the
     paper's digit counts (scale_digits=False, e.g. nl_mix)."""
-    keep = not get_grid(grid).scale_digits
-    return {n: n if keep else get_scale(scale).digits(n) for n in range(1, 41)}
+    keep = not grid.scale_digits
+    return {n: n if keep else scale.digits(n) for n in range(1, 41)}
 
 
 def sweep_name(grid: str, scale: str) -> str:
@@ -119,66 +118,85 @@ def sweep_name(grid: str, scale: str) -> str:
     return f"{grid}-{scale}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
+def _presearch_seeds(grid: Grid, scale: Scale, presearch_seeds: Sequence[int]) -> str | None:
+    """The `presearch_seeds` tag's value: the seeds given, else the grid's and the scale's (None: none)."""
+    chose = tuple(presearch_seeds) or (*grid.presearch_seeds, *scale.presearch_seeds)
+    return json.dumps(sorted(set(chose))) if chose else None
+
+
 def sweep_tags(
-    grid: str, scale: str, trials: int, commit: str, presearch_seeds: Sequence[int] = ()
+    grid: Grid, scale: Scale, trials: int, commit: str, presearch_seeds: Sequence[int] = ()
 ) -> dict[str, str]:
     """The tags of a sweep's parent run, which the analysis reads (a Tune sweep's and an offline one's).
     `presearch_seeds`: the seeds whose pre-search chose the sweep's budget (default: the grid's own
     declaration); the analysis judges only other seeds."""
     tags = {
         "sweep": "1",
-        "grid": grid,
-        "scale": scale,
+        "grid": grid.name,
+        "scale": scale.name,
         "git_commit": commit,
         "trials": str(trials),
         # paper digit count -> this sweep's (analysis pairs each cell with the paper cell it stands for)
         "digit_map": json.dumps(digit_map(grid, scale)),
         # the grid's declared axes (analysis makes them table axes even where a sweep holds one value)
-        "axes": json.dumps(get_grid(grid).declared_axes()),
+        "axes": json.dumps(grid.declared_axes()),
     }
-    if get_grid(grid).parent:  # the analysis judges a variant by its parent's claims
-        tags["variant_of"] = get_grid(grid).parent
-    chose = tuple(presearch_seeds) or (*get_grid(grid).presearch_seeds, *get_scale(scale).presearch_seeds)
+    if grid.parent:  # the analysis judges a variant by its parent's claims
+        tags["variant_of"] = grid.parent
+    chose = _presearch_seeds(grid, scale, presearch_seeds)
     if chose:
-        tags[PRESEARCH_TAG] = json.dumps(sorted(set(chose)))
+        tags[PRESEARCH_TAG] = chose
     return tags
 
 
-def new_sweep(
-    args: argparse.Namespace,
-    storage: SweepStorage,
-    uri: str,
-    configs: dict[str, dict[str, Any]],
-    res: dict[str, float],
-) -> tuple[str, str]:
-    """Open the parent MLflow run, nest every trial under it and save the sweep for `--resume`."""
-    name = sweep_name(args.grid, args.scale)
+def sweep_link(
+    grid: Grid, scale: Scale, parent_run_id: str, commit: str, presearch_seeds: Sequence[int] = ()
+) -> SweepLink:
+    """What each trial of the sweep records of it: its parent run, the commit and the pre-search seeds
+    (the sweep's tags a trial's run carries too)."""
+    tags = {"git_commit": commit}
+    chose = _presearch_seeds(grid, scale, presearch_seeds)
+    if chose:
+        tags[PRESEARCH_TAG] = chose
+    return SweepLink(parent_run_id, tags)
+
+
+def open_sweep(grid: Grid, scale: Scale, uri: str, trials: int) -> tuple[str, SweepLink]:
+    """Open the sweep's parent MLflow run; returns the sweep's name and the link its trials' configs are
+    built with (`sweeps.space.trial_config`), so that each is written once, nested under the parent."""
+    name = sweep_name(grid.name, scale.name)
     commit = git_commit()
-    tags = sweep_tags(args.grid, args.scale, len(configs), commit)
-    parent_run_id = store.open_parent_run(uri, args.grid, name, tags)
-    for cfg in configs.values():
-        cfg["tracking"]["parent_run_id"] = parent_run_id
-        cfg["tracking"]["tags"]["git_commit"] = commit
-        if PRESEARCH_TAG in tags:
-            cfg["tracking"]["tags"][PRESEARCH_TAG] = tags[PRESEARCH_TAG]
-    state = {
-        "grid": args.grid,
-        "scale": args.scale,
+    parent_run_id = store.open_parent_run(uri, grid.name, name, sweep_tags(grid, scale, trials, commit))
+    return name, sweep_link(grid, scale, parent_run_id, commit)
+
+
+def sweep_state(
+    grid: Grid,
+    scale: Scale,
+    uri: str,
+    parent_run_id: str,
+    res: dict[str, float],
+    configs: dict[str, dict[str, Any]],
+) -> dict[str, Any]:
+    """What `sweep.json` keeps for `--resume`: the grid, scale, store, parent run, resources and configs."""
+    return {
+        "grid": grid.name,
+        "scale": scale.name,
         "tracking_uri": uri,
         "parent_run_id": parent_run_id,
         "resources": res,
         "configs": configs,
     }
-    storage.create(name, state)
-    return name, parent_run_id
 
 
-def resume_tracking_uri(args: argparse.Namespace, state: dict[str, Any], configs: dict[str, Any]) -> str:
-    """The store a resumed sweep logs to: the interrupted sweep's, or `--tracking-uri` when the store has
-    moved (a new head, a database restored elsewhere); the trials' configs follow it."""
+def resume_tracking_uri(
+    tracking_uri: str | None, state: dict[str, Any], configs: dict[str, dict[str, Any]]
+) -> str:
+    """The store a resumed sweep logs to: the interrupted sweep's, or `tracking_uri` (`--tracking-uri`)
+    when the store has moved (a new head, a database restored elsewhere); the trials' configs follow it."""
     uri = state["tracking_uri"]
-    if args.tracking_uri and absolute_uri(args.tracking_uri) != uri:
-        uri = absolute_uri(args.tracking_uri)
+    if tracking_uri and absolute_uri(tracking_uri) != uri:
+        uri = absolute_uri(tracking_uri)
         moved_from = store.display(state["tracking_uri"])
         print(f"--resume: the sweep's store moved from {moved_from} to {store.display(uri)}")
         for cfg in configs.values():

@@ -3,8 +3,8 @@ for `--resume`) over the one trainable `sweeps.trainable.run_trial`, and the end
 
 from __future__ import annotations
 
-import argparse
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -17,6 +17,17 @@ from sweeps.trainable import run_trial, trial_key
 
 #: metrics shown in the end-of-sweep summary when the analysis cannot compare the sweep
 SUMMARY_METRICS = ("test_acc", "epoch", "time_total_s")
+
+
+@dataclass(frozen=True)
+class TuneSettings:
+    """How Tune runs the trials (`--max-concurrent`, `--max-failures`) and what it prints (`--quiet`,
+    `--verbose`): values the command line reads, handed to `fit` together."""
+
+    max_concurrent: int | None = None
+    max_failures: int = 2
+    quiet: bool = False
+    verbose: bool = False
 
 
 class AxisValue:
@@ -64,36 +75,38 @@ def make_trainable(configs: dict[str, dict[str, Any]], res: dict[str, float]):
 
 
 def fit(
-    args: argparse.Namespace,
     storage: SweepStorage,
     sweep_name: str,
     configs: dict[str, dict[str, Any]],
     res: dict[str, float],
     axes: list[str] | tuple[str, ...] = (),
+    settings: TuneSettings = TuneSettings(),
+    resume: bool = False,
 ):
-    """Hand the trials to Tune (or restore the interrupted Tune experiment, its param space with it) and
-    wait for them; returns Tune's `ResultGrid`."""
+    """Hand the trials to Tune (or, with `resume`, restore the interrupted Tune experiment, its param space
+    with it) and wait for them; returns Tune's `ResultGrid`."""
     from ray import tune
 
     trainable = make_trainable(configs, res)
-    if args.resume and tune.Tuner.can_restore(storage.uri(sweep_name)):
+    if resume and tune.Tuner.can_restore(storage.uri(sweep_name)):
         tuner = tune.Tuner.restore(
             storage.uri(sweep_name), trainable=trainable, resume_unfinished=True, resume_errored=True
         )
         return tuner.fit()
     steps = {k: trial_steps(c) for k, c in configs.items()}
+    output = tune_output(steps, lambda c: trial_key(c["point"], c["seed"]), settings.quiet, settings.verbose)
     tuner = tune.Tuner(
         trainable,
         param_space=param_space(configs, list(axes)),
         tune_config=tune.TuneConfig(
-            max_concurrent_trials=args.max_concurrent, trial_dirname_creator=trial_dirname
+            max_concurrent_trials=settings.max_concurrent, trial_dirname_creator=trial_dirname
         ),
         run_config=tune.RunConfig(
             name=sweep_name,
             storage_path=storage.location,
-            failure_config=tune.FailureConfig(max_failures=args.max_failures),
+            failure_config=tune.FailureConfig(max_failures=settings.max_failures),
             checkpoint_config=tune.CheckpointConfig(num_to_keep=2),
-            **tune_output(steps, lambda c: trial_key(c["point"], c["seed"]), args.quiet, args.verbose),
+            **output,
         ),
     )
     return tuner.fit()

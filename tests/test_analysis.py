@@ -8,7 +8,6 @@ tags and an eval/cells.csv artifact).
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import re
@@ -515,13 +514,15 @@ def write_store(
 ) -> str:
     """A store with one smoke-scale sweep of `grid`: parent run + trial runs (the first FAILED); a store
     already in tmp_path gets one more sweep. Every cell's accuracy is `accuracy`, else 0.5 for position
-    none and 0.25 for the others. The parent run is the one `sweeps/run.py` opens (`sweeps.storage.new_sweep`,
-    recording the grid's axes and digit map) when `recorded`, else one of an older sweep (no such tags).
+    none and 0.25 for the others. The parent run is the one `sweeps/run.py` opens
+    (`sweeps.storage.open_sweep`, recording the grid's axes and digit map) when `recorded`, else one of an
+    older sweep (no such tags).
     `only` keeps the points whose config has those values (`--only`)."""
     from mlflow import MlflowClient
     from mlflow.entities import Param
 
-    from sweeps.storage import SweepStorage, new_sweep
+    from sweeps.scales import SCALES
+    from sweeps.storage import open_sweep
 
     if not (tmp_path / "mlflow.db").exists():
         shutil.copy(empty_store, tmp_path / "mlflow.db")
@@ -536,10 +537,8 @@ def write_store(
     configs = points(grid, "smoke", seeds)
     kept = {c.tracking.run_name for c in select(configs, only or {})}
     if recorded:
-        args = argparse.Namespace(grid=grid, scale="smoke")
-        trials = {c.tracking.run_name: c.to_dict() for c in configs if c.tracking.run_name in kept}
-        _name, parent_id = new_sweep(args, SweepStorage(str(tmp_path / "ray_results")), uri, trials, {})
-        parent = client.get_run(parent_id)
+        _name, link = open_sweep(GRIDS[grid], SCALES["smoke"], uri, len(kept))
+        parent = client.get_run(link.parent_run_id)
     else:
         parent = client.create_run(
             experiment, tags={"sweep": "1", "grid": grid, "scale": "smoke"}, run_name="sweep"
@@ -682,6 +681,7 @@ def test_the_sweep_records_its_axes_and_digit_map_and_the_analysis_reads_them(
     reads both from the store. A declared axis that this sweep holds at one value (`--only
     data.max_digits=3`) stays an axis; read from an older sweep without the tags, the axes are the params
     that vary, and a note says so."""
+    from sweeps.scales import SCALES
     from sweeps.storage import digit_map
 
     only = {"data.max_digits": "3"}  # the paper's 6 at smoke scale
@@ -694,7 +694,7 @@ def test_the_sweep_records_its_axes_and_digit_map_and_the_analysis_reads_them(
     assert sweep.declared_axes == ("data.max_digits", "data.augment")
     assert sweep.axes == ["data.max_digits", "data.augment"]
     assert json.loads(sweep.digit_map_tag) == {
-        str(k): v for k, v in digit_map("mul_simple_case", "smoke").items()
+        str(k): v for k, v in digit_map(GRIDS["mul_simple_case"], SCALES["smoke"]).items()
     }
     assert not any("declared axes" in note for note in sweep.notes)
     titles = ["mul: augment=first_step", "mul: augment=n_times_1"]  # a one-value axis splits nothing

@@ -14,7 +14,7 @@ import pytest
 from arith.config import ConfigError, ExperimentConfig
 from arith.data.datasets import train_examples, train_size
 from sweeps.grids import GRIDS, Grid, Variant, get_grid, parse_seeds, points
-from sweeps.run import absolute_uri, build_configs, main, parse_args, trial_outcomes, trial_table
+from sweeps.run import SweepOptions, absolute_uri, build_configs, main, trial_outcomes, trial_table
 from sweeps.scales import SCALES, get_scale
 from sweeps.space import trial_config
 
@@ -384,10 +384,8 @@ def test_only_picks_points_before_set_moves_them(capsys, tmp_path):
 
 
 def test_trial_table_shows_config_and_resources(tmp_path):
-    args = parse_args(
-        ["--grid", "reverse_posembed", "--scale", "smoke", "--set", f"model.pretrained={tmp_path}"]
-    )
-    configs = build_configs(args, "sqlite:////x.db")
+    options = SweepOptions(sets=(f"model.pretrained={tmp_path}",))
+    configs = build_configs(GRIDS["reverse_posembed"], SCALES["smoke"], options, "sqlite:////x.db")
     table = trial_table(configs, {"cpu": 1.0, "gpu": 0.25})
     assert len(table) == len(configs) == 8
     assert {"point", "seed", "paper_table", "position", "init", "epochs", "lr", "cpus", "gpus"} <= set(
@@ -405,8 +403,7 @@ def test_a_failed_trial_counts_once_whether_tune_or_its_run_says_so(tmp_path):
     from arith.tracking import store
 
     uri = f"sqlite:///{tmp_path}/m.db"
-    args = parse_args(["--grid", "mul_simple_case", "--scale", "smoke"])
-    configs = build_configs(args, uri)
+    configs = build_configs(GRIDS["mul_simple_case"], SCALES["smoke"], SweepOptions(), uri)
     keys = list(configs)  # four trials
     parent = store.open_parent_run(uri, "mul_simple_case", "sweep", {"sweep": "1"})
     client = store.client(uri)
@@ -461,7 +458,7 @@ def test_a_budget_variant_is_one_entry():
     assert GRIDS["mul_simple_case_long"].parent == "mul_simple_case"
     GRIDS[derived.name] = derived
     try:
-        tags = sweep_tags(derived.name, "cpu", 2, "abc")
+        tags = sweep_tags(derived, SCALES["cpu"], 2, "abc")
     finally:
         del GRIDS[derived.name]
     assert tags["variant_of"] == "mul_format"

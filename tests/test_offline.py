@@ -26,8 +26,10 @@ from arith.tracking.recorder import RunRecorder
 from arith.training.train import train
 from sweeps.bank import Batch, load_plan, next_batch, run_next, status
 from sweeps.errors import SweepError
+from sweeps.grids import GRIDS
 from sweeps.offline import SweepPart, run_parts
-from sweeps.storage import PRESEARCH_TAG
+from sweeps.scales import SCALES
+from sweeps.storage import PRESEARCH_TAG, sweep_tags
 
 ROOT = Path(__file__).resolve().parent.parent
 #: a fast smoke grid: 2 points of 3-digit addition, seconds a trial
@@ -79,9 +81,7 @@ def test_gpu_scale_keeps_the_papers_digits_and_records_its_presearch_seeds():
     (cfg,) = SweepPart("mul_format", "gpu", 1, {"data.max_digits": "5", "data.format": "basic"}).configs()
     assert (cfg.data.max_digits, cfg.data.train_samples, cfg.data.test_per_cell) == (5, 300_000, 100)
     assert cfg.model.preset == "gpt2-mini" and cfg.train.max_steps == 8000
-    from sweeps.storage import sweep_tags
-
-    tags = sweep_tags("mul_format", "gpu", 1, "abc")
+    tags = sweep_tags(GRIDS["mul_format"], SCALES["gpu"], 1, "abc")
     assert json.loads(tags[PRESEARCH_TAG]) == [100, 101]
     assert json.loads(tags["digit_map"])["5"] == 5
 

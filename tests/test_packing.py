@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-
 import pytest
 
 from sweeps import packing
@@ -15,6 +13,7 @@ from sweeps.packing import (
     fits,
 )
 from sweeps.run import SweepError, resources
+from sweeps.scales import SCALES
 
 GIB = 2**30
 
@@ -52,10 +51,9 @@ def test_measurement_round_trips_and_sets_the_paper_default(tmp_path, monkeypatc
     # the sweep's default resources follow it at the paper scale, and an explicit flag still wins
     monkeypatch.setattr(packing, "MEASUREMENT_FILE", path)
     monkeypatch.setattr("sweeps.run.default_gpus_per_trial", lambda: default_gpus_per_trial(path))
-    args = argparse.Namespace(gpus_per_trial=None, cpus_per_trial=1.0, scale="paper")
-    assert resources(args) == {"cpu": 1.0, "gpu": 0.25}
-    assert resources(argparse.Namespace(gpus_per_trial=1.0, cpus_per_trial=1.0, scale="paper"))["gpu"] == 1.0
-    assert resources(argparse.Namespace(gpus_per_trial=None, cpus_per_trial=1.0, scale="cpu"))["gpu"] == 0.0
+    assert resources(SCALES["paper"], None, 1.0) == {"cpu": 1.0, "gpu": 0.25}
+    assert resources(SCALES["paper"], 1.0, 1.0)["gpu"] == 1.0
+    assert resources(SCALES["cpu"], None, 1.0)["gpu"] == 0.0
 
 
 def test_a_packing_the_measured_memory_cannot_hold_is_refused(tmp_path, monkeypatch) -> None:
@@ -68,4 +66,4 @@ def test_a_packing_the_measured_memory_cannot_hold_is_refused(tmp_path, monkeypa
         check_packing(0.25, path)
     monkeypatch.setattr("sweeps.run.check_packing", lambda gpus: check_packing(gpus, path))
     with pytest.raises(SweepError, match="packs 4 trials"):
-        resources(argparse.Namespace(gpus_per_trial=0.25, cpus_per_trial=1.0, scale="paper"))
+        resources(SCALES["paper"], 0.25, 1.0)
