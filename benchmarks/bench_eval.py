@@ -57,7 +57,9 @@ def main() -> None:
         torch.autocast(device.type, dtype=torch.bfloat16) if args.precision == "bf16" else nullcontext()
     )
     with autocast:
-        batched, one_by_one, budget = run(model, tokenizer, examples, args, device)
+        batched, one_by_one, budget = decoding_rates(
+            model, tokenizer, examples, args.batch_size, args.per_sample, device
+        )
     print(
         f"device={device} preset={args.preset} precision={args.precision} threads={torch.get_num_threads()}"
     )
@@ -66,19 +68,21 @@ def main() -> None:
     print(f"speed-up: {batched / one_by_one:.1f}x  (decoding budget {budget} tokens)")
 
 
-def run(model, tokenizer, examples, args, device: torch.device) -> tuple[float, float, int]:
+def decoding_rates(
+    model, tokenizer, examples, batch_size: int, per_sample: int, device: torch.device
+) -> tuple[float, float, int]:
     """(evaluator samples/s, generate-per-sample samples/s, token budget) on the same prompts."""
     budget = (
         max(len(tokenizer.encode(e.answer, add_special_tokens=False)) + 1 for e in examples) + ANSWER_MARGIN
     )
-    generate_answers(model, tokenizer, examples[: args.batch_size], batch_size=args.batch_size)  # warm-up
+    generate_answers(model, tokenizer, examples[:batch_size], batch_size=batch_size)  # warm-up
     sync(device)
     start = time.perf_counter()
-    generate_answers(model, tokenizer, examples, batch_size=args.batch_size)
+    generate_answers(model, tokenizer, examples, batch_size=batch_size)
     sync(device)
     batched = len(examples) / (time.perf_counter() - start)
 
-    singles = examples[: args.per_sample]
+    singles = examples[:per_sample]
     start = time.perf_counter()
     for example in singles:
         ids, mask = left_pad(

@@ -33,242 +33,44 @@ import resource
 import subprocess
 import sys
 import time
-from collections import Counter
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 
-from arith.config import ExperimentConfig, parse_set
-from arith.data.datasets import test_examples, train_examples, train_size
-from arith.model.gpt import build_model
+from arith.config import parse_set
 from arith.model.tokenizer import build_tokenizer
-from arith.training.batching import EncodedLine, batches_per_epoch, collate, pad_token_id
-from arith.training.evaluate import evaluate
-from arith.training.train import (
-    autocast_context,
-    compile_model,
-    drain_losses,
-    lr_lambda,
-    make_optimizer,
-    resolve_device,
-    seed_everything,
-    total_steps,
-    train_loader,
-    train_step,
-)
-from arith.validation import validate
+from arith.training.train import resolve_device, train_loader
 from sweeps import cost
 from sweeps.grids import points
 from sweeps.packing import PackingMeasurement, choose_trials_per_gpu, load_measurement
+from sweeps.timing import (
+    ModelTiming,
+    PointProfile,
+    bench_config,
+    eval_seconds,
+    probe_data,
+    profile_points,
+    time_model,
+    timed_steps,
+    trainer_state,
+    widths_to_measure,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-#: GPT-2's vocabulary: the pretrained points' embedding and output layer
-GPT2_VOCAB = 50257
-#: the trainer as it was before the paper scale set its one-GPU switches
-BEFORE = {"train.compile": False, "train.bucket_lengths": []}
-#: widths measured per model when its points need more distinct ones (eager steps): every 8th, interpolated
-WIDTH_STRIDE = 8
-MAX_EXACT_WIDTHS = 12
-#: the training settings a step's cost depends on (with the model section and the vocabulary)
-STEP_KEYS = ("batch_size", "precision", "compile", "compile_mode", "loss_on", "grad_clip", "device")
+@dataclass(frozen=True)
+class BenchSetup:
+    """The options every command shares (`--mode`, `--device`, `--preset`, `--probe`, `--warmup`, `--set`),
+    read by `main` and handed to the commands as values."""
 
-
-# ---------------------------------------------------------------------------------------------------------
-# Configurations
-# ---------------------------------------------------------------------------------------------------------
-
-
-def bench_config(cfg: ExperimentConfig, mode: str, device: str, preset: str, sets: dict) -> ExperimentConfig:
-    """A paper-scale point as the benchmark runs it: this mode's switches, this device, no tracking."""
-    over = {"train.device": device, "tracking.enabled": False, "train.checkpoint_every": 0}
-    if mode == "before":
-        over.update(BEFORE)
-    if preset:
-        over["model.preset"] = preset
-    return validate(cfg.with_overrides({**over, **sets}))
-
-
-def probe_data(cfg: ExperimentConfig, probe: int):
-    """A `probe`-sized slice of the point's training set (every count shrunk alike: the cost model's
-    probe, `sweeps.cost`) and its whole test set."""
-    small = cost.throughput_config(cfg, probe, 1, cfg.train.batch_size)
-    return train_examples(small.data), test_examples(cfg.data)
-
-
-def model_key(cfg: ExperimentConfig, vocab: int) -> str:
-    """What a step's time depends on besides the batch width: the model, its vocabulary, the settings."""
-    model = {k: v for k, v in asdict(cfg.model).items() if k != "pretrained"}
-    steps = {k: getattr(cfg.train, k) for k in STEP_KEYS}
-    return json.dumps({"model": model, "vocab": vocab, "train": steps}, sort_keys=True)
-
-
-def timing_model(cfg: ExperimentConfig, tokenizer) -> torch.nn.Module:
-    """The point's model, or for a pretrained point a random one of GPT-2's size and vocabulary."""
-    if cfg.model.init != "pretrained":
-        return build_model(cfg.model, tokenizer)
-    model = build_model(replace(cfg.model, init="random"), tokenizer)
-    if cfg.model.preset == "gpt2-small":  # the paper's stand-in; a smaller preset is a test of the bench
-        model.lm.resize_token_embeddings(GPT2_VOCAB, mean_resizing=False)
-    return model
-
-
-def vocab_size(cfg: ExperimentConfig, tokenizer) -> int:
-    if cfg.model.init == "pretrained" and cfg.model.preset == "gpt2-small":
-        return GPT2_VOCAB
-    return len(tokenizer)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Measurements
-# ---------------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class PointProfile:
-    """One paper point: its schedule and its data's batch widths (from the trainer's loader)."""
-
-    grid: str
-    point: str
-    cfg: ExperimentConfig
-    key: str
-    steps: int
-    evaluations: int
-    width_counts: Counter
-    tokens_per_batch: float
-    test_size: int
-    eval_key: str
-
-
-@dataclass
-class ModelTiming:
-    """The trainer's step time on one model at each measured batch width."""
-
-    widths: list[int]
-    step_seconds: list[float]
-    #: one-off seconds before timing: compilation and CUDA-graph recording included
-    warmup_seconds: float
-    peak_memory_bytes: int | None
-    eval_seconds: dict[str, float] = field(default_factory=dict)
-
-    def at(self, width: float) -> float:
-        return float(np.interp(width, self.widths, self.step_seconds))
-
-
-def profile_points(grids: list[str], args: argparse.Namespace, sets: dict) -> tuple[list[PointProfile], dict]:
-    """Every point of `grids` at scale paper, with its data's widths; one tokenizer and probe per key."""
-    profiles, context = [], {}
-    for grid in grids:
-        for paper_cfg in points(grid, "paper", seeds=args.seeds):
-            cfg = bench_config(paper_cfg, args.mode, args.device, args.preset, sets)
-            train_set, test_set = probe_data(cfg, args.probe)
-            tokenizer = build_tokenizer(e.text for e in train_set)
-            t = cfg.train
-            loader = train_loader(train_set, tokenizer, t)
-            widths, tokens = Counter(), []
-            for batch in loader.epoch(1):
-                widths[batch.input_ids.shape[1]] += 1
-                tokens.append(batch.n_tokens)
-            key = model_key(cfg, vocab_size(cfg, tokenizer))
-            eval_key = json.dumps([asdict(cfg.data) | {"seed": 0}, key], sort_keys=True)
-            context.setdefault(key, (cfg, tokenizer, {}))[2].setdefault(eval_key, test_set)
-            profiles.append(
-                PointProfile(
-                    grid=grid,
-                    point=cfg.tracking.tags["point"] + f",seed={cfg.train.seed}",
-                    cfg=cfg,
-                    key=key,
-                    steps=total_steps(t, batches_per_epoch(train_size(cfg.data), t.batch_size)),
-                    evaluations=len({*t.eval_epochs, t.epochs}),
-                    width_counts=widths,
-                    tokens_per_batch=float(np.mean(tokens)),
-                    test_size=len(test_set),
-                    eval_key=eval_key,
-                )
-            )
-    return profiles, context
-
-
-def widths_to_measure(needed: set[int]) -> list[int]:
-    """The needed widths themselves when they are few (bucketed batches), else every WIDTH_STRIDE-th."""
-    if len(needed) <= MAX_EXACT_WIDTHS:
-        return sorted(needed)
-    low, high = min(needed), max(needed)
-    return sorted({low, high, *range(-(-low // WIDTH_STRIDE) * WIDTH_STRIDE, high, WIDTH_STRIDE)})
-
-
-def synthetic_batch(rows: int, width: int, vocab: int, pad_id: int, loss_on: str, seed: int):
-    """A batch of `rows` lines of `width` tokens through the trainer's collate: a step costs what its
-    shape costs, whatever the tokens are."""
-    rng = np.random.default_rng(seed)
-    lines = [
-        EncodedLine(tuple(int(x) for x in rng.integers(0, vocab, width)), width // 2) for _ in range(rows)
-    ]
-    return collate(lines, pad_id, loss_on)
-
-
-def timed_steps(step_model, optimizer, scheduler, cfg, device, batches: list) -> float:
-    """Wall seconds of the trainer's training loop over `batches` (device work finished)."""
-    t, autocast = cfg.train, autocast_context(device, cfg.train.precision)
-    start = time.perf_counter()
-    window: list[torch.Tensor] = []
-    for step, batch in enumerate(batches, 1):  # the trainer's loop: its step, its loss read-back
-        window.append(train_step(step_model, optimizer, scheduler, batch.to(device), t, autocast))
-        if device.type == "cpu" or len(window) >= t.log_every_steps:
-            drain_losses(window, step, 1)
-    drain_losses(window, len(batches), 1)
-    _sync(device)
-    return time.perf_counter() - start
-
-
-def trainer_state(cfg: ExperimentConfig, tokenizer, device: torch.device):
-    """Model, step module, optimizer and schedule as the trainer builds them."""
-    seed_everything(cfg.train.seed)
-    model = timing_model(cfg, tokenizer).to(device)
-    model.train()
-    model.new_epoch(1)
-    optimizer = make_optimizer(model, cfg.train, device)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(cfg.train, 10**9))
-    return model, compile_model(model, cfg.train), optimizer, scheduler
-
-
-def time_model(
-    cfg: ExperimentConfig, tokenizer, widths: list[int], steps: int, warmup: int, device: torch.device
-) -> tuple[ModelTiming, torch.nn.Module]:
-    """The trainer's step time at each width, after `warmup` steps at every width (compilation, graphs)."""
-    torch._dynamo.reset()  # each model compiles afresh, as in its own trial
-    if device.type == "cuda":
-        torch.cuda.reset_peak_memory_stats(device)
-    model, step_model, optimizer, scheduler = trainer_state(cfg, tokenizer, device)
-    vocab, pad = vocab_size(cfg, tokenizer), pad_token_id(tokenizer)
-    batches = {w: synthetic_batch(cfg.train.batch_size, w, vocab, pad, cfg.train.loss_on, w) for w in widths}
-    warm = sum(
-        timed_steps(step_model, optimizer, scheduler, cfg, device, [b] * warmup) for b in batches.values()
-    )
-    seconds = [
-        timed_steps(step_model, optimizer, scheduler, cfg, device, [batches[w]] * steps) / steps
-        for w in widths
-    ]
-    peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
-    return ModelTiming(widths, seconds, warm, peak), model
-
-
-def eval_seconds(cfg: ExperimentConfig, model, tokenizer, examples: list, samples: int, device) -> float:
-    """Seconds of the trainer's evaluation of the whole test set, from an evenly spread slice of it."""
-    picked = examples[:: max(1, len(examples) // samples)][:samples]
-    start = time.perf_counter()
-    with autocast_context(device, cfg.train.precision):
-        evaluate(model, tokenizer, picked, batch_size=cfg.train.eval_batch_size, seed=cfg.train.seed)
-    _sync(device)
-    return (time.perf_counter() - start) * len(examples) / len(picked)
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+    mode: str = "after"
+    device: str = "auto"
+    preset: str = ""
+    probe: int = 4000
+    warmup: int = 3
+    sets: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -282,8 +84,8 @@ def point_rows(profiles: list[PointProfile], timings: dict[str, ModelTiming]) ->
         timing = timings[p.key]
         counts = sum(p.width_counts.values())
         step_s = sum(n * timing.at(w) for w, n in p.width_counts.items()) / counts
-        train_h = p.steps * step_s / 3600
-        eval_h = p.evaluations * timing.eval_seconds[p.eval_key] / 3600
+        train_h = cost.gpu_hours(p.steps * step_s)
+        eval_h = cost.gpu_hours(p.evaluations * timing.eval_seconds[p.eval_key])
         rows.append(
             {
                 "grid": p.grid,
@@ -300,7 +102,7 @@ def point_rows(profiles: list[PointProfile], timings: dict[str, ModelTiming]) ->
                 else round(timing.peak_memory_bytes / 2**30, 2),
                 "train_hours": train_h,
                 "eval_hours": eval_h,
-                "gpu_hours": train_h + eval_h + timing.warmup_seconds / 3600,
+                "gpu_hours": train_h + eval_h + cost.gpu_hours(timing.warmup_seconds),
             }
         )
     return rows
@@ -337,25 +139,37 @@ def device_name(device: torch.device) -> str:
     return torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
 
 
-def table(args: argparse.Namespace) -> int:
-    sets = parse_set(args.set)
-    device = resolve_device(args.device)
-    grids = [g for g in args.grids.split(",") if g] or cost.PAPER_GRIDS
+def table(
+    setup: BenchSetup,
+    grids: list[str],
+    steps: int = 100,
+    eval_samples: int = 256,
+    seeds: int = 1,
+    packing_file: str = "",
+    usd_per_gpu_hour: float = 0.0,
+    out: str = "",
+) -> int:
+    """GPU-hours of `grids` (default: the paper's) on this device, printed and written to `out`."""
+    sets = parse_set(list(setup.sets))
+    device = resolve_device(setup.device)
+    grids = grids or cost.PAPER_GRIDS
     started = time.perf_counter()
-    profiles, context = profile_points(grids, args, sets)
+    profiles, context = profile_points(
+        grids, seeds, setup.mode, setup.device, setup.preset, setup.probe, sets
+    )
     timings: dict[str, ModelTiming] = {}
     for key, (cfg, tokenizer, test_sets) in context.items():
         needed = {w for p in profiles if p.key == key for w in p.width_counts}
-        timing, model = time_model(cfg, tokenizer, widths_to_measure(needed), args.steps, args.warmup, device)
+        timing, model = time_model(cfg, tokenizer, widths_to_measure(needed), steps, setup.warmup, device)
         for eval_key, examples in test_sets.items():
             timing.eval_seconds[eval_key] = eval_seconds(
-                cfg, model, tokenizer, examples, args.eval_samples, device
+                cfg, model, tokenizer, examples, eval_samples, device
             )
         timings[key] = timing
         print(
             f"timed model {len(timings)}/{len(context)}: widths {timing.widths}", file=sys.stderr, flush=True
         )
-    packing = load_measurement(args.packing) if args.packing else None
+    packing = load_measurement(packing_file) if packing_file else None
     trials_per_gpu = choose_trials_per_gpu(packing) if packing else 1
     speedup = packing.speedup(trials_per_gpu) if packing else 1.0
     rows = point_rows(profiles, timings)
@@ -363,37 +177,37 @@ def table(args: argparse.Namespace) -> int:
     total = sum(r["GPU-hours"] for r in per_grid)
     name = device_name(device)
     head = (
-        f"Measured on {name} ({args.mode}, {args.preset or 'paper models'}, {args.steps} steps a width, "
-        f"{args.seeds} seed(s)); {trials_per_gpu} trial(s) per GPU"
-        + (f" (aggregate speedup {speedup:.2f}x from {args.packing})" if packing else "")
-        + f"; price: {worker_instance()} at USD {args.usd_per_gpu_hour:g}/GPU-hour"
-        + (" (none given)" if not args.usd_per_gpu_hour else "")
+        f"Measured on {name} ({setup.mode}, {setup.preset or 'paper models'}, {steps} steps a width, "
+        f"{seeds} seed(s)); {trials_per_gpu} trial(s) per GPU"
+        + (f" (aggregate speedup {speedup:.2f}x from {packing_file})" if packing else "")
+        + f"; price: {worker_instance()} at USD {usd_per_gpu_hour:g}/GPU-hour"
+        + (" (none given)" if not usd_per_gpu_hour else "")
         + "."
     )
-    text = head + "\n\n" + cost.cost_table(per_grid, args.usd_per_gpu_hour)
+    text = head + "\n\n" + cost.cost_table(per_grid, usd_per_gpu_hour)
     print(text)
     result = {
         "device": name,
-        "mode": args.mode,
-        "preset": args.preset or "paper",
-        "steps_per_width": args.steps,
-        "seeds": args.seeds,
+        "mode": setup.mode,
+        "preset": setup.preset or "paper",
+        "steps_per_width": steps,
+        "seeds": seeds,
         "trials_per_gpu": trials_per_gpu,
         "packing_speedup": speedup,
-        "usd_per_gpu_hour": args.usd_per_gpu_hour,
+        "usd_per_gpu_hour": usd_per_gpu_hour,
         "instance": worker_instance(),
         "gpu_hours": total,
-        "usd": total * args.usd_per_gpu_hour,
+        "usd": total * usd_per_gpu_hour,
         "grids": per_grid,
         "points": rows,
         "models": [{"key": json.loads(k), **asdict(t)} for k, t in timings.items()],
         "bench_seconds": round(time.perf_counter() - started, 1),
     }
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / f"paper_gpu_hours_{args.mode}.md").write_text(text + "\n")
-        (out / f"paper_gpu_hours_{args.mode}.json").write_text(json.dumps(result, indent=1, default=str))
+    if out:
+        folder = Path(out)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"paper_gpu_hours_{setup.mode}.md").write_text(text + "\n")
+        (folder / f"paper_gpu_hours_{setup.mode}.json").write_text(json.dumps(result, indent=1, default=str))
     return 0
 
 
@@ -402,39 +216,47 @@ def table(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def step(args: argparse.Namespace) -> int:
+def step(
+    setup: BenchSetup,
+    grid: str = "mul_format",
+    match: str = "padding_reverse,max_digits=10",
+    batch_size: int = 0,
+    steps: int = 300,
+    barrier: str = "",
+    procs: int = 1,
+) -> int:
     """The trainer's step time on one point's own batches (first point of --grid containing --match)."""
-    sets = parse_set(args.set)
-    if args.batch_size:
-        sets["train.batch_size"] = str(args.batch_size)
-    device = resolve_device(args.device)
-    candidates = points(args.grid, "paper")
-    paper_cfg = next((c for c in candidates if args.match in c.tracking.tags["point"]), candidates[0])
-    cfg = bench_config(paper_cfg, args.mode, args.device, args.preset, sets)
-    train_set, _ = probe_data(cfg, args.probe)
+    sets = parse_set(list(setup.sets))
+    if batch_size:
+        sets["train.batch_size"] = str(batch_size)
+    device = resolve_device(setup.device)
+    candidates = points(grid, "paper")
+    paper_cfg = next((c for c in candidates if match in c.tracking.tags["point"]), candidates[0])
+    cfg = bench_config(paper_cfg, setup.mode, setup.device, setup.preset, sets)
+    train_set, _ = probe_data(cfg, setup.probe)
     tokenizer = build_tokenizer(e.text for e in train_set)
     t = cfg.train
     loader = train_loader(train_set, tokenizer, t)
     epoch, batches = 1, []
-    while len(batches) < args.steps:
+    while len(batches) < steps:
         batches.extend(loader.epoch(epoch))
         epoch += 1
-    batches = batches[: args.steps]
+    batches = batches[:steps]
     by_shape: dict[tuple, list] = {}
     for b in batches:
         by_shape.setdefault(tuple(b.input_ids.shape), []).append(b)
-    warm_batches = [b for group in by_shape.values() for b in (group * args.warmup)[: args.warmup]]
+    warm_batches = [b for group in by_shape.values() for b in (group * setup.warmup)[: setup.warmup]]
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     _, step_model, optimizer, scheduler = trainer_state(cfg, tokenizer, device)
     warm = timed_steps(step_model, optimizer, scheduler, cfg, device, warm_batches)
-    if args.barrier:
-        _wait_for_peers(Path(args.barrier), args.procs)
+    if barrier:
+        _wait_for_peers(Path(barrier), procs)
     seconds = timed_steps(step_model, optimizer, scheduler, cfg, device, batches)
     record = {
         "device": device_name(device),
-        "mode": args.mode,
-        "grid": args.grid,
+        "mode": setup.mode,
+        "grid": grid,
         "point": cfg.tracking.tags["point"],
         "preset": cfg.model.preset,
         "batch_size": t.batch_size,
@@ -482,14 +304,14 @@ def _wait_for_peers(directory: Path, procs: int, timeout: float = 600.0) -> None
         time.sleep(0.05)
 
 
-def pack(args: argparse.Namespace) -> int:
+def pack(trials: str = "1,2,4", out: str = "", step_args: list[str] | tuple[str, ...] = ()) -> int:
     """`step` in 1, 2, 4... processes at once on one device; their aggregate steps/s and one's memory."""
     import tempfile
 
-    counts = [int(k) for k in args.trials.split(",")]
+    counts = [int(k) for k in trials.split(",")]
     if 1 not in counts:
         counts.insert(0, 1)
-    forwarded = [a for a in args.step_args if a != "--"]
+    forwarded = [a for a in step_args if a != "--"]
     steps_per_s, runs = {}, {}
     for k in counts:
         with tempfile.TemporaryDirectory(prefix="bench-pack-") as barrier:
@@ -512,11 +334,11 @@ def pack(args: argparse.Namespace) -> int:
     )
     chosen = choose_trials_per_gpu(measurement)
     print(f"chosen: {chosen} trial(s) per GPU (--gpus-per-trial {1 / chosen:g})", flush=True)
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "gpu_packing.json").write_text(measurement.to_json() + "\n")
-        (out / "gpu_packing_runs.json").write_text(json.dumps(runs, indent=1))
+    if out:
+        folder = Path(out)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "gpu_packing.json").write_text(measurement.to_json() + "\n")
+        (folder / "gpu_packing_runs.json").write_text(json.dumps(runs, indent=1))
     return 0
 
 
@@ -563,7 +385,15 @@ def main(argv: list[str] | None = None) -> int:
     k.add_argument("--out", default="")
     k.add_argument("step_args", nargs=argparse.REMAINDER, help="after --: the step command's options")
     args = parser.parse_args(argv)
-    return {"table": table, "step": step, "pack": pack}[args.command](args)
+    if args.command == "pack":
+        return pack(args.trials, args.out, args.step_args)
+    setup = BenchSetup(args.mode, args.device, args.preset, args.probe, args.warmup, tuple(args.set))
+    if args.command == "step":
+        return step(setup, args.grid, args.match, args.batch_size, args.steps, args.barrier, args.procs)
+    grids = [g for g in args.grids.split(",") if g]
+    return table(
+        setup, grids, args.steps, args.eval_samples, args.seeds, args.packing, args.usd_per_gpu_hour, args.out
+    )
 
 
 if __name__ == "__main__":

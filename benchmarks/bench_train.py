@@ -55,13 +55,13 @@ def precision_name(device: torch.device, precision: str) -> str:
     return "bf16" if isinstance(autocast_context(device, precision), torch.autocast) else "fp32"
 
 
-def time_to_accuracy(args: argparse.Namespace) -> None:
+def time_to_accuracy(seeds: list[int], sets: list[str], device: str) -> None:
     """Training seconds (and wall seconds, probes and evaluation included) until the probe reaches the
     target; one line per seed."""
-    precision = tta_precision(args.device)
-    for seed in args.seeds:
+    precision = tta_precision(device)
+    for seed in seeds:
         base = {**TTA, "train.seed": seed, "data.seed": seed, "train.precision": precision}
-        cfg = config(base, args.set, args.device)
+        cfg = config(base, sets, device)
         start = time.perf_counter()
         result = train(cfg)
         emit(
@@ -168,17 +168,18 @@ def eval_samples_per_s(cfg: ExperimentConfig) -> float:
         return evaluate(model, tokenizer, examples, batch_size=cfg.train.eval_batch_size).samples_per_s
 
 
-def throughput(args: argparse.Namespace) -> None:
+def throughput(
+    presets: list[str], batch_size: int, steps: int, warmup: int, sets: list[str], device_name: str
+) -> None:
     """Training tokens/s (trainer and bare loop), model FLOP/s, MFU on a GPU, eval samples/s per preset."""
-    for preset in args.presets:
+    for preset in presets:
         base = {**TTA, "model.preset": preset, "train.target_accuracy": 0.0, "data.train_samples": 20_000}
         base.update({"train.grad_clip": 1.0, "train.max_steps": 0})  # the trainer's defaults: its full step
-        base["train.batch_size"] = args.batch_size
-        cfg = config(base, args.set, args.device)
+        base["train.batch_size"] = batch_size
+        cfg = config(base, sets, device_name)
         device = resolve_device(cfg.train.device)
         if device.type == "cpu":
             torch.set_num_threads(cpu_threads(cfg.train.num_threads))
-        steps, warmup = args.steps, args.warmup
         bare, seq_len = bare_loop_tokens_per_s(cfg, steps, warmup)
         trainer = trainer_tokens_per_s(cfg, steps, warmup)
         model, *_ = prepare(cfg)
@@ -218,7 +219,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--warmup", type=int, default=5)
     args = parser.parse_args(argv)
-    {"tta": time_to_accuracy, "throughput": throughput}[args.mode](args)
+    if args.mode == "tta":
+        time_to_accuracy(args.seeds, args.set, args.device)
+    else:
+        throughput(args.presets, args.batch_size, args.steps, args.warmup, args.set, args.device)
 
 
 if __name__ == "__main__":

@@ -102,7 +102,7 @@ def grid_cost(name: str, tokens_per_s: float, probe: int, seeds: int, cache: dic
         epochs.append(cfg.train.epochs)
         per_sample.append(size.tokens_per_sample)
         total_tokens += size.samples * cfg.train.epochs * size.tokens_per_sample * seeds
-    gpu_hours = total_tokens / tokens_per_s / 3600
+    hours = gpu_hours(total_tokens / tokens_per_s)
     return {
         "grid": name,
         "trials": len(trials) * seeds,
@@ -110,8 +110,14 @@ def grid_cost(name: str, tokens_per_s: float, probe: int, seeds: int, cache: dic
         "epochs": span(epochs),
         "tokens/sample": span([round(t) for t in per_sample]),
         "training tokens": f"{total_tokens / 1e9:.2f} B",
-        "GPU-hours": gpu_hours,
+        "GPU-hours": hours,
     }
+
+
+def gpu_hours(seconds: float) -> float:
+    """GPU-hours of `seconds` of one GPU's time: the one conversion the cost model and the benchmark's
+    measured table (benchmarks/bench_paper.py) both use."""
+    return seconds / 3600
 
 
 def span(values: list) -> str:
