@@ -15,8 +15,6 @@ again). The page itself is composed by `analysis.results` from the store alone, 
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import shlex
 import subprocess
 import sys
@@ -41,11 +39,7 @@ from arith.tracking.archive import export_sweep
 from arith.tracking.store import client as store_client
 from sweeps.grids import points
 from sweeps.progress import trial_steps
-
-
-def machine() -> str:
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"{platform.processor() or platform.machine()}, {cpus} CPU cores, {platform.system()}"
+from sweeps.storage import machine
 
 
 def paper_trial_steps(grid: str) -> int:
@@ -64,7 +58,7 @@ def run_sweep(plan: Planned, uri: str, storage: str) -> None:
     client = store_client(uri)
     parent = find_parent(client, plan.grid)
     client.set_tag(parent.info.run_id, TAG_COMMAND, shown)
-    client.set_tag(parent.info.run_id, TAG_MACHINE, machine())
+    client.set_tag(parent.info.run_id, TAG_MACHINE, machine()[0])
     client.set_tag(parent.info.run_id, TAG_WALL, f"{wall:.0f}")
     archive = ARCHIVES / plan.archive_name
     export_sweep(client, parent.info.run_id, archive)

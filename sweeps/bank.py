@@ -76,7 +76,7 @@ def _part(entry: dict[str, Any], presearch_seeds: tuple[int, ...]) -> SweepPart:
     )
 
 
-def load_plan(path: Path = PLAN) -> list[Batch]:
+def load_gpu_plan(path: Path = PLAN) -> list[Batch]:
     """The batches of the plan, in order; a part's pre-search seeds are its own (a pre-search) or those
     of the batch named in `chosen_by`."""
     entries = yaml.safe_load(path.read_text()) or []
@@ -128,7 +128,7 @@ def status(batches: list[Batch], bank: Path = BANK) -> str:
 
 def run_next(out: Path, tiny: bool = False, bank: Path = BANK, plan: Path = PLAN) -> list[Path]:
     """Run the next batch into `out` (its archives) and print a summary of each trial."""
-    batch = next_batch(load_plan(plan), bank)
+    batch = next_batch(load_gpu_plan(plan), bank)
     if batch is None:
         raise SweepError(f"no batch to run: every batch of {plan} is banked or has no parts yet")
     parts = batch.parts
@@ -142,11 +142,11 @@ def run_next(out: Path, tiny: bool = False, bank: Path = BANK, plan: Path = PLAN
         parts, out, batch.procs, minutes * 60 if minutes else None, work=out.parent / "bank-work"
     )
     for path in paths:
-        print(summary(path))
+        print(archive_summary(path))
     return paths
 
 
-def summary(path: Path) -> str:
+def archive_summary(path: Path) -> str:
     """One line a trial of an archive: point, seed, status, steps and test accuracy at each evaluation."""
     lines = [line for line in path.read_text().splitlines() if line.strip()]
     runs = [json.loads(line) for line in lines[2:]]
@@ -169,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         if args.command == "status":
-            print(status(load_plan()))
+            print(status(load_gpu_plan()))
         else:
             run_next(args.out, args.tiny)
     except (ConfigError, SweepError, OSError) as err:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shlex
 import signal
 import subprocess
@@ -43,7 +42,7 @@ from arith.training.train import train
 from sweeps.errors import SweepError
 from sweeps.grids import Grid, SweepLink, get_grid, parse_seeds, points
 from sweeps.scales import Scale, get_scale
-from sweeps.storage import git_commit, sweep_link, sweep_name, sweep_tags
+from sweeps.storage import git_commit, machine, sweep_link, sweep_name, sweep_tags
 
 #: pre-searches draw their seeds from here up, so the judged seeds (0 up) never chose their own budget
 PRESEARCH_FIRST_SEED = 100
@@ -95,16 +94,6 @@ class SweepPart:
         if self.presearch_seeds:
             words.append(f"--presearch-seeds {','.join(map(str, self.presearch_seeds))}")
         return " ".join(words)
-
-
-def machine() -> tuple[str, str]:
-    """(what the trials run on, the precision they train in): a GPU trains in bf16 autocast."""
-    import torch
-
-    if torch.cuda.is_available():
-        return torch.cuda.get_device_name(0), "bf16 autocast"
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"{platform.machine()}, {cpus} CPU cores", "fp32"
 
 
 @dataclass
@@ -254,7 +243,7 @@ def write_archive(path: Path, experiment: str, parent: dict[str, Any], trials: l
             out.write(json.dumps(line) + "\n")
 
 
-def run_trial(config_path: Path, record_path: Path) -> int:
+def record_trial(config_path: Path, record_path: Path) -> int:
     """One trial in this process, recorded to `record_path` (what `run_parts` starts per trial)."""
     cfg = ExperimentConfig.from_dict(json.loads(config_path.read_text()))
     train(cfg, tracker=RunRecorder(cfg, record_path))
@@ -278,7 +267,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["trial"]:
-        return run_trial(Path(argv[1]), Path(argv[2]))
+        return record_trial(Path(argv[1]), Path(argv[2]))
     args = parse_args(argv)
     try:
         presearch = tuple(int(s) for s in args.presearch_seeds.split(",") if s.strip())

@@ -303,7 +303,7 @@ def check_pretrained(configs: dict[str, dict[str, Any]]) -> None:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def run(grid: Grid, scale: Scale, options: SweepOptions) -> int:
+def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
     """The sweep; returns the exit status (0 all trials done, 1 some failed, 130 interrupted)."""
     storage = SweepStorage(options.storage_path)
     set_uri = parse_set(list(options.sets)).get("tracking.tracking_uri")
@@ -404,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         # an unknown scale or grid fails here, before anything starts
         scale, grid = get_scale(args.scale), get_grid(args.grid)
-        return run(grid, scale, options)
+        return tune_sweep(grid, scale, options)
     except (ConfigError, SweepError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import subprocess
 import time
 from collections.abc import Iterable, Sequence
@@ -104,6 +105,17 @@ def git_commit() -> str:
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return commit + ("-dirty" if dirty else "")
+
+
+def machine() -> tuple[str, str]:
+    """(what the trials run on, the precision they train in), for a sweep's records: a GPU's name (it
+    trains in bf16 autocast), else the CPU (`scripts/reproduce_cpu.py` tags its parent runs with it)."""
+    import torch
+
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_name(0), "bf16 autocast"
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"{platform.processor() or platform.machine()}, {cpus} CPU cores, {platform.system()}", "fp32"
 
 
 def digit_map(grid: Grid, scale: Scale) -> dict[int, int]:

@@ -45,7 +45,7 @@ class TuneCheckpoints:
         return save_checkpoint(tempfile.mkdtemp(prefix="arith-ckpt-"), state)
 
 
-def report(metrics: dict[str, Any], checkpoint: Path | None) -> None:
+def report_to_tune(metrics: dict[str, Any], checkpoint: Path | None) -> None:
     """`tune.report`, with the checkpoint folder when one was saved (Tune copies it to storage before
     returning, so the temporary folder is removed afterwards)."""
     from ray import tune
@@ -69,8 +69,9 @@ def placement_tags() -> dict[str, str]:
     return {"hostname": socket.gethostname(), "ray_node_id": context.get_node_id(), "ray_gpus": f"{gpus:g}"}
 
 
-def trial_config(config: dict[str, Any]) -> ExperimentConfig:
-    """The trial's config with its CPU threads and placement tags filled in from Ray."""
+def config_on_ray(config: dict[str, Any]) -> ExperimentConfig:
+    """A Tune trial's config dict decoded, with its CPU threads and placement tags filled in from Ray (what
+    only the worker knows; the config itself is `sweeps.space.trial_config`'s)."""
     import ray
 
     cfg = ExperimentConfig.from_dict(config)
@@ -104,14 +105,14 @@ def discard_lost_attempts(cfg: dict[str, Any]) -> None:
 def run_trial(config: dict[str, Any], configs: dict[str, dict[str, Any]]) -> None:
     """The Tune trainable: train the trial whose `point` and `seed` Tune's `config` names (its other keys
     are the grid's axes, for show), its `ExperimentConfig` dict looked up in `configs`. Metrics and
-    checkpoints go to Tune through `report`, so nothing is returned."""
+    checkpoints go to Tune through `report_to_tune`, so nothing is returned."""
     from ray import tune
 
     cfg = configs[trial_key(config["point"], config["seed"])]
     if tune.get_checkpoint() is None:
         discard_lost_attempts(cfg)
     try:
-        train(trial_config(cfg), reporter=report, checkpoints=TuneCheckpoints())
+        train(config_on_ray(cfg), reporter=report_to_tune, checkpoints=TuneCheckpoints())
     except NonFiniteLossError as err:
         print(f"not retried: {err}", file=sys.stderr, flush=True)
         tune.report({"nonfinite_loss": 1, "error": str(err)})

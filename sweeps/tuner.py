@@ -117,7 +117,7 @@ def errored_trials(results: Any) -> set[str]:
     return {trial_key(r.config["point"], r.config["seed"]) for r in results if r.error and r.config}
 
 
-def summary(results: Any) -> pd.DataFrame:
+def trial_summary(results: Any) -> pd.DataFrame:
     """Per-trial table from Tune's results: point, seed, status and the final metrics."""
     rows = []
     for result in results:
@@ -138,4 +138,4 @@ def final_report(grid: str, uri: str, parent_run_id: str, results: Any) -> str:
         return report(grid, uri, parent_run_id=parent_run_id, fmt="markdown")
     except Exception as err:  # the sweep's results stand even if the comparison cannot be drawn
         print(f"analysis.report failed ({err}); per-trial summary instead", file=sys.stderr)
-    return summary(results).to_string(index=False)
+    return trial_summary(results).to_string(index=False)

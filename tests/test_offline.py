@@ -24,7 +24,7 @@ from arith.tracking import archive, store
 from arith.tracking.archive import export_sweep, import_sweep, read_archive
 from arith.tracking.recorder import RunRecorder
 from arith.training.train import train
-from sweeps.bank import Batch, load_plan, next_batch, run_next, status
+from sweeps.bank import Batch, load_gpu_plan, next_batch, run_next, status
 from sweeps.errors import SweepError
 from sweeps.grids import GRIDS
 from sweeps.offline import SweepPart, run_parts
@@ -87,7 +87,7 @@ def test_gpu_scale_keeps_the_papers_digits_and_records_its_presearch_seeds():
 
 
 def test_plan_is_valid_and_banked_batches_have_their_archives():
-    batches = load_plan()
+    batches = load_gpu_plan()
     assert batches and all(len(b.parts) <= 6 for b in batches)
     for batch in batches:
         for part in batch.parts:
@@ -114,30 +114,64 @@ def test_next_batch_passes_over_a_batch_whose_parts_are_not_written(tmp_path):
     assert "b_waits: parts to write" in status([waiting, ready], bank=tmp_path)
 
 
+#: a plan of the test's own (the committed one runs out as its batches are banked): a banked pre-search,
+#: then the batch `next` runs, two parts (the gpu scale's default, and a smoke part) whose budget it chose
+FIXED_PLAN = [
+    {
+        "batch": "a_presearch",
+        "what": "a pre-search, banked",
+        "minutes": 1.0,
+        "procs": 2,
+        "parts": [{"grid": GRID, "scale": "smoke", "label": "searched", "seeds": [100], "presearch": True}],
+    },
+    {
+        "batch": "b_next",
+        "what": "the batch to run",
+        "minutes": 5.0,
+        "procs": 2,
+        "chosen_by": "a_presearch",
+        "parts": [
+            {
+                "grid": "mul_format",
+                "label": "mul_format_3",
+                "seeds": [0],
+                "only": {"data.max_digits": 5, "data.format": "padding_reverse"},
+                "set": {"data.max_digits": 3},
+            },
+            {
+                "grid": GRID,
+                "scale": "smoke",
+                "label": "demo_basic",
+                "seeds": [0],
+                "only": {"data.format": "basic"},
+            },
+        ],
+    },
+]
+
+
 def test_next_batch_runs_on_a_cpu_at_a_tiny_budget(tmp_path):
-    """The plan's next batch end to end on this machine (no GPU): the path the device command takes."""
-    batches = load_plan()
-    batch = next_batch(batches)
-    if batch is None:
-        pytest.skip("every batch of the plan is banked or waits for its parts to be written")
-    bank = tmp_path / "bank"
-    shutil.copytree(ROOT / "docs" / "results" / "gpu", bank)
-    small = Batch(batch.name, batch.what, batch.minutes, 2, batch.parts[:2], batch.chosen_by)
-    plan = tmp_path / "plan.yaml"
-    entries = yaml.safe_load((ROOT / "docs" / "results" / "gpu_plan.yaml").read_text())
-    for entry in entries:
-        if entry["batch"] == small.name:
-            entry["parts"], entry["procs"] = entry["parts"][:2], 2
-    plan.write_text(yaml.safe_dump(entries))
+    """The next batch of a fixed plan end to end on this machine (no GPU): the path the device command
+    takes, past a banked batch, with the pre-search seeds of the batch that chose its budget."""
+    plan, bank = tmp_path / "plan.yaml", tmp_path / "bank"
+    plan.write_text(yaml.safe_dump(FIXED_PLAN))
+    (bank / "a_presearch").mkdir(parents=True)
+    (bank / "a_presearch" / "searched.jsonl").write_text("")
+    batches = load_gpu_plan(plan)
+    assert batches[0].banked(bank) and next_batch(batches, bank) == batches[1]
     paths = run_next(tmp_path / "out", tiny=True, bank=bank, plan=plan)
-    assert [p.name for p in paths] == [f"{part.name}.jsonl" for part in small.parts]
+    assert [p.name for p in paths] == ["mul_format_3.jsonl", "demo_basic.jsonl"]
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     for path in paths:
         _, records = read_archive(path)
-        assert {r["status"] for r in records[1:]} == {"FINISHED"}
+        parent, trials = records[0], records[1:]
+        assert parent["tags"]["executor"] == "sweeps.offline" and json.loads(
+            parent["tags"][PRESEARCH_TAG]
+        ) == [100]
+        assert len(trials) == 1 and {r["status"] for r in trials} == {"FINISHED"}
+        assert trials[0]["params"]["model.preset"] == "nano"  # the tiny budget
         import_sweep(uri, path)
-    sweep = load_sweep(small.parts[0].grid, uri)
-    assert not sweep.cells.empty
+    assert not load_sweep("mul_format", uri).cells.empty and not load_sweep(GRID, uri).cells.empty
 
 
 def test_deadline_stops_running_trials_and_keeps_what_they_logged(tmp_path):
