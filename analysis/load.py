@@ -43,6 +43,9 @@ CELL_COLUMNS: tuple[str, ...] = (
     "accuracy",
     "seen_in_train",
 )
+#: each cell's accuracy split by whether its test problems are training problems too (trainers before
+#: the split wrote none: read as unknown, NaN)
+SPLIT_COLUMNS: tuple[str, ...] = ("n_seen", "accuracy_seen", "accuracy_unseen")
 #: params that say what a trial is, whether or not the sweep varies them: tables and the paper match
 #: read them. A run that lacks one of these (an older config) is read with the config's default, noted.
 IDENTITY_KEYS: tuple[str, ...] = (
@@ -262,6 +265,9 @@ def read_cells(client, run_id: str, into: Path) -> pd.DataFrame | None:
             "(written by an older trainer; "
             f"expected {', '.join(CELL_COLUMNS)})"
         )
+    for column in SPLIT_COLUMNS:
+        if column not in cells.columns:
+            cells[column] = float("nan")
     return cells
 
 
@@ -308,7 +314,7 @@ def tidy_cells(trials: pd.DataFrame, cells_by_run: dict[str, pd.DataFrame], axes
         cells["final_epoch"] = cells["epoch"].max()
         frames.append(cells)
     if not frames:
-        return pd.DataFrame(columns=[*keep, *CELL_COLUMNS, "final_epoch"])
+        return pd.DataFrame(columns=[*keep, *CELL_COLUMNS, *SPLIT_COLUMNS, "final_epoch"])
     tidy = pd.concat(frames, ignore_index=True)
     tidy["row_digits"] = tidy["row_digits"].astype("Int64")
     tidy["col_digits"] = tidy["col_digits"].astype("Int64")
@@ -449,6 +455,9 @@ def aggregate_seeds(cells: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
     ]
     frame = cells.copy()
     frame["row_digits"] = frame["row_digits"].astype("Int64")
+    for column in SPLIT_COLUMNS:
+        if column not in frame:
+            frame[column] = float("nan")
     grouped = frame.groupby(keys, dropna=False, sort=True)
     out = grouped.agg(
         accuracy=("accuracy", "mean"),
@@ -456,6 +465,9 @@ def aggregate_seeds(cells: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
         seeds=("accuracy", "count"),
         n=("n", "sum"),
         seen_in_train=("seen_in_train", "mean"),
+        n_seen=("n_seen", lambda n: n.sum(min_count=1)),
+        accuracy_seen=("accuracy_seen", "mean"),
+        accuracy_unseen=("accuracy_unseen", "mean"),
     ).reset_index()
     out["final"] = out["epoch"] == out["final_epoch"]
     return out

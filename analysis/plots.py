@@ -35,16 +35,20 @@ def _panel(ax, grid, title: str, table: Table) -> None:
 
 
 def heatmap(table: Table) -> Figure:
-    """This sweep's grid (left) beside the paper's (right, when it has one); grey = cell only the other
-    side has."""
+    """This sweep's grid (left), its accuracy on the test problems not seen in training (where the trials
+    recorded the split) and the paper's (right, when it has one; its numbers mix seen and unseen problems);
+    grey = cell only the other side has, or no unseen problem in the cell."""
     rows, cols = table.ours.shape
     width = 2.0 + 0.45 * cols
-    panels = 2 if table.has_paper else 1
-    figure = Figure(figsize=(panels * width, 1.6 + 0.4 * rows + (1.0 if cols > 10 else 0.0)))
-    axes = figure.subplots(1, panels, squeeze=False)[0]
-    _panel(axes[0], table.ours, "this sweep" if table.has_paper else "this sweep (no paper table)", table)
+    shown = [(table.ours, "this sweep" if table.has_paper else "this sweep (no paper table)")]
+    if table.has_split:
+        shown.append((table.unseen, "this sweep, unseen problems only"))
     if table.has_paper:
-        _panel(axes[1], table.paper, f"paper ({', '.join(table.paper_sources)})", table)
+        shown.append((table.paper, f"paper ({', '.join(table.paper_sources)})"))
+    figure = Figure(figsize=(len(shown) * width, 1.6 + 0.4 * rows + (1.0 if cols > 10 else 0.0)))
+    axes = figure.subplots(1, len(shown), squeeze=False)[0]
+    for ax, (grid, title) in zip(axes, shown, strict=True):
+        _panel(ax, grid, title, table)
     figure.suptitle(table.title, fontsize=10)
     figure.tight_layout()
     return figure

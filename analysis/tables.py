@@ -39,6 +39,11 @@ class Table:
     diff: pd.DataFrame
     #: standard deviation over seeds, and the fewest seeds behind any cell
     std: pd.DataFrame
+    #: accuracy on the test problems that are not / are training problems too, and the seen fraction
+    #: (seed means; all NaN for trials logged before the split)
+    unseen: pd.DataFrame
+    seen: pd.DataFrame
+    seen_fraction: pd.DataFrame
     min_seeds: int
     row_name: str
     col_name: str
@@ -50,6 +55,11 @@ class Table:
     @property
     def has_paper(self) -> bool:
         return bool(self.paper.notna().to_numpy().any())
+
+    @property
+    def has_split(self) -> bool:
+        """Whether the trials recorded which test problems they had seen in training."""
+        return bool(self.seen_fraction.notna().to_numpy().any())
 
 
 def _label(frame: pd.DataFrame, keys: list[str]) -> pd.Series:
@@ -95,6 +105,9 @@ def _make(frame: pd.DataFrame, title: str, index: str, columns, row_name: str, c
             ("paper", "paper_accuracy"),
             ("diff", "diff"),
             ("std", "accuracy_std"),
+            ("unseen", "accuracy_unseen"),
+            ("seen", "accuracy_seen"),
+            ("seen_fraction", "seen_in_train"),
         )
     }
     rows, cols = stand_in_labels(frame, "row_digits"), stand_in_labels(frame, "col_digits")
@@ -218,11 +231,27 @@ def _markdown_grid(grid: pd.DataFrame, corner: str, signed: bool = False) -> str
 def _caption(table: Table) -> str:
     sources = ", ".join(table.paper_sources) if table.paper_sources else "no paper table for these cells"
     seeds = f"mean of {table.min_seeds}+ seed(s)" if table.min_seeds > 1 else "one seed"
-    return f"paper: {sources}; this sweep: {seeds}; {MISSING} = cell only the other side has"
+    split = (
+        "; the paper's numbers, like 'this sweep', mix test problems seen in training with unseen ones"
+        if table.has_split and table.has_paper
+        else ""
+    )
+    return f"paper: {sources}; this sweep: {seeds}; {MISSING} = cell only the other side has{split}"
+
+
+#: the split blocks' names: what a model generalised to, beside what it may have memorised
+UNSEEN_BLOCK, SEEN_BLOCK, SEEN_FRACTION_BLOCK = (
+    "unseen problems only (not in the training set)",
+    "seen problems only (also in the training set)",
+    "fraction of the cell's test problems seen in training",
+)
 
 
 def _blocks(table: Table) -> list[tuple[str, pd.DataFrame, bool]]:
     blocks = [("this sweep", table.ours, False)]
+    if table.has_split:
+        blocks += [(UNSEEN_BLOCK, table.unseen, False), (SEEN_BLOCK, table.seen, False)]
+        blocks.append((SEEN_FRACTION_BLOCK, table.seen_fraction, False))
     if table.has_paper:
         blocks += [("paper", table.paper, False), ("difference", table.diff, True)]
     if table.min_seeds > 1:
@@ -277,7 +306,7 @@ def _latex_escape(text: str) -> str:
 
 
 def long_frame(tables: list[Table]) -> pd.DataFrame:
-    """Every table cell as a row: table, row, column, ours, std, paper, diff."""
+    """Every table cell as a row: table, row, column, ours, std, the unseen / seen split, paper, diff."""
     rows = []
     for table in tables:
         for row in table.ours.index:
@@ -290,11 +319,22 @@ def long_frame(tables: list[Table]) -> pd.DataFrame:
                         "column": " ".join(map(str, col)) if isinstance(col, tuple) else col,
                         "accuracy": table.ours.loc[row, col],
                         "accuracy_std": table.std.loc[row, col],
+                        "accuracy_unseen": _at(table.unseen, row, col),
+                        "accuracy_seen": _at(table.seen, row, col),
+                        "seen_fraction": _at(table.seen_fraction, row, col),
                         "paper_accuracy": table.paper.loc[row, col],
                         "diff": table.diff.loc[row, col],
                     }
                 )
     return pd.DataFrame(rows)
+
+
+def _at(grid: pd.DataFrame, row, col) -> float:
+    """A grid's value at (row, col), NaN where the grid lacks it (no split recorded)."""
+    try:
+        return grid.loc[row, col]
+    except KeyError:
+        return float("nan")
 
 
 def markdown_table(frame: pd.DataFrame) -> str:

@@ -20,6 +20,7 @@ from arith.model.gpt import build_model
 from arith.model.tokenizer import build_tokenizer
 from arith.tracking.digit_errors import heatmap
 from arith.training.evaluate import CELL_COLUMNS, evaluate, generate_answers, left_pad
+from arith.training.train import summary_metrics
 
 
 class ScriptedModel(nn.Module):
@@ -85,6 +86,34 @@ def test_scores_cells_failures_and_memorisation_exactly():
     assert failure.expected == examples[0].answer.strip()
     assert failure.generated == "9 " + examples[0].answer.strip()
     assert set(result.failures_frame().columns) >= {"prompt", "expected", "generated", "context"}
+
+
+def test_a_memorised_model_is_right_on_seen_problems_and_wrong_on_unseen_ones():
+    """A hand-made memoriser: it answers the training problems right and every other problem wrong, so
+    each cell's accuracy splits into 1.0 on its seen and 0.0 on its unseen problems."""
+    tok = build_tokenizer()
+    examples = mul_examples()
+    train = [*[e for e in examples if e.cell == ("main", 2, 2)][:3], examples[0]]
+    memorised = {e.prompt for e in train}
+    script = {" " + e.prompt: (e.answer if e.prompt in memorised else " 9" + e.answer) for e in examples}
+    result = evaluate(ScriptedModel(tok, script), tok, examples, train_problems=problem_ids(train))
+    cells = {(c.row_digits, c.col_digits): c for c in result.cells}
+    assert (cells[2, 2].n_seen, cells[2, 2].accuracy_seen, cells[2, 2].accuracy_unseen) == (3, 1.0, 0.0)
+    assert (cells[1, 1].n_seen, cells[1, 1].accuracy_seen, cells[1, 1].accuracy_unseen) == (1, 1.0, 0.0)
+    assert cells[1, 2].n_seen == 0 and math.isnan(cells[1, 2].accuracy_seen)
+    assert cells[1, 2].accuracy_unseen == 0.0
+    assert cells[2, 2].accuracy == 0.75 and cells[2, 2].seen_in_train == 0.75
+    metrics = summary_metrics(result.to_frame(), seconds=1.0)
+    assert metrics["test_acc/seen"] == 1.0 and metrics["test_acc/unseen"] == 0.0
+
+
+def test_without_a_training_set_the_split_is_unknown():
+    tok = build_tokenizer()
+    examples = mul_examples(2)
+    result = evaluate(ScriptedModel(tok, {" " + e.prompt: e.answer for e in examples}), tok, examples)
+    frame = result.to_frame()
+    assert frame[["n_seen", "accuracy_seen", "accuracy_unseen"]].isna().all().all()
+    assert "test_acc/unseen" not in summary_metrics(frame, seconds=1.0)
 
 
 def test_decoding_budget_is_the_longest_answer_plus_a_margin():

@@ -32,14 +32,28 @@ from arith.model.tokenizer import encode_examples
 
 #: extra tokens decoded beyond the longest reply the data can produce (room for a wrong, longer answer)
 ANSWER_MARGIN = 4
-CELL_COLUMNS = ["context", "row_digits", "col_digits", "n", "correct", "accuracy", "seen_in_train"]
+CELL_COLUMNS = [
+    "context",
+    "row_digits",
+    "col_digits",
+    "n",
+    "correct",
+    "accuracy",
+    "seen_in_train",
+    "n_seen",
+    "accuracy_seen",
+    "accuracy_unseen",
+]
 #: the columns of `EvalResult.errors_frame()` (eval/errors.csv adds `epoch` in front)
 ERROR_COLUMNS = ["context", "row_digits", "col_digits", "a", "b", "prompt", "expected", "reply"]
 
 
 @dataclass(frozen=True)
 class CellResult:
-    """One cell of the paper's grids. `seen_in_train` is NaN when no training set was given."""
+    """One cell of the paper's grids, its accuracy split by whether each test problem is also a training
+    problem: a model that memorised its training set is right on the seen ones only. `seen_in_train`
+    (the seen fraction), `n_seen` and the split accuracies are NaN when no training set was given; an
+    accuracy is NaN where its part is empty."""
 
     context: str
     row_digits: int | None
@@ -48,6 +62,9 @@ class CellResult:
     correct: int
     accuracy: float
     seen_in_train: float
+    n_seen: float = math.nan
+    accuracy_seen: float = math.nan
+    accuracy_unseen: float = math.nan
 
 
 @dataclass(frozen=True)
@@ -296,13 +313,33 @@ def _score_cells(
     for cell in _cell_order(examples):
         items = by_cell[cell]
         n_correct = sum(correct[i] for i in items)
-        seen_in_train = math.nan if seen is None else sum(seen[i] for i in items) / len(items)
+        split: dict[str, float] = {}
+        if seen is not None:
+            seen_items = [i for i in items if seen[i]]
+            unseen_items = [i for i in items if not seen[i]]
+            split = {
+                "seen_in_train": len(seen_items) / len(items),
+                "n_seen": float(len(seen_items)),
+                "accuracy_seen": _accuracy(correct, seen_items),
+                "accuracy_unseen": _accuracy(correct, unseen_items),
+            }
         results.append(
             CellResult(
-                cell[0], cell[1], cell[2], len(items), n_correct, n_correct / len(items), seen_in_train
+                cell[0],
+                cell[1],
+                cell[2],
+                len(items),
+                n_correct,
+                n_correct / len(items),
+                split.pop("seen_in_train", math.nan),
+                **split,
             )
         )
     return results
+
+
+def _accuracy(correct: Sequence[bool], items: Sequence[int]) -> float:
+    return sum(correct[i] for i in items) / len(items) if items else math.nan
 
 
 def _pick_failures(

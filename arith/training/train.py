@@ -117,8 +117,9 @@ def exact_match(cells: pd.DataFrame) -> float:
 
 
 def summary_metrics(cells: pd.DataFrame, seconds: float, max_digits: int | None = None) -> dict[str, float]:
-    """test_acc (mean over all cells), test_acc/<context>, seen_fraction, eval/samples_per_s; given the
-    training's `max_digits`, also test_acc/in_range and test_acc/beyond (cells with longer operands) and
+    """test_acc (mean over all cells), test_acc/<context>, seen_fraction, test_acc/seen and test_acc/unseen
+    (the mean over cells of the accuracy on test problems in / not in the training set),
+    eval/samples_per_s; given the training's `max_digits`, also test_acc/in_range and test_acc/beyond (cells with longer operands) and
     both per context, test_acc/<context>/in_range etc.: the numbers length claims rest on, as UI columns."""
     metrics = {"test_acc": float(cells["accuracy"].mean())}
     for context, frame in cells.groupby("context", sort=False):
@@ -140,6 +141,11 @@ def summary_metrics(cells: pd.DataFrame, seconds: float, max_digits: int | None 
         metrics["seen_fraction"] = float(
             (cells["seen_in_train"] * cells["n"]).sum() / max(1, cells["n"].sum())
         )
+    for part in ("seen", "unseen"):
+        # the mean over the cells that hold such problems: unseen is what the model generalised to
+        accuracies = cells.get(f"accuracy_{part}", pd.Series(dtype=float)).dropna()
+        if not accuracies.empty:
+            metrics[f"test_acc/{part}"] = float(accuracies.mean())
     metrics["eval/samples_per_s"] = float(cells["n"].sum() / max(seconds, 1e-9))
     return metrics
 
