@@ -24,17 +24,18 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 from scipy import stats
 
+from analysis.intervals import ALPHA, Interval, format_p, holm, paired_interval, seed_list, welch_interval
 from analysis.paper import paper_cells, paper_reading
 
 HELD, NOT_HELD, NOT_TESTABLE = "held", "not held", "not testable"
 CANNOT_TELL = "the seeds cannot tell"
 VERDICTS = (HELD, NOT_HELD, CANNOT_TELL, NOT_TESTABLE)
-#: two-sided level of the reported intervals (95%); held needs the Holm-adjusted one-sided p below ALPHA / 2
-ALPHA = 0.05
+#: no verdict but not testable on fewer seeds than this per side: two seeds give a t interval with one
+#: degree of freedom and no exact test can reach ALPHA / 2
+MIN_SEEDS = 3
 #: "learned": at least this accuracy on every gated cell, every seed
 LEARNED = 0.9
 #: accuracies are ratios of counts (18/20) or their means: a threshold is met within float rounding
@@ -42,6 +43,9 @@ LEARNED = 0.9
 TOLERANCE = 1e-9
 #: "does not extrapolate": no cell beyond the training length above this accuracy
 NO_EXTRAPOLATION = 0.1
+#: "memorised": a cell at LEARNED or more on its test problems seen in training and at least this much
+#: lower on the unseen ones
+MEMORISED_GAP = 0.3
 #: a paper cell is one the paper's table contrasts when its two models differ there by at least this
 PAPER_CONTRAST = 0.1
 
@@ -205,6 +209,7 @@ def competence(
         if below.empty:
             continue
         worst = below.loc[below["accuracy"].idxmin()]
+        memorised = memorised_note(below)
         paper_note = ""
         if "paper_accuracy" in worst and not pd.isna(worst.get("paper_accuracy")):
             paper_note = (
@@ -215,8 +220,30 @@ def competence(
             f"{name} not learned: seed {int(worst['seed'])} {worst['accuracy']:.2f} on "
             f"{cell_name(worst['row_digits'], worst['col_digits'], worst['context'])}{paper_note} "
             f"({below['seed'].nunique()} of {gated['seed'].nunique()} seeds below {LEARNED:g} on some cell)"
+            f"{memorised}"
         )
     return "; ".join(why), "gated on " + "; ".join(on)
+
+
+def memorised_note(below: pd.DataFrame) -> str:
+    """', memorised: ...' when gated cells below the gate are right on their test problems that are also
+    training problems (>= LEARNED) and far below on the others (MEMORISED_GAP lower): the model learned
+    its training set, not the task. '' when no cell is, or the trials did not record the split."""
+    if "accuracy_seen" not in below or "accuracy_unseen" not in below:
+        return ""
+    seen, unseen = below["accuracy_seen"].astype(float), below["accuracy_unseen"].astype(float)
+    memorised = below[(seen >= LEARNED - TOLERANCE) & (unseen <= seen - MEMORISED_GAP)]
+    if memorised.empty:
+        return ""
+    worst = memorised.loc[memorised["accuracy_unseen"].astype(float).idxmin()]
+    cell = cell_name(worst["row_digits"], worst["col_digits"], worst["context"])
+    n_seen = int(worst["n_seen"]) if "n_seen" in worst and not pd.isna(worst["n_seen"]) else None
+    counts = f" ({n_seen} of {int(worst['n'])} seen)" if n_seen is not None and "n" in worst else ""
+    return (
+        f"; memorised: seed {int(worst['seed'])} on {cell} is {worst['accuracy_seen']:.2f} on the test "
+        f"problems it was trained on and {worst['accuracy_unseen']:.2f} on the others{counts}; "
+        f"{len(memorised)} of the {len(below)} cell(s) below the gate read so"
+    )
 
 
 def paper_contrast_cells(
@@ -302,73 +329,6 @@ class Side:
 
 
 @dataclass(frozen=True)
-class Interval:
-    """A contrast's estimate: effect, standard error, degrees of freedom, 95% t interval, one-sided p
-    (H1: the effect is positive, the paper's direction), the seeds, and whether paired over them."""
-
-    effect: float
-    se: float
-    df: float
-    low: float
-    high: float
-    p: float
-    seeds: tuple[int, ...]
-    paired: bool
-
-    def describe(self) -> str:
-        seeds = f"seeds {_seed_list(self.seeds)}" + (", paired" if self.paired else ", Welch")
-        if math.isnan(self.low):
-            return f"effect {self.effect:+.3f} ({seeds}: no spread to estimate)"
-        return (
-            f"effect {self.effect:+.3f}, 95% CI [{self.low:+.3f}, {self.high:+.3f}], "
-            f"one-sided p = {_p(self.p)} ({seeds}, df {self.df:.1f})"
-        )
-
-
-def _p(p: float) -> str:
-    return "nan" if math.isnan(p) else (f"{p:.2g}" if p >= 1e-4 else "< 0.0001")
-
-
-def _seed_list(seeds: Sequence[int]) -> str:
-    return ", ".join(map(str, seeds)) or "none"
-
-
-def _t_interval(effect: float, se: float, df: float) -> tuple[float, float, float]:
-    """(low, high, one-sided p) of a t statistic; a zero standard error is a certain sign."""
-    if math.isnan(se) or math.isnan(df) or df <= 0:
-        return math.nan, math.nan, math.nan
-    if se == 0:
-        return effect, effect, 0.0 if effect > 0 else 1.0
-    half = float(stats.t.ppf(1 - ALPHA / 2, df)) * se
-    return effect - half, effect + half, float(stats.t.sf(effect / se, df))
-
-
-def paired_interval(differences: Sequence[float], seeds: Sequence[int] = ()) -> Interval:
-    """The per-seed differences' mean with its t interval (df n - 1): scipy.stats.ttest_rel's."""
-    d = np.asarray(differences, dtype=float)
-    n = len(d)
-    effect = float(d.mean()) if n else math.nan
-    se = float(d.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
-    low, high, p = _t_interval(effect, se, n - 1.0)
-    return Interval(effect, se, n - 1.0, low, high, p, tuple(seeds), True)
-
-
-def welch_interval(terms: Sequence[tuple[float, Sequence[float]]], seeds: Sequence[int] = ()) -> Interval:
-    """sum(weight * mean) over independent samples, with the Welch-Satterthwaite degrees of freedom
-    (for better - worse: scipy.stats.ttest_ind(equal_var=False)'s)."""
-    parts = [(w, np.asarray(x, dtype=float)) for w, x in terms]
-    effect = float(sum(w * x.mean() for w, x in parts)) if all(len(x) for _, x in parts) else math.nan
-    if any(len(x) < 2 for _, x in parts):
-        return Interval(effect, math.nan, math.nan, math.nan, math.nan, math.nan, tuple(seeds), False)
-    v = [w * w * x.var(ddof=1) / len(x) for w, x in parts]
-    se2 = sum(v)
-    denominator = sum(vi * vi / (len(x) - 1) for vi, (_, x) in zip(v, parts, strict=True))
-    df = se2 * se2 / denominator if denominator > 0 else float(min(len(x) for _, x in parts) - 1)
-    low, high, p = _t_interval(effect, math.sqrt(se2), df)
-    return Interval(effect, math.sqrt(se2), df, low, high, p, tuple(seeds), False)
-
-
-@dataclass(frozen=True)
 class Contrast:
     """sum(weight * side) over one-point sides, e.g. better - worse, or (a - b) - (c - d); positive = the
     paper's direction. Sides that share their seeds (the same data and training seeds: the same problems)
@@ -398,6 +358,8 @@ class Contrast:
         """The seeds (per side) at which the observed mean and spread would put the interval (one-sided
         `level`) clear of 0; None when no spread was measured, the effect is 0, or more than 1,000."""
         i = self.interval
+        if i.zero_spread:
+            return _exact_seeds(level, self.paired) if i.effect != 0 else None
         if math.isnan(i.se) or i.effect == 0:
             return None
         if self.paired:
@@ -415,22 +377,19 @@ class Contrast:
         return None
 
 
+def _exact_seeds(level: float, paired: bool) -> int:
+    """The fewest seeds a side at which a difference with no spread reaches one-sided `level`: the exact
+    sign test's 0.5^n (paired) or Mann-Whitney's 1 / C(2n, n) (two sides of n seeds)."""
+    n = 1
+    while (0.5**n if paired else 1 / math.comb(2 * n, n)) >= level:
+        n += 1
+    return max(n, MIN_SEEDS)
+
+
 def difference(better: Side, worse: Side, where: str = "") -> Contrast:
     """better - worse, labelled "where: better 0.90 vs worse 0.10"."""
     label = f"{better.name} {better.mean:.2f} vs {worse.name} {worse.mean:.2f}"
     return Contrast(((1.0, better), (-1.0, worse)), f"{where}: {label}" if where else label)
-
-
-def holm(pvalues: Sequence[float]) -> list[float]:
-    """Holm's step-down adjusted p-values (NaN entries, claims not judged, are left out and stay NaN)."""
-    judged = sorted((p, i) for i, p in enumerate(pvalues) if not math.isnan(p))
-    m = len(judged)
-    out = [math.nan] * len(pvalues)
-    running = 0.0
-    for rank, (p, i) in enumerate(judged):
-        running = max(running, min(1.0, (m - rank) * p))
-        out[i] = running
-    return out
 
 
 @dataclass(frozen=True)
@@ -445,12 +404,36 @@ class Outcome:
     notes: tuple[str, ...] = ()
 
     @property
+    def too_few_seeds(self) -> str:
+        """Why the sides hold too few seeds for a verdict ('' when every side has MIN_SEEDS)."""
+        sides = [side for c in self.contrasts for _, side in c.terms]
+        short = [side for side in sides if len(side.seeds) < MIN_SEEDS]
+        if not short:
+            return ""
+        fewest = min(short, key=lambda side: len(side.seeds))
+        return (
+            f"{fewest.name} has {len(fewest.seeds)} seed(s) ({seed_list(fewest.seeds)}): a verdict needs at "
+            f"least {MIN_SEEDS} seeds a side"
+        )
+
+    @property
+    def judged(self) -> bool:
+        return bool(self.contrasts) and not (self.untestable or self.fails or self.too_few_seeds)
+
+    @property
     def p(self) -> float:
         """The claim's one-sided p: the largest of its contrasts' (all must hold: intersection-union);
-        NaN when it is not judged (not testable, failed anyway, or no spread measured)."""
-        if self.untestable or self.fails or not self.contrasts:
+        NaN when it is not judged (not testable, failed anyway, too few seeds, or no spread measured)."""
+        return max(c.interval.p for c in self.contrasts) if self.judged else math.nan
+
+    @property
+    def p_against(self) -> float:
+        """The one-sided p that some contrast goes against the paper's direction: the smallest of the
+        contrasts' p against, Bonferroni-corrected over them (any one suffices: a union); NaN when not
+        judged."""
+        if not self.judged:
             return math.nan
-        return max(c.interval.p for c in self.contrasts)
+        return min(1.0, len(self.contrasts) * min(c.interval.p_against for c in self.contrasts))
 
     @property
     def seeds(self) -> tuple[int, ...]:
@@ -467,40 +450,53 @@ def compared(contrasts: Sequence[Contrast], fails: str = "", notes: Sequence[str
     return Outcome(tuple(contrasts), fails=fails, notes=tuple(notes))
 
 
-def decide(outcome: Outcome, p_holm: float, claims: int) -> tuple[str, str]:
-    """The verdict of one claim given its Holm-adjusted p over the `claims` judged in the same report.
+def decide(outcome: Outcome, p_holm: float, claims: int, p_against_holm: float = math.nan) -> tuple[str, str]:
+    """The verdict of one claim given its Holm-adjusted p-values, for and against the paper's direction,
+    over the `claims` judged in the same report: both directions read at the same level.
 
     held: adjusted one-sided p < ALPHA / 2 (the lower end of the 95% interval, Holm-corrected, above 0);
-    not held: a contrast's 95% interval excludes the paper's direction (upper end at most 0), or a reason
-    it fails whatever the seeds; else the seeds cannot tell, with the seeds the observed spread says would
+    not held: the adjusted one-sided p against the paper's direction < ALPHA / 2 (a contrast's
+    Holm-corrected interval excludes it), or a reason it fails whatever the seeds; not testable on fewer
+    than MIN_SEEDS seeds a side; else the seeds cannot tell, with the seeds the observed spread says would
     (at Holm's strictest level, ALPHA / 2 over the report's claims)."""
     notes = "; ".join(outcome.notes)
     if outcome.untestable:
         return NOT_TESTABLE, "; ".join(filter(None, [outcome.untestable, notes]))
     evidence = "; ".join(c.describe() for c in outcome.contrasts)
     evidence = "; ".join(filter(None, [evidence, notes]))
+    if outcome.too_few_seeds:
+        return NOT_TESTABLE, f"{outcome.too_few_seeds}; for reference, not a verdict: {evidence}"
     if outcome.fails:
         return NOT_HELD, f"{outcome.fails}; {evidence}"
-    intervals = [c.interval for c in outcome.contrasts]
-    if any(not math.isnan(i.high) and i.high <= 0 for i in intervals):
-        return NOT_HELD, f"a 95% interval excludes the paper's direction; {evidence}"
+    family = f"over {claims} claim(s)"
     if not math.isnan(p_holm) and p_holm < ALPHA / 2:
-        return HELD, f"Holm-adjusted p = {_p(p_holm)} over {claims} claim(s); {evidence}"
+        return HELD, f"Holm-adjusted p = {format_p(p_holm)} {family}; {evidence}"
+    if not math.isnan(p_against_holm) and p_against_holm < ALPHA / 2:
+        against = f"Holm-adjusted p = {format_p(p_against_holm)} {family}"
+        return NOT_HELD, f"against the paper's direction: {against}; {evidence}"
     level = ALPHA / 2 / max(claims, 1)
     worst = max(outcome.contrasts, key=lambda c: (math.isnan(c.interval.p), c.interval.p))
     n = worst.seeds_to_tell(level)
-    if math.isnan(worst.interval.se):
-        would = "one seed per side measures no spread: at least 3 seeds per side"
+    if worst.interval.zero_spread:
+        would = (
+            f"with no spread the exact test needs about {n} seeds per side"
+            if n
+            else "with no spread and no effect no number of seeds would"
+        )
+    elif math.isnan(worst.interval.se):
+        would = f"one seed per side measures no spread: at least {MIN_SEEDS} seeds per side"
     elif n is None:
         would = "at the observed spread no feasible number of seeds would"
     else:
         would = f"at the observed mean and spread about {n} seeds per side would"
-    held = f"Holm-adjusted p = {_p(p_holm)} over {claims} claim(s); " if not math.isnan(p_holm) else ""
+    held = f"Holm-adjusted p = {format_p(p_holm)} {family}; " if not math.isnan(p_holm) else ""
     return CANNOT_TELL, f"{held}{would}; {evidence}"
 
 
 def decide_family(outcomes: Sequence[Outcome]) -> list[tuple[str, str, float]]:
-    """Every claim of one report judged together: (status, evidence, Holm-adjusted p) each."""
+    """Every claim of one report judged together: (status, evidence, Holm-adjusted p) each. The p-values
+    for and against the paper's direction are each Holm-adjusted over the claims judged."""
     adjusted = holm([o.p for o in outcomes])
+    against = holm([o.p_against for o in outcomes])
     claims = sum(not math.isnan(p) for p in adjusted)
-    return [(*decide(o, p, claims), p) for o, p in zip(outcomes, adjusted, strict=True)]
+    return [(*decide(o, p, claims, q), p) for o, p, q in zip(outcomes, adjusted, against, strict=True)]

@@ -9,6 +9,7 @@ tags and an eval/cells.csv artifact).
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import re
 import shutil
@@ -95,9 +96,17 @@ def paper_or(default: float):
 
 
 def synthetic_sweep(
-    grid: str, accuracy, scale: str = "paper", seeds: int | tuple[int, ...] = 1, failed: int = 0
+    grid: str,
+    accuracy,
+    scale: str = "paper",
+    seeds: int | tuple[int, ...] = 1,
+    failed: int = 0,
+    jitter: bool = False,
 ) -> Sweep:
-    """A Sweep of `grid` whose trials are the grid's configs and whose cells come from `accuracy`."""
+    """A Sweep of `grid` whose trials are the grid's configs and whose cells come from `accuracy`.
+    `jitter`: one more problem right in about half the cells below 100, fixed by trial and cell, so that
+    seeds of the same numbers differ a little, as real seeds do (numbers with no spread at all get the
+    exact tests, `analysis.intervals`)."""
     configs = points(grid, scale, seeds)
     runs, cells_by_run = [], {}
     for i, cfg in enumerate(configs):
@@ -109,6 +118,9 @@ def synthetic_sweep(
         for epoch in epochs:
             for cell in protocol_cells(cfg):
                 correct = round(100 * accuracy(cfg, epoch, epochs, cell))
+                if jitter:
+                    key = f"{cfg.tracking.run_name}{cell}".encode()
+                    correct = min(100, correct + hashlib.sha256(key).digest()[0] % 2)
                 rows.append(
                     dict(zip(CELL_COLUMNS, [epoch, *cell, 100, correct, correct / 100, 0.0], strict=True))
                 )
@@ -150,6 +162,8 @@ EXPECTED_TABLES = {
     "mul_simple_case_long": 2,
     "add_length": 1,
     "reverse_posembed": 2,
+    # reverse_posembed's random-init points at the cpu_recipe scale
+    "reverse_posembed_recipe": 2,
     "add_posembed": 1,
     "nl_mix": 4,
     # add (basic and padded-reversed rows), mul under six schemes
@@ -310,8 +324,10 @@ def statuses(
     return [f.status for f in findings(grid, accuracy, scale, seeds)]
 
 
-def findings(grid: str, accuracy, scale: str = "paper", seeds: int | tuple[int, ...] = FRESH_SEEDS):
-    return analyse(synthetic_sweep(grid, accuracy, scale, seeds)).findings
+def findings(
+    grid: str, accuracy, scale: str = "paper", seeds: int | tuple[int, ...] = FRESH_SEEDS, jitter: bool = True
+):
+    return analyse(synthetic_sweep(grid, accuracy, scale, seeds, jitter=jitter)).findings
 
 
 def in_range(cfg: ExperimentConfig, cell) -> bool:
@@ -382,7 +398,8 @@ def test_claims_not_held_when_the_numbers_contradict_them() -> None:
         return lambda cfg, epoch, epochs, cell: 1.0 if str(cfg.flat()[key]) == worse else 0.9
 
     def nl_contradicts(cfg, cell):
-        return {"none": 0.8, "basic": 0.6, "random_space": 0.2}[cfg.data.mix_format]
+        # random space below basic on the largest sums (an equal pair would show no direction either way)
+        return {"none": 0.8, "basic": 0.6, "random_space": 0.0}[cfg.data.mix_format]
 
     assert statuses("mul_format", worse_best("data.format", "basic")) == [NOT_HELD]
     assert statuses("mul_format_long", worse_best("data.format", "basic")) == [NOT_HELD]
@@ -424,15 +441,18 @@ def test_reversal_and_position_claims_on_constructed_numbers() -> None:
         return {"learned": 0.0, "none": 0.1, "random_embed": 0.6}[cfg.model.position]
 
     assert statuses("add_posembed", learned_then(addition)) == [HELD]
-    assert statuses("add_posembed", learned_then(lambda *_: 0.5)) == [NOT_HELD]
+    # the same numbers on both sides: no direction shown either way
+    assert statuses("add_posembed", learned_then(lambda *_: 0.5)) == [CANNOT_TELL]
 
 
-def test_one_seed_cannot_tell_and_says_how_many_would() -> None:
+def test_fewer_than_three_seeds_are_not_testable_and_say_how_many_would() -> None:
     def first_best(cfg, cell):
         return 0.9 if cfg.data.augment == "first_step" else 0.2
 
     (found,) = findings("mul_simple_case", learned_then(first_best), seeds=(3,))
-    assert found.status == CANNOT_TELL and "at least 3 seeds per side" in found.evidence
+    assert found.status == NOT_TESTABLE and "a verdict needs at least 3 seeds a side" in found.evidence
+    (found,) = findings("mul_simple_case", learned_then(first_best), seeds=(3, 4))
+    assert found.status == NOT_TESTABLE and "has 2 seed(s) (3, 4)" in found.evidence
 
 
 def test_a_difference_the_seeds_cannot_tell_reports_its_interval_and_the_seeds_that_would() -> None:
@@ -445,7 +465,7 @@ def test_a_difference_the_seeds_cannot_tell_reports_its_interval_and_the_seeds_t
             return 1.0
         return 0.85 + 0.1 * (cfg.train.seed - 4) if cfg.data.augment == "n_times_1" else 1.0
 
-    (found,) = findings("mul_simple_case", noisy)
+    (found,) = findings("mul_simple_case", noisy, jitter=False)
     assert found.status == CANNOT_TELL
     numbers = found.numbers
     assert (

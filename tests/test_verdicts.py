@@ -20,10 +20,12 @@ from analysis.findings import (
     evaluate_findings,
     outcome_of,
 )
+from analysis.intervals import holm, paired_interval, welch_interval
 from analysis.paper import digit_map_of
 from analysis.verdicts import (
     CANNOT_TELL,
     HELD,
+    NOT_HELD,
     Contrast,
     PooledConfigurations,
     Side,
@@ -32,9 +34,6 @@ from analysis.verdicts import (
     competence,
     decide_family,
     difference,
-    holm,
-    paired_interval,
-    welch_interval,
 )
 from tests.test_analysis import paper_or, synthetic_sweep
 
@@ -154,7 +153,9 @@ def test_a_claim_judged_on_its_presearch_seeds_is_not_testable() -> None:
     assert found.status == NOT_TESTABLE and "judged on the seeds that chose its budget" in found.evidence
     # the sweep's own tag wins over the claim's declaration
     (found,) = evaluate_findings(sweep.cells, "mul_format_long", digit_map_of("", "cpu", ""), "[7]")
-    assert found.status == HELD and found.numbers["seeds"] == "0, 1, 2 (paired)"
+    # (judged: the synthetic seeds agree exactly, so 3 seeds' exact sign test, 0.125, cannot tell)
+    assert found.status == CANNOT_TELL and found.numbers["seeds"] == "0, 1, 2 (paired)"
+    assert "zero spread" in found.evidence
     # seeds beside the pre-search's: only the fresh ones are judged
     sweep = synthetic_sweep("mul_format_long", paper_or(0.0), "cpu", seeds=(1, 2, 3, 4, 5))
     (found,) = evaluate_findings(sweep.cells, "mul_format_long", digit_map_of("", "cpu", ""))
@@ -200,3 +201,55 @@ def test_a_claim_is_one_check_plus_one_entry(monkeypatch) -> None:
         judged = findings.evaluate_findings(pd.DataFrame(), grid, variant_of=variant_of)
         (mine,) = [f for f in judged if f.claim.startswith("a claim written once")]
         assert mine.status == findings.NOT_TESTABLE and "a recipe's check" in mine.evidence
+
+
+def test_a_difference_with_no_spread_gets_an_exact_test_not_p_zero() -> None:
+    """Every seed 1.00 vs 0.00: the t statistic is undefined. Paired, the exact sign test gives 0.5^n;
+    two sides of different seeds, Mann-Whitney's 1 / C(n1 + n2, n1); the evidence says 'zero spread'."""
+    ones, zeros = [1.0] * 5, [0.0] * 5
+    paired = paired_interval(np.subtract(ones, zeros), range(5))
+    assert paired.zero_spread and paired.p == pytest.approx(0.5**5) and math.isnan(paired.low)
+    assert paired.p == pytest.approx(stats.binomtest(5, 5, 0.5, alternative="greater").pvalue)
+    assert "zero spread" in paired.describe() and "p = 0.031" in paired.describe()
+    apart = welch_interval([(1.0, ones), (-1.0, zeros)])
+    assert apart.zero_spread and apart.p == pytest.approx(1 / math.comb(10, 5))
+    # five seeds with no spread: 0.031 is not below 0.025, so the seeds cannot tell, and say how many would
+    outcome = compared([difference(Side.of("a", side_frame(ones)), Side.of("b", side_frame(zeros)))])
+    status, evidence, _p = decide_family([outcome])[0]
+    assert status == CANNOT_TELL and "exact test needs about 6 seeds per side" in evidence
+    six = compared([difference(Side.of("a", side_frame([1.0] * 6)), Side.of("b", side_frame([0.0] * 6)))])
+    assert decide_family([six])[0][0] == HELD
+
+
+def test_no_verdict_on_fewer_than_three_seeds_a_side() -> None:
+    two = compared([difference(Side.of("a", side_frame([0.9, 0.95])), Side.of("b", side_frame([0.1, 0.2])))])
+    status, evidence, p = decide_family([two])[0]
+    assert status == NOT_TESTABLE and "a verdict needs at least 3 seeds a side" in evidence
+    assert math.isnan(p) and math.isnan(two.p)
+
+
+def test_held_and_not_held_read_the_same_holm_adjusted_level() -> None:
+    """A claim against the paper's direction at one-sided p 0.0086 is not held alone; beside two other
+    such claims Holm makes it 0.026: the seeds cannot tell, as for held in the mirror case."""
+    against = compared([difference(Side.of("b", side_frame(WORSE)), Side.of("a", side_frame(BETTER)))])
+    assert against.p_against == pytest.approx(0.0086, abs=1e-4)
+    assert decide_family([against])[0][0] == NOT_HELD
+    assert [v[0] for v in decide_family([against] * 3)] == [CANNOT_TELL] * 3
+
+
+def test_a_model_right_only_on_its_training_problems_is_named_memorised() -> None:
+    """Gated cell 2x2 at 0.30 overall, 0.98 on the test problems seen in training, 0.17 on the unseen."""
+    cells = side_frame([0.3, 0.3, 0.3]).assign(
+        context="main",
+        row_digits=2,
+        col_digits=2,
+        n=100,
+        n_seen=20.0,
+        accuracy_seen=0.98,
+        accuracy_unseen=0.17,
+    )
+    why, _on = competence({"basic": cells}, None, lambda c: c, "")
+    assert "memorised: seed 0 on 2x2 is 0.98 on the test problems it was trained on and 0.17" in why
+    assert "(20 of 100 seen)" in why
+    learned_unseen = cells.assign(accuracy_seen=0.5, accuracy_unseen=0.25)
+    assert "memorised" not in competence({"basic": learned_unseen}, None, lambda c: c, "")[0]
