@@ -39,6 +39,10 @@ class Planned:
     #: a count K (seeds 0..K-1) or explicit seeds, to add seeds to an earlier part
     seeds: int | tuple[int, ...] = 3
     only: tuple[str, ...] = ()
+    #: the scale: `cpu`, or `cpu_recipe` (each task's pre-searched recipe, sweeps/scales.py)
+    scale: str = "cpu"
+    #: sweeps/run.py --set values (a pre-search's readings along the run, say)
+    sets: tuple[str, ...] = ()
     #: what this sweep is for, or why part of the grid is left out
     note: str = ""
     #: shown only while the store has no finished sweep of the grid: what is known about running it
@@ -50,15 +54,19 @@ class Planned:
 
     def sweep_args(self) -> list[str]:
         """What identifies this part: sweeps/run.py's arguments less where it stores its results."""
-        args = ["--grid", self.grid, "--scale", "cpu", "--seeds", self.seeds_arg]
+        args = ["--grid", self.grid, "--scale", self.scale, "--seeds", self.seeds_arg]
         for only in self.only:
             args += ["--only", only]
+        for value in self.sets:
+            args += ["--set", value]
         return args
 
     @property
     def seeds_arg(self) -> str:
         """The seeds as sweeps/run.py's --seeds takes them: a count K, or a list `1,2`."""
-        return str(self.seeds) if isinstance(self.seeds, int) else ",".join(map(str, self.seeds))
+        if isinstance(self.seeds, int):
+            return str(self.seeds)
+        return ",".join(map(str, self.seeds)) + ("," if len(self.seeds) == 1 else "")
 
     @property
     def seeds_name(self) -> str:
@@ -75,7 +83,9 @@ class Planned:
     def archive_name(self) -> str:
         """The file its latest sweep is archived in: grid, seeds and --only values, e.g.
         `mul_format__seed-0__data.max_digits=5.jsonl`."""
-        return "__".join([self.grid, self.seeds_name, *self.only]) + ".jsonl"
+        scale = [] if self.scale == "cpu" else [self.scale]
+        sets = [value.replace("[", "").replace("]", "").replace(",", "-") for value in self.sets]
+        return "__".join([self.grid, *scale, self.seeds_name, *self.only, *sets]) + ".jsonl"
 
     def command(self, uri: str, storage: str) -> list[str]:
         return ["sweeps/run.py", *self.sweep_args(), "--tracking-uri", uri, "--storage-path", storage]
@@ -104,6 +114,8 @@ def load_plan(path: Path) -> tuple[Planned, ...]:
             grid=part["grid"],
             seeds=part.get("seeds", 3) if isinstance(part.get("seeds", 3), int) else tuple(part["seeds"]),
             only=tuple(part.get("only", ())),
+            scale=part.get("scale", "cpu"),
+            sets=tuple(part.get("set", ())),
             note=part.get("note", ""),
             why_not_run=part.get("why_not_run", ""),
         )
