@@ -119,8 +119,9 @@ def exact_match(cells: pd.DataFrame) -> float:
 def summary_metrics(cells: pd.DataFrame, seconds: float, max_digits: int | None = None) -> dict[str, float]:
     """test_acc (mean over all cells), test_acc/<context>, seen_fraction, test_acc/seen and test_acc/unseen
     (the mean over cells of the accuracy on test problems in / not in the training set),
-    eval/samples_per_s; given the training's `max_digits`, also test_acc/in_range and test_acc/beyond (cells with longer operands) and
-    both per context, test_acc/<context>/in_range etc.: the numbers length claims rest on, as UI columns."""
+    eval/samples_per_s; given the training's `max_digits`, also test_acc/in_range and test_acc/beyond
+    (cells with longer operands) and both per context, test_acc/<context>/in_range etc.: the numbers
+    length claims rest on, as UI columns."""
     metrics = {"test_acc": float(cells["accuracy"].mean())}
     for context, frame in cells.groupby("context", sort=False):
         metrics[f"test_acc/{context}"] = float(frame["accuracy"].mean())
