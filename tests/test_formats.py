@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from arith.config import ConfigError
 from arith.data.examples import Example
 from arith.data.sampling import mul_lines
-from arith.data.tasks import TASK_FORMATS, answer_key, problem_id, render, render_example, render_parts
+from arith.data.tasks import TASK_FORMATS, answer_key, problem_id, render_example, render_line, render_parts
 
 
 def latex_line(s: str) -> str:
@@ -32,7 +32,7 @@ TAB_DATAFORMAT_MUL = {
 
 @pytest.mark.parametrize("fmt", TAB_DATAFORMAT_MUL)
 def test_tab_dataformat_mul(fmt):
-    assert render("mul", fmt, 73866, 1001, max_digits=5) == latex_line(TAB_DATAFORMAT_MUL[fmt])
+    assert render_line("mul", fmt, 73866, 1001, max_digits=5) == latex_line(TAB_DATAFORMAT_MUL[fmt])
 
 
 def test_mul_prompt_ends_at_marker_and_key_is_the_product_as_written():
@@ -93,10 +93,12 @@ def test_tab_dataformat_mul_3data(augment, table):
 
 def test_first_step_with_padding_uses_the_formats_product_style():
     assert (
-        render("mul", "padding_reverse", 22, 89, max_digits=3, first_step=True)
+        render_line("mul", "padding_reverse", 22, 89, max_digits=3, first_step=True)
         == "0 2 2 * 0 8 9 % 8 9 1 0 0 0"
     )
-    assert render("mul", "padding", 22, 89, max_digits=3, first_step=True) == "0 2 2 * 0 8 9 % 0 0 0 1 9 8"
+    assert (
+        render_line("mul", "padding", 22, 89, max_digits=3, first_step=True) == "0 2 2 * 0 8 9 % 0 0 0 1 9 8"
+    )
 
 
 # --- tab:dataformat (addition with a scratchpad, 239 + 821) ------------------------------------------------
@@ -116,7 +118,7 @@ TAB_RECURSIVE = (
 def test_tab_dataformat_basic():
     # tab:fail's basic lines add a final-carry step and write ": sum" at the end
     # ("1 + 0 + 0 = 1, : 1 5 8 ..."); they disagree with tab:dataformat, which the data follows.
-    assert render("add_scratchpad", "basic", 239, 821) == TAB_BASIC
+    assert render_line("add_scratchpad", "basic", 239, 821) == TAB_BASIC
     prompt, _, key = render_parts("add_scratchpad", "basic", 239, 821)
     assert (prompt, key) == ("2 3 9 + 8 2 1 :", "1060")
 
@@ -124,7 +126,7 @@ def test_tab_dataformat_basic():
 def test_tab_dataformat_recursive_scratchpad():
     # tab:fail's recursive example writes "1 5, = 5," (no space before commas); tab:dataformat writes
     # "1 0 , = 0 ,", which the data follows.
-    assert render("add_scratchpad", "recursive_scratchpad", 239, 821) == TAB_RECURSIVE
+    assert render_line("add_scratchpad", "recursive_scratchpad", 239, 821) == TAB_RECURSIVE
 
 
 def test_tab_dataformat_random_space():
@@ -144,7 +146,7 @@ def test_tab_dataformat_random_space():
             TAB_BASIC.replace(" ", ""), [*basic_gaps, ""], [*spaces, False], strict=True
         )
     )
-    assert render("add_scratchpad", "random_space", 239, 821, spaces=spaces) == expected
+    assert render_line("add_scratchpad", "random_space", 239, 821, spaces=spaces) == expected
     prompt, answer, key = render_parts("add_scratchpad", "random_space", 239, 821, spaces=spaces)
     assert prompt.startswith("2  3 9  +") and prompt.endswith(":") and answer.startswith("  0 +  9")
     assert key == answer_key("add_scratchpad", "random_space", answer) == "1060"
@@ -154,7 +156,7 @@ def test_recursive_scratchpad_reverse_addends_matches_tab_fail():
     # tab:fail's 13-digit recursive example (addends written least-significant digit first): its
     # first twelve steps are right and must match; its last step is the model's (red) mistake.
     a, b = int("7378055590189"[::-1]), int("8781782465979"[::-1])
-    line = render("add_scratchpad", "recursive_scratchpad", a, b, reverse_addends=True)
+    line = render_line("add_scratchpad", "recursive_scratchpad", a, b, reverse_addends=True)
     assert line.startswith("7 3 7 8 0 5 5 5 9 0 1 8 9 + 8 7 8 1 7 8 2 4 6 5 9 7 9 : 0 + 7 + 8 = 1 5 , = 5 , ")
     assert "8 9 + 7 9 : 1 + 8 + 7 = 1 6 , = 6 0 6 5 9 8 3 8 0 6 1 5 , 9 + 9 : 1 + 9 + 9 = 1 9 ," in line
     assert line.endswith("= 1 9 6 0 6 5 9 8 3 8 0 6 1 5") and a + b == 19606598380615
@@ -176,7 +178,7 @@ TAB_NL_RANDOM_SPACE = {
 
 @pytest.mark.parametrize(("a", "b"), TAB_NL_BASIC)
 def test_tab_nlarith_basic(a, b):
-    assert render("add", "basic", a, b) == TAB_NL_BASIC[(a, b)]
+    assert render_line("add", "basic", a, b) == TAB_NL_BASIC[(a, b)]
 
 
 @pytest.mark.parametrize(("a", "b"), TAB_NL_RANDOM_SPACE)
@@ -185,7 +187,7 @@ def test_tab_nlarith_random_space(a, b):
     # 1-5 random ones (the first line's literal space before \;\;\;\; counts with the run).
     paper = TAB_NL_RANDOM_SPACE[(a, b)].replace("\\;", " ")
     runs = [len(r) for r in re.findall(r" {2,}", paper)]
-    line = render("add", "random_space", a, b, spaces=[r - 1 for r in runs])
+    line = render_line("add", "random_space", a, b, spaces=[r - 1 for r in runs])
     assert line == paper
     assert all(1 <= r - 1 <= 5 for r in runs)
 
@@ -194,13 +196,13 @@ def test_add_padding_reverse():
     # Operands padded to max_digits, the sum to max_digits + 1 digits, reversed (Lee et al. 2023). The
     # brief's example "0 4 8 + 0 0 4 = 2 5 0" shows only max_digits digits of the sum; the rule (n + 1,
     # so that every carry fits) is followed.
-    assert render("add", "padding_reverse", 48, 4, max_digits=3) == "0 4 8 + 0 0 4 = 2 5 0 0"
-    assert render("add", "padding_reverse", 999, 999, max_digits=3) == "9 9 9 + 9 9 9 = 8 9 9 1"
+    assert render_line("add", "padding_reverse", 48, 4, max_digits=3) == "0 4 8 + 0 0 4 = 2 5 0 0"
+    assert render_line("add", "padding_reverse", 999, 999, max_digits=3) == "9 9 9 + 9 9 9 = 8 9 9 1"
 
 
 def test_reverse_and_dialogue_lines():
-    assert render("reverse", "basic", 12345) == "1 2 3 4 5 # 5 4 3 2 1"
-    assert render("reverse", "basic", 12, digits=4) == "0 0 1 2 # 2 1 0 0"
+    assert render_line("reverse", "basic", 12345) == "1 2 3 4 5 # 5 4 3 2 1"
+    assert render_line("reverse", "basic", 12, digits=4) == "0 0 1 2 # 2 1 0 0"
     prompt, answer, key = render_parts("dialogue", "basic", 48, 52)
     assert prompt == "Student: Hi, what is the sum of 4 8 and 5 2?"
     assert answer == " Teacher: The answer is 1 0 0." and key == "100"
@@ -274,7 +276,7 @@ def test_recursive_scratchpad_steps_are_right(a, b, reverse):
 def test_random_space_keeps_the_basic_line(a, b, seed, prob):
     rng = np.random.default_rng(seed)
     e = render_example("add_scratchpad", "random_space", a, b, rng=rng, random_space_prob=prob)
-    basic = render("add_scratchpad", "basic", a, b)
+    basic = render_line("add_scratchpad", "basic", a, b)
     assert e.text.replace(" ", "") == basic.replace(" ", "")
     gaps, basic_gaps = re.split(r"[^ ]", e.text)[1:-1], re.split(r"[^ ]", basic)[1:-1]
     assert all(g in (b, b + " ") for g, b in zip(gaps, basic_gaps, strict=True))  # <= 1 extra space a gap
@@ -336,15 +338,15 @@ def test_problem_id_ignores_format_and_spaces():
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda: render("mull", "basic", 1, 2), "choose one of: mul, add_scratchpad"),
-        (lambda: render("mul", "bsic", 1, 2), "choose one of: basic, reverse_product"),
-        (lambda: render("mul", "padding", 123, 2, max_digits=2), "more than max_digits=2"),
-        (lambda: render("mul", "padding", 1, 2), "needs max_digits"),
-        (lambda: render("add", "basic", 1, 2, colour=1), "valid: max_digits, rng, spaces"),
-        (lambda: render("add", "basic", -1, 2), "non-negative"),
-        (lambda: render("add", "random_space", 1, 2), "needs rng="),
-        (lambda: render("add_scratchpad", "random_space", 1, 2), "needs rng="),
-        (lambda: render("mul", "basic", 1, None), "non-negative"),
+        (lambda: render_line("mull", "basic", 1, 2), "choose one of: mul, add_scratchpad"),
+        (lambda: render_line("mul", "bsic", 1, 2), "choose one of: basic, reverse_product"),
+        (lambda: render_line("mul", "padding", 123, 2, max_digits=2), "more than max_digits=2"),
+        (lambda: render_line("mul", "padding", 1, 2), "needs max_digits"),
+        (lambda: render_line("add", "basic", 1, 2, colour=1), "valid: max_digits, rng, spaces"),
+        (lambda: render_line("add", "basic", -1, 2), "non-negative"),
+        (lambda: render_line("add", "random_space", 1, 2), "needs rng="),
+        (lambda: render_line("add_scratchpad", "random_space", 1, 2), "needs rng="),
+        (lambda: render_line("mul", "basic", 1, None), "non-negative"),
     ],
 )
 def test_bad_input_names_the_choices(call, message):

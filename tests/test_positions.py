@@ -239,11 +239,13 @@ def coupled_ids(scheme, ids, mask=None, start=0, state=None):
     ],
 )
 def test_coupling_gives_digits_of_equal_significance_one_id(task, fmt, a, b, max_digits, expected):
-    from arith.data.tasks import get_task, render
+    from arith.data.tasks import get_task, render_line
 
     tok = tokenizer()
     scheme = coupling(tok, get_task(task).digit_order(fmt)).eval()
-    ids = encode(tok, " " + render(task, fmt, a, b, **({"max_digits": max_digits} if max_digits else {})))
+    ids = encode(
+        tok, " " + render_line(task, fmt, a, b, **({"max_digits": max_digits} if max_digits else {}))
+    )
     position_ids, _ = coupled_ids(scheme, torch.cat([ids, torch.tensor([[tok.eos_token_id]])], 1))
     assert position_ids[0].tolist() == [*expected, 0]  # eos after the reversed answer gets 0
 

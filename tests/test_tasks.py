@@ -17,8 +17,8 @@ from arith.data.tasks import (
     answer_key,
     get_task,
     problem_id,
-    render,
     render_example,
+    render_line,
 )
 from arith.validation import validate
 
@@ -56,7 +56,7 @@ def test_digit_order_is_defined_for_reversed_answers_only(task, fmt, order):
 
 def test_padding_is_one_definition_read_by_every_padded_format():
     assert formats.DIRECT_FORMATS["padding_reverse"] == formats.Direct(padded=True, reversed_answer=True)
-    assert render("add", "padding_reverse", 48, 4, max_digits=3) == "0 4 8 + 0 0 4 = 2 5 0 0"
+    assert render_line("add", "padding_reverse", 48, 4, max_digits=3) == "0 4 8 + 0 0 4 = 2 5 0 0"
     with pytest.raises(ConfigError, match="must not exceed it"):
         train_examples(DataConfig(task="add", format="padding_reverse", max_digits=3, test_digits=[4]))
 

@@ -10,7 +10,7 @@ a task").
 
 The line functions themselves stay in `arith.data.formats` and the samplers in `arith.data.sampling` /
 `arith.data.dialogue`; a task class wires its own together. This module is the registry: `TASKS` and
-the functions that take a task's name (`render`, `answer_key`, `problem_id`, `test_digits`) and the
+the functions that take a task's name (`render_line`, `answer_key`, `problem_id`, `test_digits`) and the
 checks that compare tasks, so that neither formats, samplers nor the task classes import it. Every rule
 that depends on the task is a method of its class: the rest of the project asks the task rather than
 comparing its name.
@@ -49,8 +49,8 @@ __all__ = [
     "get_task",
     "problem_id",
     "problem_ids",
-    "render",
     "render_example",
+    "render_line",
     "render_parts",
     "test_digits",
 ]
@@ -153,8 +153,8 @@ def render_parts(task: str, fmt: str, a: int, b: int | None = None, **options) -
     return spec.line(fmt, a, b, **options)
 
 
-def render(task: str, fmt: str, a: int, b: int | None = None, **options) -> str:
-    """The whole line, e.g. ``render("mul", "padding_reverse", 73866, 1001, max_digits=5)``
+def render_line(task: str, fmt: str, a: int, b: int | None = None, **options) -> str:
+    """The whole line, e.g. ``render_line("mul", "padding_reverse", 73866, 1001, max_digits=5)``
     == ``"7 3 8 6 6 * 0 1 0 0 1 # 6 6 8 9 3 9 3 7 0 0"``."""
     prompt, answer, _ = render_parts(task, fmt, a, b, **options)
     return prompt + answer

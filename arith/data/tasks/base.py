@@ -29,7 +29,7 @@ class Task:
     formats: tuple[str, ...] = ()
     #: operands of a line (a and b; reversal has a only)
     operands = 2
-    #: keyword options `line` accepts (`render(..., max_digits=5)`)
+    #: keyword options `line` accepts (`render_line(..., max_digits=5)`)
     options: frozenset[str] = frozenset()
     #: formats whose numbers are written as `arith.data.formats.DIRECT_FORMATS` says (padded operands,
     #: reversed answer): what the padding check and position coupling read
