@@ -18,7 +18,7 @@ from arith.data.formats import spaced
 from arith.data.tasks import problem_ids
 from arith.model.gpt import build_model
 from arith.model.tokenizer import build_tokenizer
-from arith.tracking.digit_errors import heatmap
+from arith.tracking.digit_errors import cells_heatmap
 from arith.training.evaluate import CELL_COLUMNS, evaluate, generate_answers, left_pad
 from arith.training.train import summary_metrics
 
@@ -167,14 +167,14 @@ def test_heatmap_draws_the_grid_of_one_context():
     frame = evaluate(
         ScriptedModel(tok, {" " + e.prompt: e.answer for e in examples}), tok, examples
     ).to_frame()
-    figure = heatmap(frame, "main")
+    figure = cells_heatmap(frame, "main")
     assert isinstance(figure, Figure)
     image = figure.axes[0].images[0].get_array()
     assert image.shape == (2, 2) and image.min() == 1.0
     one_d = frame.assign(row_digits=None).drop_duplicates("col_digits")
-    assert heatmap(one_d, "main").axes[0].images[0].get_array().shape == (1, 2)
+    assert cells_heatmap(one_d, "main").axes[0].images[0].get_array().shape == (1, 2)
     with pytest.raises(ValueError, match="contexts: \\['main'\\]"):
-        heatmap(frame, "dialogue")
+        cells_heatmap(frame, "dialogue")
 
 
 def test_batched_kv_cache_decoding_is_much_faster_than_generate_per_sample():

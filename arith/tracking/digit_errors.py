@@ -179,7 +179,7 @@ def figure(rows: pd.DataFrame, title: str = "") -> Figure | None:
     return fig
 
 
-def heatmap(frame: pd.DataFrame, context: str, title: str = "") -> Figure:
+def cells_heatmap(frame: pd.DataFrame, context: str, title: str = "") -> Figure:
     """The accuracy grid of one context as a Figure: rows = digits of b, columns = digits of a for
     multiplication; a single row over the digit counts for one-dimensional tasks."""
     cells = frame[frame["context"] == context]

@@ -194,7 +194,7 @@ class MlflowTracker(NullTracker):
 
         title = f"{self.cfg.data.task} {self.cfg.data.format}"
         for context in cells["context"].unique():
-            figure = digit_errors.heatmap(cells, context, title=f"{title}: {context}, epoch {epoch}")
+            figure = digit_errors.cells_heatmap(cells, context, title=f"{title}: {context}, epoch {epoch}")
             path = self._staging / f"heatmap_{context}_epoch{epoch}.png"
             figure.savefig(path)
             plt.close(figure)
