@@ -27,7 +27,7 @@ from arith.config import ConfigError, ExperimentConfig
 from arith.data.datasets import test_examples
 from arith.data.examples import Example
 from arith.data.tasks import get_task
-from arith.model.gpt import ModelFolderError, load_model
+from arith.model.gpt import ModelFolderError, load_folder
 from arith.tracking.models import model_folder
 from arith.tracking.runs import EXPERIMENT_CONFIG
 from arith.training.evaluate import generate_replies, is_right
@@ -125,7 +125,7 @@ def load(run: str, tracking_uri: str = "", device: str = "cpu"):
 
     try:
         with model_folder(model_uri(run), tracking_uri) as folder:
-            model = load_model(folder, device)
+            model = load_folder(folder, device)
             config = folder / EXPERIMENT_CONFIG
             if not config.exists():
                 raise AskError(f"{run}: the model has no {EXPERIMENT_CONFIG} (not saved by a trial)")

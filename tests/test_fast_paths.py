@@ -135,14 +135,14 @@ def test_time_to_accuracy_trains_in_bf16_only_where_the_cpu_has_it(monkeypatch, 
 def test_models_are_built_and_loaded_with_the_project_attention(tmp_path) -> None:
     from arith.config import ModelConfig
     from arith.model.attention import ATTENTION
-    from arith.model.gpt import build_model, load_model
+    from arith.model.gpt import build_model, load_folder
     from arith.model.tokenizer import tokenizer_for
 
     tok = tokenizer_for(ModelConfig(), ["1 + 2 = 3"])
     model = build_model(ModelConfig(preset="nano", n_positions=32), tok)
     assert model.lm.config._attn_implementation == ATTENTION
     model.save(tmp_path / "m")
-    assert load_model(tmp_path / "m").lm.config._attn_implementation == ATTENTION
+    assert load_folder(tmp_path / "m").lm.config._attn_implementation == ATTENTION
 
 
 @pytest.mark.slow

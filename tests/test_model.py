@@ -8,7 +8,7 @@ from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
 from arith.config import DataConfig, ModelConfig
 from arith.data.tasks import render_example
-from arith.model.gpt import build_model, load_model
+from arith.model.gpt import build_model, load_folder
 from arith.model.schemes import POSITION_SCHEMES
 from arith.model.tokenizer import build_tokenizer, tokenizer_for
 from arith.training.evaluate import left_pad
@@ -222,7 +222,7 @@ def test_save_and_load_round_trip(tmp_path, position):
         for p in model.scheme.parameters():
             p.add_(1.0)  # learned scheme tables must survive too
     model.save(tmp_path, tok)
-    loaded = load_model(tmp_path).eval()
+    loaded = load_folder(tmp_path).eval()
     model.eval()
     ids, mask = prompts(PreTrainedTokenizerFast.from_pretrained(tmp_path), ["1 2 + 3 4 ="])
     draw = model.draw_positions(mask, torch.Generator().manual_seed(0))

@@ -44,7 +44,7 @@ class ModelOutput:
 
 
 class ArithModel(nn.Module):
-    """A GPT-2 language model plus a position scheme; see `build_model` and `load_model`."""
+    """A GPT-2 language model plus a position scheme; see `build_model` and `load_folder`."""
 
     def __init__(self, lm: GPT2LMHeadModel, scheme: PositionScheme, cfg: ModelConfig) -> None:
         super().__init__()
@@ -199,7 +199,7 @@ class ArithModel(nn.Module):
 
     def save(self, path: str | Path, tokenizer=None) -> None:
         """A directory `from_pretrained` can read (HF weights + config) plus the scheme's settings and
-        tables; with a tokenizer, that too, so `load_model(path)` and the tokenizer reload as they were."""
+        tables; with a tokenizer, that too, so `load_folder(path)` and the tokenizer reload as they were."""
         path = Path(path)
         with quiet_progress():
             self.lm.save_pretrained(path)
@@ -290,7 +290,7 @@ class ModelFolderError(ValueError):
     """A path or URI that does not hold a model written by `ArithModel.save`; the message says why."""
 
 
-def load_model(folder: str | Path, device: str | torch.device | None = None) -> ArithModel:
+def load_folder(folder: str | Path, device: str | torch.device | None = None) -> ArithModel:
     """Reload a model written by `ArithModel.save` (weights, scheme and scheme tables) exactly, from its
     local folder. A run's model in MLflow (`runs:/<run id>/model`) is `arith.tracking.models.load_model`'s:
     the model knows no store."""

@@ -135,7 +135,7 @@ class PositionScheme(nn.Module):
         return hidden
 
     def extra_config(self) -> dict:
-        """Scheme settings saved beside the model so that `load_model` rebuilds the same scheme."""
+        """Scheme settings saved beside the model so that `load_folder` (arith.model.gpt) rebuilds it."""
         return {}
 
 

@@ -42,4 +42,4 @@ def load_model(
     """Reload a model written by `ArithModel.save` exactly, from a local folder or any MLflow artifact URI
     of one (`runs:/<run id>/model`: a trial's final model); anything else raises `ModelFolderError`."""
     with model_folder(uri, tracking_uri) as folder:
-        return gpt.load_model(folder, device)
+        return gpt.load_folder(folder, device)
