@@ -118,8 +118,9 @@ class Sweep:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def check_reachable(tracking_uri: str, timeout_s: float = 5.0) -> None:
-    """Fail fast, naming the URI, when the store is not there (arith.tracking.store.check_reachable)."""
+def require_store(tracking_uri: str, timeout_s: float = 5.0) -> None:
+    """Fail fast, naming the URI, when the store is not there: `arith.tracking.store.check_reachable` as an
+    AnalysisError, the one error the analysis's callers catch."""
     try:
         store.check_reachable(tracking_uri, timeout_s)
     except store.StoreError as err:
@@ -327,7 +328,7 @@ def load_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] 
     Several parent run ids read as one sweep: the parts of a study run at different times (seeds added
     later, a grid's costly points run apart). A (point, seed) trial in more than one part is taken from
     the first part listed that has it."""
-    check_reachable(tracking_uri)
+    require_store(tracking_uri)
     from mlflow.exceptions import MlflowException
 
     client = _client(tracking_uri)
@@ -412,7 +413,7 @@ def metric_history(sweep: Sweep, metrics: Sequence[str]) -> pd.DataFrame:
 
     rows = []
     try:
-        check_reachable(sweep.tracking_uri)  # never create a store that is not there
+        require_store(sweep.tracking_uri)  # never create a store that is not there
         client = _client(sweep.tracking_uri)
         for run_id in sweep.trials.loc[sweep.trials["status"] == FINISHED, "run_id"]:
             for metric in metrics:

@@ -22,7 +22,7 @@ from analysis.budget import budget_table
 from analysis.tables import markdown_table
 
 
-def summary(records: list[dict]) -> str:
+def seeds_table(records: list[dict]) -> str:
     """Per point (and --set) over its seeds: test accuracy and each digit count's accuracy (the longer
     factor's, for multiplication) as mean ± standard error, a markdown table; failed trials are counted
     apart."""
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     records = read_records(args.files)
     if args.command == "summary":
-        print(summary(records), end="")
+        print(seeds_table(records), end="")
     else:  # points run at several train.max_steps: steps to learn the task in range (analysis.budget)
         table = budget_table(records)
         print(markdown_table(table) if not table.empty else "no point was run at several step budgets")
