@@ -10,7 +10,7 @@ import torch
 from arith.config import ConfigError, ExperimentConfig, TrainConfig
 from arith.data.datasets import test_examples
 from arith.training.checkpoints import CHECKPOINT_FILE, load_checkpoint
-from arith.training.cli import config_from_args, main
+from arith.training.cli import build_config, config_from_args, main
 from arith.training.train import NonFiniteLossError, lr_lambda, probe_examples, total_steps, train
 
 mlflow = pytest.importorskip("mlflow")
@@ -197,8 +197,10 @@ def test_schedule_warms_up_then_decays() -> None:
 def test_cli_builds_the_config_from_file_flags_and_set(tmp_path, capsys) -> None:
     path = tmp_path / "c.yaml"
     path.write_text("data:\n  task: mul\n  format: padding\ntrain:\n  lr: 0.001\n")
-    cfg, _ = config_from_args(["--config", str(path), "--max-digits", "4", "--set", "train.lr=3e-4"])
+    cfg = config_from_args(["--config", str(path), "--max-digits", "4", "--set", "train.lr=3e-4"])
     assert (cfg.data.task, cfg.data.format, cfg.data.max_digits, cfg.train.lr) == ("mul", "padding", 4, 3e-4)
+    # the library part takes plain values: a file, the convenience flags by name, the --set pairs
+    assert build_config(str(path), {"max_digits": "4", "task": None}, ["train.lr=3e-4"]) == cfg
     assert main(["--task", "add", "--set", "model.position=none", "--print-config"]) == 0
     assert json.loads(capsys.readouterr().out)["model"]["position"] == "none"
     assert main(["--format", "no_such_format"]) == 2

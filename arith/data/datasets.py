@@ -18,7 +18,7 @@ import os
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -162,20 +162,27 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _options(args: argparse.Namespace) -> dict[str, Any]:
-    options = {
-        "min_digits": args.min_digits,
-        "max_digits": args.max_digits,
-        "one_digit_weight": args.one_digit_weight,
-        "augment": args.augment,
-        "reverse_addends": args.reverse_addends or None,
-        "random_space_prob": args.random_space_prob,
-        "mix_format": args.mix_format,
-        "mix_samples": args.mix_samples,
-        "dialogue_file": args.dialogue_file,
-        "test_digits": args.test_digits,
-    }
-    return {k: v for k, v in options.items() if v is not None}
+#: the command line's data options (flag names as keywords), passed on to the task when given
+_OPTIONS = (
+    "min_digits",
+    "max_digits",
+    "one_digit_weight",
+    "augment",
+    "reverse_addends",
+    "random_space_prob",
+    "mix_format",
+    "mix_samples",
+    "dialogue_file",
+    "test_digits",
+)
+
+
+def _options(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The data options given on the command line: a flag left out (None, or a switch left off) keeps
+    the task's default rather than overriding it."""
+    given = {key: values.get(key) for key in _OPTIONS}
+    given["reverse_addends"] = given["reverse_addends"] or None
+    return {k: v for k, v in given.items() if v is not None}
 
 
 def _preview(examples: Sequence[Example], lines: int) -> None:
@@ -190,7 +197,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         cfg = _config(
-            args.task, args.format, count=args.count, seed=args.seed, split=args.split, **_options(args)
+            args.task, args.format, count=args.count, seed=args.seed, split=args.split, **_options(vars(args))
         )
         examples = _examples(cfg, args.split)
     except (ConfigError, ValueError) as err:

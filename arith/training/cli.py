@@ -8,7 +8,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -27,8 +28,8 @@ SHORTCUTS = {
 }
 
 
-def config_from_args(argv: Sequence[str] | None = None) -> tuple[ExperimentConfig, argparse.Namespace]:
-    """Config = defaults <- --config file <- convenience flags <- --set key=value (later wins)."""
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line's flags; `main` passes their values on (nothing else reads a Namespace)."""
     parser = argparse.ArgumentParser(
         prog="python -m arith.training", description="Train one trial of the arithmetic transformer."
     )
@@ -37,13 +38,25 @@ def config_from_args(argv: Sequence[str] | None = None) -> tuple[ExperimentConfi
     parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
     for flag, key in SHORTCUTS.items():
         parser.add_argument(f"--{flag.replace('_', '-')}", dest=flag, help=f"= --set {key}=...")
-    args = parser.parse_args(argv)
-    cfg = ExperimentConfig.load(args.config) if args.config else ExperimentConfig()
-    overrides = {
-        key: getattr(args, flag) for flag, key in SHORTCUTS.items() if getattr(args, flag) is not None
-    }
-    overrides.update(parse_set(args.set))
-    return cfg.with_overrides(overrides), args
+    return parser.parse_args(argv)
+
+
+def build_config(
+    config_file: str | None = None, shortcuts: Mapping[str, Any] | None = None, sets: Sequence[str] = ()
+) -> ExperimentConfig:
+    """Config = defaults <- `config_file` <- convenience flags (`shortcuts`: a `SHORTCUTS` name -> its
+    value, None or absent = not given; other keys are ignored) <- `sets` (`key=value`; later wins)."""
+    cfg = ExperimentConfig.load(config_file) if config_file else ExperimentConfig()
+    given = shortcuts or {}
+    overrides = {key: given[flag] for flag, key in SHORTCUTS.items() if given.get(flag) is not None}
+    overrides.update(parse_set(list(sets)))
+    return cfg.with_overrides(overrides)
+
+
+def config_from_args(argv: Sequence[str] | None = None) -> ExperimentConfig:
+    """The config a command line (`argv`) asks for, as `main` resolves it."""
+    args = parse_args(argv)
+    return build_config(args.config, vars(args), args.set)
 
 
 def format_grid(cells: pd.DataFrame) -> str:
@@ -64,7 +77,8 @@ def format_grid(cells: pd.DataFrame) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        cfg, args = config_from_args(argv)
+        args = parse_args(argv)
+        cfg = build_config(args.config, vars(args), args.set)
         if args.print_config:
             print(cfg.to_json())
             return 0
