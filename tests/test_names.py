@@ -11,6 +11,8 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 TOP = ("arith", "sweeps", "analysis", "scripts", "benchmarks")
 
@@ -22,19 +24,10 @@ ALLOWED = {
     "parse_args",
 }
 
-#: clashes in packages other engineers own (arith/, analysis/): each to be renamed by its owner
+#: clashes in code owned elsewhere, each to be renamed by its owner (taken off once renamed)
 PENDING = {
-    # arith.tracking.store: can the store be reached; analysis.load: the same check raising AnalysisError
-    "check_reachable",
-    # arith's accuracy heatmap of one evaluation vs analysis.plots' heatmap of a sweep's table
-    "heatmap",
-    # arith.model.gpt (a folder) vs arith.tracking.models (a run's model from a store), mid-move
-    "load_model",
-    # arith.data.tasks.render (a line of data) vs analysis.report.render (a report in a format)
-    "render",
-    # analysis.presearch (a pre-search's table) vs analysis.results (the claims at a glance)
-    "summary",
-    # analysis.verdicts.untestable (an Outcome) vs analysis.results.untestable (the page's table)
+    # analysis.verdicts.untestable (an Outcome, called by analysis.checks and analysis.findings) vs
+    # analysis.results.untestable (the page's table): all three modules are being edited elsewhere
     "untestable",
 }
 
@@ -63,3 +56,62 @@ def test_the_walk_finds_the_known_names() -> None:
     assert defined["run_trial"] == ["sweeps/trainable.py"]
     assert defined["machine"] == ["sweeps/storage.py"]
     assert len(defined["main"]) > 5
+
+
+def test_a_pending_name_still_clashes() -> None:
+    """A name renamed by its owner leaves PENDING, so that the clash test guards it again."""
+    defined = public_functions()
+    stale = {name for name in PENDING if len(defined.get(name, [])) < 2}
+    assert not stale, f"no longer a clash, take it off PENDING: {stale}"
+
+
+#: functions that may take an argparse Namespace: a command line's argv parser and its `main`, which
+#: pass plain values on (the rest of the code is called, and tested, without a command line)
+NAMESPACE_TAKERS = {"main", "parse_args"}
+
+
+def namespace_parameters() -> list[str]:
+    """`path:line function(parameter)` for every parameter annotated as an argparse Namespace outside a
+    command line's `main` / `parse_args`, methods and nested functions included."""
+    found = []
+    for top in TOP:
+        for path in sorted((ROOT / top).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if (
+                    not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    or node.name in NAMESPACE_TAKERS
+                ):
+                    continue
+                arguments = node.args
+                every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+                every += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+                for argument in every:
+                    annotation = ast.unparse(argument.annotation) if argument.annotation else ""
+                    if "Namespace" in annotation.replace("SimpleNamespace", ""):
+                        where = f"{path.relative_to(ROOT)}:{node.lineno}"
+                        found.append(f"{where} {node.name}({argument.arg}: {annotation})")
+    return found
+
+
+def test_no_function_takes_a_namespace_but_a_command_line() -> None:
+    """Values, not Namespaces: a command line parses argv and passes plain values on."""
+    found = namespace_parameters()
+    assert not found, "take plain values instead of an argparse Namespace:\n" + "\n".join(found)
+
+
+def test_the_namespace_walk_finds_an_annotated_parameter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check sees quoted, optional and keyword-only annotations, and lets a `main` through."""
+    (tmp_path / "arith").mkdir()
+    (tmp_path / "arith" / "cli.py").write_text(
+        "import argparse\n"
+        "def main(args: argparse.Namespace) -> None: ...\n"
+        "def run(args: 'argparse.Namespace') -> None: ...\n"
+        "class C:\n    def go(self, *, ns: Namespace | None = None) -> None: ...\n"
+    )
+    monkeypatch.setitem(globals(), "ROOT", tmp_path)
+    assert [line.split(" ", 1)[1] for line in namespace_parameters()] == [
+        "run(args: 'argparse.Namespace')",
+        "go(ns: Namespace | None)",
+    ]
