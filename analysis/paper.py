@@ -54,6 +54,34 @@ def digit_map_of(tag: str | None, scale: str, grid: str = "") -> dict[int, int]:
     return {n: n if n <= knee else knee + math.ceil((n - knee) / stride) for n in MAP_DIGITS}
 
 
+#: digit counts up to this stand for themselves at every scale (no scale's digit_knee is above it)
+SHARED_DIGITS = 2
+
+
+def training_range_map(
+    digit_map: dict[int, int] | None, trained_max: float, paper_max: float
+) -> dict[int, int]:
+    """Paper digit count -> the run's, with the paper's training maximum M standing for the run's own m,
+    whatever the scale (`--set data.max_digits` included). The sweep's map is kept where it already sends
+    M to m (the cpu scale's 5 -> 3); otherwise the counts up to SHARED_DIGITS stay, those between it and M
+    are compressed (or stretched) linearly onto the run's range, and those beyond M go on at the same
+    stride. Without a known m or M (nl_mix's tables), the sweep's map."""
+    base = digit_map or {n: n for n in MAP_DIGITS}
+    if pd.isna(trained_max) or pd.isna(paper_max):
+        return base
+    m, top = int(trained_max), int(paper_max)
+    if base.get(top, top) == m:
+        return base
+    k = min(SHARED_DIGITS, m, top)
+    if top == k:
+        return {n: n if n <= k else m + (n - top) for n in MAP_DIGITS}
+
+    def scaled(steps: int) -> int:  # ceil(steps * (m - k) / (top - k)) in integers
+        return -(-steps * (m - k) // (top - k))
+
+    return {n: n if n <= k else (k + scaled(n - k) if n <= top else m + scaled(n - top)) for n in MAP_DIGITS}
+
+
 def stand_in(n: int, paper_digits: list[int], digit_map: dict[int, int], paper_max: float) -> int | None:
     """The paper digit count that the sweep's digit count `n` stands for, among the paper's `paper_digits`.
 
@@ -136,7 +164,10 @@ def paper_cells(
         keep &= paper["epochs"] == paper_epochs
     cells = paper.loc[keep, [*columns, "train_max"]].drop_duplicates(["context", "row_digits", "col_digits"])
     cells = cells.assign(paper_row_digits=cells["row_digits"], paper_col_digits=cells["col_digits"])
-    if digit_map and any(k != v for k, v in digit_map.items()):
+    paper_max = cells["train_max"].max() if cells["train_max"].notna().any() else np.nan
+    trained_max = pd.to_numeric(point.get("data.max_digits", np.nan), errors="coerce")
+    digit_map = training_range_map(digit_map, trained_max, paper_max)
+    if any(k != v for k, v in digit_map.items()):
         cells = _stand_ins(cells, digit_map)
     return cells[empty.columns].reset_index(drop=True)
 

@@ -34,7 +34,7 @@ ISSUE_GRIDS = [
 
 def test_registry_has_every_grid_of_the_issue():
     assert set(ISSUE_GRIDS) <= set(GRIDS)
-    assert set(SCALES) == {"paper", "cpu", "gpu", "smoke"}
+    assert set(SCALES) == {"paper", "cpu", "cpu_recipe", "gpu", "smoke"}
 
 
 @pytest.mark.parametrize("grid", ISSUE_GRIDS)

@@ -27,8 +27,9 @@ def shown(plan: Planned, uri: str = "sqlite:////a dir/mlflow.db", storage: str =
 @pytest.mark.parametrize("plan", PLAN, ids=lambda p: " ".join(p.sweep_args()[1:]))
 def test_every_part_is_a_valid_sweep_that_selects_points(plan: Planned) -> None:
     args = parse_args(plan.command("sqlite:///x.db", "/tmp/ray")[1:])
-    assert args.grid == plan.grid and args.scale == "cpu"
-    selected = points(plan.grid, "cpu", args.seeds, only=parse_set(args.only))
+    assert args.grid == plan.grid and args.scale == plan.scale in ("cpu", "cpu_recipe")
+    overrides = parse_set(args.sets) if args.sets else None
+    selected = points(plan.grid, plan.scale, args.seeds, overrides, only=parse_set(args.only))
     assert {c.train.seed for c in selected} == set(plan.seed_values)
     # the part is found again from the command it is tagged with, wherever its store was
     assert sweep_args_of(shown(plan)) == plan.sweep_args()
