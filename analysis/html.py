@@ -28,7 +28,7 @@ from analysis.plots import heatmap
 from analysis.tables import Table, render_tables
 from analysis.wrong_answers import points_of, wrong_answers_html
 
-#: metrics plotted by epoch, when the trials logged them (arith.training.train.summary_metrics)
+#: metrics plotted by epoch, when the trials logged them (arith.training.metrics.summary_metrics)
 EPOCH_METRICS = ("test_acc/in_range", "test_acc/beyond", "test_acc")
 
 STYLE = """

@@ -23,7 +23,7 @@ from analysis.load import FINISHED, Sweep
 from arith.tracking import store
 
 VIEW_TAG = "mlflow.sharedViewState."
-#: the accuracy metrics a view shows first, when the trials logged them (arith.training.train.summary_metrics)
+#: the accuracy metrics a view shows first, when the trials logged them (arith.training.metrics)
 LEADING_METRICS = ("test_acc", "test_acc/in_range", "test_acc/beyond")
 
 

@@ -12,7 +12,7 @@ from test_analysis import synthetic_sweep
 
 from analysis import analyse
 from analysis.findings import CANNOT_TELL, CLAIMS, HELD, NOT_HELD, NOT_TESTABLE
-from arith.training.train import summary_metrics
+from arith.training.metrics import summary_metrics
 from sweeps.grids import points
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -20,7 +20,7 @@ from arith.model.gpt import build_model
 from arith.model.tokenizer import build_tokenizer
 from arith.tracking.digit_errors import cells_heatmap
 from arith.training.evaluate import CELL_COLUMNS, evaluate, generate_answers, left_pad
-from arith.training.train import summary_metrics
+from arith.training.metrics import summary_metrics
 
 
 class ScriptedModel(nn.Module):

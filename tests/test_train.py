@@ -11,7 +11,8 @@ from arith.config import ConfigError, ExperimentConfig, TrainConfig
 from arith.data.datasets import test_examples
 from arith.training.checkpoints import CHECKPOINT_FILE, load_checkpoint
 from arith.training.cli import build_config, config_from_args, main
-from arith.training.train import NonFiniteLossError, lr_lambda, probe_examples, total_steps, train
+from arith.training.metrics import probe_examples
+from arith.training.train import NonFiniteLossError, lr_lambda, total_steps, train
 
 mlflow = pytest.importorskip("mlflow")
 

@@ -11,7 +11,7 @@ its test problems that were in the training set (`arith.data.tasks.problem_id`),
 about for small digit counts but never measures.
 
 Wrong answers are kept: every one up to `errors_per_cell` a cell (`EvalResult.errors`, with the operands,
-for `arith.training.digit_errors`), and the first `failures_per_cell` of those as `EvalResult.failures`.
+for `arith.tracking.digit_errors`), and the first `failures_per_cell` of those as `EvalResult.failures`.
 """
 
 from __future__ import annotations

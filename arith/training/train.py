@@ -18,11 +18,10 @@ import socket
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import torch
 
@@ -43,12 +42,9 @@ from arith.training.checkpoints import (
 )
 from arith.training.evaluate import evaluate
 from arith.training.hardware import autocast_context, compile_model, cpu_threads, resolve_device
+from arith.training.metrics import exact_match, probe_examples, summary_metrics
 from arith.training.optim import lr_lambda, make_optimizer, total_steps
 from arith.validation import validate
-
-#: the held-out probe for `train.target_accuracy`: this many fresh examples, drawn with a seed offset
-PROBE_SIZE = 300
-PROBE_SEED_OFFSET = 7919
 
 #: called after every epoch with its metrics and the checkpoint saved at it (None when none was due)
 Reporter = Callable[[dict[str, Any], "Path | None"], None]
@@ -93,62 +89,6 @@ class TrainState:
     @classmethod
     def of(cls, saved: dict[str, Any]) -> TrainState:
         return cls(**{k: saved[k] for k in cls.__dataclass_fields__})
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Evaluation helpers
-# ---------------------------------------------------------------------------------------------------------
-
-
-def probe_examples(cfg: ExperimentConfig) -> list:
-    """A few hundred held-out examples (fresh seed) for early stopping at train.target_accuracy."""
-    pool = test_examples(replace(cfg.data, seed=cfg.data.seed + PROBE_SEED_OFFSET))
-    if len(pool) <= PROBE_SIZE:
-        return pool
-    picks = np.random.default_rng(cfg.data.seed + PROBE_SEED_OFFSET).choice(
-        len(pool), PROBE_SIZE, replace=False
-    )
-    return [pool[i] for i in sorted(picks)]
-
-
-def exact_match(cells: pd.DataFrame) -> float:
-    """Share of all items answered exactly (the probe's measure, pooled over cells)."""
-    return float(cells["correct"].sum() / max(1, cells["n"].sum()))
-
-
-def summary_metrics(cells: pd.DataFrame, seconds: float, max_digits: int | None = None) -> dict[str, float]:
-    """test_acc (mean over all cells), test_acc/<context>, seen_fraction, test_acc/seen and test_acc/unseen
-    (the mean over cells of the accuracy on test problems in / not in the training set),
-    eval/samples_per_s; given the training's `max_digits`, also test_acc/in_range and test_acc/beyond
-    (cells with longer operands) and both per context, test_acc/<context>/in_range etc.: the numbers
-    length claims rest on, as UI columns."""
-    metrics = {"test_acc": float(cells["accuracy"].mean())}
-    for context, frame in cells.groupby("context", sort=False):
-        metrics[f"test_acc/{context}"] = float(frame["accuracy"].mean())
-    if max_digits is not None:
-        longest = cells[["row_digits", "col_digits"]].astype(float).max(axis=1)
-        several_contexts = cells["context"].nunique() > 1
-        for name, part in (
-            ("in_range", cells[longest <= max_digits]),
-            ("beyond", cells[longest > max_digits]),
-        ):
-            if part.empty:
-                continue
-            metrics[f"test_acc/{name}"] = float(part["accuracy"].mean())
-            if several_contexts:
-                for context, frame in part.groupby("context", sort=False):
-                    metrics[f"test_acc/{context}/{name}"] = float(frame["accuracy"].mean())
-    if "seen_in_train" in cells:
-        metrics["seen_fraction"] = float(
-            (cells["seen_in_train"] * cells["n"]).sum() / max(1, cells["n"].sum())
-        )
-    for part in ("seen", "unseen"):
-        # the mean over the cells that hold such problems: unseen is what the model generalised to
-        accuracies = cells.get(f"accuracy_{part}", pd.Series(dtype=float)).dropna()
-        if not accuracies.empty:
-            metrics[f"test_acc/{part}"] = float(accuracies.mean())
-    metrics["eval/samples_per_s"] = float(cells["n"].sum() / max(seconds, 1e-9))
-    return metrics
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -461,7 +401,7 @@ def evaluate_and_log(s: Setup, epoch: int, tracker) -> tuple[pd.DataFrame, list[
 
 def log_model(s: Setup, tracker) -> None:
     """The trained model, its position scheme and tokenizer as the run's `model/` artifact
-    (`tracking.log_model=final`), loadable with `arith.model.gpt.load_model("runs:/<run id>/model")`."""
+    (`tracking.log_model=final`), loadable with `arith.tracking.models.load_model("runs:/<run id>/model")`."""
     if s.cfg.tracking.log_model == "none" or not s.cfg.tracking.enabled:
         return
     with tempfile.TemporaryDirectory(prefix="arith-model-") as folder:
