@@ -1,7 +1,7 @@
 """The rules a claim of the paper is judged by: which cells it reads, one sample per seed, the verdict.
 
-The claims themselves are in `analysis.findings`, their checks in `analysis.checks`. Verdicts
-(`Finding.status`):
+The claims themselves are in `analysis.findings`, their checks in `analysis.checks`, the cells a rule reads
+in `analysis.cells` (re-exported here). Verdicts (`Finding.status`):
 
 - **not testable**: a compared model did not learn (`competence`: on *every* seed, >= `LEARNED` on each
   cell whose paper counterpart, through the scale's digit map, the paper's own model of that point reached
@@ -27,8 +27,24 @@ from dataclasses import dataclass
 import pandas as pd
 from scipy import stats
 
+from analysis.cells import (  # noqa: F401  (the cell selectors are re-exported: the checks read them here)
+    CELL_KEYS,
+    PAPER_COLUMNS,
+    beyond_training,
+    cell_list,
+    cell_name,
+    cells_on,
+    digit_range,
+    in_range,
+    large_products,
+    largest_digits,
+    measured,
+    paper_of,
+    small_products,
+    smaller_digits,
+    within_training,
+)
 from analysis.intervals import ALPHA, Interval, format_p, holm, paired_interval, seed_list, welch_interval
-from analysis.paper import paper_cells, paper_reading
 
 HELD, NOT_HELD, NOT_TESTABLE = "held", "not held", "not testable"
 CANNOT_TELL = "the seeds cannot tell"
@@ -55,118 +71,8 @@ def at_least(value: float, threshold: float) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Cells: the per-seed frame (analysis.load.Sweep.cells), each trial's last evaluation
-# ---------------------------------------------------------------------------------------------------------
-def measured(frame: pd.DataFrame) -> pd.DataFrame:
-    """Each trial's cells at its last evaluation (leaving out cells only the paper has)."""
-    if frame.empty:
-        return frame
-    final = frame["final"] if "final" in frame else frame["epoch"] == frame["final_epoch"]
-    return frame[final.astype(bool) & frame["accuracy"].notna()]
-
-
-def beyond_training(frame: pd.DataFrame) -> pd.DataFrame:
-    """Cells whose operands are longer than the trial was trained on."""
-    return frame[frame["col_digits"].astype(float) > frame["data.max_digits"].astype(float)]
-
-
-def within_training(frame: pd.DataFrame) -> pd.DataFrame:
-    """Cells whose operands have a digit count the trial was trained on."""
-    digits = frame["col_digits"].astype(float)
-    lowest = frame["data.min_digits"].astype(float) if "data.min_digits" in frame else 1.0
-    return frame[(digits >= lowest) & (digits <= frame["data.max_digits"].astype(float))]
-
-
-def small_products(frame: pd.DataFrame) -> pd.DataFrame:
-    """Multiplication cells with at most max_digits digits in both factors together (the easy half)."""
-    total = frame["row_digits"].astype(float) + frame["col_digits"].astype(float)
-    return frame[total <= frame["data.max_digits"].astype(float)]
-
-
-def in_range(frame: pd.DataFrame) -> pd.DataFrame:
-    """The cells a model must have learned: multiplication's small products, else the trained lengths."""
-    if frame.empty:
-        return frame
-    return small_products(frame) if frame["row_digits"].notna().any() else within_training(frame)
-
-
-def large_products(frame: pd.DataFrame) -> pd.DataFrame:
-    total = frame["row_digits"].astype(float) + frame["col_digits"].astype(float)
-    return frame[total > frame["data.max_digits"].astype(float)]
-
-
-def _digit_half(frame: pd.DataFrame, upper: bool) -> pd.DataFrame:
-    digits = sorted(frame["col_digits"].dropna().astype(int).unique())
-    if not digits:
-        return frame
-    top = digits[len(digits) - max(1, len(digits) // 2) :]
-    chosen = top if upper else ([d for d in digits if d not in top] or digits[:1])
-    return frame[frame["col_digits"].isin(chosen)]
-
-
-def largest_digits(frame: pd.DataFrame) -> pd.DataFrame:
-    """Cells in the larger half of the digit counts tested (4-5 of the paper's 2-5)."""
-    return _digit_half(frame, upper=True)
-
-
-def smaller_digits(frame: pd.DataFrame) -> pd.DataFrame:
-    """Cells in the smaller half of the digit counts tested (2-3 of the paper's 2-5)."""
-    return _digit_half(frame, upper=False)
-
-
-def digit_range(frame: pd.DataFrame) -> str:
-    digits = sorted(frame["col_digits"].dropna().astype(int).unique())
-    if not digits:
-        return "no"
-    return f"{digits[0]}-{digits[-1]}" if len(digits) > 1 else str(digits[0])
-
-
-# ---------------------------------------------------------------------------------------------------------
 # Competence and compared cells, read through the paper's own tables (analysis.paper) and the digit map
 # ---------------------------------------------------------------------------------------------------------
-
-CELL_KEYS = ["context", "row_digits", "col_digits"]
-_PAPER_COLUMNS = [*CELL_KEYS, "paper_row_digits", "paper_col_digits", "paper_accuracy"]
-
-
-def cell_name(row_digits, col_digits, context: str = "") -> str:
-    cell = f"{col_digits} digits" if pd.isna(row_digits) else f"{row_digits}x{col_digits}"
-    return cell if context in ("", "main") else f"{context} {cell}"
-
-
-def paper_of(cells: pd.DataFrame, digit_map: dict[int, int] | None) -> pd.DataFrame:
-    """The paper's cells for the one point `cells` are of, relabelled with the sweep's digit counts (each
-    sweep cell beside the one paper cell it stands for, `analysis.paper.stand_in`); empty where the paper
-    has no table for it (a figure, or a setting it did not run)."""
-    if cells.empty:
-        return pd.DataFrame(columns=_PAPER_COLUMNS)
-    row = cells.iloc[0]
-    point = {
-        k: row[k] for k in cells.columns if k.startswith(("data.", "model.", "train.")) or k == "paper_table"
-    }
-    final = int(cells["final_epoch"].max()) if "final_epoch" in cells else 0
-    reading = paper_reading(final, [final], str(row.get("paper_epochs") or ""))
-    paper = paper_cells(point, reading, final=True, digit_map=digit_map)
-    return paper.rename(columns={"accuracy": "paper_accuracy"})[_PAPER_COLUMNS]
-
-
-def _on(cells: pd.DataFrame, chosen: pd.DataFrame) -> pd.DataFrame:
-    keys = chosen[[k for k in _PAPER_COLUMNS if k in chosen]].drop_duplicates(CELL_KEYS)
-    return cells.merge(keys, on=CELL_KEYS, how="inner")
-
-
-def _cell_list(cells: pd.DataFrame) -> str:
-    unique = cells.drop_duplicates(CELL_KEYS).sort_values(["context", "row_digits", "col_digits"])
-    names = []
-    for r in unique.itertuples(index=False):
-        name = cell_name(r.row_digits, r.col_digits, r.context)
-        if "paper_col_digits" in unique and (r.paper_row_digits, r.paper_col_digits) != (
-            r.row_digits,
-            r.col_digits,
-        ):
-            name += f" (paper {cell_name(r.paper_row_digits, r.paper_col_digits)})"
-        names.append(name)
-    return ", ".join(names)
 
 
 def gated_cells(
@@ -175,10 +81,10 @@ def gated_cells(
     """The cells of one point (or one trial) that the competence rule reads, and whether they are the
     paper's: those whose paper counterpart the paper's own model reached LEARNED on; where the paper has
     no table for the point, `fallback`'s cells."""
-    paper = paper_of(cells, digit_map) if digit_map is not None else pd.DataFrame(columns=_PAPER_COLUMNS)
+    paper = paper_of(cells, digit_map) if digit_map is not None else pd.DataFrame(columns=PAPER_COLUMNS)
     competent = paper[paper["paper_accuracy"].astype(float) >= LEARNED - TOLERANCE]
     if len(competent):
-        return _on(cells, competent), True
+        return cells_on(cells, competent), True
     return fallback(cells), False
 
 
@@ -198,7 +104,7 @@ def competence(
     for name, cells in sides.items():
         gated, by_paper = gated_cells(cells, digit_map, fallback)
         on.append(
-            f"{name}: {_cell_list(gated)}, where the paper's model reached {LEARNED:g}"
+            f"{name}: {cell_list(gated)}, where the paper's model reached {LEARNED:g}"
             if by_paper
             else f"{name}: {fallback_label}"
         )
@@ -272,8 +178,8 @@ def compared_cells(
     chosen = paper_contrast_cells(better, worse, digit_map)
     if chosen is None or chosen.empty:
         return fallback(better), fallback(worse), fallback_label
-    b, w = _on(better, chosen), _on(worse, chosen)
-    return b, w, f"cells {_cell_list(b)}, where the paper's table contrasts them"
+    b, w = cells_on(better, chosen), cells_on(worse, chosen)
+    return b, w, f"cells {cell_list(b)}, where the paper's table contrasts them"
 
 
 # ---------------------------------------------------------------------------------------------------------
