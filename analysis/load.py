@@ -9,6 +9,7 @@ What the sweep declared is read from its parent run, not from the `sweeps` packa
 does not import): the grid's axes (tag ``axes``, JSON list of config keys) and the scale's digit map
 (tag ``digit_map``, read in `analysis.paper.digit_map_of`). A parent run from before the ``axes`` tag
 (2026-11-27) is read with the axes being the params that vary among its trials, with a note saying so.
+What is read (the `Sweep`, its columns) is `analysis.sweep`'s.
 """
 
 from __future__ import annotations
@@ -16,101 +17,28 @@ from __future__ import annotations
 import json
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from analysis.axes import axes_of, declared_axes, type_hints, typed_value
-from analysis.paper import digit_map_of
+from analysis.sweep import (
+    CELL_COLUMNS,
+    FINISHED,
+    IDENTITY_KEYS,
+    REQUIRED_KEYS,
+    SPLIT_COLUMNS,
+    TAG_COLUMNS,
+    Sweep,
+)
 from arith.config import ExperimentConfig
 from arith.tracking import store
 
 
 class AnalysisError(RuntimeError):
     """Input the analysis cannot turn into a result; the message says what is wrong and what to do."""
-
-
-#: the columns of every trial's eval/cells.csv
-CELL_COLUMNS: tuple[str, ...] = (
-    "epoch",
-    "context",
-    "row_digits",
-    "col_digits",
-    "n",
-    "correct",
-    "accuracy",
-    "seen_in_train",
-)
-#: each cell's accuracy split by whether its test problems are training problems too (trainers before
-#: the split wrote none: read as unknown, NaN)
-SPLIT_COLUMNS: tuple[str, ...] = ("n_seen", "accuracy_seen", "accuracy_unseen")
-#: params that say what a trial is, whether or not the sweep varies them: tables and the paper match
-#: read them. A run that lacks one of these (an older config) is read with the config's default, noted.
-IDENTITY_KEYS: tuple[str, ...] = (
-    "data.task",
-    "data.format",
-    "data.max_digits",
-    "data.one_digit_weight",
-    "data.augment",
-    "data.reverse_addends",
-    "data.mix_format",
-    "model.position",
-    "model.init",
-    "train.epochs",
-)
-#: params a run cannot be read without
-REQUIRED_KEYS: tuple[str, ...] = ("data.task", "data.format", "model.position")
-#: tags a sweep sets on each trial that say which paper numbers it stands beside: the table label(s), and
-#: a JSON map from each evaluated epoch to the paper's epoch count it stands for
-TAG_COLUMNS: tuple[str, ...] = ("paper_table", "paper_epochs")
-FINISHED = "FINISHED"
-
-
-@dataclass
-class Sweep:
-    """One sweep read back: its parent run, its trials (one row each) and the tidy cells frame."""
-
-    grid: str
-    parent_run_id: str
-    tracking_uri: str
-    scale: str
-    #: one row per trial: run_id, run_name, status, seed, paper_table, point, and the axes
-    trials: pd.DataFrame
-    #: one row per finished trial x evaluation x cell, with the axes as typed columns
-    cells: pd.DataFrame
-    #: dotted config keys the trials differ in (besides the seed), in a stable order
-    axes: list[str]
-    #: human-readable notes on what was read with a fallback (older configs)
-    notes: list[str] = field(default_factory=list)
-    #: every sweep read (the first is `parent_run_id`, where the analysis is logged)
-    parent_run_ids: tuple[str, ...] = ()
-    #: the parent run's `digit_map` tag (JSON, paper digit count -> this scale's); '' on older runs
-    digit_map_tag: str = ""
-    #: the grid's axes as the sweep recorded them (parent run tag `axes`); () on older runs
-    declared_axes: tuple[str, ...] = ()
-    #: the seeds of the pre-search that chose the sweep's budget (parent run tag `presearch_seeds`, JSON
-    #: list; of several parts, every part's); '' when no part recorded one
-    presearch_seeds_tag: str = ""
-    #: the grid this sweep's grid is a variant of (parent run tag `variant_of`); '' for a grid of its own
-    variant_of: str = ""
-    #: the kept wrong answers of each finished trial's last evaluation (eval/errors.csv) with the trial's
-    #: columns (run_id, seed, point keys); empty for trials from before eval/errors.csv
-    errors: pd.DataFrame = field(default_factory=pd.DataFrame)
-
-    @property
-    def digit_map(self) -> dict[int, int]:
-        """paper digit count -> this sweep's (older runs without the tag: their scale's map then)."""
-        return digit_map_of(self.digit_map_tag, self.scale, self.grid)
-
-    @property
-    def status_counts(self) -> dict[str, int]:
-        return self.trials["status"].value_counts().to_dict()
-
-    @property
-    def unfinished(self) -> pd.DataFrame:
-        return self.trials[self.trials["status"] != FINISHED]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -438,37 +366,3 @@ def presearch_seeds_tag(parents: list) -> str:
                     f"run {parent.info.run_id}: tag presearch_seeds={tag!r} is not a JSON list of seeds"
                 ) from err
     return json.dumps(sorted(seeds)) if tagged else ""
-
-
-def aggregate_seeds(cells: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
-    """Mean, standard deviation and count of accuracy over the seeds of each point x evaluation x cell.
-
-    Evaluations are aligned by their place in the run: `final` marks each run's last one.
-    """
-    keys = [
-        *dict.fromkeys([*IDENTITY_KEYS, *axes]),
-        *TAG_COLUMNS,
-        "epoch",
-        "final_epoch",
-        "context",
-        "row_digits",
-        "col_digits",
-    ]
-    frame = cells.copy()
-    frame["row_digits"] = frame["row_digits"].astype("Int64")
-    for column in SPLIT_COLUMNS:
-        if column not in frame:
-            frame[column] = float("nan")
-    grouped = frame.groupby(keys, dropna=False, sort=True)
-    out = grouped.agg(
-        accuracy=("accuracy", "mean"),
-        accuracy_std=("accuracy", "std"),
-        seeds=("accuracy", "count"),
-        n=("n", "sum"),
-        seen_in_train=("seen_in_train", "mean"),
-        n_seen=("n_seen", lambda n: n.sum(min_count=1)),
-        accuracy_seen=("accuracy_seen", "mean"),
-        accuracy_unseen=("accuracy_unseen", "mean"),
-    ).reset_index()
-    out["final"] = out["epoch"] == out["final_epoch"]
-    return out

@@ -33,7 +33,6 @@ from analysis.load import (
     FINISHED,
     Sweep,
     TrialRun,
-    aggregate_seeds,
     load_sweep,
     tidy_cells,
     trials_frame,
@@ -46,6 +45,7 @@ from analysis.paper import (
     stand_in,
 )
 from analysis.report import FORMATS
+from analysis.sweep import aggregate_seeds
 from arith.config import ExperimentConfig
 from arith.data.tasks import TASKS
 from sweeps.grids import GRIDS, points, select
