@@ -1,7 +1,7 @@
 """The shape of the code, checked: the import graph (walked with `ast`) has no cycle, between files or
 between packages, and no project import inside a function, `arith.config` is a leaf, mlflow is imported
-only under `arith.tracking` (and the layers above), `import analysis` loads no torch, and no task-specific
-rule is written outside its task."""
+only under `arith.tracking` (and the layers above), `import analysis` loads no torch, no module is over
+450 lines, and no task-specific rule is written outside its task."""
 
 from __future__ import annotations
 
@@ -181,6 +181,20 @@ def test_scripts_are_thin_command_lines():
         if (n := len(p.read_text().splitlines())) > 150
     }
     assert not long
+
+
+#: the most lines a module may have: past it a module holds more than one idea, split it along them
+MAX_MODULE_LINES = 450
+
+
+def test_no_module_is_over_450_lines():
+    long = {
+        str(p.relative_to(ROOT)): n
+        for top in TOP
+        for p in sorted((ROOT / top).rglob("*.py"))
+        if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert not long, f"split these along their ideas: {long}"
 
 
 def test_mlflow_is_imported_only_by_the_tracking_package_in_arith():
