@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+#: a standard error this small is no spread: per-seed means of the same counts differ by float rounding only
+NO_SPREAD = 1e-12
 #: two-sided level of the reported intervals (95%); held needs the Holm-adjusted one-sided p below ALPHA / 2
 ALPHA = 0.05
 
@@ -87,7 +89,8 @@ def paired_interval(differences: Sequence[float], seeds: Sequence[int] = ()) -> 
     n = len(d)
     effect = float(d.mean()) if n else math.nan
     se = float(d.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
-    if se == 0:
+    if se <= NO_SPREAD:
+        d = np.round(d, 12)
         p_for, p_against = _sign_test(d)
         return Interval(effect, 0.0, n - 1.0, math.nan, math.nan, p_for, tuple(seeds), True, p_against, True)
     low, high, p, p_against = _t_interval(effect, se, n - 1.0)
@@ -104,10 +107,10 @@ def welch_interval(terms: Sequence[tuple[float, Sequence[float]]], seeds: Sequen
         return Interval(effect, math.nan, math.nan, math.nan, math.nan, math.nan, tuple(seeds), False)
     v = [w * w * x.var(ddof=1) / len(x) for w, x in parts]
     se2 = sum(v)
-    if se2 == 0:
+    if math.sqrt(se2) <= NO_SPREAD:
         p_for = p_against = math.nan
         if len(parts) == 2 and parts[0][0] > 0 > parts[1][0]:
-            (_, a), (_, b) = parts
+            (_, a), (_, b) = ((w, np.round(x, 12)) for w, x in parts)
             p_for = float(stats.mannwhitneyu(a, b, alternative="greater", method="exact").pvalue)
             p_against = float(stats.mannwhitneyu(a, b, alternative="less", method="exact").pvalue)
         return Interval(
