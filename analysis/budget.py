@@ -1,10 +1,12 @@
-"""The step budget a point needs to learn its task in range: a fit over runs at several budgets, followed
-to the competence threshold.
+"""The step budget a point needs to pass the competence gate: a fit over runs at several budgets, followed
+to the gate's threshold.
 
 A claim whose models do not learn the task within the trial's step budget is not testable. What a user
 then wants to know is how much compute would make it testable, and at which scale to get it. This
 answers from runs of one point at several budgets (`train.max_steps` varied, everything else fixed: the
-pre-search grid `cpu_tune_steps`): the log-odds of the in-range accuracy is fitted as a straight line in
+pre-search grid `cpu_tune_steps`): the log-odds of the gate's reading (each record's lowest accuracy on
+the cells the competence rule reads: where the paper's own model learned, else the cells in range) is
+fitted as a straight line in
 log steps (least squares), the form learning curves of these models take between "nothing learned" and
 "learned", and the line is followed to the threshold. It is an extrapolation, not a measurement: it is
 shown with the budgets it rests on, and refused when the accuracy does not rise with the budget.
@@ -19,20 +21,38 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.verdicts import LEARNED, in_range
+from analysis.paper import digit_map_of
+from analysis.verdicts import LEARNED, gated_cells, in_range
 
+#: an extrapolation past this many steps is reported as such, not as a number
+_FAR = 1e9
 #: accuracies are clipped to this margin from 0 and 1 before the log-odds (0 and 1 have none)
 _CLIP = 0.005
 
 
-def in_range_accuracy(cells: pd.DataFrame, config: dict) -> float:
-    """Mean accuracy over the cells the competence rule reads (analysis.verdicts): for multiplication,
-    the products whose factors have at most max_digits digits together; else the trained lengths."""
+def gate_accuracy(cells: pd.DataFrame, config: dict, scale: str = "", grid: str = "") -> float:
+    """The competence gate's reading of one record (`analysis.verdicts.gated_cells`): its lowest accuracy on
+    the cells whose paper counterpart the paper's own model learned (through the scale's digit map and the
+    training range), else on the cells in range (for multiplication the products whose factors have at
+    most max_digits digits together; else the trained lengths)."""
+    tags = config.get("tracking.tags") or {}
+    scalars = {k: v for k, v in config.items() if k.startswith(("data.", "model.", "train.")) and _scalar(v)}
     frame = cells.assign(
-        **{"data.max_digits": config["data.max_digits"], "data.min_digits": config.get("data.min_digits", 1)}
+        **scalars,
+        paper_table=tags.get("paper_table", ""),
+        paper_epochs=tags.get("paper_epochs", ""),
+        final_epoch=config.get("train.epochs", 0),
     )
-    chosen = in_range(frame)
-    return float(chosen["accuracy"].mean()) if len(chosen) else math.nan
+    if "context" not in frame:
+        frame["context"] = "main"
+    for axis in ("row_digits", "col_digits"):  # as analysis.load.tidy_cells types them
+        frame[axis] = pd.to_numeric(frame[axis], errors="coerce").astype("Int64")
+    gated, _ = gated_cells(frame, digit_map_of("", scale, grid), in_range)
+    return float(gated["accuracy"].min()) if len(gated) else math.nan
+
+
+def _scalar(value) -> bool:
+    return isinstance(value, (str, int, float, bool)) or value is None
 
 
 def _logit(p: float) -> float:
@@ -42,9 +62,9 @@ def _logit(p: float) -> float:
 
 @dataclass(frozen=True)
 class BudgetFit:
-    """log-odds(in-range accuracy) = intercept + slope * ln(steps), fitted on `budgets`."""
+    """log-odds(the gate's reading) = intercept + slope * ln(steps), fitted on `budgets`."""
 
-    budgets: tuple[tuple[int, float], ...]  # (steps, in-range accuracy), by steps
+    budgets: tuple[tuple[int, float], ...]  # (steps, the gate's reading), by steps
     slope: float
     intercept: float
 
@@ -56,7 +76,8 @@ class BudgetFit:
         """Steps at which the line reaches `target`; None when it does not rise."""
         if self.slope <= 0:
             return None
-        return math.exp((_logit(target) - self.intercept) / self.slope)
+        exponent = (_logit(target) - self.intercept) / self.slope
+        return math.exp(exponent) if exponent < math.log(_FAR) else math.inf
 
 
 def fit_budgets(budgets: Iterable[tuple[int, float]]) -> BudgetFit | None:
@@ -92,9 +113,15 @@ def budget_series(records: Iterable[dict]) -> dict[tuple[str, str, int], list[di
     return dict(sorted(groups.items()))
 
 
-def in_range_budgets(records: Iterable[dict]) -> list[tuple[int, float]]:
-    """(steps, in-range accuracy) of each record of one point."""
-    return [(rec["steps"], in_range_accuracy(pd.DataFrame(rec["cells"]), rec["config"])) for rec in records]
+def gate_budgets(records: Iterable[dict]) -> list[tuple[int, float]]:
+    """(steps, the gate's reading) of each record of one point."""
+    return [
+        (
+            rec["steps"],
+            gate_accuracy(pd.DataFrame(rec["cells"]), rec["config"], rec.get("scale", ""), rec["grid"]),
+        )
+        for rec in records
+    ]
 
 
 def _two_figures(x: float) -> int:
@@ -106,12 +133,12 @@ def budget_table(
     records: list[dict], target: float = LEARNED, budget: int = 3000, single: bool = False
 ) -> pd.DataFrame:
     """One row per point of pre-search records (scripts/presearch.py's JSON lines) whose step budget
-    varies: the budgets with their in-range accuracy, the extrapolated steps to `target` and what that
+    varies: the budgets with the gate's reading, the extrapolated steps to `target` and what that
     is in trial time at the rate measured on the records' machine. Points at a single budget are left
     out, unless `single`: then they say whether that budget reached `target` (a measurement, no fit)."""
     rows = []
     for (grid, point, seed), recs in budget_series(records).items():
-        budgets = in_range_budgets(recs)
+        budgets = gate_budgets(recs)
         fit = fit_budgets(budgets)
         if fit is None and not (single and budgets):
             continue
@@ -125,16 +152,19 @@ def budget_table(
             estimate = f"not reached at {measured[-1][0]:,} (measured; one budget, no extrapolation)"
         elif steps is None:
             estimate = "no estimate: accuracy does not rise with the budget"
+        elif math.isinf(steps):
+            estimate = f"beyond {_FAR:,.0f} (the fit is nearly flat)"
         else:
             estimate = f"~{_two_figures(steps):,} ({steps / budget:.0f}x the {budget:,}-step budget)"
         minutes = (reached[0] if reached else steps or math.nan) * seconds_per_step / 60
+        minutes = math.nan if math.isinf(minutes) else minutes
         rows.append(
             {
                 "grid": grid,
                 "point": point,
                 "seed": seed,
-                "in-range accuracy at steps": ", ".join(f"{s:,}: {a:.2f}" for s, a in measured),
-                f"steps to {target:.2f} in range": estimate,
+                "lowest gated-cell accuracy at steps": ", ".join(f"{s:,}: {a:.2f}" for s, a in measured),
+                f"steps to {target:.2f} on every gated cell": estimate,
                 "minutes a trial at that budget": "" if math.isnan(minutes) else f"{minutes:,.0f}",
                 "machine": recs[0].get("machine", ""),
             }

@@ -1,11 +1,11 @@
-"""Learning curves: how a sweep's trials learned over their steps, and how a point's in-range accuracy grows
+"""Learning curves: how a sweep's trials learned over their steps, and how the gate's reading of a point grows
 with its step budget.
 
 A claim is not testable when a model it compares did not learn the cells the paper's own model learned.
 These two figures show why and what it would take: the training loss of each point over the trial's steps
 beside where each trial ended on the cells the competence gate reads (its lowest cell: still falling loss,
 more steps would help; flat, they would not), and, for the points the pre-search ran at several budgets,
-the measured in-range accuracies with the fit `analysis.budget` follows to the competence threshold.
+the measured gate readings (the lowest gated cell) with the fit `analysis.budget` follows to the threshold.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pandas as pd
 matplotlib.use("Agg")
 from matplotlib.figure import Figure
 
-from analysis.budget import budget_series, fit_budgets, in_range_budgets
+from analysis.budget import budget_series, fit_budgets, gate_budgets
 from analysis.load import Sweep, metric_history
 from analysis.verdicts import LEARNED, gated_cells, in_range, measured
 
@@ -105,13 +105,13 @@ def learning_curves_figure(sweep: Sweep, history: pd.DataFrame | None = None) ->
 
 
 def budget_figure(records: list[dict], target: float = LEARNED, budget: int = 3000) -> Figure | None:
-    """In-range accuracy against the step budget for every pre-search point run at several budgets: the
+    """The gate's reading against the step budget for every pre-search point run at several budgets: the
     measured budgets as dots, the fitted log-odds line (analysis.budget) drawn on to where it reaches
     `target`, the trial budget and the target marked."""
     fits = {
         f"{grid}: {point} (seed {seed})": fit
         for (grid, point, seed), recs in budget_series(records).items()
-        if (fit := fit_budgets(in_range_budgets(recs))) is not None
+        if (fit := fit_budgets(gate_budgets(recs))) is not None
     }
     if not fits:
         return None
@@ -134,8 +134,8 @@ def budget_figure(records: list[dict], target: float = LEARNED, budget: int = 30
     ax.set_xlim(right=right * 1.3)
     ax.set_ylim(-0.03, 1.03)
     ax.set_xlabel("optimiser steps (log)")
-    ax.set_ylabel("in-range accuracy")
-    ax.set_title(f"In-range accuracy by step budget; dotted: the fit followed to {target:g}", fontsize=10)
+    ax.set_ylabel("lowest accuracy on the gated cells")
+    ax.set_title(f"The gate's reading by step budget; dotted: the fit followed to {target:g}", fontsize=10)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
     figure.tight_layout()

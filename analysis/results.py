@@ -303,7 +303,7 @@ def presearch_tables(
         last = ["train s", "machine"]
         parts.append(f"### {stem}\n\n{markdown(frame[[c for c in frame if c not in last] + last])}\n")
     if not budgets.empty:
-        figure = f"\n\n![In-range accuracy by step budget]({budget_curves})" if budget_curves else ""
+        figure = f"\n\n![The gate's reading by step budget]({budget_curves})" if budget_curves else ""
         parts.append(
             f"### Steps to competence (extrapolated)\n\n{BUDGET_NOTE}{figure}\n\n{markdown(budgets)}\n"
         )

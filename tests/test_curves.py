@@ -102,7 +102,7 @@ def test_the_report_links_the_curves_and_says_what_would_make_a_claim_testable(
     for name in ("mul_format.png", "budget.png"):
         assert (out.parent / "results" / "figures" / name).stat().st_size > 10_000
     assert "![mul_format: learning curves](results/figures/mul_format.png)" in text
-    assert "![In-range accuracy by step budget](results/figures/budget.png)" in text
+    assert "![The gate's reading by step budget](results/figures/budget.png)" in text
     table = text.split("### Not testable: why, and what it would take", 1)[1].split("\n## ", 1)[0]
     row = next(line for line in table.splitlines() if line.startswith("| mul_format |"))
     assert "basic not learned: seed" in row and "[figure](results/figures/mul_format.png)" in row

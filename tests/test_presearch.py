@@ -97,20 +97,27 @@ def test_budget_table_reads_in_range_cells_and_marks_what_was_measured() -> None
         "curriculum=0.0",
         "curriculum=0.5",
     }
-    assert table.loc["task=reverse_random_embed", "steps to 0.90 in range"] == "reached at 3,000 (measured)"
-    assert table.loc["task=mul", "steps to 0.90 in range"].startswith("~22,000 (7x")
+    assert (
+        table.loc["task=reverse_random_embed", "steps to 0.90 on every gated cell"]
+        == "reached at 3,000 (measured)"
+    )
+    # the gate's reading: the lowest accuracy on the cells whose paper counterpart the paper's model learned
+    # (cpu_tune_steps has no paper table: the cells in range, products of at most 5 digits together)
+    assert table.loc["task=mul", "steps to 0.90 on every gated cell"].startswith("~210,000 (71x")
     assert table.loc["task=mul", "grid"] == "cpu_tune_steps"
     mul = next(r for r in records if r["point"] == "task=mul,max_steps=6000")
     cells = pd.DataFrame(mul["cells"])
-    small = cells[cells["row_digits"] + cells["col_digits"] <= 5]["accuracy"].mean()
-    assert f"6,000: {small:.2f}" in table.loc["task=mul", "in-range accuracy at steps"]
+    lowest = cells[cells["row_digits"] + cells["col_digits"] <= 5]["accuracy"].min()
+    assert f"6,000: {lowest:.2f}" in table.loc["task=mul", "lowest gated-cell accuracy at steps"]
 
 
 def test_budget_command_prints_the_table_of_points_run_at_several_budgets() -> None:
     done = presearch("budget", str(ROOT / "docs" / "presearch" / "cpu_tune_steps.jsonl"))
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0].startswith("| grid | point | seed | in-range accuracy at steps | steps to 0.90 in range")
+    assert lines[0].startswith(
+        "| grid | point | seed | lowest gated-cell accuracy at steps | steps to 0.90 on every gated cell"
+    )
     assert sum(line.startswith("| cpu_tune_steps |") for line in lines) == 4
 
 
@@ -118,7 +125,7 @@ def test_other_settings_make_another_point_and_one_budget_says_reached_or_not() 
     """mul_format_steps ran basic at 6,000 and 12,000 steps, and at 6,000 with two other learning rates:
     the rates are points of their own (not points of the preset's budget series), and with `single` each
     point at one budget says whether it reached 0.9 in range, measured, with no extrapolation."""
-    from analysis.budget import budget_table, in_range_accuracy
+    from analysis.budget import budget_table, gate_accuracy
 
     records = [
         json.loads(line)
@@ -130,24 +137,24 @@ def test_other_settings_make_another_point_and_one_budget_says_reached_or_not() 
         if r["seed"] == 0 and r["config"]["data.format"] == "basic" and "train.lr" not in r["set"]
     ]
     expected = ", ".join(
-        f"{r['steps']:,}: {in_range_accuracy(pd.DataFrame(r['cells']), r['config']):.2f}"
+        f"{r['steps']:,}: {gate_accuracy(pd.DataFrame(r['cells']), r['config'], r['scale'], r['grid']):.2f}"
         for r in sorted(preset, key=lambda r: r["steps"])
     )
     fitted = budget_table(records)
     assert set(fitted["point"]) == {"format=basic,max_digits=5"}  # the only point run at two budgets
     row = fitted[fitted["seed"] == 0].iloc[0]
-    assert row["in-range accuracy at steps"] == expected and row["steps to 0.90 in range"].endswith(
-        "(measured)"
-    )
+    # the gate reads the paper's learned cells (2x2 among them): basic misses them at both budgets
+    assert row["lowest gated-cell accuracy at steps"] == expected == "6,000: 0.20, 12,000: 0.35"
+    assert row["steps to 0.90 on every gated cell"].startswith("~150,000")
 
     every = budget_table(records, single=True).set_index(["point", "seed"])
     assert ("format=basic,max_digits=5,train.lr=0.002", 0) in every.index
     assert ("format=padding_reverse,max_digits=5,train.lr=0.004", 2) in every.index
     for (point, _seed), found in every.iterrows():
         if "train.lr=" in point:  # one budget each: 6,000 steps
-            assert found["in-range accuracy at steps"].startswith("6,000: ")
-        if point == "format=basic,max_digits=5,train.lr=0.004":  # 0.30-0.50 in range
+            assert found["lowest gated-cell accuracy at steps"].startswith("6,000: ")
+        if point == "format=basic,max_digits=5,train.lr=0.004":  # below the gate
             assert (
-                found["steps to 0.90 in range"]
+                found["steps to 0.90 on every gated cell"]
                 == "not reached at 6,000 (measured; one budget, no extrapolation)"
             )
