@@ -215,7 +215,7 @@ def seeds_of(ran: list[tuple[Planned, object]]) -> str:
     return "; ".join(f"{seeds} ({only})" if only else seeds for only, seeds in shown.items())
 
 
-def untestable(
+def untestable_table(
     results: list[GridResult],
     budgets: pd.DataFrame,
     curves: dict[str, str],
@@ -341,7 +341,7 @@ def write_results(
     head = [
         summary(results, set(unarchived)),
         before_after(results),
-        untestable(results, budget_table(every, single=True), curves, paper_steps),
+        untestable_table(results, budget_table(every, single=True), curves, paper_steps),
     ]
     with tempfile.TemporaryDirectory() as tmp:  # a store of its own: gpu sweeps never mix with cpu ones
         gpu = gpu_section(GPU_BANK, GPU_PLAN, f"sqlite:///{tmp}/gpu.db")

@@ -123,7 +123,7 @@ def test_a_claim_not_testable_shows_the_pre_searched_budgets_of_its_own_points_s
         )
         for grid in ("mul_format", "add_posembed")
     ]
-    table = results.untestable(judged, budget_table(every, single=True), {})
+    table = results.untestable_table(judged, budget_table(every, single=True), {})
     # seeds 0 and 1 reached 0.9 at 12,000 steps, seed 2 already at 6,000
     assert "mul_format: format=basic,max_digits=5 (seeds 0, 1): reached at 12,000 (measured)" in table
     assert "mul_format: format=basic,max_digits=5 (seed 2): reached at 6,000 (measured)" in table
