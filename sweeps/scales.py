@@ -5,9 +5,11 @@
   trains on whole lines as the paper fine-tunes. It needs GPUs.
 - `cpu`: a miniature for a laptop CPU: a tiny GPT-2 (4x4x128, 8-dim random tags) with the loss on the
   answer only, 1/30 of the samples (at most 10,000; the dialogue data whole), the paper's learning rate x
-  50, digit counts shrunk (every digit above 2 counts a third) and a step budget per task instead of the
-  paper's epochs, so that every task gets the steps it needs to learn at all. The tuning grids of
-  sweeps/grids.py (`cpu_tune_*`; results in docs/RESULTS.md) chose it: reversal saturates at every
+  50, digit counts shrunk (every digit above 2 counts a third) and a budget of 3,000 steps instead of the
+  paper's epochs. At it reversal passes the competence gate, scratchpad addition needs 6,000 steps and no
+  multiplication model passes (the models memorise their few thousand lines: docs/RESULTS.md, "Steps to
+  competence"); `cpu_recipe` is the scale that learns. The tuning grids of
+  sweeps/tuning.py (`cpu_tune_*`; results in docs/RESULTS.md) chose it: reversal saturates at every
   learning rate and sample count tried; on multiplication x 50 was best for the basic format and as good
   as any for the padded one; 1,570 steps left random tags and scratchpad addition at 0 and 3,000 did not;
   tags of 8 dims learned where 32 (a quarter of the width, the default) barely did.
@@ -70,8 +72,10 @@ class Scale:
     dialogue_fraction: float | None = None
     #: epochs are capped here (0 = no cap); evaluation epochs keep their place in the run
     max_epochs: int = 0
-    #: optimiser steps of one trial by task; for a task listed here the epochs become what this budget
-    #: needs over the scaled training set (max_epochs does not apply), so every grid of a task trains as long
+    #: optimiser steps of one trial, for every task (0: none, epochs as scaled) unless `steps_by_task` or a
+    #: recipe gives the task its own; with a budget the epochs become what it needs over the scaled
+    #: training set (max_epochs does not apply), so every grid of a task trains as long
+    steps: int = 0
     steps_by_task: Mapping[str, int] = field(default_factory=dict)
     lr_factor: float = 1.0
     #: digit counts up to `digit_knee` stay, every `digit_stride` digits above it count as one
@@ -120,7 +124,7 @@ class Scale:
     def budget(self, task: str) -> int:
         """The optimiser steps of one trial of `task` at this scale (0: no step budget, epochs as scaled)."""
         recipe = self.recipe(task)
-        return recipe.steps if recipe else self.steps_by_task.get(task, 0)
+        return recipe.steps if recipe else self.steps_by_task.get(task, self.steps)
 
     def shrink(self, cfg: ExperimentConfig, scale_digits: bool = True) -> ExperimentConfig:
         """`cfg` (a paper-scale point) with this scale's factors and settings: sample counts, learning rate,
@@ -225,7 +229,7 @@ SCALES: dict[str, Scale] = {
                 # 20 a model right on 95% of a cell's problems falls below 0.9 on 1 cell in 13. Measured on
                 # the 2-core CPU (one thread): a 3-digit multiplication test set is 180 problems at 20 a cell
                 # (0.1-0.4 s to decode) and 900 at 100 (0.6 s, under 2 s decoding every answer in full):
-                # seconds a trial against its 5-20 min of training. Sweeps archived before 2026-11-28 ran 20.
+                # seconds a trial against its 5-20 min of training. Archived sweeps record their own count.
                 "data.test_per_cell": 100,
                 "model.n_hash": 8,
             },
@@ -235,14 +239,9 @@ SCALES: dict[str, Scale] = {
             # whole, a 3,000-step trial learns the dialogue (not its sums: docs/RESULTS.md, nl_mix)
             dialogue_fraction=1.0,
             max_epochs=10,
-            # chosen on the H200 pre-search (docs/RESULTS.md): the least that learns every task but dialogue
-            steps_by_task={
-                "mul": 3000,
-                "add": 3000,
-                "add_scratchpad": 3000,
-                "reverse": 3000,
-                "dialogue": 3000,
-            },
+            # one budget for every task, chosen on the H200 pre-search (docs/RESULTS.md, "Steps to
+            # competence"): enough for reversal, not for multiplication
+            steps=3000,
             lr_factor=50.0,
             digit_knee=2,
             digit_stride=3,
@@ -270,13 +269,7 @@ SCALES: dict[str, Scale] = {
             max_samples=300_000,
             dialogue_fraction=1.0,
             # only multiplication is pre-searched so far; the other tasks start from the same budget
-            steps_by_task={
-                "mul": 8000,
-                "add": 8000,
-                "add_scratchpad": 8000,
-                "reverse": 8000,
-                "dialogue": 8000,
-            },
+            steps=8000,
             lr_factor=50.0,
             presearch_seeds=(100, 101),
             # measured on one H200: 6 trials of batch 512 side by side ran 8,000 steps in 4.1-4.7 min
@@ -313,7 +306,7 @@ SCALES["cpu_recipe"] = replace(
     name="cpu_recipe",
     description="the cpu miniature at each task's pre-searched recipe: the paper's sample counts, bf16, "
     "a step budget per task chosen on seeds 100+",
-    steps_by_task={},
+    steps=0,
     recipes={
         "reverse": Recipe(
             steps=6000,
