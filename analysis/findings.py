@@ -94,6 +94,10 @@ class Claim:
     presearch_seeds: tuple[int, ...] = ()
     #: where that pre-search is recorded
     presearch: str = ""
+    #: which accuracy the check reads, gate and contrast alike: `accuracy` (every test problem, as the
+    #: paper's tables: seen in training or not) or `accuracy_unseen` (only the test problems that are not
+    #: training problems: what a model generalised to)
+    reads: str = "accuracy"
 
 
 #: mul_format_long's 12,000 steps: a GPU pre-search on seeds 0-2 (mul_simple_case_long took the same budget)
@@ -244,6 +248,10 @@ def outcome_of(
             )
             return untestable(why, [f"for reference, not a verdict: {_as_read(claim, frame, digit_map)}"])
         frame = fresh
+    if claim.reads != "accuracy" and not frame.empty:
+        if claim.reads not in frame or frame[claim.reads].isna().all():
+            return untestable(f"the claim reads {claim.reads}, which the sweep's trials did not record")
+        frame = frame.assign(accuracy=frame[claim.reads])
     try:
         return claim.check(frame, digit_map)
     except PooledConfigurations as err:

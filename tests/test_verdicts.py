@@ -34,6 +34,7 @@ from analysis.verdicts import (
     competence,
     decide_family,
     difference,
+    untestable,
 )
 from tests.test_analysis import paper_or, synthetic_sweep
 
@@ -253,3 +254,26 @@ def test_a_model_right_only_on_its_training_problems_is_named_memorised() -> Non
     assert "(20 of 100 seen)" in why
     learned_unseen = cells.assign(accuracy_seen=0.5, accuracy_unseen=0.25)
     assert "memorised" not in competence({"basic": learned_unseen}, None, lambda c: c, "")[0]
+
+
+def test_a_claim_may_read_the_unseen_problems_only() -> None:
+    """The same sweep judged on every test problem and on the unseen ones: a memorising 'better' side wins
+    on the first and is not learned on the second; a sweep without the split cannot be read so."""
+    better = side_frame([0.95, 0.96, 0.97], **{"data.format": "padding_reverse"})
+    worse = side_frame([0.5, 0.52, 0.48])
+    cells = pd.concat([better, worse], ignore_index=True)
+    cells = cells.assign(context="main", row_digits=pd.NA, col_digits=2)
+    cells["accuracy_unseen"] = [0.3, 0.35, 0.32, 0.5, 0.52, 0.48]
+
+    def check(frame: pd.DataFrame, _map=None):
+        sides = {f: frame[frame["data.format"] == f] for f in ("padding_reverse", "basic")}
+        why, _on = competence({"better": sides["padding_reverse"]}, None, lambda c: c, "")
+        if why:
+            return untestable(why)
+        return compared([difference(Side.of("a", sides["padding_reverse"]), Side.of("b", sides["basic"]))])
+
+    every = Claim("g", "a beats b", "tb:x", "", check)
+    unseen = Claim("g", "a beats b on unseen problems", "tb:x", "", check, reads="accuracy_unseen")
+    assert outcome_of(every, cells).contrasts
+    assert outcome_of(unseen, cells).untestable.startswith("better not learned: seed 0 0.30")
+    assert "did not record" in outcome_of(unseen, cells.drop(columns="accuracy_unseen")).untestable
