@@ -243,7 +243,7 @@ def untestable_table(
                 estimates.append(f"{name}{label}: {estimate}")
         per_grid = {
             "learning curves": f"[figure]({curves[result.grid]})" if result.grid in curves else "",
-            "steps to learn in range (pre-search, cpu model)": "; ".join(estimates) or "no budget series",
+            "steps to pass the gate (pre-search, cpu model)": "; ".join(estimates) or "no budget series",
         }
         if paper_steps is not None:
             per_grid["a trial at paper scale"] = f"{paper_steps(result.grid):,} steps (GPT-2 small)"

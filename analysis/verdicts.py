@@ -62,6 +62,8 @@ NO_EXTRAPOLATION = 0.1
 #: "memorised": a cell at LEARNED or more on its test problems seen in training and at least this much
 #: lower on the unseen ones
 MEMORISED_GAP = 0.3
+#: ... read on at least this many seen problems (one right answer seen in training says little)
+MEMORISED_MIN_SEEN = 10
 #: a paper cell is one the paper's table contrasts when its two models differ there by at least this
 PAPER_CONTRAST = 0.1
 
@@ -133,18 +135,21 @@ def competence(
 
 def memorised_note(below: pd.DataFrame) -> str:
     """', memorised: ...' when gated cells below the gate are right on their test problems that are also
-    training problems (>= LEARNED) and far below on the others (MEMORISED_GAP lower): the model learned
-    its training set, not the task. '' when no cell is, or the trials did not record the split."""
+    training problems (>= LEARNED, on at least MEMORISED_MIN_SEEN of them) and far below on the others
+    (MEMORISED_GAP lower): the model learned its training set, not the task. '' when no cell is, or the
+    trials did not record the split."""
     if "accuracy_seen" not in below or "accuracy_unseen" not in below:
         return ""
     seen, unseen = below["accuracy_seen"].astype(float), below["accuracy_unseen"].astype(float)
-    memorised = below[(seen >= LEARNED - TOLERANCE) & (unseen <= seen - MEMORISED_GAP)]
+    n_seen = below["n_seen"].astype(float) if "n_seen" in below else pd.Series(float("nan"), below.index)
+    memorised = below[
+        (seen >= LEARNED - TOLERANCE) & (unseen <= seen - MEMORISED_GAP) & (n_seen >= MEMORISED_MIN_SEEN)
+    ]
     if memorised.empty:
         return ""
     worst = memorised.loc[memorised["accuracy_unseen"].astype(float).idxmin()]
     cell = cell_name(worst["row_digits"], worst["col_digits"], worst["context"])
-    n_seen = int(worst["n_seen"]) if "n_seen" in worst and not pd.isna(worst["n_seen"]) else None
-    counts = f" ({n_seen} of {int(worst['n'])} seen)" if n_seen is not None and "n" in worst else ""
+    counts = f" ({int(worst['n_seen'])} of {int(worst['n'])} seen)" if "n" in worst else ""
     return (
         f"; memorised: seed {int(worst['seed'])} on {cell} is {worst['accuracy_seen']:.2f} on the test "
         f"problems it was trained on and {worst['accuracy_unseen']:.2f} on the others{counts}; "
