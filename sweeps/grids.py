@@ -332,6 +332,16 @@ GRIDS["reverse_posembed_recipe"] = dataclasses.replace(
     _REVERSE_RECIPE, axes={**_REVERSE_RECIPE.axes, "model.position": ["learned", "none"]}
 )
 
+#: add_posembed at the cpu_recipe scale: its three position schemes on the paper's 120,000 scratchpad lines
+GRIDS["add_posembed_recipe"] = variant(
+    GRIDS["add_posembed"],
+    "add_posembed_recipe",
+    "add_posembed's three position schemes at the cpu_recipe scale (the paper's 120,000 scratchpad lines, "
+    "bf16, a step budget under pre-search).",
+    {},
+    scale="cpu_recipe",
+)
+
 # ---------------------------------------------------------------------------------------------------------
 # The demo: `make demo`, a real finding in minutes on a 2-core CPU. The fastest lesson of the paper's kind
 # is the answer's format on short addition: with the answer padded and written least significant digit
