@@ -318,19 +318,19 @@ SCALES["cpu_recipe"] = replace(
             "0.89 / 0.90 / 1.00 / 1.00 and every point's 1.00 at 6,000: the least budget measured with a "
             "margin over the 0.9 gate",
         ),
-        # under pre-search (seed 100), not yet chosen: the reversal recipe's settings on scratchpad lines
+        # a candidate under pre-search (seed 100), not yet chosen: the reversal recipe's settings
         "add_scratchpad": Recipe(
             steps=6000,
             sample_fraction=1.0,
             overrides={"train.precision": "bf16"},
-            chosen_by="candidate: pre-search seed 100 running (docs/results/plan.yaml)",
+            chosen_by="candidate, not chosen: its pre-search (seed 100, docs/results/plan.yaml) has not "
+            "finished (a first try beside a CI run was stopped at the session's end after ~1,900 steps)",
         ),
     },
     no_recipe={
         "mul": "the nearest measured (issue 35: seed 100, 3-digit factors, tiny model, 300,000 lines, batch "
         "128, 20,000 bf16 steps, 32-34 min a trial on one core) reached basic 0.92 on 2x2 but padding + "
         "reversed product only 0.40 on 3x3 (the paper's 5x5: 1.00), still rising",
-
         "add": "not pre-searched at the paper's sample count yet",
         "dialogue": "not pre-searched at the paper's sample count yet",
     },
