@@ -164,18 +164,17 @@ def paper_cells(
         keep &= paper["epochs"] == paper_epochs
     cells = paper.loc[keep, [*columns, "train_max"]].drop_duplicates(["context", "row_digits", "col_digits"])
     cells = cells.assign(paper_row_digits=cells["row_digits"], paper_col_digits=cells["col_digits"])
-    paper_max = cells["train_max"].max() if cells["train_max"].notna().any() else np.nan
+    paper_max = float(cells["train_max"].max()) if cells["train_max"].notna().any() else np.nan
     trained_max = pd.to_numeric(point.get("data.max_digits", np.nan), errors="coerce")
     digit_map = training_range_map(digit_map, trained_max, paper_max)
     if any(k != v for k, v in digit_map.items()):
-        cells = _stand_ins(cells, digit_map)
+        cells = _stand_ins(cells, digit_map, paper_max)
     return cells[empty.columns].reset_index(drop=True)
 
 
-def _stand_ins(cells: pd.DataFrame, digit_map: dict[int, int]) -> pd.DataFrame:
+def _stand_ins(cells: pd.DataFrame, digit_map: dict[int, int], paper_max: float) -> pd.DataFrame:
     """Keep, for each of the sweep's digit counts (per axis), the one paper cell it stands for, relabelled
     with the sweep's digit counts."""
-    paper_max = float(cells["train_max"].max()) if cells["train_max"].notna().any() else np.nan
     out = cells.copy()
     for axis in ("row_digits", "col_digits"):
         digits = sorted(int(d) for d in cells[axis].dropna().unique())
