@@ -15,7 +15,9 @@ from arith.config import TrackingConfig
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m analysis", description=__doc__)
-    parser.add_argument("--grid", required=True, help="the sweep's grid (sweeps/grids.py), e.g. nl_mix")
+    parser.add_argument(
+        "--grid", required=True, help="the sweep's grid (`python sweeps/run.py --list`), e.g. nl_mix"
+    )
     parser.add_argument(
         "--tracking-uri",
         default="",

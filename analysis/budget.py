@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.paper import digit_map_of
-from analysis.verdicts import LEARNED, gated_cells, in_range
+from experiments.paper import digit_map_of
+from experiments.verdicts import LEARNED, gated_cells, in_range
 
 #: an extrapolation past this many steps is reported as such, not as a number
 _FAR = 1e9
@@ -31,8 +31,8 @@ _CLIP = 0.005
 
 
 def gate_accuracy(cells: pd.DataFrame, config: dict, scale: str = "", grid: str = "") -> float:
-    """The competence gate's reading of one record (`analysis.verdicts.gated_cells`): its lowest accuracy on
-    the cells whose paper counterpart the paper's own model learned (through the scale's digit map and the
+    """The competence gate's reading of one record (`experiments.verdicts.gated_cells`): its lowest accuracy
+    on the cells whose paper counterpart the paper's own model learned (through the scale's digit map and the
     training range), else on the cells in range (for multiplication the products whose factors have at
     most max_digits digits together; else the trained lengths)."""
     tags = config.get("tracking.tags") or {}

@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 
 from analysis.budget import budget_series, fit_budgets, gate_budgets
 from analysis.load import Sweep, metric_history
-from analysis.verdicts import LEARNED, gated_cells, in_range, measured
+from experiments.verdicts import LEARNED, gated_cells, in_range, measured
 
 #: the training loss each trial logs (arith.training.train), on the answer tokens at `cpu` scale
 LOSS = "train/loss"
@@ -43,7 +43,7 @@ def point_labels(trials: pd.DataFrame, axes: list[str]) -> pd.Series:
 
 def gated_by_trial(sweep: Sweep) -> pd.Series:
     """Each finished trial's lowest accuracy, at its last evaluation, on the cells the competence rule
-    reads (`analysis.verdicts.gated_cells`: where the paper's own model learned, through the sweep's digit
+    reads (`experiments.verdicts.gated_cells`: where the paper's own model learned, through the sweep's digit
     map; else the cells in range). A trial has learned when this is at least LEARNED, as the gate reads it."""
     cells = measured(sweep.cells)
     if cells.empty:

@@ -1,39 +1,24 @@
-"""The paper's claims, each stated once, judged on a sweep's per-seed numbers, each verdict with its reason.
+"""A sweep's findings: each claim of its experiment judged on the sweep's per-seed numbers, with its reason.
 
-`CLAIMS` is the catalogue: each claim names the grid that tests it, the paper label it comes from, the
-in-range cells on which its compared models must have learned, and the check (in `analysis.checks`) that
-reads it off the numbers by the rules of `analysis.verdicts` (held, not held, the seeds cannot tell, not
-testable: see there). A claim whose grid's budget a pre-search chose is judged only on other seeds: the
-sweep's parent-run tag `presearch_seeds`, else the claim's own declaration (`Claim.presearch_seeds`, for the
-sweeps archived before the tag; their archives are left as they ran). Claims are written over relative
-notions, not the paper's digit counts, so that they read the same at every scale.
+The claims are declared with their experiment (`experiments.catalog`, collected by `experiments.registry`):
+a sweep of grid G is judged by G's experiment's claims (a variant holds its parent's; a grid this checkout
+does not declare, by its `variant_of` tag's). The verdicts follow `experiments.verdicts` (held, not held,
+the seeds cannot tell, not testable), Holm's correction over a report's claims. A claim whose grid's budget
+a pre-search chose is judged only on other seeds: the sweep's parent-run tag `presearch_seeds`, else what
+the experiment declares (`Grid.presearch_seeds`).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pandas as pd
 
-from analysis.checks import (
-    MUL_IN_RANGE,
-    NL_IN_RANGE,
-    first_step_beats_n_times_1,
-    lower_one_digit_weight_hurts,
-    no_position_generalises_further,
-    padded_reversed_answer_beats_plain,
-    padding_reverse_beats_basic,
-    positions_close_the_gap,
-    random_embed_extrapolates_addition,
-    random_embed_fixes_repetitive,
-    random_space_beats_basic_with_learned,
-    random_space_beats_dialogue_alone,
-    scratchpad_extrapolation_order,
-)
-from analysis.verdicts import (  # noqa: F401  (the verdicts are re-exported: tests and scripts read them here)
+from experiments.claim import Claim
+from experiments.registry import claims_for, presearch_record, presearch_seeds_of
+from experiments.verdicts import (  # noqa: F401  (the verdicts are re-exported: tests and scripts read them here)
     CANNOT_TELL,
     HELD,
     LEARNED,
@@ -45,9 +30,6 @@ from analysis.verdicts import (  # noqa: F401  (the verdicts are re-exported: te
     decide_family,
     untestable,
 )
-
-#: the parent-run tag of a sweep whose budget or setting a pre-search chose: that pre-search's seeds (JSON)
-PRESEARCH_TAG = "presearch_seeds"
 
 
 @dataclass(frozen=True)
@@ -78,154 +60,15 @@ class Finding:
         }
 
 
-@dataclass(frozen=True)
-class Claim:
-    """One claim of the paper, the grid that tests it, which cells show a compared model learned the task,
-    and the check that reads the claim off the numbers."""
-
-    grid: str
-    text: str
-    source: str
-    #: the cells each compared model must have learned where the paper has no table for it
-    learned_on: str
-    check: Callable[[pd.DataFrame, dict[int, int] | None], Outcome]
-    #: the seeds of the pre-search that chose the grid's budget, for sweeps archived before they recorded
-    #: it (parent run tag `presearch_seeds`, which wins when present); only other seeds judge the claim
-    presearch_seeds: tuple[int, ...] = ()
-    #: where that pre-search is recorded
-    presearch: str = ""
-    #: which accuracy the check reads, gate and contrast alike: `accuracy` (every test problem, as the
-    #: paper's tables: seen in training or not) or `accuracy_unseen` (only the test problems that are not
-    #: training problems: what a model generalised to)
-    reads: str = "accuracy"
-
-
-#: mul_format_long's 12,000 steps: a GPU pre-search on seeds 0-2 (mul_simple_case_long took the same budget)
-MUL_BUDGET_PRESEARCH = "docs/presearch/mul_format_steps.jsonl"
-
-
-@dataclass(frozen=True)
-class ArchivedVariant:
-    """A variant whose sweeps were archived before a sweep recorded its parent grid (tag `variant_of`) and
-    its pre-search's seeds (tag `presearch_seeds`): what those tags would say. A new variant needs no
-    entry."""
-
-    parent: str
-    presearch_seeds: tuple[int, ...]
-    presearch: str
-
-
-#: the budget variants of sweeps.grids whose archives (docs/results/sweeps/) predate the tags
-ARCHIVED_VARIANTS: dict[str, ArchivedVariant] = {
-    "mul_format_long": ArchivedVariant("mul_format", (0, 1, 2), MUL_BUDGET_PRESEARCH),
-    "mul_simple_case_long": ArchivedVariant("mul_simple_case", (0, 1, 2), MUL_BUDGET_PRESEARCH),
-}
-
-CLAIMS: tuple[Claim, ...] = (
-    Claim(
-        "mul_format",
-        "padding + reversed product beats basic on the cells the paper's tables contrast (mean accuracy)",
-        "tb:basic-5 vs tb:padding-5",
-        MUL_IN_RANGE,
-        padding_reverse_beats_basic,
-    ),
-    Claim(
-        "mul_one_digit_weight",
-        "a lower 1-digit weight hurts: the lowest weight's mean accuracy is below the highest weight's",
-        "tb:padding_10_ratio",
-        MUL_IN_RANGE + " (a weight whose model did not learn is left out; the lowest left is compared)",
-        lower_one_digit_weight_hurts,
-    ),
-    Claim(
-        "mul_simple_case",
-        "first-step % augmentation helps more than n x 1 augmentation (mean accuracy, same max_digits)",
-        "tb:onedigit_5-6a-d",
-        MUL_IN_RANGE,
-        first_step_beats_n_times_1,
-    ),
-    Claim(
-        "add_length",
-        "fine-tuned GPT-2, beyond the training length: basic does not extrapolate; random space a little; "
-        "recursive scratchpad (reversed addends) most",
-        "tb:acc_dataformat",
-        "the digit counts trained on",
-        scratchpad_extrapolation_order,
-    ),
-    Claim(
-        "reverse_posembed",
-        "on reversal, no position embedding generalises further than learned (regular data, beyond training)",
-        "fig:testacc_rev",
-        "regular data of the digit counts trained on",
-        no_position_generalises_further,
-    ),
-    Claim(
-        "reverse_posembed",
-        "random embedding fixes repetitive data for models trained from scratch (random_embed beats none)",
-        "fig:randembed",
-        "regular data of the digit counts trained on",
-        random_embed_fixes_repetitive,
-    ),
-    Claim(
-        "add_posembed",
-        "random embedding extrapolates addition further than learned or no position embedding",
-        "fig:acc_add_rand",
-        "the digit counts trained on (random_embed and learned; the paper's none fails there)",
-        random_embed_extrapolates_addition,
-    ),
-    Claim(
-        "nl_mix",
-        "with learned positions, dialogue + random-space data beats dialogue alone on the largest sums "
-        "(dialogue context)",
-        "tb:acc_nldia_a",
-        NL_IN_RANGE,
-        random_space_beats_dialogue_alone,
-    ),
-    Claim(
-        "nl_mix",
-        "with learned positions, dia+random_space beats dia+basic on the largest sums (dialogue context)",
-        "tb:acc_nldia_a",
-        NL_IN_RANGE,
-        random_space_beats_basic_with_learned,
-    ),
-    Claim(
-        "nl_mix",
-        "no position embedding and random embedding close that gap (dia+random_space minus dia+basic is "
-        "smaller than with learned)",
-        "tb:acc_nldia_a",
-        NL_IN_RANGE,
-        positions_close_the_gap,
-    ),
-    Claim(
-        "demo",
-        "a padded answer written least significant digit first is learned where the plain answer is not "
-        "(the paper's padding + reversed product finding for multiplication, on <=3-digit addition)",
-        "no table: the paper shows it on multiplication (tb:basic-5 vs tb:padding-5), not on addition",
-        "the padded reversed answer's cells in the training range (the plain answer's failure there is "
-        "the claim)",
-        padded_reversed_answer_beats_plain,
-    ),
-)
-
-
-def claims_for(grid: str, variant_of: str = "") -> list[Claim]:
-    """The claims a sweep of `grid` is judged by: its own, and its parent's when it is a variant (the
-    sweep's `variant_of` tag, else `ARCHIVED_VARIANTS`). A claim is written once, on the parent."""
-    archived = ARCHIVED_VARIANTS.get(grid)
-    parent = variant_of or (archived.parent if archived else "")
-    return [c for c in CLAIMS if c.grid == grid or (parent and c.grid == parent)]
-
-
-def presearch_seeds_of(claim: Claim, tag: str | None, grid: str = "") -> tuple[int, ...]:
-    """The seeds of the pre-search that chose the claim's budget: the sweep's `presearch_seeds` tag (JSON
-    list) when it has one, else the declaration for sweeps archived before the tag (`ARCHIVED_VARIANTS`,
-    or the claim's own)."""
+def _presearch_seeds(tag: str | None, grid: str) -> tuple[int, ...]:
+    """The seeds of the pre-search that chose the sweep's budget: its `presearch_seeds` tag (JSON list) when
+    it has one, else its experiment's declaration (sweeps archived before the tag)."""
     if tag:
         try:
             return tuple(int(s) for s in json.loads(tag))
         except (ValueError, TypeError):
             pass
-    archived = ARCHIVED_VARIANTS.get(grid)
-    return archived.presearch_seeds if archived else claim.presearch_seeds
+    return presearch_seeds_of(grid)
 
 
 def outcome_of(
@@ -233,15 +76,12 @@ def outcome_of(
 ) -> Outcome:
     """The claim read off the per-seed cells of a sweep of `grid` (the claim's own or a variant of it):
     seeds that chose its budget left out, pooled sides refused."""
-    chose = presearch_seeds_of(claim, presearch_tag, grid)
+    chose = _presearch_seeds(presearch_tag, grid)
     if chose and not frame.empty:
         fresh = frame[~frame["seed"].isin(chose)]
         if fresh.empty:
             seeds = ", ".join(map(str, sorted(frame["seed"].dropna().astype(int).unique())))
-            archived = ARCHIVED_VARIANTS.get(grid)
-            source = claim.presearch or (
-                archived.presearch if archived else "the sweep's presearch_seeds tag"
-            )
+            source = presearch_record(grid) or "the sweep's presearch_seeds tag"
             why = (
                 f"judged on the seeds that chose its budget: seeds {seeds}, and the pre-search ({source}) "
                 f"ran seeds {', '.join(map(str, chose))}; fresh seeds are needed"
@@ -270,10 +110,10 @@ def _as_read(claim: Claim, frame: pd.DataFrame, digit_map) -> str:
 
 
 def judged(grid: str, claims: list[tuple[Claim, Outcome]]) -> list[Finding]:
-    """Findings of one report, Holm-corrected together (`analysis.verdicts.decide_family`)."""
+    """Findings of one report, Holm-corrected together (`experiments.verdicts.decide_family`)."""
     verdicts = decide_family([o for _, o in claims])
     return [
-        Finding(grid or c.grid, f"{c.text} [{c.source}]", status, evidence, o, p)
+        Finding(grid, f"{c.text} [{c.source}]", status, evidence, o, p)
         for (c, o), (status, evidence, p) in zip(claims, verdicts, strict=True)
     ]
 

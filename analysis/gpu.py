@@ -5,7 +5,7 @@ docs/results/gpu/<batch>/ (written by `sweeps.offline`). Here every archive is i
 any sweep (`arith.tracking.archive`) and analysed with `analysis.report.analyse`, so a GPU batch is judged by
 the code that judges a Ray Tune sweep. The section gives, per batch, its device, precision, minutes and
 command; per point, each seed's final accuracy and whether every seed learned the cells the paper's own
-model learned (the competence rule of `analysis.verdicts`); and the claims' verdicts, where a pre-search's
+model learned (the competence rule of `experiments.verdicts`); and the claims' verdicts, where a pre-search's
 seeds never judge the budget they chose.
 """
 
@@ -22,8 +22,8 @@ from analysis.findings import Finding
 from analysis.load import load_sweep
 from analysis.report import analyse
 from analysis.tables import markdown_table
-from analysis.verdicts import competence, in_range, measured
 from arith.tracking.archive import import_sweep, read_archive
+from experiments.verdicts import competence, in_range, measured
 
 
 @dataclass
@@ -111,7 +111,7 @@ def gpu_section(bank: Path, plan: Path, uri: str) -> str:
         "analysed here like any sweep. The scale keeps the paper's digit and sample counts; its model is "
         "gpt2-mini (6 layers, 8 heads, width 256) and its budget is chosen by pre-searches on seeds from "
         "100 up, so the seeds that judge a claim never chose its budget. A model has learned when every "
-        "seed reaches 0.9 on each cell where the paper's own model did (`analysis.verdicts.competence`); "
+        "seed reaches 0.9 on each cell where the paper's own model did (`experiments.verdicts.competence`); "
         "a part run on 3-digit factors is read against the paper's 5-digit model's cells up to 3 x 3 (the "
         "paper ran no 3-digit model), a question of whether the lease pays for fewer digits.",
         "",

@@ -7,8 +7,8 @@ type hints), its cells come from its ``eval/cells.csv`` artifact. Trials that di
 
 What the sweep declared is read from its parent run, not from the `sweeps` package (which the analysis
 does not import): the grid's axes (tag ``axes``, JSON list of config keys) and the scale's digit map
-(tag ``digit_map``, read in `analysis.paper.digit_map_of`). A parent run from before the ``axes`` tag
-(2026-11-27) is read with the axes being the params that vary among its trials, with a note saying so.
+(tag ``digit_map``, read in `experiments.paper.digit_map_of`). A parent run without the ``axes`` tag (the
+older archives) is read with the axes being the params that vary among its trials, with a note saying so.
 What is read (the `Sweep`, its columns) is `analysis.sweep`'s.
 """
 

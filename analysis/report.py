@@ -13,12 +13,12 @@ import pandas as pd
 from analysis.findings import Finding, evaluate_findings, findings_frame, render_findings
 from analysis.html import page
 from analysis.load import load_sweep
-from analysis.paper import attach_paper
 from analysis.plots import write_heatmaps
 from analysis.sweep import FINISHED, IDENTITY_KEYS, TAG_COLUMNS, Sweep, aggregate_seeds
 from analysis.tables import Table, build_tables, long_frame, render_tables
 from analysis.wrong_answers import write_figures
 from arith.tracking import store
+from experiments.paper import attach_paper
 
 FORMATS: dict[str, str] = {"markdown": "md", "csv": "csv", "latex": "tex", "html": "html"}
 

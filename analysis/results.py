@@ -25,7 +25,7 @@ import yaml
 
 from analysis.budget import budget_table
 from analysis.curves import budget_figure, learning_curves_figure, save
-from analysis.findings import NOT_TESTABLE, Finding, claims_for, rejudge
+from analysis.findings import NOT_TESTABLE, Finding, rejudge
 from analysis.gpu import gpu_section
 from analysis.load import load_sweep
 from analysis.plan import (
@@ -44,6 +44,7 @@ from analysis.report import Analysis, analyse, render
 from analysis.tables import markdown_table as markdown
 from arith.tracking.archive import SOURCE_TAG
 from arith.tracking.store import client as store_client
+from experiments.registry import claims_for
 
 #: the page's head (docs/results/intro.md) and the pre-search section's (docs/results/presearch.md)
 INTRO = (TEXTS / "intro.md").read_text()
@@ -55,7 +56,7 @@ BUDGET_NOTE = _NOTES["budget_note"]
 UNTESTABLE_NOTE = _NOTES["untestable_note"]
 #: per grid, the pre-search points (`grid: point`) whose step budgets stand for its models
 BUDGET_POINTS: dict[str, list[str]] = _NOTES["budget_points"]
-#: each claim's verdict in the report before the rules of analysis/verdicts.py took their present form
+#: each claim's verdict in the report before the rules of experiments/verdicts.py took their present form
 VERDICTS_BEFORE: list[dict[str, str]] = _NOTES["verdicts_before"]
 BEFORE_AFTER_NOTE = _NOTES["before_after_note"]
 #: sections measured before the sweeps were archived (no archive holds them), included verbatim

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from analysis.paper import digit_map_of
+from experiments.paper import digit_map_of
 
 #: the columns of every trial's eval/cells.csv
 CELL_COLUMNS: tuple[str, ...] = (

@@ -7,7 +7,7 @@
   the sweep's axes (format, init, position, ...), columns the digit count, as tb:acc_dataformat.
 Multiplication and length tables are read at each trial's last evaluation; nl_mix at every evaluation.
 At a scale whose digit counts differ from the paper's, each digit count is labelled with the paper's it
-stands for ("3 (paper 5)"), and only that paper cell stands beside it (analysis.paper.stand_in).
+stands for ("3 (paper 5)"), and only that paper cell stands beside it (experiments.paper.stand_in).
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def _point_title(point: dict, keys: list[str]) -> str:
 
 
 def build_tables(frame: pd.DataFrame, axes: list[str]) -> list[Table]:
-    """All panels of a sweep from the paper-attached frame (`analysis.paper.attach_paper`)."""
+    """All panels of a sweep from the paper-attached frame (`experiments.paper.attach_paper`)."""
     tables: list[Table] = []
     axes = [a for a in axes if a in frame.columns]
     for task, by_task in frame.groupby("data.task", sort=True):

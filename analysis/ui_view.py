@@ -9,8 +9,8 @@ trials logged (`test_acc`, in and beyond the training range, per context) as col
 from under the collapsed parent run). Adding ``&compareRunsMode=CHART`` opens the chart view of the same
 groups, led by a section of its own: a bar chart of each headline accuracy (the group's average of the
 trials' last values: one bar per value of the axes); MLflow's own charts of every other metric follow.
-A parallel-coordinates chart asked for in the same state was not drawn by MLflow 3.17 over grouped runs
-(seen in headless Chromium), so the view asks for none. The tag's JSON is the UI's own view state (its
+A parallel-coordinates chart asked for in the same state is not drawn by MLflow 3.17 over grouped runs, so
+the view asks for none. The tag's JSON is the UI's own view state (its
 `compareRunCharts` / `compareRunSections`, checked with MLflow 3.17); an MLflow that reads it
 differently shows its default view.
 """

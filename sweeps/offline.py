@@ -39,9 +39,11 @@ from arith.config import ConfigError, ExperimentConfig, parse_set
 from arith.tracking.archive import FORMAT, VERSION
 from arith.tracking.recorder import RunRecorder, new_run_id, now_ms, run_record
 from arith.training.train import train
+from experiments.grid import Grid
 from sweeps.errors import SweepError
-from sweeps.grids import Grid, SweepLink, get_grid, parse_seeds, points
+from sweeps.grids import get_grid, points
 from sweeps.scales import Scale, get_scale
+from sweeps.space import SweepLink, parse_seeds
 from sweeps.storage import git_commit, machine, sweep_link, sweep_name, sweep_tags
 
 #: pre-searches draw their seeds from here up, so the judged seeds (0 up) never chose their own budget

@@ -30,11 +30,14 @@ import pandas as pd
 from arith.config import ConfigError, ExperimentConfig, parse_set
 from arith.tracking import store
 from arith.tracking.store import absolute_uri
+from experiments.grid import Grid
+from experiments.registry import claims_for
 from sweeps.cluster import check_cluster, start_ray
 from sweeps.errors import SweepError
-from sweeps.grids import GRIDS, Grid, SweepLink, get_grid, parse_seeds, points, scale_note
+from sweeps.grids import GRIDS, get_grid, points
 from sweeps.packing import check_packing, default_gpus_per_trial
 from sweeps.scales import SCALES, Scale, get_scale
+from sweeps.space import SweepLink, parse_seeds, scale_note
 from sweeps.storage import (
     SweepStorage,
     check_tracking,
@@ -158,12 +161,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def list_grids() -> str:
-    """The `--list` text: every grid with its axes, size and the paper tables it reproduces."""
+    """The `--list` text: every grid with its axes, size, the paper tables it reproduces and the claims
+    that judge it (its experiment's, `experiments.registry`)."""
     lines = []
     for grid in GRIDS.values():
         lines.append(f"{grid.name}  ({len(grid.points())} points)  {grid.description}")
         lines += [f"    axes: {line}" for line in grid.axis_summary()]
         lines.append(f"    paper: {', '.join(grid.paper_tables) or 'none (beyond the paper)'}")
+        claims = claims_for(grid.name, grid.parent)
+        whose = f" (those of {grid.parent})" if grid.parent and claims else ""
+        lines.append(f"    claims: {len(claims)}{whose}" if claims else "    claims: none")
     lines.append("")
     lines += [f"scale {s.name}: {s.description}" for s in SCALES.values()]
     return "\n".join(lines)

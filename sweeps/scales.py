@@ -72,11 +72,10 @@ class Scale:
     dialogue_fraction: float | None = None
     #: epochs are capped here (0 = no cap); evaluation epochs keep their place in the run
     max_epochs: int = 0
-    #: optimiser steps of one trial, for every task (0: none, epochs as scaled) unless `steps_by_task` or a
-    #: recipe gives the task its own; with a budget the epochs become what it needs over the scaled
+    #: optimiser steps of one trial, for every task (0: none, epochs as scaled) unless a recipe gives the
+    #: task its own; with a budget the epochs become what it needs over the scaled
     #: training set (max_epochs does not apply), so every grid of a task trains as long
     steps: int = 0
-    steps_by_task: Mapping[str, int] = field(default_factory=dict)
     lr_factor: float = 1.0
     #: digit counts up to `digit_knee` stay, every `digit_stride` digits above it count as one
     digit_knee: int = 0
@@ -124,7 +123,7 @@ class Scale:
     def budget(self, task: str) -> int:
         """The optimiser steps of one trial of `task` at this scale (0: no step budget, epochs as scaled)."""
         recipe = self.recipe(task)
-        return recipe.steps if recipe else self.steps_by_task.get(task, self.steps)
+        return recipe.steps if recipe else self.steps
 
     def shrink(self, cfg: ExperimentConfig, scale_digits: bool = True) -> ExperimentConfig:
         """`cfg` (a paper-scale point) with this scale's factors and settings: sample counts, learning rate,

@@ -1,49 +1,23 @@
-"""What a grid is and how it becomes trial configs; the grids themselves are in `sweeps.grids`.
+"""How a grid becomes trial configs at a scale; what a grid is, is `experiments.grid`.
 
-A `Grid` is a base config (the paper's setup for that experiment, as dotted overrides) and axes whose
-product gives the points, plus `also` blocks for coupled values the product cannot express. An axis value
-may be a `Variant`: a named bundle of settings that travel together (a task with its sample count, epochs
-and test digits). `trial_config(grid, point, scale, overrides, seed)` builds one trial's validated, tagged
+`trial_config(grid, point, scale, overrides, seed)` builds one trial's validated, tagged
 `ExperimentConfig` in one documented order of precedence (defaults < grid base < point < scale < the point's
 over_scale keys < --set < seed); `resolve(grid, scale, seeds)` gives every trial of a grid.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import itertools
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from arith.config import ConfigError, ExperimentConfig
 from arith.data.datasets import validate_data
 from arith.validation import validate
+from experiments.grid import Grid, Point
 from sweeps.errors import SweepError
 from sweeps.scales import Scale, get_scale
-
-
-@dataclass(frozen=True)
-class Variant:
-    """A named bundle of coupled settings used as one value of an axis."""
-
-    name: str
-    overrides: Mapping[str, Any]
-
-    def __str__(self) -> str:
-        return self.name
-
-
-@dataclass(frozen=True)
-class Point:
-    """One grid point before scaling: a readable id and the dotted overrides over the default config."""
-
-    name: str
-    overrides: dict[str, Any]
-
-
-Axes = Mapping[str, list[Any]]
 
 
 @dataclass(frozen=True)
@@ -56,121 +30,6 @@ class SweepLink:
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class Grid:
-    """A named experiment: base settings x axes (+ coupled `also` blocks) -> points -> paper tables."""
-
-    name: str
-    description: str
-    base: Mapping[str, Any]
-    axes: Axes
-    #: extra products merged after the main one, for values that exist only together
-    also: tuple[Axes, ...] = ()
-    #: the paper labels this grid reproduces (tables `tb:*`, figures `fig:*`); empty for new experiments
-    paper_tables: tuple[str, ...] = ()
-    #: the label(s) one point reproduces, from its paper-scale config; () when the paper has no number
-    table_of: Callable[[ExperimentConfig], tuple[str, ...]] = field(default=lambda cfg: ())
-    #: scales shrink digit counts, except where the digit split is the experiment (nl_mix's 2-3 vs 4-5)
-    scale_digits: bool = True
-    #: keys whose point values are set after the scale (tuning grids of a scale's own settings: its model,
-    #: step budget, tag width); every other key is in the paper's units and the scale shrinks it
-    over_scale: tuple[str, ...] = ()
-    #: the seeds of the pre-search that chose this grid's budget or a setting: recorded on the sweep's parent
-    #: run (tag `presearch_seeds`) and left out of its verdicts (analysis.findings), which need other seeds
-    presearch_seeds: tuple[int, ...] = ()
-    #: the grid this one is a variant of (`variant()`): recorded on the sweep's parent run (tag
-    #: `variant_of`), so the parent's claims judge it; "" for a grid of its own
-    parent: str = ""
-    #: the scale the grid is made for ("" = any): its `over_scale` settings are that scale's, so at another
-    #: scale the sweep says so (`scale_note`), and a point that cannot run there fails naming it
-    scale: str = ""
-
-    def points(self) -> list[Point]:
-        """The grid's points in a stable order: the main product, then each `also` block."""
-        out: dict[str, Point] = {}
-        for block in (self.axes, *self.also):
-            keys = list(block)
-            for values in itertools.product(*(block[k] for k in keys)):
-                overrides = dict(self.base)
-                labels = []
-                for key, value in zip(keys, values, strict=True):
-                    if isinstance(value, Variant):
-                        overrides.update(value.overrides)
-                        labels.append(f"{_short(key)}={value.name}")
-                    else:
-                        overrides[key] = value
-                        labels.append(f"{_short(key)}={_show(value)}")
-                name = ",".join(labels) or "base"
-                out.setdefault(name, Point(name, overrides))
-        return list(out.values())
-
-    def declared_axes(self) -> list[str]:
-        """The config keys the main product varies, in order (Variant-valued axes named without a dot are
-        bundles, not keys). The sweep records them on its parent run (tag `axes`) for the analysis."""
-        return [key for key in self.axes if "." in key]
-
-    def axis_summary(self) -> list[str]:
-        """Human-readable axes, one line per block, for `--list`."""
-        lines = []
-        for i, block in enumerate((self.axes, *self.also)):
-            body = " x ".join(f"{_short(k)} {{{', '.join(_show(v) for v in vs)}}}" for k, vs in block.items())
-            lines.append(("  also " if i else "") + body)
-        return lines
-
-
-def variant(
-    parent: Grid,
-    name: str,
-    description: str,
-    settings: Mapping[str, Any],
-    *,
-    only: Mapping[str, list[Any]] | None = None,
-    over_scale: tuple[str, ...] = (),
-    scale: str = "",
-    presearch_seeds: tuple[int, ...] = (),
-) -> Grid:
-    """A derived grid: `parent` with `settings` over its base (a key that is one of its axes fixes that
-    axis), its axes cut to the values in `only`, and a name of its own. The parent's paper tables, table
-    mapping and claims apply (analysis.findings judges a variant by its parent's claims); the `also`
-    blocks stay only where they hold the fixed values. A budget variant is one call:
-    ``variant(GRIDS["mul_format"], "mul_format_long", "...", {"train.max_steps": 12_000}, ...)``."""
-    only = dict(only or {})
-
-    def cut(block: Axes) -> dict[str, list[Any]] | None:
-        out = {}
-        for key, values in block.items():
-            if key in settings:
-                if settings[key] not in values:
-                    return None
-                continue
-            kept = [v for v in values if key not in only or v in only[key]]
-            if not kept:
-                return None
-            out[key] = kept
-        return out
-
-    axes = cut(parent.axes) or {}
-    also = tuple(block for block in map(cut, parent.also) if block)
-    derived = dataclasses.replace(
-        parent,
-        name=name,
-        description=description,
-        base={**parent.base, **settings},
-        axes=axes,
-        also=also,
-        over_scale=tuple(dict.fromkeys((*parent.over_scale, *over_scale))),
-        presearch_seeds=presearch_seeds or parent.presearch_seeds,
-        parent=parent.parent or parent.name,
-        scale=scale or parent.scale,
-    )
-    labels = {
-        label
-        for point in derived.points()
-        for label in parent.table_of(ExperimentConfig().with_overrides(point.overrides))
-    }
-    return dataclasses.replace(derived, paper_tables=tuple(t for t in parent.paper_tables if t in labels))
-
-
 def scale_note(grid: Grid, scale: Scale | str) -> str | None:
     """A line saying the grid is made for another scale than `scale` (None when it is not)."""
     name = scale if isinstance(scale, str) else scale.name
@@ -180,16 +39,6 @@ def scale_note(grid: Grid, scale: Scale | str) -> str | None:
             f"at scale {name!r} they are kept as they are"
         )
     return None
-
-
-def _short(key: str) -> str:
-    return key.rpartition(".")[2]
-
-
-def _show(value: Any) -> str:
-    if isinstance(value, bool):
-        return str(value).lower()
-    return str(value)
 
 
 def trial_config(

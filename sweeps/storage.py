@@ -17,9 +17,10 @@ from typing import Any
 
 from arith.tracking import store
 from arith.tracking.store import absolute_uri
+from experiments.grid import Grid
 from sweeps.errors import SweepError
 from sweeps.scales import Scale
-from sweeps.space import Grid, SweepLink
+from sweeps.space import SweepLink
 
 SWEEP_FILE = "sweep.json"
 #: the tag naming the seeds of the pre-search that chose a sweep's budget (the analysis judges other seeds)

@@ -8,8 +8,8 @@ a grid's `over_scale` (step budget, tag width) are the scale's own settings and 
 
 from __future__ import annotations
 
-from sweeps.setups import ADD_LENGTH_SETUP, MUL_SETUP, RANDEMBED_TRAINING, REVERSE_SETUP
-from sweeps.space import Grid, Variant
+from experiments.grid import Grid, Variant
+from experiments.setups import ADD_LENGTH_SETUP, MUL_SETUP, RANDEMBED_TRAINING, REVERSE_SETUP
 
 #: learning rates around the paper's 2e-5: about a third, as is, three times (x the cpu scale's lr_factor)
 CPU_TUNE_LRS = [7e-6, 2e-5, 6e-5]

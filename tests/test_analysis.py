@@ -37,18 +37,19 @@ from analysis.load import (
     tidy_cells,
     trials_frame,
 )
-from analysis.paper import (
+from analysis.report import FORMATS
+from analysis.sweep import aggregate_seeds
+from arith.config import ExperimentConfig
+from arith.data.tasks import TASKS
+from experiments.paper import (
     digit_map_of,
     paper_cells,
     paper_reading,
     paper_tables,
     stand_in,
 )
-from analysis.report import FORMATS
-from analysis.sweep import aggregate_seeds
-from arith.config import ExperimentConfig
-from arith.data.tasks import TASKS
-from sweeps.grids import GRIDS, points, select
+from sweeps.grids import GRIDS, points
+from sweeps.space import select
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -106,7 +107,7 @@ def synthetic_sweep(
     """A Sweep of `grid` whose trials are the grid's configs and whose cells come from `accuracy`.
     `jitter`: 0-2 more problems right in the cells below 100, fixed by trial and cell, so that
     seeds of the same numbers differ a little, as real seeds do (numbers with no spread at all get the
-    exact tests, `analysis.intervals`)."""
+    exact tests, `experiments.intervals`)."""
     configs = points(grid, scale, seeds)
     runs, cells_by_run = [], {}
     for i, cfg in enumerate(configs):
@@ -345,7 +346,7 @@ def in_range(cfg: ExperimentConfig, cell) -> bool:
 @functools.cache
 def _paper_learned(point: tuple, scale: str) -> frozenset:
     """The (context, row, col) cells, at the scale's digit counts, the paper's own model of the point
-    reached 0.9 on (analysis.verdicts.competence's gate)."""
+    reached 0.9 on (experiments.verdicts.competence's gate)."""
     flat = dict(point)
     digit_map = digit_map_of("", scale, "nl_mix" if flat["data.task"] == "dialogue" else "")
     final = int(flat["train.epochs"])

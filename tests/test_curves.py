@@ -16,8 +16,8 @@ from analysis.budget import budget_table
 from analysis.curves import LOSS, budget_figure, gated_by_trial, learning_curves_figure, save
 from analysis.load import load_sweep, metric_history
 from analysis.report import analyse
-from analysis.verdicts import LEARNED
 from arith.tracking.archive import import_sweep
+from experiments.verdicts import LEARNED
 from sweeps.grids import points
 from sweeps.progress import trial_steps
 

@@ -11,8 +11,9 @@ import yaml
 from test_analysis import synthetic_sweep
 
 from analysis import analyse
-from analysis.findings import CANNOT_TELL, CLAIMS, HELD, NOT_HELD, NOT_TESTABLE
+from analysis.findings import CANNOT_TELL, HELD, NOT_HELD, NOT_TESTABLE
 from arith.training.metrics import summary_metrics
+from experiments.registry import EXPERIMENTS
 from sweeps.grids import points
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,7 +40,7 @@ def test_demo_grid_is_the_fast_addition_recipe_in_both_answer_formats() -> None:
         assert cfg.train.max_steps == 450 and cfg.train.target_accuracy == 0.0  # both formats train as long
         assert cfg.train.epochs * 6400 // 128 >= cfg.train.max_steps
         assert cfg.train.eval_epochs[-1] == cfg.train.epochs and len(cfg.train.eval_epochs) >= 5
-    assert [c.grid for c in CLAIMS].count("demo") == 1
+    assert len(EXPERIMENTS["demo"].claims) == 1
 
 
 def demo_statuses(padded, basic, seeds: int) -> list[str]:

@@ -3,7 +3,7 @@ M digits reads its m-digit cells beside the paper's M-digit ones at every scale.
 
 from __future__ import annotations
 
-from analysis.paper import MAP_DIGITS, paper_cells, training_range_map
+from experiments.paper import MAP_DIGITS, paper_cells, training_range_map
 from sweeps.scales import get_scale
 
 IDENTITY = {n: n for n in MAP_DIGITS}

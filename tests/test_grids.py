@@ -13,13 +13,14 @@ import pytest
 
 from arith.config import ConfigError, ExperimentConfig
 from arith.data.datasets import train_examples, train_size
-from sweeps.grids import GRIDS, Grid, Variant, get_grid, parse_seeds, points
+from experiments.grid import Grid, Variant
+from sweeps.grids import GRIDS, get_grid, points
 from sweeps.run import SweepOptions, absolute_uri, build_configs, main, trial_outcomes, trial_table
 from sweeps.scales import SCALES, get_scale
-from sweeps.space import trial_config
+from sweeps.space import parse_seeds, trial_config
 
 ROOT = Path(__file__).resolve().parent.parent
-PAPER_TABLES = ROOT / "analysis" / "paper_tables.csv"
+PAPER_TABLES = ROOT / "experiments" / "paper_tables.csv"
 ISSUE_GRIDS = [
     "mul_format",
     "mul_one_digit_weight",
@@ -301,7 +302,8 @@ def test_a_point_the_trainer_rejects_fails_naming_it():
 
 def test_cli_bad_input_fails_at_once(capsys):
     assert main(["--grid", "mul_formats"]) == 2
-    assert "choose one of: mul_format" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "choose one of: " in err and "mul_format," in err
     assert main(["--grid", "nl_mix", "--scale", "tiny"]) == 2
     assert "paper, cpu, gpu, smoke" in capsys.readouterr().err
     assert main(["--grid", "nl_mix", "--set", "model.positions=none"]) == 2
@@ -436,8 +438,8 @@ def test_runs_as_script_and_module(entry):
 def test_a_budget_variant_is_one_entry():
     """docs/DESIGN.md, "Add a budget variant": one `variant()` call derives the grid; the sweep's tags say
     whose variant it is, and the parent's claims judge it."""
-    from analysis.findings import claims_for
-    from sweeps.space import variant
+    from experiments.grid import variant
+    from experiments.registry import claims_for
     from sweeps.storage import sweep_tags
 
     derived = variant(

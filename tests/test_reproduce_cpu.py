@@ -96,7 +96,7 @@ def test_the_report_is_written_from_its_prose_files_and_the_store(tmp_path: Path
     texts = ROOT / "docs" / "results"
     assert text.startswith((texts / "intro.md").read_text())
     assert results.VERDICT_RULES in text and (texts / "presearch.md").read_text() in text
-    assert "Verdicts (rules: `analysis/verdicts.py`; claims: `analysis/findings.py`" in text
+    assert "claims and their checks: `experiments/catalog/`" in text
     kept = results.unarchived_sections()
     for grid in grids():
         if grid in kept:

@@ -1,9 +1,10 @@
-"""The verdict rules (analysis/verdicts.py) on known inputs: paired and Welch t intervals and Holm's
+"""The verdict rules (experiments/verdicts.py) on known inputs: paired and Welch t intervals and Holm's
 correction against scipy.stats, one point a side, the per-seed competence gate, cells read through their paper
 counterparts, and claims judged on the seeds that chose their budget."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -11,18 +12,12 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from analysis.findings import (
-    ARCHIVED_VARIANTS,
-    CLAIMS,
-    NOT_TESTABLE,
-    Claim,
-    claims_for,
-    evaluate_findings,
-    outcome_of,
-)
-from analysis.intervals import holm, paired_interval, welch_interval
-from analysis.paper import digit_map_of
-from analysis.verdicts import (
+from analysis.findings import NOT_TESTABLE, evaluate_findings, outcome_of
+from experiments.claim import Claim
+from experiments.intervals import holm, paired_interval, welch_interval
+from experiments.paper import digit_map_of
+from experiments.registry import EXPERIMENTS, claims_for
+from experiments.verdicts import (
     CANNOT_TELL,
     HELD,
     NOT_HELD,
@@ -108,7 +103,7 @@ def test_a_pooled_pair_of_configurations_is_refused() -> None:
     with pytest.raises(PooledConfigurations, match=r"train\.lr"):
         Side.of("none", pooled)
     claim = Claim(
-        "g", "a beats b", "tb:x", "", lambda f, _: compared([difference(Side.of("a", f), Side.of("b", f))])
+        "a beats b", "tb:x", "", lambda f, _: compared([difference(Side.of("a", f), Side.of("b", f))])
     )
     outcome = outcome_of(claim, pooled)
     assert outcome.untestable.startswith("a pools 2 configurations")
@@ -161,12 +156,12 @@ def test_a_claim_judged_on_its_presearch_seeds_is_not_testable() -> None:
     sweep = synthetic_sweep("mul_format_long", paper_or(0.0), "cpu", seeds=(1, 2, 3, 4, 5))
     (found,) = evaluate_findings(sweep.cells, "mul_format_long", digit_map_of("", "cpu", ""))
     assert found.numbers["seeds"] == "3, 4, 5 (paired)"
-    # the variants' pre-search declaration, for their archives from before the tag, survives
-    assert {v.presearch_seeds for v in ARCHIVED_VARIANTS.values()} == {(0, 1, 2)}
-    # a claim is written once, on the parent grid, and judges its variants
-    assert not [c for c in CLAIMS if c.grid.endswith("_long")]
-    assert claims_for("mul_format_long") == claims_for("mul_format")
-    assert claims_for("any_new_variant", variant_of="mul_simple_case") == claims_for("mul_simple_case")
+    # the variants declare their pre-search (their archives predate the tag): the same seeds, no tag needed
+    assert EXPERIMENTS["mul_format_long"].grid.presearch_seeds == (0, 1, 2)
+    assert EXPERIMENTS["mul_simple_case_long"].grid.presearch_seeds == (0, 1, 2)
+    # a claim is written once, on the parent experiment, and its variants hold the same objects
+    assert claims_for("mul_format_long") is EXPERIMENTS["mul_format"].claims
+    assert claims_for("any_new_variant", variant_of="mul_simple_case") is claims_for("mul_simple_case")
 
 
 def test_the_gate_meets_a_threshold_within_float_rounding() -> None:
@@ -186,19 +181,26 @@ def test_a_contrast_of_four_sides_pairs_over_their_shared_seeds() -> None:
 
 
 def test_a_claim_is_one_check_plus_one_entry(monkeypatch) -> None:
-    """docs/DESIGN.md's claim recipe: a check in analysis/checks.py, one Claim in analysis.findings.CLAIMS;
-    the grid's sweeps and its budget variants' are then judged by it, nothing else registered."""
+    """docs/DESIGN.md's claim recipe: a check and one Claim in its experiment's module
+    (experiments/catalog/); the experiment's sweeps and its budget variants' are then judged by it, a
+    variant this checkout does not declare too (its sweep's `variant_of` tag), nothing else registered."""
     from analysis import findings
-    from analysis.verdicts import untestable
+    from experiments import registry
+    from experiments.verdicts import untestable
 
     def check_needs_more(frame: pd.DataFrame, digit_map=None):
         return untestable(f"{len(frame)} cells: a recipe's check")
 
-    claim = findings.Claim(
-        "position_schemes", "a claim written once", "tb:none", "the cells it names", check_needs_more
-    )
-    monkeypatch.setattr(findings, "CLAIMS", (*findings.CLAIMS, claim))
-    for grid, variant_of in (("position_schemes", ""), ("position_schemes_long", "position_schemes")):
+    claim = Claim("a claim written once", "tb:none", "the cells it names", check_needs_more)
+    experiment = dataclasses.replace(registry.EXPERIMENTS["position_schemes"], claims=(claim,))
+    longer = experiment.variant("position_schemes_long", "longer", {"train.max_steps": 9_000}, scale="cpu")
+    monkeypatch.setitem(registry.EXPERIMENTS, "position_schemes", experiment)
+    monkeypatch.setitem(registry.EXPERIMENTS, longer.name, longer)
+    for grid, variant_of in (
+        ("position_schemes", ""),
+        ("position_schemes_long", "position_schemes"),
+        ("position_schemes_elsewhere", "position_schemes"),
+    ):
         judged = findings.evaluate_findings(pd.DataFrame(), grid, variant_of=variant_of)
         (mine,) = [f for f in judged if f.claim.startswith("a claim written once")]
         assert mine.status == findings.NOT_TESTABLE and "a recipe's check" in mine.evidence
@@ -272,8 +274,8 @@ def test_a_claim_may_read_the_unseen_problems_only() -> None:
             return untestable(why)
         return compared([difference(Side.of("a", sides["padding_reverse"]), Side.of("b", sides["basic"]))])
 
-    every = Claim("g", "a beats b", "tb:x", "", check)
-    unseen = Claim("g", "a beats b on unseen problems", "tb:x", "", check, reads="accuracy_unseen")
+    every = Claim("a beats b", "tb:x", "", check)
+    unseen = Claim("a beats b on unseen problems", "tb:x", "", check, reads="accuracy_unseen")
     assert outcome_of(every, cells).contrasts
     assert outcome_of(unseen, cells).untestable.startswith("better not learned: seed 0 0.30")
     assert "did not record" in outcome_of(unseen, cells.drop(columns="accuracy_unseen")).untestable

@@ -51,7 +51,7 @@ class Task:
     #: the report's table layout for its cells: "grid" (digits of a x digits of b), "contexts" (one panel
     #: per test context, read at the paper's epochs) or "length" (accuracy by digit count)
     layout: ClassVar[str] = "length"
-    #: the task's name in analysis/paper_tables.csv (None: the paper has no table of it)
+    #: the task's name in experiments/paper_tables.csv (None: the paper has no table of it)
     paper_name: ClassVar[str | None] = None
     #: the paper reads this task's runs at given epochs (nl_mix: 50 and 100), not only at the end
     paper_reads_epochs: ClassVar[bool] = False

@@ -31,7 +31,7 @@ PAPER_NL_EPOCHS = 100
 MAP_DIGITS = range(1, 41)
 
 
-#: the scales' digit maps as they stood when sweeps began recording theirs on the parent run (2026-11-26):
+#: the scales' digit maps as they stood before sweeps recorded theirs on the parent run (tag `digit_map`):
 #: scale -> (knee, stride), digit counts up to the knee kept, every `stride` above it counting one. Only
 #: sweeps from before the `digit_map` tag read these; later sweeps carry their own map.
 LEGACY_SCALE_DIGITS = {"cpu": (2, 3), "smoke": (1, 4)}
@@ -101,7 +101,7 @@ def stand_in(n: int, paper_digits: list[int], digit_map: dict[int, int], paper_m
 @functools.cache
 def paper_tables() -> pd.DataFrame:
     """The paper's cells, one a row, with the `setting` string parsed into typed columns."""
-    with resources.files("analysis").joinpath("paper_tables.csv").open() as f:
+    with resources.files("experiments").joinpath("paper_tables.csv").open() as f:
         frame = pd.read_csv(f)
     settings = frame["setting"].fillna("").map(_parse_setting)
     frame["max_digits"] = settings.map(lambda s: int(s["max_digits"]) if "max_digits" in s else np.nan)

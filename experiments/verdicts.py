@@ -1,7 +1,8 @@
 """The rules a claim of the paper is judged by: which cells it reads, one sample per seed, the verdict.
 
-The claims themselves are in `analysis.findings`, their checks in `analysis.checks`, the cells a rule reads
-in `analysis.cells` (re-exported here). Verdicts (`Finding.status`):
+The claims and their checks are declared with their experiments (`experiments.catalog`), judged on a
+sweep by `analysis.findings`; the cells a rule reads are `experiments.cells`' (re-exported here).
+Verdicts (`Finding.status`):
 
 - **not testable**: a compared model did not learn (`competence`: on *every* seed, >= `LEARNED` on each
   cell whose paper counterpart, through the scale's digit map, the paper's own model of that point reached
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 import pandas as pd
 from scipy import stats
 
-from analysis.cells import (  # noqa: F401  (the cell selectors are re-exported: the checks read them here)
+from experiments.cells import (  # noqa: F401  (the cell selectors are re-exported: the checks read them here)
     CELL_KEYS,
     PAPER_COLUMNS,
     beyond_training,
@@ -44,7 +45,7 @@ from analysis.cells import (  # noqa: F401  (the cell selectors are re-exported:
     smaller_digits,
     within_training,
 )
-from analysis.intervals import ALPHA, Interval, format_p, holm, paired_interval, seed_list, welch_interval
+from experiments.intervals import ALPHA, Interval, format_p, holm, paired_interval, seed_list, welch_interval
 
 HELD, NOT_HELD, NOT_TESTABLE = "held", "not held", "not testable"
 CANNOT_TELL = "the seeds cannot tell"
@@ -73,7 +74,7 @@ def at_least(value: float, threshold: float) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Competence and compared cells, read through the paper's own tables (analysis.paper) and the digit map
+# Competence and compared cells, read through the paper's own tables (experiments.paper) and the digit map
 # ---------------------------------------------------------------------------------------------------------
 
 

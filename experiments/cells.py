@@ -1,6 +1,6 @@
 """Which cells a rule reads: selectors of the per-seed frame (`analysis.load.Sweep.cells`: each trial's
 cells at each evaluation), and the paper's counterpart of a point's cells through the scale's digit map
-(`analysis.paper`). Apart from the rules (`analysis.verdicts`) so that a check, a plot or the budget fit
+(`experiments.paper`). Apart from the rules (`experiments.verdicts`) so that a check, a plot or the budget fit
 picks the same cells the verdicts gate on without the statistics.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.paper import paper_cells, paper_reading
+from experiments.paper import paper_cells, paper_reading
 
 
 def measured(frame: pd.DataFrame) -> pd.DataFrame:
@@ -89,7 +89,7 @@ def cell_name(row_digits, col_digits, context: str = "") -> str:
 
 def paper_of(cells: pd.DataFrame, digit_map: dict[int, int] | None) -> pd.DataFrame:
     """The paper's cells for the one point `cells` are of, relabelled with the sweep's digit counts (each
-    sweep cell beside the one paper cell it stands for, `analysis.paper.stand_in`); empty where the paper
+    sweep cell beside the one paper cell it stands for, `experiments.paper.stand_in`); empty where the paper
     has no table for it (a figure, or a setting it did not run)."""
     if cells.empty:
         return pd.DataFrame(columns=PAPER_COLUMNS)

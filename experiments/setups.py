@@ -1,7 +1,7 @@
 """The paper's setups (its appendix), as dotted overrides shared by several grids.
 
-The catalogue (`sweeps.grids`) and the cpu preset's tuning grids (`sweeps.tuning`) both build on them, so
-they live below both: a grid module imports its setups and never another grid module's registry.
+The experiments (`experiments.catalog`) and the cpu preset's tuning grids (`sweeps.tuning`) both build on
+them, so they live below both: an experiment imports its setups, never another experiment.
 """
 
 from __future__ import annotations
@@ -49,3 +49,6 @@ REVERSE_SETUP: dict[str, Any] = {
     "train.epochs": 10,
     "train.lr": 2e-5,
 }
+
+#: the position schemes the paper compares: a learned embedding (GPT-2's), none, random tags (section 3.2)
+PAPER_POSITIONS = ["learned", "none", "random_embed"]

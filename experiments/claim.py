@@ -1,0 +1,65 @@
+"""An experiment of the paper, declared once: the grid that runs it and the claims its numbers are judged by.
+
+A `Claim` is one sentence of the paper with the check that reads it off a sweep's per-seed cells (a
+function of `experiments.verdicts`' rules, written beside the experiment it judges). An `Experiment` ties a
+grid (`experiments.grid`) to its claims; a variant of it (a budget, a scale) holds the same claim objects,
+so a claim is written once and judges every variant. `sweeps` runs an experiment's grid; `analysis` judges
+its sweeps by the experiment's claims; the catalogue is `experiments.registry`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import pandas as pd
+
+from experiments.grid import Grid, variant
+from experiments.verdicts import Outcome
+
+#: a claim's check: the sweep's per-seed cells and its digit map -> the contrasts read, or why not testable
+Check = Callable[[pd.DataFrame, dict[int, int] | None], Outcome]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of the paper, which cells show a compared model learned the task, and the check that reads
+    the claim off the numbers."""
+
+    text: str
+    #: the paper label(s) it comes from (`tb:*`, `fig:*`), or why there is none
+    source: str
+    #: the cells each compared model must have learned where the paper has no table for it
+    learned_on: str
+    check: Check
+    #: which accuracy the check reads, gate and contrast alike: `accuracy` (every test problem, as the
+    #: paper's tables: seen in training or not) or `accuracy_unseen` (only the test problems that are not
+    #: training problems: what a model generalised to)
+    reads: str = "accuracy"
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A grid and the claims that judge its sweeps (none for an experiment beyond the paper's claims)."""
+
+    grid: Grid
+    claims: tuple[Claim, ...] = ()
+    #: where the pre-search that chose the grid's budget (`grid.presearch_seeds`) is recorded
+    presearch: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.grid.name
+
+    def variant(
+        self, name: str, description: str, settings: Mapping[str, Any], *, presearch: str = "", **how: Any
+    ) -> Experiment:
+        """The same experiment on a derived grid (`experiments.grid.variant`: a budget, a scale, some of its
+        points), judged by the same claims."""
+        derived = variant(self.grid, name, description, settings, **how)
+        return replace(self, grid=derived, presearch=presearch or self.presearch)
+
+    def with_grid(self, grid: Grid) -> Experiment:
+        """The same claims on a grid edited by hand (`dataclasses.replace` of a variant's grid)."""
+        return replace(self, grid=grid)
