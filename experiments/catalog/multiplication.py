@@ -8,6 +8,8 @@ where it has one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pandas as pd
 
 from arith.config import ExperimentConfig
@@ -15,7 +17,6 @@ from experiments.claim import Claim, Experiment
 from experiments.grid import Grid
 from experiments.setups import MUL_SETUP
 from experiments.verdicts import (
-    Contrast,
     Outcome,
     Side,
     compared,
@@ -38,10 +39,37 @@ MUL_COMPARED = (
 )
 
 
-def _per_max_digits(contrasts: list[Contrast], skipped: list[str], gates: list[str], needs: str) -> Outcome:
-    """A claim made per setting (max_digits): judged on the settings whose models learned; the others are
-    listed. Not testable when none is left."""
+def _per_max_digits(
+    cells: pd.DataFrame,
+    key: str,
+    better: str,
+    worse: str,
+    digit_map: DigitMap,
+    compare: Callable[[pd.DataFrame], pd.DataFrame],
+    compare_note: str,
+    gate_order: tuple[str, str] | None = None,
+) -> Outcome:
+    """A claim made per setting (max_digits), `better` vs `worse` values of `key`: judged on the settings
+    whose models both learned (the small products, `MUL_IN_RANGE`, where the paper has no table), on the
+    cells `compared_cells` picks (`compare` where the paper has no table); the others are listed. Not
+    testable when none is left."""
+    order = gate_order or (better, worse)
+    contrasts, skipped, gates = [], [], []
+    for max_digits, by_n in cells.groupby("data.max_digits"):
+        sides = {value: by_n[by_n[key] == value] for value in (better, worse)}
+        if any(side.empty for side in sides.values()):
+            continue
+        gated = {value: sides[value] for value in order}
+        why, on = competence(gated, digit_map, small_products, MUL_IN_RANGE)
+        gates.append(f"max_digits={max_digits} {on}")
+        if why:
+            skipped.append(f"max_digits={max_digits} not testable ({why})")
+            continue
+        high, low, which = compared_cells(sides[better], sides[worse], digit_map, compare, compare_note)
+        where = f"max_digits={max_digits}, {which}"
+        contrasts.append(difference(Side.of(better, high), Side.of(worse, low), where))
     if not contrasts:
+        needs = f"needs {order[0]} and {order[1]} trials with the same max_digits"
         return untestable("; ".join(skipped) or needs, gates)
     return compared(contrasts, notes=[*skipped, *gates])
 
@@ -57,23 +85,9 @@ def _mul_format_table(cfg: ExperimentConfig) -> tuple[str, ...]:
 def padding_reverse_beats_basic(frame: pd.DataFrame, digit_map: DigitMap = None) -> Outcome:
     cells = measured(frame)
     cells = cells[cells["data.augment"] == "none"]
-    contrasts, skipped, gates = [], [], []
-    for max_digits, by_n in cells.groupby("data.max_digits"):
-        basic, padded = (by_n[by_n["data.format"] == f] for f in ("basic", "padding_reverse"))
-        if basic.empty or padded.empty:
-            continue
-        why, on = competence(
-            {"basic": basic, "padding_reverse": padded}, digit_map, small_products, MUL_IN_RANGE
-        )
-        gates.append(f"max_digits={max_digits} {on}")
-        if why:
-            skipped.append(f"max_digits={max_digits} not testable ({why})")
-            continue
-        better, worse, which = compared_cells(padded, basic, digit_map, large_products, MUL_COMPARED)
-        where = f"max_digits={max_digits}, {which}"
-        contrasts.append(difference(Side.of("padding_reverse", better), Side.of("basic", worse), where))
+    order = ("basic", "padding_reverse")
     return _per_max_digits(
-        contrasts, skipped, gates, "needs basic and padding_reverse trials with the same max_digits"
+        cells, "data.format", "padding_reverse", "basic", digit_map, large_products, MUL_COMPARED, order
     )
 
 
@@ -167,26 +181,9 @@ def _simple_case_table(cfg: ExperimentConfig) -> tuple[str, ...]:
 
 
 def first_step_beats_n_times_1(frame: pd.DataFrame, digit_map: DigitMap = None) -> Outcome:
-    cells = measured(frame)
-    contrasts, skipped, gates = [], [], []
-    for max_digits, by_n in cells.groupby("data.max_digits"):
-        first, times = (by_n[by_n["data.augment"] == a] for a in ("first_step", "n_times_1"))
-        if first.empty or times.empty:
-            continue
-        why, on = competence(
-            {"first_step": first, "n_times_1": times}, digit_map, small_products, MUL_IN_RANGE
-        )
-        gates.append(f"max_digits={max_digits} {on}")
-        if why:
-            skipped.append(f"max_digits={max_digits} not testable ({why})")
-            continue
-        better, worse, which = compared_cells(
-            first, times, digit_map, lambda c: c, "every cell of the grid (no paper table)"
-        )
-        where = f"max_digits={max_digits}, {which}"
-        contrasts.append(difference(Side.of("first_step", better), Side.of("n_times_1", worse), where))
+    every = "every cell of the grid (no paper table)"
     return _per_max_digits(
-        contrasts, skipped, gates, "needs first_step and n_times_1 trials with the same max_digits"
+        measured(frame), "data.augment", "first_step", "n_times_1", digit_map, lambda c: c, every
     )
 
 
