@@ -126,10 +126,25 @@ def resolve(
     out = []
     for point in kept:
         first = trial_config(grid, point, scale, overrides, link=link)
-        for seed in _seed_values(seeds, first.train.seed):
+        values = _seed_values(seeds, first.train.seed)
+        _refuse_a_rejected_recipe(grid, scale, first.data.task, values)
+        for seed in values:
             same = seed == first.train.seed
             out.append(first if same else trial_config(grid, point, scale, overrides, seed, link))
     return out
+
+
+def _refuse_a_rejected_recipe(grid: Grid, scale: Scale, task: str, seeds: list[int]) -> None:
+    """A recipe its pre-search tried and did not choose runs on the scale's pre-search seeds only: no sweep
+    that could judge a claim trains at a budget known not to learn."""
+    recipe = scale.recipe(task)
+    judging = [s for s in seeds if s not in scale.presearch_seeds]
+    if recipe and not recipe.chosen and judging:
+        raise ConfigError(
+            f"grid {grid.name!r} at scale {scale.name!r}: the {task!r} recipe is a candidate its pre-search "
+            f"did not choose ({recipe.chosen_by}); only the pre-search seeds "
+            f"{', '.join(map(str, scale.presearch_seeds))} run it, not {', '.join(map(str, judging))}"
+        )
 
 
 def select(configs: list[ExperimentConfig], only: Mapping[str, str]) -> list[ExperimentConfig]:

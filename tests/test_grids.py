@@ -474,3 +474,14 @@ def test_a_grid_made_for_one_scale_says_so_at_another():
     assert "made for --scale cpu" in scale_note(GRIDS["demo"], "paper")
     with pytest.raises(ConfigError, match="made for --scale cpu"):
         points("demo", "paper", 1)
+
+
+def test_a_rejected_recipe_runs_on_its_presearch_seeds_only():
+    """A candidate recipe its pre-search did not choose (scratchpad addition: random_embed did not learn at
+    6,000 steps) runs on the scale's pre-search seeds, which judge nothing; a judged sweep is refused."""
+    scale = SCALES["cpu_recipe"]
+    assert scale.recipes["reverse"].chosen and not scale.recipes["add_scratchpad"].chosen
+    assert {c.train.seed for c in points("add_posembed_recipe", "cpu_recipe", (100,))} == {100}
+    with pytest.raises(ConfigError, match=r"did not choose .*pre-search seeds 100 run it, not 0, 1$"):
+        points("add_posembed_recipe", "cpu_recipe", 2)
+    assert len(points("reverse_posembed_recipe", "cpu_recipe", 2)) == 8
