@@ -143,8 +143,12 @@ def _refuse_a_rejected_recipe(grid: Grid, scale: Scale, task: str, seeds: list[i
         raise ConfigError(
             f"grid {grid.name!r} at scale {scale.name!r}: the {task!r} recipe is a candidate its pre-search "
             f"did not choose ({recipe.chosen_by}); only the pre-search seeds "
-            f"{', '.join(map(str, scale.presearch_seeds))} run it, not {', '.join(map(str, judging))}"
+            f"{', '.join(map(str, scale.presearch_seeds))} run it, not {_seed_list(judging)}"
         )
+
+
+def _seed_list(seeds: list[int]) -> str:
+    return ", ".join(map(str, seeds)) if len(seeds) <= 6 else f"{seeds[0]}, {seeds[1]}, ..., {seeds[-1]}"
 
 
 def select(configs: list[ExperimentConfig], only: Mapping[str, str]) -> list[ExperimentConfig]:

@@ -165,8 +165,9 @@ EXPECTED_TABLES = {
     "reverse_posembed": 2,
     # reverse_posembed's random-init points at the cpu_recipe scale
     "reverse_posembed_recipe": 2,
-    # add_posembed's three schemes at the cpu_recipe scale
+    # add_posembed's three schemes at the cpu_recipe scale, and at twice its step budget
     "add_posembed_recipe": 1,
+    "add_posembed_recipe_long": 1,
     "add_posembed": 1,
     "nl_mix": 4,
     # add (basic and padded-reversed rows), mul under six schemes

@@ -209,4 +209,20 @@ ADD_POSEMBED_RECIPE = ADD_POSEMBED.variant(
     scale="cpu_recipe",
 )
 
-EXPERIMENTS = (REVERSE_POSEMBED, ADD_POSEMBED, REVERSE_POSEMBED_RECIPE, ADD_POSEMBED_RECIPE)
+#: the same at twice the step budget: random_embed did not learn the training range at the candidate's
+#: 6,000 steps (pre-search seed 100: 0.07 on the 5-digit sums) while its loss still fell; a pre-search of
+#: 12,000 (only the scale's pre-search seeds run it while the candidate is not chosen)
+ADD_POSEMBED_RECIPE_LONG = ADD_POSEMBED_RECIPE.variant(
+    "add_posembed_recipe_long",
+    "add_posembed_recipe at twice the step budget (12,000 bf16 steps), a pre-search of a longer recipe.",
+    {"train.max_steps": 12_000},
+    over_scale=("train.max_steps",),
+)
+
+EXPERIMENTS = (
+    REVERSE_POSEMBED,
+    ADD_POSEMBED,
+    REVERSE_POSEMBED_RECIPE,
+    ADD_POSEMBED_RECIPE,
+    ADD_POSEMBED_RECIPE_LONG,
+)
