@@ -2,7 +2,7 @@
 
     python benchmarks/bench_train.py tta                      # seconds until 95% held-out exact match
     python benchmarks/bench_train.py throughput --presets tiny gpt2-small [--device cuda]
-    python benchmarks/bench_train.py flops --preset tiny      # trainer vs bare loop, same model and batch
+    python benchmarks/bench_train.py profile --presets tiny gpt2-mini   # where a training step's time goes
 
 Every mode accepts `--set key=value` config overrides and prints one JSON line per measurement. Tracking
 is off (timings, not bookkeeping; the GPU machine has no mlflow).
@@ -16,12 +16,13 @@ import time
 from pathlib import Path
 
 import torch
+from torch.profiler import ProfilerActivity, profile
 
 from arith.config import ExperimentConfig, parse_set
 from arith.training.batching import BatchLoader
 from arith.training.evaluate import evaluate
 from arith.training.hardware import autocast_context, cpu_has_native_bf16, cpu_threads, resolve_device
-from arith.training.train import head_on_loss_rows, make_optimizer, setup, train
+from arith.training.train import head_on_loss_rows, make_optimizer, setup, train, train_step
 from arith.validation import validate
 
 #: peak dense bf16 tensor FLOP/s of the GPUs this project is lent, for MFU
@@ -208,9 +209,91 @@ def throughput(
         emit(record)
 
 
+#: operator name fragments -> the share of a step they are counted in (first match wins; the rest: other)
+OP_KINDS: dict[str, tuple[str, ...]] = {
+    "matmul": ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "mkldnn", "aten::linear"),
+    "attention": ("scaled_dot_product", "aten::_softmax", "aten::_safe_softmax", "aten::masked_fill"),
+    "activation": ("aten::gelu",),
+    "casts": ("aten::copy_", "aten::_to_copy", "aten::to"),
+    "norm": ("layer_norm",),
+    "loss": ("log_softmax", "nll_loss", "cross_entropy"),
+    "optimizer": ("lerp", "addcdiv", "aten::sqrt", "_fused_adamw", "_foreach"),
+}
+
+
+def op_kind(name: str) -> str:
+    return next((kind for kind, parts in OP_KINDS.items() if any(p in name for p in parts)), "other")
+
+
+def matmul_roofline_flops(device: torch.device, precision: str, size: int = 1024, reps: int = 5) -> float:
+    """FLOP/s of one large square matmul in the step's precision on the step's threads: what the matrix
+    units deliver when shapes are not the bottleneck."""
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    a = torch.randn(size, size, device=device, dtype=dtype)
+    b = torch.randn(size, size, device=device, dtype=dtype)
+    a @ b
+    _sync(device)
+    start = time.perf_counter()
+    for _ in range(reps):
+        a @ b
+    _sync(device)
+    return 2 * size**3 * reps / (time.perf_counter() - start)
+
+
+def profile_steps(
+    presets: list[str], batch_size: int, steps: int, warmup: int, sets: list[str], device_name: str
+):
+    """`torch.profiler` over `steps` of the trainer's own `train_step` after `warmup`: the step's time by
+    kind of operator (matmul, attention, activation, casts, norm, loss, optimizer, other), the top
+    operators, and model GFLOP/s against the matmul roofline measured on the same threads."""
+    for preset in presets:
+        base = {**TTA, "model.preset": preset, "train.target_accuracy": 0.0, "data.train_samples": 20_000}
+        base.update({"train.grad_clip": 1.0, "train.max_steps": 0, "train.batch_size": batch_size})
+        cfg = config(base, sets, device_name)
+        s = setup(cfg)
+        batches = [b.to(s.device) for _, b in zip(range(steps + warmup), _cycle(s.loader), strict=False)]
+        for batch in batches[:warmup]:
+            train_step(s.step_model, s.optimizer, s.scheduler, batch, cfg.train, s.autocast)
+        _sync(s.device)
+        start, cpu_start = time.perf_counter(), time.process_time()
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            for batch in batches[warmup:]:
+                train_step(s.step_model, s.optimizer, s.scheduler, batch, cfg.train, s.autocast)
+            _sync(s.device)
+        seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
+        events = [e for e in prof.key_averages() if e.self_cpu_time_total > 0]
+        total = sum(e.self_cpu_time_total for e in events)
+        shares: dict[str, float] = {}
+        for e in events:
+            shares[op_kind(e.key)] = shares.get(op_kind(e.key), 0.0) + e.self_cpu_time_total / total
+        top = sorted(events, key=lambda e: e.self_cpu_time_total, reverse=True)[:10]
+        tokens = sum(b.n_tokens for b in batches[warmup:])
+        seq_len = sum(b.input_ids.shape[1] for b in batches) / len(batches)
+        n_layer, _, n_embd = cfg.model.sizes()
+        flops = model_flops_per_token(s.model, n_layer, n_embd, seq_len) * tokens / seconds
+        precision = precision_name(s.device, cfg.train.precision)
+        emit(
+            {
+                "bench": "profile",
+                "preset": preset,
+                "device": _device_name(s.device),
+                "precision": precision,
+                "batch_size": batch_size,
+                "ms_per_step": round(seconds / steps * 1e3, 1),
+                "tokens_per_s": round(tokens / seconds),
+                # this process's CPU time: on a busy machine, what the step costs without the waits
+                "tokens_per_cpu_s": round(tokens / cpu_seconds),
+                "model_gflops": round(flops / 1e9, 1),
+                "roofline_gflops": round(matmul_roofline_flops(s.device, precision) / 1e9, 1),
+                "shares": {k: round(v, 3) for k, v in sorted(shares.items(), key=lambda kv: -kv[1])},
+                "top": [[e.key, round(e.self_cpu_time_total / total, 3), e.count // steps] for e in top],
+            }
+        )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", choices=["tta", "throughput"])
+    parser.add_argument("mode", choices=["tta", "throughput", "profile"])
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
@@ -221,6 +304,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.mode == "tta":
         time_to_accuracy(args.seeds, args.set, args.device)
+    elif args.mode == "profile":
+        profile_steps(args.presets, args.batch_size, min(args.steps, 10), args.warmup, args.set, args.device)
     else:
         throughput(args.presets, args.batch_size, args.steps, args.warmup, args.set, args.device)
 

@@ -162,3 +162,20 @@ def test_paper_gpu_settings_train_the_same_curve_on_cuda(monkeypatch) -> None:
     paper = {"train.compile": True, "train.compile_mode": "reduce-overhead", "train.precision": "bf16"}
     fast = loss_curve(monkeypatch, **cuda, **paper, **{"train.bucket_lengths": PAPER_BUCKET_LENGTHS})
     assert max(abs(a - b) for a, b in zip(plain, fast, strict=True)) < BF16_TOLERANCE
+
+
+def test_the_profile_mode_says_where_a_training_step_goes(capsys) -> None:
+    """`bench_train.py profile`: one record a preset, its step time split by kind of operator (the shares
+    sum to 1, matmuls among them) and the model's GFLOP/s beside the matmul roofline it measured."""
+    from benchmarks import bench_train as bench
+
+    args = ["profile", "--device", "cpu", "--presets", "nano", "--batch-size", "16", "--steps", "2"]
+    bench.main([*args, "--warmup", "1", "--set", "train.num_threads=1", "--set", "data.train_samples=64"])
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    assert [r["preset"] for r in records] == ["nano"]
+    record = records[0]
+    assert abs(sum(record["shares"].values()) - 1) < 0.01
+    assert record["shares"]["matmul"] > 0
+    assert record["model_gflops"] > 0 and record["roofline_gflops"] > 0
+    assert record["top"] and all(0 < share <= 1 for _, share, _ in record["top"])
+    assert bench.op_kind("aten::addmm") == "matmul" and bench.op_kind("aten::gelu_backward") == "activation"
