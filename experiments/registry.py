@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from typing import Generic, TypeVar
 
 from arith.errors import ConfigError
@@ -30,7 +30,7 @@ class PluginError(ConfigError):
     """A module of experiments cannot be used; the message names it and says why, in one line."""
 
 
-class Lazy(Mapping[K, V], Generic[K, V]):
+class Lazy(MutableMapping[K, V], Generic[K, V]):
     """A mapping built on first use, not at import: a broken plugin then fails inside a command's error
     handling (one line, exit 2), and `--help` works without the catalogue."""
 
@@ -45,6 +45,12 @@ class Lazy(Mapping[K, V], Generic[K, V]):
 
     def __getitem__(self, key: K) -> V:
         return self._loaded()[key]
+
+    def __setitem__(self, key: K, value: V) -> None:
+        self._loaded()[key] = value
+
+    def __delitem__(self, key: K) -> None:
+        del self._loaded()[key]
 
     def __iter__(self) -> Iterator[K]:
         return iter(self._loaded())

@@ -8,7 +8,7 @@ is, and the experiments themselves with their claims, live in the torch-free `ex
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from typing import Any
 
 from arith.config import ConfigError, ExperimentConfig
@@ -28,7 +28,7 @@ def _grids() -> dict[str, Grid]:
 
 #: every grid by name: the experiments', then the tuning grids (built on first use: a broken plugin
 #: fails in a command's error handling, not at import)
-GRIDS: Mapping[str, Grid] = Lazy(_grids)
+GRIDS: MutableMapping[str, Grid] = Lazy(_grids)
 
 
 def get_grid(name: str) -> Grid:
