@@ -32,7 +32,7 @@ from arith.tracking import store
 from arith.tracking.store import absolute_uri
 from experiments.grid import Grid
 from experiments.registry import PluginError, claims_for
-from sweeps.cluster import check_cluster, start_ray
+from sweeps.cluster import check_cluster, forget_local_ray, start_ray
 from sweeps.errors import SweepError
 from sweeps.grids import GRIDS, get_grid, points
 from sweeps.packing import check_packing, default_gpus_per_trial
@@ -375,6 +375,7 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
             import ray
 
             ray.shutdown()
+            forget_local_ray(options.ray_temp_dir)
 
     done, errors = results.num_terminated, results.num_errors
     if all(c["tracking"]["enabled"] for c in configs.values()):  # else Tune's count is all there is
