@@ -10,7 +10,14 @@ from pathlib import Path
 from analysis.load import AnalysisError, load_sweep
 from analysis.report import FORMATS, report
 from analysis.ui_view import share_view
-from arith.config import TrackingConfig
+from arith.config import ConfigError, TrackingConfig
+
+
+def check_out(out: Path) -> None:
+    """--out names a folder to write into, or one to create: refused before the analysis runs, not after."""
+    blocked = next((p for p in (out, *out.parents) if p.exists() and not p.is_dir()), None)
+    if blocked is not None:
+        raise AnalysisError(f"--out {out}: {blocked} is a file; name a folder (new, or one to write into)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,9 +50,11 @@ def main(argv: list[str] | None = None) -> int:
     uri = TrackingConfig(tracking_uri=args.tracking_uri).resolved_uri()
     runs = [r for r in args.run.split(",") if r] if args.run else None
     try:
+        if args.out:
+            check_out(Path(args.out))
         text = report(args.grid, uri, runs, args.out, args.format, log_artifacts=not args.no_log)
         link = share_view(load_sweep(args.grid, uri, runs), args.ui_url) if args.ui_url else ""
-    except AnalysisError as err:
+    except (AnalysisError, ConfigError) as err:  # ConfigError: a broken plugin of experiments
         print(f"analysis: {err}", file=sys.stderr)
         return 2
     if args.format == "html" and args.out:  # a page of inline images is for a browser, not a terminal

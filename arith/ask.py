@@ -23,14 +23,17 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from safetensors import SafetensorError
+
 from arith.config import ConfigError, ExperimentConfig
 from arith.data.datasets import test_examples
 from arith.data.examples import Example
 from arith.data.tasks import get_task
 from arith.model.gpt import ModelFolderError, load_folder
+from arith.model.tokenizer import encode_examples
 from arith.tracking.models import model_folder
 from arith.tracking.runs import EXPERIMENT_CONFIG
-from arith.training.evaluate import generate_replies, is_right
+from arith.training.evaluate import generate_replies, is_right, reply_cap
 
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 _PROBLEM = re.compile(r"^\s*(\d+)\s*([*x×+])\s*(\d+)\s*$")
@@ -119,6 +122,17 @@ def ask(model, tokenizer, cfg: ExperimentConfig, examples: Sequence[Example]) ->
     ]
 
 
+def check_fits(cfg: ExperimentConfig, tokenizer, examples: Sequence[Example]) -> None:
+    """A problem whose prompt and longest reply need more positions than the model has cannot be asked."""
+    for example, (ids, start) in zip(examples, encode_examples(tokenizer, examples), strict=True):
+        need = start + (cfg.train.eval_max_new_tokens or reply_cap(tokenizer, example, len(ids) - start))
+        if need > cfg.model.n_positions:
+            raise AskError(
+                f"{example.prompt.strip()!r} and its reply need {need} positions; the model has "
+                f"model.n_positions={cfg.model.n_positions}: ask a shorter problem"
+            )
+
+
 def load(run: str, tracking_uri: str = "", device: str = "cpu"):
     """(model, tokenizer, trial config) of a run's or folder's saved model."""
     from transformers import PreTrainedTokenizerFast
@@ -133,6 +147,8 @@ def load(run: str, tracking_uri: str = "", device: str = "cpu"):
             tokenizer = PreTrainedTokenizerFast.from_pretrained(str(folder))
     except (ModelFolderError, OSError) as err:
         raise AskError(str(err).splitlines()[0]) from err
+    except SafetensorError as err:  # a weights file cut short (an interrupted copy or download)
+        raise AskError(f"{run}: the model's weights cannot be read ({err})") from err
     return model.eval(), tokenizer, cfg
 
 
@@ -150,8 +166,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         model, tokenizer, cfg = load(args.run, args.tracking_uri, args.device)
         examples = (
-            [typed_example(cfg, args.problem)] if args.problem else cell_examples(cfg, args.cell, args.n)
+            [typed_example(cfg, args.problem)]
+            if args.problem is not None
+            else cell_examples(cfg, args.cell, args.n)
         )
+        check_fits(cfg, tokenizer, examples)
         answers = ask(model, tokenizer, cfg, examples)
     except AskError as err:
         print(f"ask: {err}", file=sys.stderr)

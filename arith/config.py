@@ -209,7 +209,11 @@ class ModelConfig(CouplingSettings, AbacusSettings, RandomizedSettings, RandomEm
     def sizes(self) -> tuple[int, int, int]:
         """(n_layer, n_head, n_embd) after applying explicit overrides to the preset."""
         n_layer, n_head, n_embd = MODEL_PRESETS[self.preset]
-        return (self.n_layer or n_layer, self.n_head or n_head, self.n_embd or n_embd)
+
+        def pick(value: int | None, preset: int) -> int:
+            return preset if value is None else value  # 0 is a size (refused by validation), not "unset"
+
+        return (pick(self.n_layer, n_layer), pick(self.n_head, n_head), pick(self.n_embd, n_embd))
 
 
 @dataclass

@@ -7,6 +7,8 @@ this module imports the registries and so the model's torch.
 
 from __future__ import annotations
 
+import math
+
 from arith.config import (
     COMPILE_MODES,
     DEVICES,
@@ -28,6 +30,9 @@ from arith.model.schemes import scheme_class
 def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     """Raise ConfigError for any setting of `cfg` that cannot train; return `cfg` so calls can chain."""
     d, m, t = cfg.data, cfg.model, cfg.train
+    bad = [k for k, v in cfg.flat().items() if isinstance(v, float) and not math.isfinite(v)]
+    if bad:
+        raise ConfigError(f"{bad[0]} must be a finite number (got {cfg.flat()[bad[0]]})")
     check_data_config(d)
 
     choice("model.preset", m.preset, MODEL_PRESETS)
@@ -36,7 +41,10 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     choice("model.tokenizer", m.tokenizer, TOKENIZERS)
     n_layer, n_head, n_embd = m.sizes()
     if min(n_layer, n_head, n_embd) < 1 or n_embd % n_head:
-        raise ConfigError(f"model sizes need n_head | n_embd (got n_head={n_head}, n_embd={n_embd})")
+        raise ConfigError(
+            "model sizes need n_head | n_embd, each size >= 1 "
+            f"(got model.n_layer={n_layer}, model.n_head={n_head}, model.n_embd={n_embd})"
+        )
     scheme.check(cfg)
     if m.init == "pretrained" and not m.pretrained:
         raise ConfigError("model.init='pretrained' needs model.pretrained (a local directory or hub name)")
@@ -61,6 +69,8 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         raise ConfigError("train.max_steps, train.warmup_steps >= 0 and 0 <= train.warmup_ratio < 1")
     if not (0 <= t.adam_beta1 < 1 and 0 <= t.adam_beta2 < 1 and t.adam_eps > 0):
         raise ConfigError("train.adam_beta1 and adam_beta2 must be in [0, 1) and train.adam_eps > 0")
+    if t.eval_batch_size < 1 or t.log_every_steps < 1:
+        raise ConfigError("train.eval_batch_size and train.log_every_steps must be >= 1")
     if t.eval_max_new_tokens < 0:
         raise ConfigError(f"train.eval_max_new_tokens must be >= 0 (got {t.eval_max_new_tokens})")
     if not 0 <= t.curriculum < 1:

@@ -152,7 +152,7 @@ def table(
     """GPU-hours of `grids` (default: the paper's) on this device, printed and written to `out`."""
     sets = parse_set(list(setup.sets))
     device = resolve_device(setup.device)
-    grids = grids or cost.PAPER_GRIDS
+    grids = grids or cost.paper_grids()
     started = time.perf_counter()
     profiles, context = profile_points(
         grids, seeds, setup.mode, setup.device, setup.preset, setup.probe, sets
@@ -365,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     t = sub.add_parser("table", help="GPU-hours of the paper's grids")
     _common(t)
-    t.add_argument("--grids", default="", help=f"comma-separated (default: {','.join(cost.PAPER_GRIDS)})")
+    t.add_argument("--grids", default="", help=f"comma-separated (default: {','.join(cost.paper_grids())})")
     t.add_argument("--steps", type=int, default=100, help="timed steps per model and width")
     t.add_argument("--eval-samples", type=int, default=256, help="test examples timed per test set")
     t.add_argument("--seeds", type=int, default=1)

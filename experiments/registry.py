@@ -12,12 +12,51 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from typing import Generic, TypeVar
 
+from arith.errors import ConfigError
 from experiments import catalog
 from experiments.claim import Claim, Experiment
 
 #: the environment variable naming modules of experiments outside this repository
 PLUGINS_ENV = "POSDESC_EXPERIMENTS"
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class PluginError(ConfigError):
+    """A module of experiments cannot be used; the message names it and says why, in one line."""
+
+
+class Lazy(MutableMapping[K, V], Generic[K, V]):
+    """A mapping built on first use, not at import: a broken plugin then fails inside a command's error
+    handling (one line, exit 2), and `--help` works without the catalogue."""
+
+    def __init__(self, build: Callable[[], dict[K, V]]) -> None:
+        self._build = build
+        self._items: dict[K, V] | None = None
+
+    def _loaded(self) -> dict[K, V]:
+        if self._items is None:
+            self._items = self._build()
+        return self._items
+
+    def __getitem__(self, key: K) -> V:
+        return self._loaded()[key]
+
+    def __setitem__(self, key: K, value: V) -> None:
+        self._loaded()[key] = value
+
+    def __delitem__(self, key: K) -> None:
+        del self._loaded()[key]
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self._loaded())
+
+    def __len__(self) -> int:
+        return len(self._loaded())
 
 
 def _module_names() -> list[str]:
@@ -25,22 +64,42 @@ def _module_names() -> list[str]:
     return own + [name.strip() for name in os.environ.get(PLUGINS_ENV, "").split(",") if name.strip()]
 
 
+def _import(name: str) -> object:
+    """The module `name`; whatever stops its import is a PluginError naming it."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as err:
+        if err.name and name.startswith(err.name):
+            raise PluginError(f"{PLUGINS_ENV}: no module named {name!r} on the Python path") from None
+        raise PluginError(f"{PLUGINS_ENV}: module {name!r} failed to import ({err})") from None
+    except Exception as err:
+        lines = str(err).strip().splitlines()
+        why = f"{type(err).__name__}: {lines[-1]}" if lines else type(err).__name__
+        raise PluginError(f"{PLUGINS_ENV}: module {name!r} failed to import ({why})") from None
+
+
 def _collect() -> dict[str, Experiment]:
     found: dict[str, Experiment] = {}
     for name in _module_names():
-        module = importlib.import_module(name)
-        declared = getattr(module, "EXPERIMENTS", None)
+        declared = getattr(_import(name), "EXPERIMENTS", None)
         if declared is None:
-            raise ImportError(f"{name} declares no EXPERIMENTS (a tuple of experiments.claim.Experiment)")
+            raise PluginError(f"{name} declares no EXPERIMENTS (a tuple of experiments.claim.Experiment)")
+        if not isinstance(declared, list | tuple):
+            declared = (declared,)
         for experiment in declared:
+            if not isinstance(experiment, Experiment):
+                raise PluginError(
+                    f"{name}: EXPERIMENTS holds {experiment!r}, not an experiments.claim.Experiment"
+                )
             if experiment.name in found:
-                raise ValueError(f"experiment {experiment.name!r} is declared twice (again in {name})")
+                raise PluginError(f"experiment {experiment.name!r} is declared twice (again in {name})")
             found[experiment.name] = experiment
     return found
 
 
 #: every experiment by its grid's name, in the order of their modules' names and, within one, declared
-EXPERIMENTS: dict[str, Experiment] = _collect()
+#: (collected on first use)
+EXPERIMENTS: Mapping[str, Experiment] = Lazy(_collect)
 
 
 def claims_for(grid: str, variant_of: str = "") -> tuple[Claim, ...]:

@@ -139,7 +139,7 @@ def run_next(out: Path, tiny: bool = False, bank: Path = BANK, plan: Path = PLAN
     print(f"batch {batch.name}: {batch.what}")
     minutes = batch.minutes if not tiny else None
     paths = run_parts(
-        parts, out, batch.procs, minutes * 60 if minutes else None, work=out.parent / "bank-work"
+        parts, out, batch.procs, minutes * 60 if minutes else None, work=out.parent / "bank-work" / batch.name
     )
     for path in paths:
         print(archive_summary(path))

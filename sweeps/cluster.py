@@ -1,10 +1,23 @@
 """The Ray cluster a sweep runs on: connect or start a local Ray, wait for the autoscaler's GPU workers,
-and stop before anything starts when the cluster cannot run a single trial."""
+and stop before anything starts when the cluster cannot run a single trial.
+
+A local Ray outlives a driver killed with SIGKILL: its agents (`ray::DashboardAgent`,
+`ray::RuntimeEnvAgent`) stay up under pid 1 and ignore SIGTERM. So a driver that starts one notes it in
+Ray's temp folder (`posdesc-driver-<pid>.json`: its pid and Ray's session folder), removes the note when
+it stops Ray, and the next sweep started with the same temp folder (`--resume` or a new one) first stops
+the processes of every noted session whose driver is gone. Only those: every process of a Ray session
+names its session folder on its command line or holds its log files open, and no other Ray is touched
+(no `ray stop`).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import signal
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -30,9 +43,11 @@ def start_ray(address: str | None, temp_dir: str | None, log_to_driver: bool = T
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": log_to_driver}
     if temp_dir:
         kwargs["_temp_dir"] = str(Path(temp_dir).resolve())
+    stop_stale_ray(ray_temp_dir(temp_dir))
     for attempt in range(3):  # on a loaded machine the raylet can miss Ray's fixed 30 s start-up wait
         try:
             ray.init(**kwargs)
+            note_local_ray(ray_temp_dir(temp_dir))
             return True
         except Exception as err:
             if "timed out during startup" not in str(err) or attempt == 2:
@@ -40,6 +55,79 @@ def start_ray(address: str | None, temp_dir: str | None, log_to_driver: bool = T
             print(f"local Ray did not start in time ({err}); trying again", file=sys.stderr, flush=True)
             ray.shutdown()
     return True
+
+
+def ray_temp_dir(temp_dir: str | None) -> Path:
+    """The folder a local Ray keeps its sessions in (Ray's own default when none is given)."""
+    if temp_dir:
+        return Path(temp_dir).resolve()
+    return Path(os.environ.get("RAY_TMPDIR") or tempfile.gettempdir()) / "ray"
+
+
+def _note(folder: Path, pid: int) -> Path:
+    return folder / f"posdesc-driver-{pid}.json"
+
+
+def note_local_ray(folder: Path) -> None:
+    """Note the local Ray session this driver started, for the next sweep to stop if this one is killed."""
+    import ray
+
+    session = ray._private.worker._global_node.get_session_dir_path()  # no public API names it
+    _note(folder, os.getpid()).write_text(json.dumps({"driver_pid": os.getpid(), "session_dir": session}))
+
+
+def forget_local_ray(temp_dir: str | None) -> None:
+    """After `ray.shutdown()`: this driver's session is stopped, its note goes."""
+    _note(ray_temp_dir(temp_dir), os.getpid()).unlink(missing_ok=True)
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _in_session(pid: int, session: str) -> bool:
+    """Whether process `pid` belongs to the Ray session in folder `session`: its command line names the
+    folder, or (Ray's agents rename themselves `ray::...`) it holds a file of it open, its logs."""
+    if session in _cmdline(pid):
+        return True
+    with contextlib.suppress(OSError):
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            with contextlib.suppress(OSError):
+                if os.readlink(fd).startswith(session + "/"):
+                    return True
+    return False
+
+
+def stop_stale_ray(folder: Path) -> int:
+    """SIGKILL (they ignore SIGTERM) the processes of each noted Ray session whose driver is gone; return
+    how many were stopped."""
+    stopped = 0
+    for note in sorted(folder.glob("posdesc-driver-*.json")):
+        try:
+            noted = json.loads(note.read_text())
+            driver, session = int(noted["driver_pid"]), str(noted["session_dir"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if "sweeps" in _cmdline(driver) or not session:
+            continue  # its driver runs on (a sweep beside this one)
+        pids = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
+        left = [pid for pid in pids if pid != os.getpid() and _in_session(pid, session)]
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        if left:
+            print(
+                f"stopped {len(left)} process(es) of the local Ray {session}, left by a sweep driver that "
+                "was killed",
+                file=sys.stderr,
+                flush=True,
+            )
+        stopped += len(left)
+        note.unlink(missing_ok=True)
+    return stopped
 
 
 def wait_for_gpus(needed: float, minutes: float, poll_s: float = 1.0, say_every_s: float = 15.0) -> float:

@@ -28,11 +28,15 @@ from arith.model.tokenizer import build_tokenizer, encode_examples
 from arith.validation import validate
 from sweeps.grids import GRIDS, points
 
-#: the grids that reproduce a table or figure of the paper (position_schemes goes beyond it); a grid that
-#: sets a scale's own settings (`over_scale`, e.g. mul_format_long's step budget) is a cpu-scale grid
-PAPER_GRIDS = [name for name, grid in GRIDS.items() if grid.paper_tables and not grid.over_scale]
 #: the data counts a probe shrinks alike
 SHRUNK = ("data.train_samples", "data.mix_samples", "data.dialogue_easy", "data.dialogue_hard")
+
+
+def paper_grids() -> list[str]:
+    """The grids that reproduce a table or figure of the paper (position_schemes goes beyond it); a grid
+    that sets a scale's own settings (`over_scale`, e.g. mul_format_long's step budget) is a cpu-scale
+    grid."""
+    return [name for name, grid in GRIDS.items() if grid.paper_tables and not grid.over_scale]
 
 
 @dataclass(frozen=True)

@@ -8,21 +8,27 @@ is, and the experiments themselves with their claims, live in the torch-free `ex
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from typing import Any
 
 from arith.config import ConfigError, ExperimentConfig
 from experiments.grid import Grid
-from experiments.registry import EXPERIMENTS
+from experiments.registry import EXPERIMENTS, Lazy
 from sweeps.scales import Scale
 from sweeps.space import SweepLink, resolve
 from sweeps.tuning import CPU_TUNE_GRIDS
 
-#: every grid by name: the experiments', then the tuning grids
-GRIDS: dict[str, Grid] = {
-    **{name: experiment.grid for name, experiment in EXPERIMENTS.items()},
-    **{grid.name: grid for grid in CPU_TUNE_GRIDS},
-}
+
+def _grids() -> dict[str, Grid]:
+    return {
+        **{name: experiment.grid for name, experiment in EXPERIMENTS.items()},
+        **{grid.name: grid for grid in CPU_TUNE_GRIDS},
+    }
+
+
+#: every grid by name: the experiments', then the tuning grids (built on first use: a broken plugin
+#: fails in a command's error handling, not at import)
+GRIDS: MutableMapping[str, Grid] = Lazy(_grids)
 
 
 def get_grid(name: str) -> Grid:

@@ -16,8 +16,10 @@ which executor, machine and precision made it.
 
 A deadline (`--deadline-min`) bounds a lease: trials still running then are stopped and recorded KILLED
 with what they had logged (their intermediate evaluations), trials not started are left out, and the
-archive is written all the same. There are no retries or checkpoints here: a lease is shorter than the
-failures they guard against; Ray Tune does that on a cluster.
+archive is written all the same. The folder belongs to its plan (`sweeps.workdir`): the same command run
+again resumes it, keeping the trials that ended and continuing the others from their last checkpoint (each
+trial's metric history whole: no step twice, none missing); another plan into the same folder is refused.
+A trial that raises is FAILED with its error's last line, and the executor then exits 1.
 """
 
 from __future__ import annotations
@@ -26,18 +28,21 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
 import time
+import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from arith.config import ConfigError, ExperimentConfig, parse_set
-from arith.tracking.archive import FORMAT, VERSION
-from arith.tracking.recorder import RunRecorder, new_run_id, now_ms, run_record
+from arith.tracking.archive import FORMAT, VERSION, read_archive
+from arith.tracking.recorder import RunRecorder, new_run_id, now_ms, run_record, write_json
+from arith.training.checkpoints import CheckpointFolder, load_checkpoint
 from arith.training.train import train
 from experiments.grid import Grid
 from sweeps.errors import SweepError
@@ -45,6 +50,7 @@ from sweeps.grids import get_grid, points
 from sweeps.scales import Scale, get_scale
 from sweeps.space import SweepLink, parse_seeds
 from sweeps.storage import git_commit, machine, sweep_link, sweep_name, sweep_tags
+from sweeps.workdir import claim, config_key, lock, plan_of, stop_stale
 
 #: pre-searches draw their seeds from here up, so the judged seeds (0 up) never chose their own budget
 PRESEARCH_FIRST_SEED = 100
@@ -100,30 +106,55 @@ class SweepPart:
 
 @dataclass
 class Trial:
-    """One trial of a part: its config file, its record file, its log and its process once started."""
+    """One trial of a part, its files named by its key (`sweeps.workdir`): config, record, log and
+    checkpoint folder; its process once started."""
 
     part: int
     cfg: ExperimentConfig
     folder: Path
+    key: str
     process: subprocess.Popen | None = None
     started: float = 0.0
 
     @property
-    def stem(self) -> str:
-        return f"{self.part:02d}-" + self.cfg.tracking.run_name.replace("=", "-").replace(",", "_")
+    def record_path(self) -> Path:
+        return self.folder / f"{self.key}.run.json"
 
     @property
-    def record_path(self) -> Path:
-        return self.folder / f"{self.stem}.run.json"
+    def log_path(self) -> Path:
+        return self.folder / f"{self.key}.log"
+
+    def record(self) -> dict[str, Any] | None:
+        return json.loads(self.record_path.read_text()) if self.record_path.exists() else None
+
+    def done(self) -> bool:
+        """Finished or failed: a rerun keeps it as it is."""
+        record = self.record()
+        return record is not None and record["status"] in ("FINISHED", "FAILED")
 
     def start(self) -> None:
-        config_path = self.folder / f"{self.stem}.config.json"
+        config_path = self.folder / f"{self.key}.config.json"
+        pid_file = self.folder / f"{self.key}.pid"
+        stop_stale(pid_file, str(config_path))
         config_path.write_text(self.cfg.to_json())
-        log = (self.folder / f"{self.stem}.log").open("w")
+        log = self.log_path.open("a")  # a resumed trial's log continues its earlier attempts'
         command = [sys.executable, "-m", "sweeps.offline", "trial", str(config_path), str(self.record_path)]
         # its own process group: stopping it at the deadline stops whatever it started too
         self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        pid_file.write_text(str(self.process.pid))
         self.started = time.monotonic()
+
+    def ended(self) -> None:
+        """After its process exited: a trial that died without saying so (killed by the system, a crash
+        outside Python) is FAILED with its log's last line. An ended trial's checkpoint is removed (a
+        paper-scale one is GBs, and nothing resumes it)."""
+        code = self.process.returncode if self.process is not None else 0
+        record = self.record()
+        if code and record is not None and record["status"] == "RUNNING":
+            _fail(record, f"exit code {code}: {_last_line(self.log_path)}")
+            write_json(self.record_path, record)
+        if self.done():
+            shutil.rmtree(checkpoint_dir(self.record_path), ignore_errors=True)
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -145,32 +176,59 @@ def run_parts(
 ) -> list[Path]:
     """Run every trial of `parts` in one pool of `procs` processes and write one archive per part into
     `out_dir` (`<part name>.jsonl`); returns their paths. Stops what still runs after `deadline_s`. The
-    trials' configs, records and logs go to `work` (default: `out_dir/trials`)."""
-    start = time.monotonic()
-    out_dir.mkdir(parents=True, exist_ok=True)
+    trials' configs, records, logs and checkpoints go to `work` (default: `out_dir/trials`), which this
+    plan owns: run again, the same plan resumes there, and another plan is refused (`sweeps.workdir`)."""
+    deadline = time.monotonic() + deadline_s if deadline_s is not None else None
     work = work or out_dir / "trials"
-    work.mkdir(parents=True, exist_ok=True)
-    device, precision = machine()
-    commit = commit or git_commit()
-    parents, trials = [], []
-    for index, part in enumerate(parts):
-        grid, scale = part.resolved()
-        parent_run_id = new_run_id()  # the executor names its runs: each trial is built nested under it
-        configs = part.configs(sweep_link(grid, scale, parent_run_id, commit, part.presearch_seeds))
+    keys = []
+    for part in parts:  # each trial's key is its config as the plan resolves it, before the sweep's link
+        configs = part.configs()
         _check_presearch(part, configs)
-        tags = sweep_tags(grid, scale, len(configs), commit, part.presearch_seeds)
-        tags |= {"executor": "sweeps.offline", "machine": device, "precision": precision}
-        tags["command"] = part.command()
-        parents.append(run_record(parent_run_id, sweep_name(grid.name, scale.name), None, {}, tags))
-        trials += [Trial(index, cfg, work) for cfg in configs]
-    print(f"{len(trials)} trials in {len(parts)} sweep(s), {procs} at a time on {device} ({precision})")
-    waiting, running = list(trials), []
+        keys.append([config_key(cfg) for cfg in configs])
+    plan = plan_of([(part.name, k) for part, k in zip(parts, keys, strict=True)])
+    new = {
+        "commit": commit or git_commit(),
+        "parents": [new_run_id() for _ in parts],  # the executor names its runs: its trials nest under them
+        "names": [sweep_name(part.grid, part.scale) for part in parts],
+        "start_time": now_ms(),
+    }
+    with lock(work):
+        state = claim(work, plan, new)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        device, precision = machine()
+        parents, trials = [], []
+        for index, part in enumerate(parts):
+            grid, scale = part.resolved()
+            parent_run_id = state["parents"][index]
+            link = sweep_link(grid, scale, parent_run_id, state["commit"], part.presearch_seeds)
+            configs = part.configs(link)
+            tags = sweep_tags(grid, scale, len(configs), state["commit"], part.presearch_seeds)
+            tags |= {"executor": "sweeps.offline", "machine": device, "precision": precision}
+            tags["command"] = part.command()
+            parents.append(
+                run_record(parent_run_id, state["names"][index], None, {}, tags, state["start_time"])
+            )
+            trials += [Trial(index, cfg, work, key) for cfg, key in zip(configs, keys[index], strict=True)]
+        print(f"{len(trials)} trials in {len(parts)} sweep(s), {procs} at a time on {device} ({precision})")
+        _run_pool(trials, procs, deadline, work)
+        return [
+            _write_part(part, parent, trials, index, out_dir)
+            for index, (part, parent) in enumerate(zip(parts, parents, strict=True))
+        ]
+
+
+def _run_pool(trials: list[Trial], procs: int, deadline: float | None, work: Path) -> None:
+    """Run the trials not done before, `procs` at a time, until they end or the deadline passes."""
+    kept = [t for t in trials if t.done()]
+    if kept:
+        print(f"resuming in {work}: {len(kept)} trial(s) that ended before are kept", flush=True)
+    waiting, running = [t for t in trials if t not in kept], []
     try:
         while waiting or running:
-            if deadline_s is not None and time.monotonic() - start > deadline_s:
+            if deadline is not None and time.monotonic() > deadline:
                 print(
-                    f"deadline of {deadline_s / 60:.1f} min: stopping {len(running)} trial(s), "
-                    f"{len(waiting)} not started",
+                    f"deadline: stopping {len(running)} trial(s), {len(waiting)} not started; "
+                    "run the same command again to resume them",
                     flush=True,
                 )
                 break
@@ -180,19 +238,27 @@ def run_parts(
                 running.append(trial)
             for trial in [t for t in running if t.process.poll() is not None]:
                 running.remove(trial)
+                trial.ended()
                 print(_trial_line(trial), flush=True)
             time.sleep(POLL_S)
     finally:
         for trial in running:
             trial.stop()
-    paths = []
-    for index, (part, parent) in enumerate(zip(parts, parents, strict=True)):
-        records = [_read_record(t) for t in trials if t.part == index and t.record_path.exists()]
-        path = out_dir / f"{part.name}.jsonl"
-        write_archive(path, part.grid, parent, records)
-        paths.append(path)
-        print(f"wrote {path}: {len(records)} of {sum(t.part == index for t in trials)} trials recorded")
-    return paths
+
+
+def _write_part(
+    part: SweepPart, parent: dict[str, Any], trials: list[Trial], index: int, out_dir: Path
+) -> Path:
+    """The part's archive: its trials that have a record (not started: left out)."""
+    records = [_read_record(t) for t in trials if t.part == index and t.record_path.exists()]
+    path = out_dir / f"{part.name}.jsonl"
+    write_archive(path, part.grid, parent, records)
+    failed = sum(r["status"] == "FAILED" for r in records)
+    print(
+        f"wrote {path}: {len(records)} of {sum(t.part == index for t in trials)} trials recorded"
+        + (f", {failed} FAILED" if failed else "")
+    )
+    return path
 
 
 def _check_presearch(part: SweepPart, configs: list[ExperimentConfig]) -> None:
@@ -213,16 +279,31 @@ def _read_record(trial: Trial) -> dict[str, Any]:
     return record
 
 
+def _fail(record: dict[str, Any], message: str) -> None:
+    """Mark a run record FAILED with why (the `failure_message` tag the trainer sets on a NaN loss)."""
+    record["status"], record["end_time"] = "FAILED", now_ms()
+    record["tags"].setdefault("failure", "error")
+    record["tags"]["failure_message"] = message
+
+
+def _last_line(path: Path) -> str:
+    """The last line of a log: the error's own line, where a traceback ends."""
+    lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "(no output)"
+
+
 def _trial_line(trial: Trial) -> str:
     minutes = (time.monotonic() - trial.started) / 60
     status, accuracy = "no record", ""
-    if trial.record_path.exists():
-        record = json.loads(trial.record_path.read_text())
+    record = trial.record()
+    if record is not None:
         status = record["status"]
         history = record["metrics"].get("test_acc")
         accuracy = f"  test_acc {history[-1][2]:.3f}" if history else ""
+        if status == "FAILED":
+            accuracy += f"  {record['tags'].get('failure_message', '')}"
     code = trial.process.returncode if trial.process is not None else None
-    failed = f"  (exit {code}: see {trial.folder / (trial.stem + '.log')})" if code else ""
+    failed = f"  (exit {code}: see {trial.log_path})" if code else ""
     return f"{trial.cfg.tracking.run_name}: {status} in {minutes:.1f} min{accuracy}{failed}"
 
 
@@ -245,11 +326,46 @@ def write_archive(path: Path, experiment: str, parent: dict[str, Any], trials: l
             out.write(json.dumps(line) + "\n")
 
 
+class ResumeFolder(CheckpointFolder):
+    """A trial's checkpoint folder, read once: its recorder and its trainer both start from it."""
+
+    def __init__(self, directory: Path) -> None:
+        super().__init__(directory)
+        self.saved = load_checkpoint(directory)
+
+    def load(self) -> dict[str, Any] | None:
+        saved, self.saved = self.saved, None
+        return saved
+
+
+def checkpoint_dir(record_path: Path) -> Path:
+    """A trial's checkpoint folder, beside its record."""
+    return record_path.with_suffix("").with_suffix(".ckpt")
+
+
 def record_trial(config_path: Path, record_path: Path) -> int:
-    """One trial in this process, recorded to `record_path` (what `run_parts` starts per trial)."""
+    """One trial in this process, recorded to `record_path` (what `run_parts` starts per trial). It
+    continues from its last checkpoint (beside the record) with the record as that checkpoint saved it,
+    so a resumed trial logs no step twice and misses none. An error ends it FAILED with the error's last
+    line, and exit code 1."""
     cfg = ExperimentConfig.from_dict(json.loads(config_path.read_text()))
-    train(cfg, tracker=RunRecorder(cfg, record_path))
+    checkpoints = ResumeFolder(checkpoint_dir(record_path))
+    resume = checkpoints.saved["unsent"].get("record") if checkpoints.saved else None
+    recorder = RunRecorder(cfg, record_path, resume)
+    try:
+        train(cfg, tracker=recorder, checkpoints=checkpoints)
+    except Exception as err:
+        traceback.print_exc()
+        lines = str(err).strip().splitlines()
+        _fail(recorder.record, f"{type(err).__name__}: {lines[-1] if lines else ''}".rstrip(": "))
+        recorder.finish("FAILED")
+        return 1
     return 0
+
+
+def failed_trials(paths: Sequence[Path]) -> int:
+    """How many trials of these archives FAILED."""
+    return sum(r["status"] == "FAILED" for path in paths for r in read_archive(path)[1][1:])
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -271,6 +387,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["trial"]:
         return record_trial(Path(argv[1]), Path(argv[2]))
     args = parse_args(argv)
+    # a driver stopped with SIGTERM stops its trials on the way out (SIGKILL: the rerun stops them)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     try:
         presearch = tuple(int(s) for s in args.presearch_seeds.split(",") if s.strip())
         part = SweepPart(
@@ -283,10 +401,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.out.name.removesuffix(".jsonl"),
         )
         deadline = args.deadline_min * 60 if args.deadline_min else None
-        run_parts([part], args.out.parent, args.procs, deadline)
+        paths = run_parts([part], args.out.parent, args.procs, deadline)
     except (ConfigError, SweepError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    failed = failed_trials(paths)
+    if failed:
+        print(
+            f"error: {failed} trial(s) FAILED (their logs in {args.out.parent / 'trials'})", file=sys.stderr
+        )
+        return 1
     return 0
 
 

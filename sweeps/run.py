@@ -31,8 +31,8 @@ from arith.config import ConfigError, ExperimentConfig, parse_set
 from arith.tracking import store
 from arith.tracking.store import absolute_uri
 from experiments.grid import Grid
-from experiments.registry import claims_for
-from sweeps.cluster import check_cluster, start_ray
+from experiments.registry import PluginError, claims_for
+from sweeps.cluster import check_cluster, forget_local_ray, start_ray
 from sweeps.errors import SweepError
 from sweeps.grids import GRIDS, get_grid, points
 from sweeps.packing import check_packing, default_gpus_per_trial
@@ -61,12 +61,20 @@ def seeds_arg(text: str) -> int | tuple[int, ...]:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+def grid_names() -> str:
+    """The grids, for --help: which must work even when a plugin of experiments is broken."""
+    try:
+        return ", ".join(GRIDS)
+    except PluginError as err:
+        return f"(none listed: {err})"
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="python sweeps/run.py",
         description="Run one experiment grid of 'Positional Description Matters' as a Ray Tune sweep.",
     )
-    p.add_argument("--grid", help=f"one of: {', '.join(GRIDS)}")
+    p.add_argument("--grid", help=f"one of: {grid_names()}")
     p.add_argument("--scale", default="paper", help=f"one of: {', '.join(SCALES)} (default: paper)")
     p.add_argument(
         "--seeds",
@@ -367,6 +375,7 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
             import ray
 
             ray.shutdown()
+            forget_local_ray(options.ray_temp_dir)
 
     done, errors = results.num_terminated, results.num_errors
     if all(c["tracking"]["enabled"] for c in configs.values()):  # else Tune's count is all there is
@@ -388,10 +397,10 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
 def main(argv: list[str] | None = None) -> int:
     """The command line: the one place argv is read; the grid, scale and options are values from here on."""
     args = parse_args(argv)
-    if args.list:
-        print(list_grids())
-        return 0
     try:
+        if args.list:
+            print(list_grids())
+            return 0
         if not args.grid:
             raise ConfigError(f"--grid is required; choose one of: {', '.join(GRIDS)}")
         options = SweepOptions(

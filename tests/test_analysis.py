@@ -933,3 +933,17 @@ def test_a_sweep_whose_budget_a_presearch_chose_records_its_seeds_and_is_judged_
     assert json.loads(sweep.presearch_seeds_tag) == [0, 1, 2]
     (found,) = analyse(sweep).findings
     assert found.status == NOT_TESTABLE and "judged on the seeds that chose its budget" in found.evidence
+
+
+def test_out_naming_a_file_is_refused_before_the_analysis(tmp_path: Path, capsys) -> None:
+    """Issue 40: `python -m analysis --out FILE` ran the whole analysis, then a FileExistsError."""
+    from analysis.__main__ import main as analysis_main
+
+    taken = tmp_path / "report.md"
+    taken.write_text("mine")
+    for out in (taken, taken / "sub"):
+        argv = ["--grid", "demo", "--tracking-uri", f"sqlite:///{tmp_path}/none.db", "--out", str(out)]
+        assert analysis_main(argv) == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and f"{taken} is a file" in lines[0], lines
+    assert taken.read_text() == "mine" and not (tmp_path / "none.db").exists()

@@ -3,6 +3,7 @@ the same to the analysis; imports are idempotent; reproduce_cpu restores the arc
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -11,9 +12,12 @@ from test_analysis import empty_store, write_store  # noqa: F401  (the fixture a
 
 from analysis import plan as reproduction
 from analysis import report
-from analysis.load import load_sweep
+from analysis.load import AnalysisError, load_sweep
+from arith.tracking import archive
 from arith.tracking.archive import SOURCE_TAG, ArchiveError, export_sweep, import_sweep, read_archive
 from arith.tracking.archive import main as archive_main
+from arith.tracking.archive_checks import check_archive
+from arith.tracking.recorder import run_record
 
 
 def _sweep_with_curves(tmp_path: Path, empty_store: Path) -> tuple[str, str]:  # noqa: F811
@@ -107,3 +111,124 @@ def test_reproduce_cpu_restores_the_archived_parts_before_its_report(
     assert reproduction.restore_archives(fresh, folder) == []
     found = dict(reproduction.part_runs(MlflowClient(fresh), "add_posembed"))
     assert found[plan].data.tags[SOURCE_TAG] == parent
+
+
+CELLS = "epoch,context,row_digits,col_digits,n,correct,accuracy,seen_in_train\n1,,1,1,4,2,0.5,0\n"
+
+
+def _archive(path: Path, trials: int = 3, **changes) -> Path:
+    """A small valid archive of `trials` trial runs; `changes` replace fields of the first trial."""
+    parent = run_record("p" * 32, "demo-smoke", None, {}, {"sweep": "1", "grid": "demo"}, 1000)
+    parent |= {"status": "FINISHED", "end_time": 2000}
+    records = [parent]
+    for i in range(trials):
+        run = run_record(f"{i:032d}", f"trial-{i}", parent["run_id"], {"train.seed": str(i)}, {}, 1000 + i)
+        run |= {"status": "FINISHED", "end_time": 2000, "metrics": {"test_acc": [[1, 1500, 0.5]]}}
+        run["artifacts"] = {"eval/cells.csv": CELLS}
+        records.append(run)
+    records[1] = {k: v for k, v in {**records[1], **changes}.items() if v is not None}
+    header = {"format": archive.FORMAT, "version": archive.VERSION, "experiment": "demo", "trials": trials}
+    path.write_text("".join(json.dumps(line) + "\n" for line in (header, *records)))
+    return path
+
+
+def _active_runs(uri: str) -> int:
+    from mlflow import MlflowClient
+
+    client = MlflowClient(uri)
+    return len(client.search_runs([e.experiment_id for e in client.search_experiments()]))
+
+
+@pytest.mark.parametrize(
+    ("fault", "changes", "lines", "message"),
+    [
+        ("cut at a line boundary", {}, 3, "header counts 3 trial runs but the file holds 1"),
+        ("a record without metrics", {"metrics": None}, None, "trial record 1 (trial-0): no metrics"),
+        (
+            "a non-numeric accuracy",
+            {"artifacts": {"eval/cells.csv": CELLS.replace("0.5", "high")}},
+            None,
+            "'accuracy' holds 'high'",
+        ),
+        (
+            "a step that is no number",
+            {"metrics": {"test_acc": [["one", 1500, 0.5]]}},
+            None,
+            "metric 'test_acc'",
+        ),
+    ],
+)
+def test_a_faulty_archive_is_refused_in_one_line_and_imports_nothing(
+    tmp_path: Path,
+    empty_store: Path,  # noqa: F811
+    capsys,
+    fault,
+    changes,
+    lines,
+    message,
+) -> None:
+    """Issue 40: a record without metrics imported half a sweep (rc 1, KeyError) that blocked every later
+    import; an archive cut short imported as a smaller sweep; a non-numeric accuracy imported."""
+    path = _archive(tmp_path / "sweep.jsonl", **changes)
+    if lines:
+        path.write_text("".join(path.read_text().splitlines(keepends=True)[:lines]))
+    shutil.copy(empty_store, tmp_path / "mlflow.db")
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert archive_main(["import", str(path), "--tracking-uri", uri]) == 2, fault
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err and "nothing was imported" in err
+    assert _active_runs(uri) == 0
+
+
+def test_a_killed_import_is_redone_whole_and_a_failed_one_leaves_nothing(
+    tmp_path: Path,
+    empty_store: Path,  # noqa: F811
+) -> None:
+    """Issue 40: an import killed after its parent run existed left a sweep stuck RUNNING, and every
+    later import of the whole archive was refused as "already in the store"."""
+    from mlflow import MlflowClient
+
+    uri, parent = _sweep_with_curves(tmp_path / "a", empty_store)
+    path = tmp_path / "sweep.jsonl"
+    export_sweep(MlflowClient(uri), parent, path)
+    header, records = read_archive(path)
+    (tmp_path / "b").mkdir()
+    shutil.copy(empty_store, tmp_path / "b" / "mlflow.db")
+    other = f"sqlite:///{tmp_path / 'b' / 'mlflow.db'}"
+
+    # what a killed import leaves: the staged parent and the first trial run
+    client = MlflowClient(other)
+    experiment_id = client.create_experiment(header["experiment"])
+    staged = {**records[0], "tags": {**records[0]["tags"], archive.INCOMPLETE_TAG: "1"}}
+    del staged["tags"]["sweep"]
+    partial = archive._log_run(client, experiment_id, staged, None, finish=False)
+    archive._log_run(client, experiment_id, records[1], partial)
+    with pytest.raises(AnalysisError, match="no sweep"):
+        load_sweep("add_posembed", other)  # the analysis does not see it
+
+    new_id, imported = import_sweep(other, path)
+    assert imported and new_id != partial
+    assert client.get_run(partial).info.lifecycle_stage == "deleted"
+    assert _runs(other, new_id) == _runs(uri, parent)
+    assert load_sweep("add_posembed", other).parent_run_id == new_id
+    assert client.get_run(new_id).info.status == records[0]["status"]
+
+    # a store that refuses a trial run half-way (a param name longer than MLflow takes): nothing is left
+    (tmp_path / "c").mkdir()
+    shutil.copy(empty_store, tmp_path / "c" / "mlflow.db")
+    third = f"sqlite:///{tmp_path / 'c' / 'mlflow.db'}"
+    lines = path.read_text().splitlines()
+    last = json.loads(lines[-1])
+    last["params"]["x" * 300] = "1"
+    path.write_text("\n".join([*lines[:-1], json.dumps(last)]) + "\n")
+    with pytest.raises(ArchiveError, match="nothing was imported"):
+        import_sweep(third, path)
+    assert _active_runs(third) == 0
+
+
+def test_the_banked_archives_pass_the_import_checks() -> None:
+    folder = Path(__file__).resolve().parent.parent / "docs" / "results"
+    paths = sorted(folder.rglob("*.jsonl"))
+    assert paths
+    for path in paths:
+        check_archive(*read_archive(path))

@@ -18,6 +18,8 @@ import pytest
 from experiments import registry
 from experiments.claim import Experiment
 from sweeps.grids import GRIDS
+from sweeps.offline import main as offline_main
+from sweeps.run import main as sweep_main
 from sweeps.tuning import CPU_TUNE_GRIDS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -94,17 +96,69 @@ def test_a_module_of_experiments_outside_the_repository_is_found_by_its_name(tmp
     (tmp_path / "toy_experiments.py").write_text(TOY)
     (tmp_path / "not_experiments.py").write_text("X = 1\n")
     monkeypatch.syspath_prepend(str(tmp_path))
+    assert "toy_mul" not in registry.EXPERIMENTS  # the catalogue is built (once) before the plugin is named
     monkeypatch.setenv(registry.PLUGINS_ENV, "toy_experiments")
     found = registry._collect()
     assert set(found) == set(registry.EXPERIMENTS) | {"toy_mul"}
     assert registry.EXPERIMENTS["mul_format"].grid.paper_tables[:2] == found["toy_mul"].grid.paper_tables
     monkeypatch.setenv(registry.PLUGINS_ENV, "toy_experiments,not_experiments")
-    with pytest.raises(ImportError, match="not_experiments declares no EXPERIMENTS"):
+    with pytest.raises(registry.PluginError, match="not_experiments declares no EXPERIMENTS"):
         registry._collect()
     (tmp_path / "twice.py").write_text("from toy_experiments import EXPERIMENTS\n")
     monkeypatch.setenv(registry.PLUGINS_ENV, "toy_experiments,twice")
-    with pytest.raises(ValueError, match="'toy_mul' is declared twice"):
+    with pytest.raises(registry.PluginError, match="'toy_mul' is declared twice"):
         registry._collect()
+
+
+#: broken plugins of experiments, each as a module's text (None: no such module) and what the one line says
+BROKEN = {
+    "missing_experiments": (None, "no module named 'missing_experiments'"),
+    "raising_experiments": (
+        "raise ZeroDivisionError('boom')\n",
+        "failed to import (ZeroDivisionError: boom)",
+    ),
+    "empty_experiments": ("X = 1\n", "declares no EXPERIMENTS"),
+    "named_experiments": ('EXPERIMENTS = ("mul_format",)\n', "EXPERIMENTS holds 'mul_format', not an"),
+    "twice_experiments": (
+        "from experiments.catalog.multiplication import EXPERIMENTS\n",
+        "'mul_format' is declared twice",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", BROKEN)
+def test_a_broken_plugin_is_one_line_from_every_command(tmp_path, monkeypatch, capsys, name) -> None:
+    """Issue 40: each of these was a traceback from every command (the catalogue was built at import,
+    before a command's error handling); now each command says what is wrong in one line, exit 2."""
+    text, says = BROKEN[name]
+    if text is not None:
+        (tmp_path / f"{name}.py").write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(registry.PLUGINS_ENV, name)
+    for catalogue in (registry.EXPERIMENTS, GRIDS):  # built again, as in a fresh process
+        monkeypatch.setattr(catalogue, "_items", None)
+    out = tmp_path / "out" / "x.jsonl"
+    for command, argv in (
+        (sweep_main, ["--grid", "demo", "--scale", "smoke", "--dry-run"]),
+        (sweep_main, ["--list"]),
+        (offline_main, ["--grid", "demo", "--scale", "smoke", "--out", str(out)]),
+    ):
+        assert command(argv) == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and says in lines[0], lines
+    assert not out.parent.exists()
+
+
+def test_help_works_with_a_broken_plugin(tmp_path) -> None:
+    (tmp_path / "raising_experiments.py").write_text(BROKEN["raising_experiments"][0])
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "MLFLOW_TRACKING_URI")}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(ROOT)])
+    env[registry.PLUGINS_ENV] = "raising_experiments"
+    command = [sys.executable, "sweeps/run.py", "--help"]
+    helped = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert helped.returncode == 0 and "--grid" in helped.stdout, helped.stderr[-2000:]
+    text = " ".join(helped.stdout.split())  # argparse wraps the help
+    assert "(none listed: POSDESC_EXPERIMENTS: module 'raising_experiments' failed" in text
 
 
 @pytest.mark.slow

@@ -381,3 +381,48 @@ def test_tracking_server_outage_mid_trial(tmp_path, ray_temp_dir):
         assert rc == 0, output[-4000:]
         assert "unreachable" in output  # the trial warned (once) and went on
         check_histories(server.uri, 1)
+
+
+def _alive_in_session(leader: int) -> list[int]:
+    """The live processes of the session a driver we started leads (zombies, dead, are not counted)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            fields = (entry / "stat").read_text().rpartition(")")[2].split()
+            if entry.name.isdigit() and int(fields[3]) == leader and fields[0] != "Z":
+                pids.append(int(entry.name))
+    return pids
+
+
+@pytest.mark.slow
+def test_a_killed_drivers_local_ray_is_stopped_by_the_next_sweep(tmp_path, ray_temp_dir):
+    """Issue 40: after `kill -9` of sweeps/run.py its local Ray's agents lived on under pid 1 (and ignore
+    SIGTERM). The driver notes its Ray session; the next sweep on the same Ray temp folder (resumed or
+    new) stops that session's processes, and no other Ray's, before starting its own."""
+    from sweeps.cluster import stop_stale_ray
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    cmd = sweep_cmd(uri, tmp_path / "ray_results", ray_temp_dir)
+    cmd[cmd.index(f"train.epochs={EPOCHS}")] = "train.epochs=1000"
+    out = subprocess.DEVNULL
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=clean_env(), stdout=out, stderr=out, start_new_session=True)
+    try:
+        notes = wait_for(
+            lambda: list(Path(ray_temp_dir).glob("posdesc-driver-*.json")), proc, WAIT_S, "the local Ray"
+        )
+        assert json.loads(notes[0].read_text())["driver_pid"] == proc.pid
+        time.sleep(10)  # Ray's agents up
+        os.kill(proc.pid, signal.SIGKILL)  # the driver alone, as a user's kill -9
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 30  # what dies with the driver (GCS, raylet, workers) is gone by then
+        while len(_alive_in_session(proc.pid)) > 2 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert _alive_in_session(proc.pid), "the killed driver's Ray left nothing behind (nothing to test)"
+        assert stop_stale_ray(Path(ray_temp_dir)) > 0
+        deadline = time.monotonic() + 30
+        while _alive_in_session(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert _alive_in_session(proc.pid) == []
+        assert not list(Path(ray_temp_dir).glob("posdesc-driver-*.json"))
+    finally:
+        end_session(proc.pid)

@@ -7,6 +7,7 @@ table."""
 from __future__ import annotations
 
 import io
+import json
 import shutil
 from pathlib import Path
 
@@ -160,6 +161,30 @@ def test_ask_refuses_bad_input_in_one_line(trial, tmp_path, capsys) -> None:
         assert len(lines) == 1 and lines[0].startswith("ask: ") and says in lines[0], captured.err
     with pytest.raises(ModelFolderError, match="neither a folder"):
         load_model(tmp_path / "nothing")
+
+
+def test_ask_refuses_an_empty_problem_a_long_one_and_cut_weights_in_one_line(trial, tmp_path, capsys) -> None:
+    """Issue 40: an empty prompt (AttributeError), an operand longer than the model's context on a
+    basic-format run (IndexError) and a truncated model.safetensors (SafetensorError) were tracebacks."""
+    cfg, result, client, _, _ = trial
+    uri = ["--tracking-uri", cfg.tracking.tracking_uri]
+    basic = Path(client.download_artifacts(result.run_id, "model", str(tmp_path / "basic")))
+    saved = json.loads((basic / "experiment_config.json").read_text())
+    saved["data"]["format"] = "basic"  # same weights, a format that takes operands of any length
+    (basic / "experiment_config.json").write_text(json.dumps(saved))
+    cut = Path(client.download_artifacts(result.run_id, "model", str(tmp_path / "cut")))
+    weights = cut / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    for argv, says in (
+        ([f"runs:/{result.run_id}", "", *uri], "cannot read '' as a problem"),
+        ([str(basic), "9" * 40 + "+1"], "positions; the model has model.n_positions=64"),
+        ([str(cut), "1+2"], "the model's weights cannot be read"),
+    ):
+        assert ask_main(argv) == 2
+        captured = capsys.readouterr()
+        lines = captured.err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("ask: ") and says in lines[0], captured.err
+    assert ask_main([str(basic), "9" * 10 + "+1"]) == 0  # a problem that fits is answered
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -6,16 +6,20 @@ both into one store and compares runs, params, metrics and verdicts."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 import yaml
 
 from analysis.load import load_sweep
@@ -24,6 +28,7 @@ from arith.tracking import archive, store
 from arith.tracking.archive import export_sweep, import_sweep, read_archive
 from arith.tracking.recorder import RunRecorder
 from arith.training.train import train
+from sweeps import offline
 from sweeps.bank import Batch, load_gpu_plan, next_batch, run_next, status
 from sweeps.errors import SweepError
 from sweeps.grids import GRIDS
@@ -235,3 +240,117 @@ def test_offline_archive_imports_and_judges_like_a_tune_sweep(tmp_path):
     tune_findings = [(f.claim, f.status, f.numbers) for f in analyse(tune_sweep).findings]
     off_findings = [(f.claim, f.status, f.numbers) for f in analyse(off_sweep).findings]
     assert tune_findings == off_findings and tune_findings
+
+
+def test_a_rerun_keeps_its_plans_trials_and_refuses_another_plan(tmp_path):
+    """Issue 40: a second run into the same folder with other `--only`/`--set` values put the first
+    run's trial into its archive. The folder is the plan's: the same plan resumes (the finished trial
+    kept as it is, nothing rerun), another plan is refused before anything is written."""
+    first = SweepPart(GRID, "smoke", 1, {"data.format": "padding_reverse"}, FAST, label="demo")
+    (path,) = run_parts([first], tmp_path, procs=1)
+    (before,) = read_archive(path)[1][1:]
+    (again,) = run_parts([first], tmp_path, procs=1)
+    (after,) = read_archive(again)[1][1:]
+    assert after == before  # kept, not rerun
+    assert read_archive(again)[1][0]["run_id"] == read_archive(path)[1][0]["run_id"]
+
+    other = SweepPart(GRID, "smoke", 1, sets={**FAST, "train.lr": "1e-3"}, label="demo")
+    archive_text = path.read_text()
+    with pytest.raises(SweepError, match="holds the trials of another plan"):
+        run_parts([other], tmp_path, procs=1)
+    assert path.read_text() == archive_text
+
+
+def test_a_folder_with_records_of_no_plan_is_refused(tmp_path):
+    (tmp_path / "trials").mkdir()
+    (tmp_path / "trials" / "00-format-basic_seed-0.run.json").write_text("{}")
+    part = SweepPart(GRID, "smoke", 1, {"data.format": "basic"}, FAST)
+    with pytest.raises(SweepError, match="no known plan"):
+        run_parts([part], tmp_path, procs=1)
+    assert not (tmp_path / "demo.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    "value", ["train.lr=nan", "train.lr=inf", "model.n_head=0", "train.log_every_steps=0"]
+)
+def test_bad_set_values_are_refused_in_one_line(tmp_path, capsys, value):
+    out = tmp_path / "sweep" / "demo.jsonl"
+    argv = ["--grid", GRID, "--scale", "smoke", "--set", value, "--out", str(out)]
+    assert offline.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "\n" not in err and value.split("=")[0] in err
+    assert not out.parent.exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the crash is asking for CUDA where there is none")
+def test_a_crashed_trial_is_failed_with_its_error_and_the_exit_code_says_so(tmp_path):
+    """Issue 40: a trial that raised was archived KILLED and the executor exited 0."""
+    out = tmp_path / "demo.jsonl"
+    sets = [arg for k, v in {**FAST, "train.device": "cuda"}.items() for arg in ("--set", f"{k}={v}")]
+    command = [sys.executable, "-m", "sweeps.offline", "--grid", GRID, "--scale", "smoke", "--procs", "1"]
+    command += ["--only", "data.format=basic", *sets, "--out", str(out)]
+    proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "1 trial(s) FAILED" in proc.stderr
+    (record,) = read_archive(out)[1][1:]
+    assert record["status"] == "FAILED" and read_archive(out)[1][0]["status"] == "FAILED"
+    assert record["tags"]["failure_message"].startswith("ConfigError: train.device='cuda'")
+
+
+def _history(record: dict) -> dict[str, list[tuple[int, float]]]:
+    return {k: [(s, v) for s, _, v in h] for k, h in record["metrics"].items() if _deterministic(k)}
+
+
+@pytest.mark.slow
+def test_a_killed_executor_rerun_resumes_each_trial_once_with_its_whole_history(tmp_path):
+    """Issue 40's "done when": the executor killed (SIGKILL, its trial left running) after a checkpoint,
+    then the same command again: the trial continues from its checkpoint, and its record is the record of
+    a run never stopped (every metric at the same steps with the same values: none twice, none missing)."""
+    sets = {
+        "data.train_samples": "640",  # 5 steps an epoch, a checkpoint after each
+        "data.test_per_cell": "2",
+        "train.log_every_steps": "5",
+        "train.checkpoint_every": "1",
+    }
+    part = SweepPart(GRID, "smoke", 1, {"data.format": "basic"}, sets, label="demo")
+    (whole,) = run_parts([part], tmp_path / "whole", procs=1)
+    (reference,) = read_archive(whole)[1][1:]
+
+    out = tmp_path / "cut" / "demo.jsonl"
+    command = [sys.executable, "-m", "sweeps.offline", "--grid", GRID, "--scale", "smoke", "--procs", "1"]
+    command += ["--only", "data.format=basic", "--out", str(out)]
+    command += [arg for k, v in sets.items() for arg in ("--set", f"{k}={v}")]
+    driver = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    records = out.parent / "trials"
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:  # until the evaluation after epoch 3: checkpoints 1 to 3 saved
+            saved = [json.loads(p.read_text()) for p in records.glob("*.run.json")]
+            if saved and len(saved[0]["metrics"].get("test_acc", [])) >= 2:
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail("the trial evaluated nothing in 300 s")
+        # paused, so that it cannot end on its own before the rerun; a killed driver's trial runs on
+        trial_pid = int(next(records.glob("*.pid")).read_text())
+        os.kill(trial_pid, signal.SIGSTOP)
+    finally:
+        driver.kill()  # kill -9
+        driver.wait()
+    assert driver.returncode == -signal.SIGKILL
+
+    try:
+        (path,) = run_parts([part], out.parent, procs=1)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(trial_pid, signal.SIGKILL)  # the rerun stopped it; this only cleans up a failure
+    (resumed,) = read_archive(path)[1][1:]
+    assert "resumed from epoch" in next(records.glob("*.log")).read_text()
+    assert resumed["status"] == "FINISHED" and read_archive(path)[1][0]["status"] == "FINISHED"
+    got, want = _history(resumed), _history(reference)
+    assert set(got) == set(want)
+    for key in want:
+        assert [s for s, _ in got[key]] == [s for s, _ in want[key]], key
+        assert [v for _, v in got[key]] == pytest.approx([v for _, v in want[key]], rel=1e-5, abs=1e-6), key
+    assert resumed["artifacts"]["eval/cells.csv"] == reference["artifacts"]["eval/cells.csv"]
+    assert not list(records.glob("*.ckpt"))  # an ended trial's checkpoint is removed

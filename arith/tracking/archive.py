@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from arith.tracking import store
+from arith.tracking.archive_checks import RecordError, check_archive
 
 FORMAT = "arith-sweep-archive"
 VERSION = 1
@@ -36,6 +37,10 @@ ARTIFACTS = ("eval/cells.csv", "eval/errors.csv")
 #: the tag an imported run carries: the id of the run it was archived from (imports are idempotent)
 SOURCE_TAG = "archive.source_run_id"
 PARENT_TAG = "mlflow.parentRunId"
+#: on an imported parent run until all its trial runs are in (a killed import leaves it, to be redone)
+INCOMPLETE_TAG = "archive.incomplete"
+#: the tag the analysis finds sweeps by: an import sets it last
+SWEEP_TAG = "sweep"
 #: MLflow's limits on one log_batch call
 _MAX_METRICS, _MAX_PARAMS, _MAX_TAGS = 1000, 100, 100
 
@@ -106,7 +111,10 @@ def read_archive(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return lines[0], lines[1:]
 
 
-def _log_run(mlflow_client, experiment_id: str, record: dict[str, Any], parent_id: str | None) -> str:
+def _log_run(
+    mlflow_client, experiment_id: str, record: dict[str, Any], parent_id: str | None, finish: bool = True
+) -> str:
+    """Create one run from its record; `finish=False` leaves it RUNNING (its status set later)."""
     from mlflow.entities import Metric, Param
 
     tags = {**record["tags"], SOURCE_TAG: record["run_id"]}
@@ -128,7 +136,8 @@ def _log_run(mlflow_client, experiment_id: str, record: dict[str, Any], parent_i
         mlflow_client.log_batch(run_id, metrics=metrics[i : i + _MAX_METRICS])
     for name, text in record["artifacts"].items():
         mlflow_client.log_text(run_id, text, name)
-    mlflow_client.set_terminated(run_id, status=record["status"], end_time=record["end_time"])
+    if finish:
+        mlflow_client.set_terminated(run_id, status=record["status"], end_time=record["end_time"])
     return run_id
 
 
@@ -142,21 +151,53 @@ def _has_run(mlflow_client, run_id: str) -> bool:
     return True
 
 
+def _discard(mlflow_client, experiment_id: str, run_id: str) -> None:
+    """Delete a partial import: the parent run and every trial run created under it."""
+    for child in store.search_runs(mlflow_client, [experiment_id], f"tags.`{PARENT_TAG}` = '{run_id}'"):
+        mlflow_client.delete_run(child.info.run_id)
+    mlflow_client.delete_run(run_id)
+
+
 def import_sweep(uri: str, path: Path) -> tuple[str, bool]:
     """Create the archived sweep's runs in the store at `uri` (its experiment too, if new). Returns (the
-    parent run's id in this store, whether it was imported now); a sweep imported before is left as it is."""
+    parent run's id in this store, whether it was imported now); a sweep imported before is left as it is.
+
+    All or nothing: the whole archive is checked first (`archive_checks`); the parent is created tagged
+    INCOMPLETE_TAG and without the `sweep` tag the analysis finds sweeps by, which it gets only once every
+    trial run is in. An import that fails is deleted; one that was killed is deleted by the next import,
+    which then imports the archive whole."""
     header, records = read_archive(path)
+    try:
+        check_archive(header, records)
+    except RecordError as err:
+        raise ArchiveError(f"{path}: {err}; nothing was imported") from None
     mlflow_client = store.open_client(uri)
     experiment_id = store.experiment_id(mlflow_client, header["experiment"], uri)
     parent, children = records[0], records[1:]
     if _has_run(mlflow_client, parent["run_id"]):  # the store it was archived from
         return parent["run_id"], False
     done = store.search_runs(mlflow_client, [experiment_id], f"tags.`{SOURCE_TAG}` = '{parent['run_id']}'")
-    if done:
-        return done[0].info.run_id, False
-    parent_id = _log_run(mlflow_client, experiment_id, parent, None)
-    for record in children:
-        _log_run(mlflow_client, experiment_id, record, parent_id)
+    for run in done:
+        if INCOMPLETE_TAG not in run.data.tags:
+            return run.info.run_id, False
+        _discard(mlflow_client, experiment_id, run.info.run_id)
+    tags = dict(parent["tags"])
+    sweep = tags.pop(SWEEP_TAG, None)
+    staged = {**parent, "tags": {**tags, INCOMPLETE_TAG: "1"}}
+    parent_id = _log_run(mlflow_client, experiment_id, staged, None, finish=False)
+    try:
+        for record in children:
+            _log_run(mlflow_client, experiment_id, record, parent_id)
+        if sweep is not None:
+            mlflow_client.set_tag(parent_id, SWEEP_TAG, sweep)
+        mlflow_client.delete_tag(parent_id, INCOMPLETE_TAG)
+        mlflow_client.set_terminated(parent_id, status=parent["status"], end_time=parent["end_time"])
+    except BaseException as err:
+        _discard(mlflow_client, experiment_id, parent_id)
+        if isinstance(err, Exception) and type(err).__name__ == "MlflowException":
+            reason = str(err).strip().splitlines()[0][:300]
+            raise ArchiveError(f"{path}: the store refused a run ({reason}); nothing was imported") from err
+        raise
     return parent_id, True
 
 

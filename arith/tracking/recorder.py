@@ -14,6 +14,8 @@ so importing the same archive twice is a no-op, as for an exported sweep.
 
 from __future__ import annotations
 
+import copy
+import io
 import json
 import os
 import time
@@ -73,16 +75,25 @@ def write_json(path: Path, payload: dict[str, Any]) -> None:
 class RunRecorder(NullTracker):
     """The tracker of a trial on a machine without MLflow: one run record, rewritten to `path`."""
 
-    def __init__(self, cfg: ExperimentConfig, path: str | Path) -> None:
+    def __init__(self, cfg: ExperimentConfig, path: str | Path, resume: dict[str, Any] | None = None) -> None:
+        """`resume`: the record as a checkpoint saved it (`unsent()`), continued from there: what was
+        logged after that checkpoint is logged again by the resumed trainer, so it is dropped here."""
         self.cfg = cfg
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.run_id = new_run_id()
-        tags = {k: str(v) for k, v in cfg.tracking.tags.items()}
-        params = {key: param_value(value) for key, value in cfg.flat().items()}
-        parent = cfg.tracking.parent_run_id or None
-        self.record = run_record(self.run_id, cfg.tracking.run_name, parent, params, tags)
         self._cells: list[pd.DataFrame] = []
+        if resume is not None:
+            self.record = {**copy.deepcopy(resume), "status": "RUNNING", "end_time": None}
+            self.run_id = self.record["run_id"]
+            cells = self.record["artifacts"].get("eval/cells.csv")
+            if cells:
+                self._cells.append(pd.read_csv(io.StringIO(cells)))
+        else:
+            self.run_id = new_run_id()
+            tags = {k: str(v) for k, v in cfg.tracking.tags.items()}
+            params = {key: param_value(value) for key, value in cfg.flat().items()}
+            parent = cfg.tracking.parent_run_id or None
+            self.record = run_record(self.run_id, cfg.tracking.run_name, parent, params, tags)
         self._save()
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
@@ -112,6 +123,15 @@ class RunRecorder(NullTracker):
         errors = errors.copy()
         errors.insert(0, "epoch", epoch)
         self.log_text(errors.to_csv(index=False), "eval/errors.csv")
+
+    def flush(self) -> bool:
+        """Before a checkpoint: the file has every value logged so far."""
+        self._save()
+        return True
+
+    def unsent(self) -> dict[str, Any]:
+        """The record as of the checkpoint being saved: it rides in the checkpoint (`resume`)."""
+        return {"record": copy.deepcopy(self.record)}
 
     def finish(self, status: str = "FINISHED") -> None:
         self.record["status"] = status

@@ -18,7 +18,7 @@ import argparse
 import sys
 
 from arith.config import ConfigError
-from sweeps.cost import PAPER_GRIDS, cost_table, grid_cost
+from sweeps.cost import cost_table, grid_cost, paper_grids
 from sweeps.grids import GRIDS
 
 
@@ -26,13 +26,13 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python scripts/cluster/cost.py", description=__doc__.split("\n")[0])
     p.add_argument("--tokens-per-s", type=float, required=True, help="training tokens per second of one GPU")
     p.add_argument(
-        "--grids", default="", help=f"comma-separated (default: the paper's, {', '.join(PAPER_GRIDS)})"
+        "--grids", default="", help=f"comma-separated (default: the paper's, {', '.join(paper_grids())})"
     )
     p.add_argument("--seeds", type=int, default=1, help="seeds per point (sweeps/run.py --seeds)")
     p.add_argument("--probe", type=int, default=3000, help="samples generated per distinct data config")
     p.add_argument("--usd-per-gpu-hour", type=float, default=0.0, help="adds a cost column when > 0")
     args = p.parse_args(argv)
-    names = [g for g in args.grids.split(",") if g] or PAPER_GRIDS
+    names = [g for g in args.grids.split(",") if g] or paper_grids()
     unknown = [g for g in names if g not in GRIDS]
     if unknown or args.tokens_per_s <= 0 or args.seeds < 1 or args.probe < 1:
         p.error(
