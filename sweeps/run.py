@@ -389,9 +389,10 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
     unfinished = len(configs) - done - errors
     if unfinished:
         store.set_run_status(tracking_uri, parent_run_id, "KILLED")
+        which = f"--search {search.search.name}" if search else f"--grid {grid.name} --scale {scale.name}"
         print(
             f"\nInterrupted with {unfinished} trial(s) unfinished. Continue with:\n  python sweeps/run.py "
-            f"--grid {grid.name} --scale {scale.name} --storage-path {storage.location} --resume"
+            f"{which} --storage-path {storage.location} --resume"
         )
         return 130
     store.set_run_status(tracking_uri, parent_run_id, "FAILED" if errors else "FINISHED")
