@@ -4,10 +4,11 @@
 
 The page is composed here from the store alone (every archive of docs/results/sweeps/ imported into it
 first: `analysis.plan.restore_archives`), the pre-search records (docs/presearch/), the gpu scale's banked
-archives (`analysis.gpu`) and the fixed prose beside it in docs/results/ (intro.md, presearch.md,
-notes.yaml). A grid of the plan with no sweep in the store is listed as not yet run, with the reason, unless
-docs/results/unarchived/<grid>.md holds its section: measured before the sweeps were archived, it is
-included verbatim and not re-judged. `scripts/reproduce_cpu.py` runs the plan's sweeps, then calls this.
+archives (`analysis.gpu`), the recipe searches' cost-to-gate tables (`analysis.search`) and the fixed prose
+beside it in docs/results/ (intro.md, presearch.md, notes.yaml). A grid of the plan with no sweep in the
+store is listed as not yet run, with the reason, unless docs/results/unarchived/<grid>.md holds its
+section: measured before the sweeps were archived, it is included verbatim and not re-judged.
+`scripts/reproduce_cpu.py` runs the plan's sweeps, then calls this.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from analysis.plan import (
     repo_relative,
 )
 from analysis.report import Analysis, analyse, render
+from analysis.search import search_sections
 from analysis.tables import markdown_table as markdown
 from arith.tracking.archive import SOURCE_TAG
 from arith.tracking.store import client as store_client
@@ -350,6 +352,7 @@ def write_results(
         intro.rstrip() + "\n",
         *filter(None, head),
         presearch_tables(files, budgets, budget_curves),
+        *filter(None, [search_sections(uri)]),  # none until a recipe search has run
         *sections,
         gpu,
     ]

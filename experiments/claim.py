@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from experiments.grid import Grid, variant
+from experiments.search import ChosenRecipe
 from experiments.verdicts import Outcome
 
 #: a claim's check: the sweep's per-seed cells and its digit map -> the contrasts read, or why not testable
@@ -47,10 +48,16 @@ class Experiment:
     claims: tuple[Claim, ...] = ()
     #: where the pre-search that chose the grid's budget (`grid.presearch_seeds`) is recorded
     presearch: str = ""
+    #: the recipes searches chose for it, one a scale: every point of the experiment trains at it
+    recipes: tuple[ChosenRecipe, ...] = ()
 
     @property
     def name(self) -> str:
         return self.grid.name
+
+    def recipe(self, scale: str) -> ChosenRecipe | None:
+        """The recipe chosen for this experiment at `scale` (None: none declared)."""
+        return next((r for r in self.recipes if r.scale == scale), None)
 
     def variant(
         self, name: str, description: str, settings: Mapping[str, Any], *, presearch: str = "", **how: Any

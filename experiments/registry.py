@@ -4,7 +4,8 @@ Each module of `experiments/catalog/` declares `EXPERIMENTS` (a tuple of `Experi
 listing the folder, so adding an experiment adds one file. Experiments outside this repository are loaded
 from the importable modules named in the environment variable `POSDESC_EXPERIMENTS` (comma-separated), each
 declaring `EXPERIMENTS` the same way: `POSDESC_EXPERIMENTS=my_lab.carries python sweeps/run.py --grid
-carries` runs one, and `python -m analysis` judges it by its claims.
+carries` runs one, and `python -m analysis` judges it by its claims. A module may declare `SEARCHES` too:
+the recipe searches (`experiments.search`) of its experiments, `python sweeps/run.py --search NAME`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Generic, TypeVar
 from arith.errors import ConfigError
 from experiments import catalog
 from experiments.claim import Claim, Experiment
+from experiments.search import ChosenRecipe, Search
 
 #: the environment variable naming modules of experiments outside this repository
 PLUGINS_ENV = "POSDESC_EXPERIMENTS"
@@ -102,11 +104,36 @@ def _collect() -> dict[str, Experiment]:
 EXPERIMENTS: Mapping[str, Experiment] = Lazy(_collect)
 
 
+def _collect_searches() -> dict[str, Search]:
+    """The recipe searches the same modules declare (`SEARCHES`, optional), each of a known experiment."""
+    found: dict[str, Search] = {}
+    for name in _module_names():
+        for search in getattr(_import(name), "SEARCHES", ()):
+            if not isinstance(search, Search):
+                raise PluginError(f"{name}: SEARCHES holds {search!r}, not an experiments.search.Search")
+            if search.name in found or search.name in EXPERIMENTS:
+                raise PluginError(f"search {search.name!r} is declared twice or names an experiment")
+            if search.experiment not in EXPERIMENTS:
+                raise PluginError(f"search {search.name!r} serves unknown experiment {search.experiment!r}")
+            found[search.name] = search
+    return found
+
+
+#: every recipe search by name (`python sweeps/run.py --search NAME`; collected on first use)
+SEARCHES: Mapping[str, Search] = Lazy(_collect_searches)
+
+
 def claims_for(grid: str, variant_of: str = "") -> tuple[Claim, ...]:
     """The claims a sweep of `grid` is judged by: its experiment's (a variant holds its parent's), else,
     for a grid this checkout does not declare, its parent's (the sweep's `variant_of` tag)."""
     experiment = EXPERIMENTS.get(grid) or EXPERIMENTS.get(variant_of)
     return experiment.claims if experiment else ()
+
+
+def recipe_for(grid: str, scale: str) -> ChosenRecipe | None:
+    """The recipe a search chose for `grid`'s experiment at `scale` (None: none declared)."""
+    experiment = EXPERIMENTS.get(grid)
+    return experiment.recipe(scale) if experiment else None
 
 
 def presearch_seeds_of(grid: str) -> tuple[int, ...]:

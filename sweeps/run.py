@@ -37,6 +37,7 @@ from sweeps.errors import SweepError
 from sweeps.grids import GRIDS, get_grid, points
 from sweeps.packing import check_packing, default_gpus_per_trial
 from sweeps.scales import SCALES, Scale, get_scale
+from sweeps.search import SearchRun
 from sweeps.space import SweepLink, parse_seeds, scale_note
 from sweeps.storage import (
     SweepStorage,
@@ -75,7 +76,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         description="Run one experiment grid of 'Positional Description Matters' as a Ray Tune sweep.",
     )
     p.add_argument("--grid", help=f"one of: {grid_names()}")
-    p.add_argument("--scale", default="paper", help=f"one of: {', '.join(SCALES)} (default: paper)")
+    p.add_argument("--scale", help=f"one of: {', '.join(SCALES)} (default: paper, or the search's)")
+    p.add_argument(
+        "--search",
+        metavar="NAME",
+        help="run the recipe search NAME (experiments' SEARCHES) under ASHA on pre-search seeds (100 up): "
+        "its experiment's compared points x what a recipe may change; --grid is then optional",
+    )
     p.add_argument(
         "--seeds",
         type=seeds_arg,
@@ -202,6 +209,8 @@ class SweepOptions:
     resume: bool = False
     dry_run: bool = False
     tune: TuneSettings = field(default_factory=TuneSettings)
+    #: a recipe search (`--search`): its grid and scale are the sweep's
+    search: SearchRun | None = None
 
 
 #: flags whose value a resumed sweep takes from the interrupted one (flag, attribute, default)
@@ -242,7 +251,8 @@ def build_configs(
     overrides = absolute_paths(parse_set(list(options.sets)))
     overrides["tracking.tracking_uri"] = tracking_uri
     configs = points(grid, scale, options.seeds, overrides, parse_set(list(options.only)), link)
-    return {trial_key(c.tracking.tags["point"], c.train.seed): c.to_dict() for c in configs}
+    out = {trial_key(c.tracking.tags["point"], c.train.seed): c.to_dict() for c in configs}
+    return options.search.prepare(out) if options.search else out
 
 
 def resources(scale: Scale, gpus_per_trial: float | None, cpus_per_trial: float) -> dict[str, float]:
@@ -343,6 +353,8 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
     if options.dry_run:
         print(trial_table(configs, res).to_string(index=False))
         print(f"\n{len(configs)} trials; tracking {tracking_uri}; results under {storage.location}")
+        if options.search:
+            print(options.search.describe(len(configs) // len(options.search.seeds)))
         return 0
 
     check_tracking(tracking_uri)
@@ -363,9 +375,9 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
         print(
             f"sweep {sweep_name}: {len(configs)} trials, MLflow parent run {parent_run_id} at {tracking_uri}"
         )
-        results = fit(
-            storage, sweep_name, configs, res, grid.declared_axes(), options.tune, resume=options.resume
-        )
+        scheduler = options.search.scheduler(res["cpu"]) if options.search else None
+        axes = grid.declared_axes()
+        results = fit(storage, sweep_name, configs, res, axes, options.tune, options.resume, scheduler)
     except BaseException:
         if parent_run_id:
             store.set_run_status(tracking_uri, parent_run_id, "KILLED")
@@ -377,20 +389,25 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
             ray.shutdown()
             forget_local_ray(options.ray_temp_dir)
 
+    search = options.search  # a search's trials its scheduler stopped: KILLED runs, done
+    stopped = search.record(results, configs, tracking_uri, parent_run_id, res["cpu"]) if search else 0
     done, errors = results.num_terminated, results.num_errors
     if all(c["tracking"]["enabled"] for c in configs.values()):  # else Tune's count is all there is
         done, errors = trial_outcomes(tracking_uri, parent_run_id, configs, errored_trials(results))
+        done += stopped
     unfinished = len(configs) - done - errors
     if unfinished:
         store.set_run_status(tracking_uri, parent_run_id, "KILLED")
+        which = f"--search {search.search.name}" if search else f"--grid {grid.name} --scale {scale.name}"
         print(
             f"\nInterrupted with {unfinished} trial(s) unfinished. Continue with:\n  python sweeps/run.py "
-            f"--grid {grid.name} --scale {scale.name} --storage-path {storage.location} --resume"
+            f"{which} --storage-path {storage.location} --resume"
         )
         return 130
     store.set_run_status(tracking_uri, parent_run_id, "FAILED" if errors else "FINISHED")
     print()
-    print(final_report(grid.name, tracking_uri, parent_run_id, results))
+    report = search.report if search else lambda uri, run: final_report(grid.name, uri, run, results)
+    print(report(tracking_uri, parent_run_id))
     return 1 if errors else 0
 
 
@@ -401,10 +418,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.list:
             print(list_grids())
             return 0
-        if not args.grid:
+        search = SearchRun.of(args.search, args.scale, args.seeds, args.grid) if args.search else None
+        if not args.grid and not search:
             raise ConfigError(f"--grid is required; choose one of: {', '.join(GRIDS)}")
         options = SweepOptions(
-            seeds=args.seeds,
+            seeds=search.seeds if search and not args.resume else args.seeds,
             sets=tuple(args.sets),
             only=tuple(args.only),
             address=args.address,
@@ -417,10 +435,12 @@ def main(argv: list[str] | None = None) -> int:
             resume=args.resume,
             dry_run=args.dry_run,
             tune=TuneSettings(args.max_concurrent, args.max_failures, args.quiet, args.verbose),
+            search=search,
         )
         # an unknown scale or grid fails here, before anything starts
-        scale, grid = get_scale(args.scale), get_grid(args.grid)
-        return tune_sweep(grid, scale, options)
+        if search:
+            return tune_sweep(search.grid, search.scale, options)
+        return tune_sweep(get_grid(args.grid), get_scale(args.scale or "paper"), options)
     except (ConfigError, SweepError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -106,6 +106,10 @@ class Scale:
             raise ConfigError(f"scale {self.name!r} has no recipe for task {task!r}: {why}")
         return self.recipes[task]
 
+    def with_recipe(self, task: str, recipe: Recipe) -> Scale:
+        """This scale with `recipe` as the task's (an experiment's chosen recipe, a search's candidate)."""
+        return replace(self, recipes={**self.recipes, task: recipe})
+
     def digits(self, n: int) -> int:
         """A paper digit count at this scale; strictly increasing up to the knee, then compressed."""
         if self.digit_stride == 1 or n <= self.digit_knee:

@@ -16,8 +16,9 @@ from arith.config import ConfigError, ExperimentConfig
 from arith.data.datasets import validate_data
 from arith.validation import validate
 from experiments.grid import Grid, Point
+from experiments.registry import recipe_for
 from sweeps.errors import SweepError
-from sweeps.scales import Scale, get_scale
+from sweeps.scales import Recipe, Scale, get_scale
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,19 @@ def scale_note(grid: Grid, scale: Scale | str) -> str | None:
     return None
 
 
+def recipe_scale(grid: Grid, scale: Scale, task: str) -> Scale:
+    """`scale` with the recipe the grid's experiment declares for it (`Experiment.recipes`, chosen by a
+    search) as the task's: every point of the experiment trains at it. Else the scale as it is."""
+    chosen = recipe_for(grid.name, scale.name)
+    if chosen is None:
+        return scale
+    settings = dict(chosen.settings)
+    if "train.max_steps" not in settings:
+        raise ConfigError(f"the {grid.name!r} recipe at scale {scale.name!r} must set train.max_steps")
+    steps = int(settings.pop("train.max_steps"))
+    return scale.with_recipe(task, Recipe(steps=steps, overrides=settings, chosen_by=chosen.chosen_by))
+
+
 def trial_config(
     grid: Grid,
     point: Point,
@@ -56,7 +70,8 @@ def trial_config(
     1. the defaults (`ExperimentConfig()`);
     2. the grid's base and 3. the point (`point.overrides` holds both): the paper-scale config;
     4. the scale (`Scale.shrink`: counts, digits, learning rate, epochs, model size; with a step budget for
-       the task, `Scale.fit_epochs`: the epochs that budget needs);
+       the task, `Scale.fit_epochs`: the epochs that budget needs), with the recipe the grid's experiment
+       declares for the scale as the task's (`recipe_scale`);
     5. the point's `over_scale` keys (a tuning grid's values of the scale's own settings), then
     6. `overrides` (`--set`); after 5 or 6, with a step budget, the epochs are fitted again to the budget
        unless `train.epochs` was set outright;
@@ -64,6 +79,7 @@ def trial_config(
        MLflow names and tags; with `link`, the sweep's parent run and its tags after the trial's own.
     """
     paper_cfg = ExperimentConfig().with_overrides(point.overrides)  # 1-3
+    scale = recipe_scale(grid, scale, paper_cfg.data.task)
     cfg = scale.shrink(paper_cfg, scale_digits=grid.scale_digits)  # 4
     if scale.budget(paper_cfg.data.task):
         cfg = scale.fit_epochs(cfg, paper_cfg)
@@ -137,7 +153,7 @@ def resolve(
 def _refuse_a_rejected_recipe(grid: Grid, scale: Scale, task: str, seeds: list[int]) -> None:
     """A recipe its pre-search tried and did not choose runs on the scale's pre-search seeds only: no sweep
     that could judge a claim trains at a budget known not to learn."""
-    recipe = scale.recipe(task)
+    recipe = recipe_scale(grid, scale, task).recipe(task)
     judging = [s for s in seeds if s not in scale.presearch_seeds]
     if recipe and not recipe.chosen and judging:
         raise ConfigError(

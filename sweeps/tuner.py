@@ -82,9 +82,11 @@ def fit(
     axes: list[str] | tuple[str, ...] = (),
     settings: TuneSettings = TuneSettings(),
     resume: bool = False,
+    scheduler: Any = None,
 ):
     """Hand the trials to Tune (or, with `resume`, restore the interrupted Tune experiment, its param space
-    with it) and wait for them; returns Tune's `ResultGrid`."""
+    and scheduler with it) and wait for them; returns Tune's `ResultGrid`. `scheduler`: a Tune trial
+    scheduler (a recipe search's ASHA, `sweeps.search`), else Tune's default (every trial runs to its end)."""
     from ray import tune
 
     trainable = make_trainable(configs, res)
@@ -99,7 +101,9 @@ def fit(
         trainable,
         param_space=param_space(configs, list(axes)),
         tune_config=tune.TuneConfig(
-            max_concurrent_trials=settings.max_concurrent, trial_dirname_creator=trial_dirname
+            max_concurrent_trials=settings.max_concurrent,
+            trial_dirname_creator=trial_dirname,
+            scheduler=scheduler,
         ),
         run_config=tune.RunConfig(
             name=sweep_name,

@@ -6,6 +6,7 @@ one, so that either can change without the other.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -35,12 +36,35 @@ def exact_match(cells: pd.DataFrame) -> float:
     return float(cells["correct"].sum() / max(1, cells["n"].sum()))
 
 
-def summary_metrics(cells: pd.DataFrame, seconds: float, max_digits: int | None = None) -> dict[str, float]:
+def gate_cell_name(context: str, row_digits: float, col_digits: float) -> str:
+    """A test cell as `train.gate_cells` names it: `main:2x3` (row x column digits) or `regular:5`."""
+    if pd.isna(row_digits):
+        return f"{context}:{int(col_digits)}"
+    return f"{context}:{int(row_digits)}x{int(col_digits)}"
+
+
+def weakest_unseen(cells: pd.DataFrame, labels: Sequence[str]) -> float:
+    """The lowest accuracy over the cells `labels` names, each read on its test problems that are not
+    training problems (a cell with none, e.g. every 1-digit product, on all of them); NaN when no cell is
+    named or found. What a recipe search's scheduler reads: memorised training lines do not count."""
+    wanted = set(labels)
+    keys = zip(cells["context"], cells["row_digits"], cells["col_digits"], strict=True)
+    named = cells[[gate_cell_name(*key) in wanted for key in keys]]
+    if named.empty:
+        return float("nan")
+    unseen = named.get("accuracy_unseen", pd.Series(float("nan"), index=named.index))
+    return float(unseen.fillna(named["accuracy"]).min())
+
+
+def summary_metrics(
+    cells: pd.DataFrame, seconds: float, max_digits: int | None = None, gate_cells: Sequence[str] = ()
+) -> dict[str, float]:
     """test_acc (mean over all cells), test_acc/<context>, seen_fraction, test_acc/seen and test_acc/unseen
     (the mean over cells of the accuracy on test problems in / not in the training set),
     eval/samples_per_s; given the training's `max_digits`, also test_acc/in_range and test_acc/beyond
     (cells with longer operands) and both per context, test_acc/<context>/in_range etc.: the numbers
-    length claims rest on, as UI columns."""
+    length claims rest on, as UI columns; given `gate_cells` (`train.gate_cells`), gate/weakest_unseen
+    (`weakest_unseen`)."""
     metrics = {"test_acc": float(cells["accuracy"].mean())}
     for context, frame in cells.groupby("context", sort=False):
         metrics[f"test_acc/{context}"] = float(frame["accuracy"].mean())
@@ -66,5 +90,7 @@ def summary_metrics(cells: pd.DataFrame, seconds: float, max_digits: int | None 
         accuracies = cells.get(f"accuracy_{part}", pd.Series(dtype=float)).dropna()
         if not accuracies.empty:
             metrics[f"test_acc/{part}"] = float(accuracies.mean())
+    if gate_cells:
+        metrics["gate/weakest_unseen"] = weakest_unseen(cells, gate_cells)
     metrics["eval/samples_per_s"] = float(cells["n"].sum() / max(seconds, 1e-9))
     return metrics

@@ -293,7 +293,7 @@ def _loop(s: Setup, state: TrainState, tracker, reporter, checkpoints, resumed_f
         final = state.stopped != "epochs" or epoch == t.epochs
         if epoch in t.eval_epochs or final:
             last_eval = evaluate_and_log(s, epoch, tracker)
-            metrics.update(summary_metrics(last_eval[0], last_eval[2], s.cfg.data.max_digits))
+            metrics.update(summary_metrics(last_eval[0], last_eval[2], s.cfg.data.max_digits, t.gate_cells))
             line += f"  test_acc {metrics['test_acc']:.3f}"
         print(line, flush=True)
         # the scheduler sees test_acc in every report: the latest evaluation's (0 before the first one)
@@ -393,7 +393,7 @@ def evaluate_and_log(s: Setup, epoch: int, tracker) -> tuple[pd.DataFrame, list[
         )
     seconds = time.perf_counter() - start
     cells, failures = result.to_frame(), [failure.to_json() for failure in result.failures]
-    tracker.log_metrics(summary_metrics(cells, seconds, s.cfg.data.max_digits), epoch)
+    tracker.log_metrics(summary_metrics(cells, seconds, s.cfg.data.max_digits, t.gate_cells), epoch)
     tracker.log_evaluation(cells, failures, epoch)
     tracker.log_errors(result.errors_frame(), epoch)
     return cells, failures, seconds

@@ -1,0 +1,175 @@
+"""What a recipe search found, read from the store: each configuration's cost to the gate.
+
+A search's sweep (`python sweeps/run.py --search NAME`, `sweeps.search`) leaves in each trial's MLflow run
+the gate's weakest cell at each evaluation (`gate/weakest_unseen`, step = epoch) and the core-minutes spent
+by then (`search/core_minutes`). A configuration is a point of the search's grid (compared format x recipe);
+its *cost to the gate* is the core-minutes at which the weakest gated cell first reached `LEARNED` (0.9),
+the most over its seeds (the gate asks it of every seed); where a seed never did, "not reached" with the
+best the configuration read (its weakest seed's best). `search_cost_table` builds it from the store (for
+docs/RESULTS.md and the end of a search), `cost_to_gate` from the evaluations alone.
+
+    python -m analysis.search --grid mul_format_recipe --tracking-uri sqlite:///mlflow.db
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Iterable
+
+import pandas as pd
+
+from analysis.load import AnalysisError, find_parent, require_store, sweep_runs
+from arith.tracking import store
+from experiments.registry import SEARCHES
+from experiments.search import CORE_MINUTES, GATE_METRIC, STOPPED_TAG
+from experiments.verdicts import LEARNED, TOLERANCE
+
+#: one row per trial x evaluation, what `cost_to_gate` reads
+EVALUATION_COLUMNS = ["point", "seed", "status", "stopped", "epoch", "core_minutes", "gate"]
+COST_COLUMNS = [
+    "configuration",
+    "seeds",
+    "stopped early",
+    "core-min to gate",
+    "best weakest cell",
+    "core-min spent",
+]
+
+
+def search_evaluations(tracking_uri: str, parent_run_id: str) -> pd.DataFrame:
+    """Every evaluation of every trial of the search's sweep (whatever its status: the trials ASHA stopped
+    count), with the core-minutes spent by then."""
+    require_store(tracking_uri)
+    client = store.client(tracking_uri)
+    parent = client.get_run(parent_run_id)
+    runs = store.trial_runs(
+        tracking_uri, [client.get_experiment(parent.info.experiment_id).name], parent_run_id
+    )
+    rows = []
+    for run in runs:
+        tags = run.data.tags
+        gate = {m.step: m.value for m in client.get_metric_history(run.info.run_id, GATE_METRIC)}
+        spent = {m.step: m.value for m in client.get_metric_history(run.info.run_id, CORE_MINUTES)}
+        for epoch in sorted(set(gate) & set(spent)):
+            rows.append(
+                {
+                    "point": tags.get("point", run.info.run_name),
+                    "seed": int(tags.get("seed", -1)),
+                    "status": run.info.status,
+                    "stopped": tags.get(STOPPED_TAG, ""),
+                    "epoch": epoch,
+                    "core_minutes": spent[epoch],
+                    "gate": gate[epoch],
+                }
+            )
+    return pd.DataFrame(rows, columns=EVALUATION_COLUMNS)
+
+
+def _trial_cost(trial: pd.DataFrame, threshold: float) -> dict[str, float | bool]:
+    """One trial's core-minutes to the gate (NaN: not reached), best gate value, core-minutes spent and
+    whether the scheduler stopped it."""
+    ordered = trial.sort_values("epoch")
+    reached = ordered[ordered["gate"] >= threshold - TOLERANCE]
+    return {
+        "to_gate": float(reached["core_minutes"].iloc[0]) if len(reached) else math.nan,
+        "best": float(ordered["gate"].max()),
+        "spent": float(ordered["core_minutes"].max()),
+        "stopped": bool(ordered["stopped"].iloc[-1]),
+    }
+
+
+def cost_to_gate(evaluations: pd.DataFrame, threshold: float = LEARNED) -> pd.DataFrame:
+    """One row per configuration (point): its seeds, how many the scheduler stopped, the core-minutes
+    until the weakest gated cell first reached `threshold` on every seed ("not reached" otherwise), the
+    best value its weakest seed read, and the core-minutes spent in all. Cheapest first."""
+    rows = []
+    for point, configuration in evaluations.groupby("point", sort=True):
+        trials = {seed: _trial_cost(t, threshold) for seed, t in configuration.groupby("seed", sort=True)}
+        costs = pd.DataFrame.from_dict(trials, orient="index")
+        reached = bool(costs["to_gate"].notna().all())
+        best, to_gate = float(costs["best"].min()), float(costs["to_gate"].max())
+        rows.append(
+            {
+                "configuration": point,
+                "seeds": ", ".join(map(str, trials)),
+                "stopped early": f"{int(costs['stopped'].sum())} of {len(trials)}",
+                "core-min to gate": f"{to_gate:.1f}" if reached else f"not reached (best {best:.2f})",
+                "best weakest cell": round(best, 3),
+                "core-min spent": round(float(costs["spent"].sum()), 1),
+                "_order": (0, to_gate) if reached else (1, -best),
+            }
+        )
+    if not rows:
+        return pd.DataFrame(columns=COST_COLUMNS)
+    table = pd.DataFrame(rows).sort_values("_order", kind="stable", key=lambda c: c.map(tuple))
+    return table.drop(columns="_order").reset_index(drop=True)
+
+
+def search_cost_table(tracking_uri: str, grid: str, parent_run_id: str | None = None) -> pd.DataFrame:
+    """The cost-to-gate table of a search's sweep: the given parent run, else the latest sweep of `grid`
+    (the search's name)."""
+    require_store(tracking_uri)
+    parent = find_parent(store.client(tracking_uri), grid, parent_run_id)
+    return cost_to_gate(search_evaluations(tracking_uri, parent.info.run_id))
+
+
+def cost_markdown(table: pd.DataFrame, budget_core_min: float | None = None) -> str:
+    """The table as docs/RESULTS.md shows it, with what its columns mean."""
+    if table.empty:
+        return "No evaluation of the search is in the store yet."
+    header = "| " + " | ".join(table.columns) + " |"
+    lines = [header, "|" + " --- |" * len(table.columns)]
+    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in table.itertuples(index=False)]
+    budget = f", at most {budget_core_min:g} core-minutes a trial" if budget_core_min else ""
+    note = (
+        f"\nCost to the gate: core-minutes (seconds x CPUs / 60) until the weakest gated cell, read on the "
+        f"test problems not trained on, first reached {LEARNED:g} on every seed (the most over its seeds); "
+        f"'not reached' gives the best its weakest seed read before it ended or ASHA stopped it{budget}."
+    )
+    return "\n".join(lines) + "\n" + note
+
+
+def cost_report(tracking_uri: str, parent_run_id: str, budget_core_min: float | None = None) -> str:
+    """The table of one search sweep, for the end of `sweeps/run.py --search`."""
+    try:
+        evaluations = search_evaluations(tracking_uri, parent_run_id)
+    except AnalysisError as err:
+        return f"no cost-to-gate table: {err}"
+    return cost_markdown(cost_to_gate(evaluations), budget_core_min)
+
+
+def search_sections(tracking_uri: str, names: Iterable[str] = tuple(SEARCHES)) -> str:
+    """docs/RESULTS.md's section of the recipe searches: for each declared search with a sweep in the
+    store (its latest), the cost-to-gate table ("" when none has run)."""
+    client, parts = store.client(tracking_uri), []
+    for name in names:
+        runs = sweep_runs(client, name)
+        if not runs:
+            continue
+        search = SEARCHES.get(name)
+        budget = search.scheduler.max_core_min if search else None
+        what = f"{search.description} ({search.experiment}'s compared points)" if search else name
+        run_id = runs[0].info.run_id
+        table = cost_markdown(cost_to_gate(search_evaluations(tracking_uri, run_id)), budget)
+        parts.append(f"### Recipe search {name}\n\n{what}; sweep {run_id}.\n\n{table}\n")
+    return "## Recipe searches: the cost to the gate\n\n" + "\n".join(parts) if parts else ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m analysis.search", description=__doc__.splitlines()[0])
+    p.add_argument("--grid", required=True, help="the search's name (its sweep's grid)")
+    p.add_argument("--run", default=None, help="the sweep's parent run id (default: the latest)")
+    p.add_argument("--tracking-uri", default="sqlite:///mlflow.db")
+    args = p.parse_args(argv)
+    try:
+        print(cost_markdown(search_cost_table(args.tracking_uri, args.grid, args.run)))
+    except AnalysisError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

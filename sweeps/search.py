@@ -1,0 +1,197 @@
+"""A recipe search (`experiments.search.Search`) as a Ray Tune sweep: `python sweeps/run.py --search NAME`.
+
+The search is an ordinary sweep of a derived grid (the experiment's compared points x the recipe axes) run
+by the one trainable, `sweeps.trainable.run_trial`, with three additions:
+
+- each trial is evaluated after every epoch and reports `gate/weakest_unseen`: the weakest of the cells the
+  competence gate reads for its point (`experiments.verdicts.gated_cells`: the paper's learned cells through
+  the digit map, else the search's fallback), on the test problems it was not trained on
+  (`train.gate_cells`, `arith.training.metrics.weakest_unseen`);
+- Tune's ASHA scheduler (`ray.tune.schedulers.ASHAScheduler`) reads that metric against the trial's clock,
+  Tune's own `time_total_s` (kept across restores from a checkpoint): a core-minute is 60 / cpus of its
+  seconds, every trial of a search having the same CPUs;
+- when Tune is done, each trial's MLflow run gets `search/core_minutes` at each evaluated epoch (from
+  Tune's results) and a trial ASHA stopped is ended KILLED with the tag `search_stopped` (`rung` or
+  `budget`), so that the store alone holds what `analysis.search` builds the cost-to-gate table from.
+
+At a recipe scale (cpu_recipe) the configurations stand in for the task's recipe: a candidate that no
+claim's seeds may run (`sweeps.space` refuses them), and the search's seeds are from 100 up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import pandas as pd
+
+from analysis.search import cost_report
+from arith.config import ConfigError, ExperimentConfig
+from arith.data.datasets import test_examples
+from arith.tracking import store
+from arith.training.metrics import gate_cell_name
+from arith.validation import validate
+from experiments.cells import CELL_KEYS
+from experiments.grid import Grid
+from experiments.registry import SEARCHES
+from experiments.search import CORE_MINUTES, GATE_METRIC, STOPPED_TAG, Search, check_presearch_seeds
+from experiments.verdicts import gated_cells
+from sweeps.grids import get_grid
+from sweeps.scales import Recipe, Scale, get_scale
+from sweeps.storage import digit_map
+from sweeps.trainable import trial_key
+
+
+def get_search(name: str) -> Search:
+    """The search called `name`; an unknown name fails listing the declared ones."""
+    if name not in SEARCHES:
+        raise ConfigError(f"unknown search {name!r}; choose one of: {', '.join(SEARCHES) or 'none declared'}")
+    return SEARCHES[name]
+
+
+def search_seeds(search: Search, seeds: int | tuple[int, ...]) -> tuple[int, ...]:
+    """`--seeds` for a search: a count K takes K seeds from the search's first; explicit seeds must be
+    pre-search seeds (from 100 up)."""
+    chosen = tuple(range(search.seeds[0], search.seeds[0] + seeds)) if isinstance(seeds, int) else seeds
+    if isinstance(seeds, int) and seeds == 1:
+        chosen = search.seeds
+    check_presearch_seeds(chosen, f"search {search.name!r}")
+    return chosen
+
+
+def candidate_scale(scale: Scale, grid: Grid, search: Search, seeds: tuple[int, ...]) -> Scale:
+    """`scale` with the search's configurations standing in for the task's recipe where the scale has
+    recipes: a candidate not chosen, which only the search's seeds run. Other scales as they are."""
+    if not scale.recipes:
+        return scale
+    points = grid.points()
+    steps = max(int(p.overrides.get("train.max_steps", 0)) for p in points)
+    if not steps:
+        raise ConfigError(f"search {search.name!r} at a recipe scale must set train.max_steps")
+    task = ExperimentConfig().with_overrides(points[0].overrides).data.task
+    candidate = Recipe(
+        steps=steps,
+        sample_fraction=search.sample_fraction,
+        chosen_by=f"a configuration of search {search.name}",
+        chosen=False,
+    )
+    return replace(scale.with_recipe(task, candidate), presearch_seeds=seeds)
+
+
+def gate_cells(cfg: ExperimentConfig, digits: dict[int, int], search: Search) -> list[str]:
+    """The cells the competence gate reads for this trial's point (`train.gate_cells` labels)."""
+    cells = sorted({example.cell for example in test_examples(cfg.data)}, key=str)
+    frame = pd.DataFrame([(c, r, d) for c, r, d in cells], columns=CELL_KEYS)
+    point = {k: v for k, v in cfg.flat().items() if k.startswith(("data.", "model.", "train."))}
+    tags = cfg.tracking.tags
+    for key, value in {**point, "paper_table": tags.get("paper_table", ""), "paper_epochs": ""}.items():
+        frame[key] = [value] * len(frame)
+    frame["final_epoch"] = cfg.train.epochs
+    gated, _ = gated_cells(frame, digits, search.fallback)
+    return [gate_cell_name(r.context, r.row_digits, r.col_digits) for r in gated.itertuples(index=False)]
+
+
+@dataclass(frozen=True)
+class SearchRun:
+    """One run of a search: the search, its grid and scale, the seeds; what the sweep asks of it."""
+
+    search: Search
+    grid: Grid
+    scale: Scale
+    seeds: tuple[int, ...]
+
+    @classmethod
+    def of(
+        cls, name: str, scale: str | None, seeds: int | tuple[int, ...], grid: str | None = None
+    ) -> SearchRun:
+        search = get_search(name)
+        if grid and grid != search.experiment:
+            raise ConfigError(f"search {name!r} serves grid {search.experiment!r}, not {grid!r}")
+        chosen = search_seeds(search, seeds)
+        derived = replace(search.grid(get_grid(search.experiment)), presearch_seeds=chosen)
+        return cls(
+            search,
+            derived,
+            candidate_scale(get_scale(scale or search.scale), derived, search, chosen),
+            chosen,
+        )
+
+    def prepare(self, configs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Each trial evaluated after every epoch, reporting its gate's weakest cell."""
+        digits = digit_map(self.grid, self.scale)
+        out = {}
+        for key, config in configs.items():
+            cfg = ExperimentConfig.from_dict(config)
+            cfg = cfg.with_overrides(
+                {
+                    "train.eval_epochs": list(range(1, cfg.train.epochs + 1)),
+                    "train.gate_cells": gate_cells(cfg, digits, self.search),
+                }
+            )
+            out[key] = validate(cfg).to_dict()
+        return out
+
+    def scheduler(self, cpus: float):
+        """ASHA over the trials' own clock, its rungs in core-minutes."""
+        from ray.tune.schedulers import ASHAScheduler
+
+        asha, seconds = self.search.scheduler, 60.0 / cpus
+        return ASHAScheduler(
+            time_attr="time_total_s",
+            metric=GATE_METRIC,
+            mode="max",
+            grace_period=asha.grace_core_min * seconds,
+            max_t=asha.max_core_min * seconds,
+            reduction_factor=asha.reduction_factor,
+        )
+
+    def describe(self, configurations: int) -> str:
+        """The scheduler's line under the dry run's table."""
+        asha = self.search.scheduler
+        rungs = " / ".join(f"{r:g}" for r in asha.rungs())
+        return (
+            f"search {self.search.name}: {configurations} configurations x seeds {list(self.seeds)}; ASHA on "
+            f"{GATE_METRIC} at {rungs} core-minutes (reduction factor {asha.reduction_factor}); at most "
+            f"~{asha.most_core_min(configurations * len(self.seeds)):.0f} core-minutes in all"
+        )
+
+    def record(
+        self, results: Any, configs: dict[str, dict[str, Any]], uri: str, parent_run_id: str, cpus: float
+    ) -> int:
+        """Write each trial's core-minutes into its MLflow run and end the runs ASHA stopped (KILLED,
+        tagged `search_stopped`); returns how many it stopped."""
+        from mlflow.entities import Metric
+
+        client, stopped = store.client(uri), 0
+        budget_s = self.search.scheduler.max_core_min * 60.0 / cpus
+        for result in results:
+            history = result.metrics_dataframe
+            if not result.config or history is None or "epoch" not in history:
+                continue
+            cfg = configs[trial_key(result.config["point"], result.config["seed"])]
+            t = cfg["tracking"]
+            runs = store.trial_runs(uri, [t["experiment"]], parent_run_id, t["run_name"])
+            if not runs:
+                continue
+            run = runs[0]
+            rows = history.dropna(subset=["epoch"])
+            metrics = [
+                Metric(CORE_MINUTES, float(s) * cpus / 60.0, int(ts) * 1000, int(epoch))
+                for epoch, s, ts in zip(rows["epoch"], rows["time_total_s"], rows["timestamp"], strict=True)
+            ]
+            client.log_batch(run.info.run_id, metrics=metrics)
+            # a trial the scheduler stopped has its last result marked done before its last epoch (one
+            # cut short by an interrupted sweep is not marked done; a NaN loss ends it with a flag)
+            last = result.metrics or {}
+            cut = last.get("done") and not last.get("nonfinite_loss")
+            ended_early = cut and int(rows["epoch"].max()) < cfg["train"]["epochs"]
+            if result.error is None and ended_early and run.info.status != "FINISHED":
+                why = "budget" if float(rows["time_total_s"].max()) >= budget_s else "rung"
+                client.set_tag(run.info.run_id, STOPPED_TAG, why)
+                store.set_run_status(uri, run.info.run_id, "KILLED")
+                stopped += 1
+        return stopped
+
+    def report(self, uri: str, parent_run_id: str) -> str:
+        """The cost-to-gate table of this search's sweep, as the end of the run prints it."""
+        return cost_report(uri, parent_run_id, self.search.scheduler.max_core_min)

@@ -1,0 +1,243 @@
+"""The recipe search (`python sweeps/run.py --search NAME`): its declaration (`experiments.search`), the
+cost-to-gate table built from the store (`analysis.search`), and a real search at smoke scale under Ray
+Tune's ASHA on a local Ray into a SQLite MLflow store."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analysis.load import find_parent
+from analysis.search import cost_to_gate, search_cost_table, search_evaluations, search_sections
+from arith.config import ConfigError
+from arith.tracking import store
+from arith.training.metrics import weakest_unseen
+from experiments import registry
+from experiments.search import PRESEARCH_FIRST_SEED, STOPPED_TAG, Asha, ChosenRecipe, Search
+from sweeps.grids import get_grid, points
+from sweeps.run import main
+from sweeps.search import SearchRun
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: a search of one's own, outside the repository: digit reversal (learned in seconds at smoke scale) at
+#: three peak learning rates, the good one first, so that ASHA has something to stop
+TOY_SEARCH = textwrap.dedent(
+    """
+    from experiments.claim import Experiment
+    from experiments.grid import Grid
+    from experiments.search import Asha, Search
+
+
+    def regular(frame):
+        return frame[frame["context"] == "regular"]
+
+
+    TOY = Experiment(
+        Grid(
+            name="toy_reverse",
+            description="Toy: digit reversal of 2-3 digits.",
+            base={
+                "data.task": "reverse", "data.format": "basic", "data.min_digits": 2, "data.max_digits": 3,
+                "data.test_digits": [2, 3], "data.train_samples": 200_000, "model.init": "random",
+            },
+            axes={"data.format": ["basic"]},
+        )
+    )
+    EXPERIMENTS = (TOY,)
+    SEARCHES = (
+        Search(
+            name="toy_reverse_recipe",
+            description="Toy: the learning rate at which reversal passes its gate.",
+            experiment="toy_reverse",
+            compared={"data.format": ["basic"]},
+            axes={"train.lr": [3e-3, 1e-5, 2e-5]},
+            base={"train.epochs": 25, "train.loss_on": "answer", "data.test_per_cell": 20},
+            scale="smoke",
+            scheduler=Asha(grace_core_min=0.05, max_core_min=1.0, reduction_factor=2),
+            fallback=regular,
+        ),
+    )
+    """
+)
+
+
+def evaluations(rows: list[tuple[str, int, int, float, float, str]]) -> pd.DataFrame:
+    """A search's evaluations: (point, seed, epoch, core-minutes, gate, stopped tag)."""
+    frame = pd.DataFrame(rows, columns=["point", "seed", "epoch", "core_minutes", "gate", "stopped"])
+    return frame.assign(status="FINISHED")
+
+
+def test_the_cost_to_gate_is_the_first_evaluation_at_the_gate_on_every_seed() -> None:
+    table = cost_to_gate(
+        evaluations(
+            [
+                ("fast", 100, 1, 5.0, 0.50, ""),
+                ("fast", 100, 2, 10.0, 0.92, ""),
+                ("fast", 100, 3, 15.0, 0.80, ""),  # a later dip does not undo the gate
+                ("fast", 101, 1, 6.0, 0.95, ""),
+                ("slow", 100, 1, 5.0, 0.10, ""),
+                ("slow", 100, 2, 30.0, 0.90, ""),  # 0.9 is the gate
+                ("never", 100, 1, 5.0, 0.20, "rung"),
+                ("never", 101, 1, 5.0, 0.60, ""),
+                ("never", 101, 2, 9.0, 0.95, ""),
+            ]
+        )
+    )
+    assert list(table["configuration"]) == ["fast", "slow", "never"]  # cheapest first
+    fast, slow, never = (table.iloc[i] for i in range(3))
+    assert fast["core-min to gate"] == "10.0"  # the most over its seeds: seed 100 took 10
+    assert fast["seeds"] == "100, 101" and fast["core-min spent"] == 21.0
+    assert slow["core-min to gate"] == "30.0"
+    # one seed never reached it: not reached, with the best its weakest seed read
+    assert never["core-min to gate"] == "not reached (best 0.20)"
+    assert never["stopped early"] == "1 of 2" and never["best weakest cell"] == 0.2
+
+
+def test_the_cost_table_of_no_evaluations_is_empty_with_its_columns() -> None:
+    assert cost_to_gate(evaluations([])).empty
+    assert "core-min to gate" in cost_to_gate(evaluations([])).columns
+
+
+def test_the_weakest_cell_reads_unseen_problems_where_a_cell_has_them() -> None:
+    cells = pd.DataFrame(
+        {
+            "context": ["main", "main", "main"],
+            "row_digits": [1, 2, 3],
+            "col_digits": [1, 2, 3],
+            "accuracy": [1.0, 0.95, 0.2],
+            # 1x1 has no unseen problem (every one trained on): its accuracy stands
+            "accuracy_unseen": [math.nan, 0.5, 0.1],
+        }
+    )
+    assert weakest_unseen(cells, ["main:1x1", "main:2x2"]) == 0.5  # memorised 2x2 does not pass
+    assert weakest_unseen(cells, ["main:1x1"]) == 1.0
+    assert math.isnan(weakest_unseen(cells, ["main:4x4"]))
+
+
+def test_the_mul_search_declares_both_formats_at_every_recipe_on_presearch_seeds() -> None:
+    run = SearchRun.of("mul_format_recipe", None, 1)
+    points = run.grid.points()
+    formats = {p.overrides["data.format"] for p in points}
+    assert formats == {"basic", "padding_reverse"}
+    # every recipe (model x batch-and-steps x lr) once per compared format
+    recipes = {p.name.split(",", 2)[2] for p in points}
+    assert len(points) == 2 * len(recipes) == 24
+    assert run.seeds == (100,) and run.grid.presearch_seeds == (100,)
+    assert run.scale.name == "cpu_recipe" and run.scale.recipe("mul").chosen is False
+    # what a recipe sets is set after the scale: the peak lr as declared, not x 50
+    assert {"train.lr", "train.batch_size", "train.max_steps", "model.preset"} <= set(run.grid.over_scale)
+    assert Asha(10, 90, 3).rungs() == [10, 30, 90]
+
+
+def test_seeds_below_100_are_refused() -> None:
+    with pytest.raises(ConfigError, match=f"from {PRESEARCH_FIRST_SEED} up"):
+        SearchRun.of("mul_format_recipe", None, (3, 100))
+    with pytest.raises(ConfigError, match="not 7"):
+        Search("s", "", "mul_format", {}, {"train.lr": [1e-3]}, seeds=(7,))
+    assert main(["--search", "mul_format_recipe", "--seeds", "0,1", "--dry-run"]) == 2
+    assert main(["--search", "mul_format_recipe", "--grid", "add_length", "--dry-run"]) == 2
+
+
+def test_the_dry_run_prints_the_search_configurations(capsys) -> None:
+    assert main(["--search", "mul_format_recipe", "--seeds", "100,101", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "format=padding_reverse,max_digits=5,model=gpt2-mini,batch=512x6000,lr=0.003" in out
+    assert "48 trials" in out and "24 configurations x seeds [100, 101]" in out
+    assert "ASHA on gate/weakest_unseen at 10 / 30 / 90 core-minutes" in out
+
+
+def test_a_recipe_declared_on_an_experiment_trains_both_compared_formats(monkeypatch) -> None:
+    """The recipe a search chose, declared with its experiment: at its scale every point trains at it (the
+    scale's own refusal of a task without a recipe gives way), at other scales nothing changes."""
+    chosen = ChosenRecipe(
+        "cpu_recipe",
+        {"model.preset": "gpt2-mini", "train.batch_size": 512, "train.lr": 3e-3, "train.max_steps": 6000},
+        chosen_by="mul_format_recipe",
+    )
+    experiment = registry.EXPERIMENTS["mul_format"]
+    monkeypatch.setitem(
+        registry.EXPERIMENTS, "mul_format", dataclasses.replace(experiment, recipes=(chosen,))
+    )
+    assert registry.recipe_for("mul_format", "cpu_recipe") is chosen
+    only = {"data.max_digits": "3", "data.format": "basic"}
+    configs = [
+        *points(get_grid("mul_format"), "cpu_recipe", (0, 1), only=only),
+        *points(
+            get_grid("mul_format"), "cpu_recipe", (0, 1), only={**only, "data.format": "padding_reverse"}
+        ),
+    ]
+    assert {c.data.format for c in configs} == {"basic", "padding_reverse"}
+    for cfg in configs:
+        t = cfg.train
+        assert (cfg.model.preset, t.batch_size, t.lr, t.max_steps) == ("gpt2-mini", 512, 3e-3, 6000)
+        assert cfg.data.train_samples == 300_000  # the paper's count, as the recipe scale draws it
+        assert t.epochs == math.ceil(6000 / math.ceil(cfg.data.train_samples / 512))
+    assert points(get_grid("mul_format"), "cpu", 1, only=only)[0].train.max_steps == 3000
+
+
+@pytest.mark.slow
+def test_a_smoke_search_stops_trials_early_and_tables_their_cost(tmp_path) -> None:
+    """A real search: ASHA on a local Ray (one trial at a time, the good learning rate first), the real
+    trainer, a SQLite store; the cost-to-gate table read back from the store."""
+    (tmp_path / "toy_search.py").write_text(TOY_SEARCH)
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "MLFLOW_TRACKING_URI")}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(ROOT), env.get("PYTHONPATH", "")]).rstrip(
+        os.pathsep
+    )
+    env[registry.PLUGINS_ENV] = "toy_search"
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    ray_temp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # Unix socket paths stay short
+    try:
+        proc = subprocess.run(
+            [
+                sys.executable, "sweeps/run.py", "--search", "toy_reverse_recipe", "--cpus-per-trial", "1",
+                "--max-concurrent", "1", "--ray-temp-dir", ray_temp, "--tracking-uri", uri,
+                "--storage-path", str(tmp_path / "ray_results"),
+            ],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+        )  # fmt: skip
+    finally:
+        shutil.rmtree(ray_temp, ignore_errors=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "core-min to gate" in proc.stdout  # the table, printed at the end
+
+    check_the_toy_search(uri)
+
+
+def check_the_toy_search(uri: str) -> None:
+    """What the smoke search left in its store: a cost row per configuration, the good learning rate at
+    the gate, the others stopped early by ASHA (KILLED, tagged, fewer evaluations)."""
+    table = search_cost_table(uri, "toy_reverse_recipe")
+    assert len(table) == 3  # one row per configuration
+    good = table.iloc[0]
+    assert "lr=0.003" in good["configuration"]
+    assert not good["core-min to gate"].startswith("not reached") and float(good["core-min to gate"]) > 0
+    assert good["best weakest cell"] >= 0.9 and good["stopped early"] == "0 of 1"
+    slow = table.iloc[1:]
+    assert slow["core-min to gate"].str.startswith("not reached").all()
+    assert (slow["best weakest cell"] < 0.9).all()
+    parent = find_parent(store.client(uri), "toy_reverse_recipe")
+    trials = store.trial_runs(uri, ["toy_reverse_recipe"], parent.info.run_id)
+    stopped = [run for run in trials if run.data.tags.get(STOPPED_TAG)]
+    assert len(trials) == 3 and len(stopped) >= 1
+    assert {run.info.status for run in stopped} == {"KILLED"}
+    epochs = search_evaluations(uri, parent.info.run_id).groupby("point")["epoch"].max()
+    assert epochs[good["configuration"]] == 25
+    assert (epochs.drop(good["configuration"]) < 25).any()
+    # docs/RESULTS.md's section, from the store alone
+    section = search_sections(uri, ["toy_reverse_recipe", "mul_format_recipe"])
+    assert "### Recipe search toy_reverse_recipe" in section and "mul_format_recipe" not in section
+    assert good["configuration"] in section and "not reached" in section
+    # the search's seeds are its parent run's pre-search seeds: no claim is judged on them
+    assert parent.data.tags["presearch_seeds"] == "[100]" and parent.info.status == "FINISHED"
