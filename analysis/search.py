@@ -140,11 +140,11 @@ def cost_report(tracking_uri: str, parent_run_id: str, budget_core_min: float | 
     return cost_markdown(cost_to_gate(evaluations), budget_core_min)
 
 
-def search_sections(tracking_uri: str, names: Iterable[str] = tuple(SEARCHES)) -> str:
-    """docs/RESULTS.md's section of the recipe searches: for each declared search with a sweep in the
-    store (its latest), the cost-to-gate table ("" when none has run)."""
+def search_sections(tracking_uri: str, names: Iterable[str] | None = None) -> str:
+    """docs/RESULTS.md's section of the recipe searches: for each declared search (default: every one)
+    with a sweep in the store (its latest), the cost-to-gate table ("" when none has run)."""
     client, parts = store.client(tracking_uri), []
-    for name in names:
+    for name in SEARCHES if names is None else names:
         runs = sweep_runs(client, name)
         if not runs:
             continue
