@@ -16,7 +16,7 @@ import json
 import shlex
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -41,6 +41,7 @@ from analysis.plan import (
     repo_relative,
 )
 from analysis.report import Analysis, analyse, render
+from analysis.spend import TrialCost, planned_text, spend_table, spent_line, trial_costs
 from analysis.tables import markdown_table as markdown
 from arith.tracking.archive import SOURCE_TAG
 from arith.tracking.store import client as store_client
@@ -82,6 +83,8 @@ class GridResult:
     grid: str
     parts: list[tuple[Planned, object | None]]
     analysis: Analysis | None
+    #: per part, in `parts`' order, its finished trials' costs (None for a part not run)
+    costs: list[list[TrialCost] | None] = field(default_factory=list)
 
 
 def grid_results(uri: str) -> list[GridResult]:
@@ -91,7 +94,8 @@ def grid_results(uri: str) -> list[GridResult]:
     for grid in grids():
         parts = part_runs(client, grid)
         ids = [run.info.run_id for _, run in parts if run is not None]
-        out.append(GridResult(grid, parts, analyse(load_sweep(grid, uri, ids)) if ids else None))
+        costs = [trial_costs(client, run) if run is not None else None for _, run in parts]
+        out.append(GridResult(grid, parts, analyse(load_sweep(grid, uri, ids)) if ids else None, costs))
     # one report, one family: Holm's correction over every claim judged in it, sections and summary alike
     analysed = [r.analysis for r in out if r.analysis is not None]
     every = rejudge([f for a in analysed for f in a.findings])
@@ -107,7 +111,20 @@ def section(result: GridResult, curves: str = "") -> str:
     if result.analysis is None:
         why = "; ".join(n for plan, _ in parts for n in (plan.note, plan.why_not_run) if n)
         why = why + "; " if why else ""
-        return f"## {grid}\n\n**Not yet run** at cpu scale ({why.removesuffix('; ') or 'planned'}).\n"
+        scale = parts[0][0].scale if parts else "cpu"
+        head = f"## {grid}\n\n**Not yet run** at {scale} scale ({why.removesuffix('; ') or 'planned'}).\n"
+        declared = [plan for plan, _ in parts if plan.estimate_core_min is not None]
+        if not declared:
+            return head
+        lines = [
+            f"\nTo run: `python scripts/reproduce_cpu.py --grids {grid}`, which runs each part below, then "
+            "tags and archives it:",
+            "",
+        ]
+        lines += [
+            f"- `{_command(plan)}`\n  - core-minutes: planned {planned_text(plan)}" for plan, _ in parts
+        ]
+        return head + "\n".join(lines) + "\n"
     body = repo_relative(render(result.analysis, "markdown"))
     # a sweep restored from its archive: named by the id it ran under, the same each rebuild
     for _, run in parts:
@@ -119,12 +136,14 @@ def section(result: GridResult, curves: str = "") -> str:
     lines = [f"## {grid}", ""]
     if len(parts) > 1:
         lines += [f"Read as one sweep from {len(ran)} part(s) of the plan, each run by its own command:", ""]
-    for plan, run in parts:
+    for (plan, run), cost in zip(parts, result.costs or [None] * len(parts), strict=True):
         if run is None:
             lines.append(
                 f"- **not yet run**: `{shlex.join(plan.sweep_args())}`"
                 + (f" ({plan.note})" if plan.note else "")
             )
+            if plan.estimate_core_min is not None:
+                lines.append(f"  - core-minutes: planned {planned_text(plan)}")
             continue
         tags = run.data.tags
         started = datetime.fromtimestamp(run.info.start_time / 1000, tz=timezone.utc)
@@ -138,6 +157,7 @@ def section(result: GridResult, curves: str = "") -> str:
             lines.append(f"  - archived runs: `{(ARCHIVES / plan.archive_name).relative_to(ROOT)}`")
         if plan.note:
             lines.append(f"  - note: {plan.note}")
+        lines.append(spent_line(plan, cost or []))
     if curves:
         lines.append(
             f"\nLearning curves: each point's training loss by step, and each trial's lowest accuracy at the "
@@ -146,6 +166,14 @@ def section(result: GridResult, curves: str = "") -> str:
         )
     lines.append("\nEvery number below is the mean over the seeds each point has.")
     return "\n".join(lines) + "\n" + body
+
+
+def _command(plan: Planned) -> str:
+    """The part's sweeps/run.py command as the reproduction runs it (into runs/cpu), from the repository."""
+    store = ROOT / "runs" / "cpu"
+    return repo_relative(
+        "python " + shlex.join(plan.command(f"sqlite:///{store}/mlflow.db", f"{store}/ray_results"))
+    )
 
 
 def summary(results: list[GridResult], unarchived: set[str] = frozenset()) -> str:
@@ -343,6 +371,10 @@ def write_results(
         summary(results, set(unarchived)),
         before_after(results),
         untestable_table(results, budget_table(every, single=True), curves, paper_steps),
+        spend_table(
+            [p for r in results for p in zip((plan for plan, _ in r.parts), r.costs, strict=True)],
+            set(unarchived),
+        ),
     ]
     with tempfile.TemporaryDirectory() as tmp:  # a store of its own: gpu sweeps never mix with cpu ones
         gpu = gpu_section(GPU_BANK, GPU_PLAN, f"sqlite:///{tmp}/gpu.db")

@@ -104,7 +104,8 @@ def test_the_report_is_written_from_its_prose_files_and_the_store(tmp_path: Path
             assert kept[grid] in text
             continue
         notes = "; ".join(n for p in PLAN if p.grid == grid for n in (p.note, p.why_not_run) if n)
-        assert f"## {grid}\n\n**Not yet run** at cpu scale ({notes or 'planned'})." in text
+        scale = next(p.scale for p in PLAN if p.grid == grid)
+        assert f"## {grid}\n\n**Not yet run** at {scale} scale ({notes or 'planned'})." in text
     # nothing judged, so nothing judged not testable; the pre-search's budget figure beside the report
     assert "### Not testable" not in text and (tmp_path / "results" / "figures" / "budget.png").exists()
 
@@ -189,3 +190,18 @@ def test_the_randembed_replication_runs_its_two_points_on_seeds_fixed_before_it_
         lines = [json.loads(line) for line in path.read_text().splitlines()[2:]]
         used |= {int(t["tags"]["seed"]) for t in lines if t.get("parent_run_id")}
     assert used and not used & set(part.seed_values)
+
+
+def test_a_grid_not_yet_run_shows_its_command_and_planned_core_minutes() -> None:
+    (part,) = [p for p in PLAN if p.grid == "reverse_posembed_replication"]
+    text = results.section(results.GridResult(part.grid, [(part, None)], None, [None]))
+    assert text.startswith(
+        "## reverse_posembed_replication\n\n**Not yet run** at cpu_recipe scale (fig:randembed"
+    )
+    assert "`python scripts/reproduce_cpu.py --grids reverse_posembed_replication`" in text
+    command = (
+        "python sweeps/run.py --grid reverse_posembed_replication --scale cpu_recipe --seeds "
+        "20,21,22,23,24,25,26,27,28,29 --tracking-uri sqlite:///runs/cpu/mlflow.db --storage-path "
+        "runs/cpu/ray_results"
+    )
+    assert f"- `{command}`\n  - core-minutes: planned {part.estimate_core_min:,.0f}" in text
