@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from analysis.budget import budget_table
+from analysis.budget import budget_table, steps_needed
 from analysis.curves import budget_figure, learning_curves_figure, save
 from analysis.findings import NOT_TESTABLE, Finding, rejudge
 from analysis.gpu import gpu_section
@@ -40,6 +40,7 @@ from analysis.plan import (
     part_runs,
     repo_relative,
 )
+from analysis.reach import GpuBatch, gpu_batches, judged_cost
 from analysis.report import Analysis, analyse, render
 from analysis.spend import TrialCost, planned_text, spend_table, spent_line, trial_costs
 from analysis.tables import markdown_table as markdown
@@ -57,6 +58,8 @@ BUDGET_NOTE = _NOTES["budget_note"]
 UNTESTABLE_NOTE = _NOTES["untestable_note"]
 #: per grid, the pre-search points (`grid: point`) whose step budgets stand for its models
 BUDGET_POINTS: dict[str, list[str]] = _NOTES["budget_points"]
+#: per grid whose claim the cpu model cannot test at any budget, what its one-core cost says instead
+ONE_CORE_INSTEAD: dict[str, str] = _NOTES.get("one_core_instead", {})
 #: each claim's verdict in the report before the rules of experiments/verdicts.py took their present form
 VERDICTS_BEFORE: list[dict[str, str]] = _NOTES["verdicts_before"]
 BEFORE_AFTER_NOTE = _NOTES["before_after_note"]
@@ -249,10 +252,13 @@ def untestable_table(
     budgets: pd.DataFrame,
     curves: dict[str, str],
     paper_steps: Callable[[str], int] | None = None,
+    steps: dict[str, list[float | None]] | None = None,
+    gpu: dict[str, list[GpuBatch]] | None = None,
 ) -> str:
     """Each claim judged not testable: why, its learning curves, the steps the pre-search extrapolates its
-    models need, and how long a trial is at paper scale (`paper_steps(grid)`, where given); empty when none
-    is."""
+    models need, what a judged sweep would cost on one core (at those `steps`, by "grid: point") and on a
+    GPU (the banked `gpu` batches of the grid or its parent), and how long a trial is at paper scale
+    (`paper_steps(grid)`, where given); empty when none is."""
     steps_to = next((c for c in budgets.columns if c.startswith("steps to ")), "")
     rows = []
     for result in results:
@@ -276,7 +282,14 @@ def untestable_table(
         }
         if paper_steps is not None:
             per_grid["a trial at paper scale"] = f"{paper_steps(result.grid):,} steps (GPT-2 small)"
-        rows += [{"grid": result.grid, "claim": f.claim, "why": f.evidence, **per_grid} for f in findings]
+        costs = [c for part in result.costs if part for c in part]
+        plans = [plan for plan, _ in result.parts]
+        for f in findings:
+            instead = ONE_CORE_INSTEAD.get(result.grid, "")
+            cost = judged_cost(
+                result.grid, plans, f.claim, costs, steps or {}, gpu or {}, BUDGET_POINTS, instead
+            )
+            rows.append({"grid": result.grid, "claim": f.claim, "why": f.evidence, **per_grid, **cost})
     if not rows:
         return ""
     table = markdown(pd.DataFrame(rows))
@@ -367,10 +380,18 @@ def write_results(
         budget_curves = (FIGURES / "budget.png").as_posix()
     sections = [unarchived.get(r.grid) or section(r, curves.get(r.grid, "")) for r in results]
     # the not-testable table also reads points pre-searched at one budget: whether it was reached
+    procs = {e["batch"]: e.get("procs", 0) for e in yaml.safe_load(GPU_PLAN.read_text()) or []}
     head = [
         summary(results, set(unarchived)),
         before_after(results),
-        untestable_table(results, budget_table(every, single=True), curves, paper_steps),
+        untestable_table(
+            results,
+            budget_table(every, single=True),
+            curves,
+            paper_steps,
+            steps_needed(every),
+            gpu_batches(GPU_BANK, procs),
+        ),
         spend_table(
             [p for r in results for p in zip((plan for plan, _ in r.parts), r.costs, strict=True)],
             set(unarchived),
