@@ -56,9 +56,10 @@ def one_core_cost(costs: list[TrialCost], points: int, steps: list[float | None]
     usable = sorted(s for s in steps if s is not None and math.isfinite(s))
     if not usable:
         return f"no estimate: the pre-search gives no budget that passes the gate ({rate})"
-    hours = [JUDGED_SEEDS * points * s * per_step / 60 for s in usable]
-    span = f"{hours[0]:,.1f}" if len(hours) == 1 else f"{hours[0]:,.1f}-{hours[-1]:,.1f}"
-    budget = ", ".join(dict.fromkeys(f"{s:,.0f}" for s in usable))
+    hours = [f"{JUDGED_SEEDS * points * s * per_step / 60:,.1f}" for s in (usable[0], usable[-1])]
+    span = "-".join(dict.fromkeys(hours))
+    # an extrapolated budget to two significant figures, as "Steps to competence" shows it
+    budget = ", ".join(dict.fromkeys(f"{float(f'{s:.2g}'):,.0f}" for s in usable))
     return (
         f"{span} core-hours: {JUDGED_SEEDS} seeds x {points} points x {budget} steps ({what}) at {rate} "
         "(an extrapolation)"

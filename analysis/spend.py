@@ -62,8 +62,8 @@ def spent_line(plan: Planned, costs: list[TrialCost]) -> str:
     cpus = ", ".join(dict.fromkeys(f"{c.cpus:g}" for c in costs)) or "-"
     spent = sum(c.core_minutes for c in costs)
     return (
-        f"  - core-minutes: planned {planned_text(plan)}, spent {spent:,.0f} ({len(costs)} finished trials x "
-        f"{cpus} CPU each, from their runs' start and end times)"
+        f"  - core-minutes: planned {planned_text(plan)}, spent {spent:,.0f} ({len(costs)} finished "
+        f"trial{'' if len(costs) == 1 else 's'} x {cpus} CPU each, from their runs' start and end times)"
     )
 
 

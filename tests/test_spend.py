@@ -47,6 +47,7 @@ def test_spent_is_each_finished_trials_minutes_times_its_cpus_read_from_the_stor
         "  - core-minutes: planned 20, spent 14 (2 finished trials x 1, 2 CPU each, from their runs' start "
         "and end times)"
     )
+    assert "spent 6 (1 finished trial x 1 CPU each" in spent_line(plan, costs[:1])
     table = spend_table([(plan, costs), (Planned("h", 1), None), (Planned("u", 1), None)], {"u"})
     assert "| g | cpu | 0, 1, 2 |  | 2 | 20 | 14 |" in table
     assert "| h | cpu | 0 |  |  | not declared | not yet run |" in table
@@ -68,6 +69,10 @@ def test_a_judged_sweep_costs_its_seeds_times_its_points_at_the_measured_rate_on
     # 5 seeds x 2 points x 6,000 (or 12,000) steps x 0.002 min = 120 (240) min
     assert said.startswith("2.0-4.0 core-hours: 5 seeds x 2 points x 6,000, 12,000 steps (the pre-search's")
     assert "0.12 s a step measured over its sweep's 2 one-CPU trials" in said and "an extrapolation" in said
+    # an extrapolated budget shown to two significant figures, one number where the seeds agree
+    assert one_core_cost(costs, 1, [46_629.0, 46_629.0], "x").startswith(
+        "7.8 core-hours: 5 seeds x 1 points x 47,000"
+    )
     assert one_core_cost(costs, 2, [None], "x").startswith("no estimate: the pre-search gives no budget")
     assert one_core_cost([], 2, [6000.0], "x") == "no one-core measurement"
 
