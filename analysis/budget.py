@@ -170,3 +170,19 @@ def budget_table(
             }
         )
     return pd.DataFrame(rows)
+
+
+def steps_needed(records: list[dict], target: float = LEARNED) -> dict[str, list[float | None]]:
+    """Per pre-searched point ("grid: point", as `budget_table` names it), each seed's steps to `target`:
+    the first budget measured reaching it, else the fit's extrapolation; None where there is neither (one
+    budget not reached, a fit that does not rise or is nearly flat)."""
+    out: dict[str, list[float | None]] = {}
+    for (grid, point, _seed), recs in budget_series(records).items():
+        budgets = sorted(gate_budgets(recs))
+        reached = [s for s, a in budgets if a >= target]
+        fit = fit_budgets(budgets)
+        steps = float(reached[0]) if reached else (fit.steps_to(target) if fit is not None else None)
+        out.setdefault(f"{grid}: {point}", []).append(
+            steps if steps is None or math.isfinite(steps) else None
+        )
+    return out

@@ -47,6 +47,9 @@ class Planned:
     note: str = ""
     #: shown only while the store has no finished sweep of the grid: what is known about running it
     why_not_run: str = ""
+    #: the core-minutes it is expected to cost (its trials' minutes x CPUs a trial), declared before it
+    #: runs; None where none was (the report says "not declared" rather than state one after the fact)
+    estimate_core_min: float | None = None
 
     @property
     def seed_values(self) -> list[int]:
@@ -118,6 +121,7 @@ def load_plan(path: Path) -> tuple[Planned, ...]:
             sets=tuple(part.get("set", ())),
             note=part.get("note", ""),
             why_not_run=part.get("why_not_run", ""),
+            estimate_core_min=part.get("estimate_core_min"),
         )
         for part in parts
     )

@@ -17,14 +17,14 @@ import json
 import shlex
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
 import yaml
 
-from analysis.budget import budget_table
+from analysis.budget import budget_table, steps_needed
 from analysis.curves import budget_figure, learning_curves_figure, save
 from analysis.findings import NOT_TESTABLE, Finding, rejudge
 from analysis.gpu import gpu_section
@@ -41,8 +41,10 @@ from analysis.plan import (
     part_runs,
     repo_relative,
 )
+from analysis.reach import GpuBatch, gpu_batches, judged_cost
 from analysis.report import Analysis, analyse, render
 from analysis.search import search_sections
+from analysis.spend import TrialCost, planned_text, spend_table, spent_line, trial_costs
 from analysis.tables import markdown_table as markdown
 from arith.tracking.archive import SOURCE_TAG
 from arith.tracking.store import client as store_client
@@ -58,6 +60,8 @@ BUDGET_NOTE = _NOTES["budget_note"]
 UNTESTABLE_NOTE = _NOTES["untestable_note"]
 #: per grid, the pre-search points (`grid: point`) whose step budgets stand for its models
 BUDGET_POINTS: dict[str, list[str]] = _NOTES["budget_points"]
+#: per grid whose claim the cpu model cannot test at any budget, what its one-core cost says instead
+ONE_CORE_INSTEAD: dict[str, str] = _NOTES.get("one_core_instead", {})
 #: each claim's verdict in the report before the rules of experiments/verdicts.py took their present form
 VERDICTS_BEFORE: list[dict[str, str]] = _NOTES["verdicts_before"]
 BEFORE_AFTER_NOTE = _NOTES["before_after_note"]
@@ -84,6 +88,8 @@ class GridResult:
     grid: str
     parts: list[tuple[Planned, object | None]]
     analysis: Analysis | None
+    #: per part, in `parts`' order, its finished trials' costs (None for a part not run)
+    costs: list[list[TrialCost] | None] = field(default_factory=list)
 
 
 def grid_results(uri: str) -> list[GridResult]:
@@ -93,7 +99,8 @@ def grid_results(uri: str) -> list[GridResult]:
     for grid in grids():
         parts = part_runs(client, grid)
         ids = [run.info.run_id for _, run in parts if run is not None]
-        out.append(GridResult(grid, parts, analyse(load_sweep(grid, uri, ids)) if ids else None))
+        costs = [trial_costs(client, run) if run is not None else None for _, run in parts]
+        out.append(GridResult(grid, parts, analyse(load_sweep(grid, uri, ids)) if ids else None, costs))
     # one report, one family: Holm's correction over every claim judged in it, sections and summary alike
     analysed = [r.analysis for r in out if r.analysis is not None]
     every = rejudge([f for a in analysed for f in a.findings])
@@ -109,7 +116,20 @@ def section(result: GridResult, curves: str = "") -> str:
     if result.analysis is None:
         why = "; ".join(n for plan, _ in parts for n in (plan.note, plan.why_not_run) if n)
         why = why + "; " if why else ""
-        return f"## {grid}\n\n**Not yet run** at cpu scale ({why.removesuffix('; ') or 'planned'}).\n"
+        scale = parts[0][0].scale if parts else "cpu"
+        head = f"## {grid}\n\n**Not yet run** at {scale} scale ({why.removesuffix('; ') or 'planned'}).\n"
+        declared = [plan for plan, _ in parts if plan.estimate_core_min is not None]
+        if not declared:
+            return head
+        lines = [
+            f"\nTo run: `python scripts/reproduce_cpu.py --grids {grid}`, which runs each part below, then "
+            "tags and archives it:",
+            "",
+        ]
+        lines += [
+            f"- `{_command(plan)}`\n  - core-minutes: planned {planned_text(plan)}" for plan, _ in parts
+        ]
+        return head + "\n".join(lines) + "\n"
     body = repo_relative(render(result.analysis, "markdown"))
     # a sweep restored from its archive: named by the id it ran under, the same each rebuild
     for _, run in parts:
@@ -121,12 +141,14 @@ def section(result: GridResult, curves: str = "") -> str:
     lines = [f"## {grid}", ""]
     if len(parts) > 1:
         lines += [f"Read as one sweep from {len(ran)} part(s) of the plan, each run by its own command:", ""]
-    for plan, run in parts:
+    for (plan, run), cost in zip(parts, result.costs or [None] * len(parts), strict=True):
         if run is None:
             lines.append(
                 f"- **not yet run**: `{shlex.join(plan.sweep_args())}`"
                 + (f" ({plan.note})" if plan.note else "")
             )
+            if plan.estimate_core_min is not None:
+                lines.append(f"  - core-minutes: planned {planned_text(plan)}")
             continue
         tags = run.data.tags
         started = datetime.fromtimestamp(run.info.start_time / 1000, tz=timezone.utc)
@@ -140,6 +162,7 @@ def section(result: GridResult, curves: str = "") -> str:
             lines.append(f"  - archived runs: `{(ARCHIVES / plan.archive_name).relative_to(ROOT)}`")
         if plan.note:
             lines.append(f"  - note: {plan.note}")
+        lines.append(spent_line(plan, cost or []))
     if curves:
         lines.append(
             f"\nLearning curves: each point's training loss by step, and each trial's lowest accuracy at the "
@@ -148,6 +171,14 @@ def section(result: GridResult, curves: str = "") -> str:
         )
     lines.append("\nEvery number below is the mean over the seeds each point has.")
     return "\n".join(lines) + "\n" + body
+
+
+def _command(plan: Planned) -> str:
+    """The part's sweeps/run.py command as the reproduction runs it (into runs/cpu), from the repository."""
+    store = ROOT / "runs" / "cpu"
+    return repo_relative(
+        "python " + shlex.join(plan.command(f"sqlite:///{store}/mlflow.db", f"{store}/ray_results"))
+    )
 
 
 def summary(results: list[GridResult], unarchived: set[str] = frozenset()) -> str:
@@ -223,10 +254,13 @@ def untestable_table(
     budgets: pd.DataFrame,
     curves: dict[str, str],
     paper_steps: Callable[[str], int] | None = None,
+    steps: dict[str, list[float | None]] | None = None,
+    gpu: dict[str, list[GpuBatch]] | None = None,
 ) -> str:
     """Each claim judged not testable: why, its learning curves, the steps the pre-search extrapolates its
-    models need, and how long a trial is at paper scale (`paper_steps(grid)`, where given); empty when none
-    is."""
+    models need, what a judged sweep would cost on one core (at those `steps`, by "grid: point") and on a
+    GPU (the banked `gpu` batches of the grid or its parent), and how long a trial is at paper scale
+    (`paper_steps(grid)`, where given); empty when none is."""
     steps_to = next((c for c in budgets.columns if c.startswith("steps to ")), "")
     rows = []
     for result in results:
@@ -250,7 +284,14 @@ def untestable_table(
         }
         if paper_steps is not None:
             per_grid["a trial at paper scale"] = f"{paper_steps(result.grid):,} steps (GPT-2 small)"
-        rows += [{"grid": result.grid, "claim": f.claim, "why": f.evidence, **per_grid} for f in findings]
+        costs = [c for part in result.costs if part for c in part]
+        plans = [plan for plan, _ in result.parts]
+        for f in findings:
+            instead = ONE_CORE_INSTEAD.get(result.grid, "")
+            cost = judged_cost(
+                result.grid, plans, f.claim, costs, steps or {}, gpu or {}, BUDGET_POINTS, instead
+            )
+            rows.append({"grid": result.grid, "claim": f.claim, "why": f.evidence, **per_grid, **cost})
     if not rows:
         return ""
     table = markdown(pd.DataFrame(rows))
@@ -341,10 +382,22 @@ def write_results(
         budget_curves = (FIGURES / "budget.png").as_posix()
     sections = [unarchived.get(r.grid) or section(r, curves.get(r.grid, "")) for r in results]
     # the not-testable table also reads points pre-searched at one budget: whether it was reached
+    procs = {e["batch"]: e.get("procs", 0) for e in yaml.safe_load(GPU_PLAN.read_text()) or []}
     head = [
         summary(results, set(unarchived)),
         before_after(results),
-        untestable_table(results, budget_table(every, single=True), curves, paper_steps),
+        untestable_table(
+            results,
+            budget_table(every, single=True),
+            curves,
+            paper_steps,
+            steps_needed(every),
+            gpu_batches(GPU_BANK, procs),
+        ),
+        spend_table(
+            [p for r in results for p in zip((plan for plan, _ in r.parts), r.costs, strict=True)],
+            set(unarchived),
+        ),
     ]
     with tempfile.TemporaryDirectory() as tmp:  # a store of its own: gpu sweeps never mix with cpu ones
         gpu = gpu_section(GPU_BANK, GPU_PLAN, f"sqlite:///{tmp}/gpu.db")

@@ -3,6 +3,7 @@ how each part finds its sweep in a real MLflow store, and the page composed from
 
 from __future__ import annotations
 
+import json
 import shlex
 import subprocess
 import sys
@@ -103,7 +104,8 @@ def test_the_report_is_written_from_its_prose_files_and_the_store(tmp_path: Path
             assert kept[grid] in text
             continue
         notes = "; ".join(n for p in PLAN if p.grid == grid for n in (p.note, p.why_not_run) if n)
-        assert f"## {grid}\n\n**Not yet run** at cpu scale ({notes or 'planned'})." in text
+        scale = next(p.scale for p in PLAN if p.grid == grid)
+        assert f"## {grid}\n\n**Not yet run** at {scale} scale ({notes or 'planned'})." in text
     # nothing judged, so nothing judged not testable; the pre-search's budget figure beside the report
     assert "### Not testable" not in text and (tmp_path / "results" / "figures" / "budget.png").exists()
 
@@ -157,3 +159,49 @@ def test_the_script_is_a_command_line_over_the_analysis() -> None:
         cwd=ROOT / "docs",
     )
     assert "--report-only" in out.stdout
+
+
+def test_the_randembed_replication_runs_its_two_points_on_seeds_fixed_before_it_runs() -> None:
+    """reverse_posembed_replication: fig:randembed's two points exactly as reverse_posembed_recipe ran them,
+    judged by that claim alone, on 10 seeds no reversal sweep has used (the plan's and the archives')."""
+    from experiments.registry import EXPERIMENTS
+
+    replication = EXPERIMENTS["reverse_posembed_replication"]
+    assert [c.source for c in replication.claims] == ["fig:randembed"]
+    (part,) = [p for p in PLAN if p.grid == "reverse_posembed_replication"]
+    assert part.scale == "cpu_recipe" and part.seed_values == list(range(20, 30))
+    assert part.estimate_core_min is not None and "fixed before any run" in part.note
+
+    def training(cfg) -> dict:
+        return {k: v for k, v in cfg.flat().items() if not k.startswith("tracking.")}
+
+    # the same training as the recipe's fig:randembed points: 1e-5 x 50, 6,000 bf16 steps
+    recipe = points("reverse_posembed_recipe", "cpu_recipe", [20])
+    compared = {
+        c.model.position: training(c) for c in recipe if "fig:randembed" in c.tracking.tags["paper_table"]
+    }
+    ours = {c.model.position: training(c) for c in points(part.grid, "cpu_recipe", [20])}
+    assert ours == compared and set(ours) == {"none", "random_embed"}
+    assert all(c["train.lr"] == 5e-4 and c["train.max_steps"] == 6000 for c in ours.values())
+    assert {c["train.precision"] for c in ours.values()} == {"bf16"}
+    # fresh: no other reversal part of the plan, and no archived reversal trial, ran these seeds
+    used = {s for p in PLAN if p.grid.startswith("reverse_posembed") and p is not part for s in p.seed_values}
+    for path in (ROOT / "docs" / "results" / "sweeps").glob("reverse_posembed*.jsonl"):
+        lines = [json.loads(line) for line in path.read_text().splitlines()[2:]]
+        used |= {int(t["tags"]["seed"]) for t in lines if t.get("parent_run_id")}
+    assert used and not used & set(part.seed_values)
+
+
+def test_a_grid_not_yet_run_shows_its_command_and_planned_core_minutes() -> None:
+    (part,) = [p for p in PLAN if p.grid == "reverse_posembed_replication"]
+    text = results.section(results.GridResult(part.grid, [(part, None)], None, [None]))
+    assert text.startswith(
+        "## reverse_posembed_replication\n\n**Not yet run** at cpu_recipe scale (fig:randembed"
+    )
+    assert "`python scripts/reproduce_cpu.py --grids reverse_posembed_replication`" in text
+    command = (
+        "python sweeps/run.py --grid reverse_posembed_replication --scale cpu_recipe --seeds "
+        "20,21,22,23,24,25,26,27,28,29 --tracking-uri sqlite:///runs/cpu/mlflow.db --storage-path "
+        "runs/cpu/ray_results"
+    )
+    assert f"- `{command}`\n  - core-minutes: planned {part.estimate_core_min:,.0f}" in text

@@ -1,0 +1,157 @@
+"""What it would take to judge a claim still not testable: a judged sweep's cost on one core and on a GPU.
+
+A judged sweep is 5 fresh seeds x the claim's points. On one core it runs at the steps the pre-search says
+its models need to pass the gate (`analysis.budget.steps_needed`), at the seconds a step the grid's own
+trials measured on one CPU (`analysis.spend.TrialCost`); on a GPU, at what the batches banked from lent GPUs
+(docs/results/gpu/) measured. Both are extrapolations from measured rates, and say so.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from analysis.plan import Planned
+from analysis.spend import TrialCost
+from arith.config import ExperimentConfig, parse_set
+from arith.tracking.archive import read_archive
+from experiments.registry import EXPERIMENTS
+
+#: seeds a judged sweep runs (outside every pre-search)
+JUDGED_SEEDS = 5
+
+
+def compared_points(grid: str, parts: list[Planned], claim: str) -> list[str]:
+    """The grid's declared points that stand for the claim's paper table(s) (its text ends with `[label]`
+    or `[label vs label]`, `tb:x_5-6a-d` naming a-d; all of them where none is tagged so), among those some
+    part of the plan runs (its `--only` values, where they are the points' own)."""
+    experiment = EXPERIMENTS.get(grid)
+    if experiment is None:
+        return []
+    kept = []
+    for point in experiment.grid.points():
+        shown = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in point.overrides.items()}
+        wanted = [parse_set(part.only) for part in parts] or [{}]
+        if any(all(shown.get(k, v) == v for k, v in only.items()) for only in wanted):
+            tables = experiment.grid.table_of(ExperimentConfig().with_overrides(point.overrides))
+            kept.append((point.name, tables))
+    found = re.search(r"\[([^\]]+)\]$", claim)
+    labels = (
+        [re.sub(r"[a-z]-[a-z]$", "", lab.strip()) for lab in found.group(1).split(" vs ")] if found else []
+    )
+    hit = [name for name, tables in kept if any(t.startswith(lab) for t in tables for lab in labels)]
+    return hit or [name for name, _ in kept]
+
+
+def one_core_cost(costs: list[TrialCost], points: int, steps: list[float | None], what: str) -> str:
+    """5 fresh seeds x `points` points at each of `steps` (an extrapolated or measured budget, `what` says
+    which), at the seconds a step the sweep's own trials measured on one core."""
+    one = [c for c in costs if c.steps and c.cpus == 1]
+    if not one:
+        return "no one-core measurement"
+    per_step = sum(c.minutes for c in one) / sum(c.steps for c in one)  # core-minutes a step
+    rate = f"{per_step * 60:.2f} s a step measured over its sweep's {len(one)} one-CPU trials"
+    usable = sorted(s for s in steps if s is not None and math.isfinite(s))
+    if not usable:
+        return f"no estimate: the pre-search gives no budget that passes the gate ({rate})"
+    hours = [f"{JUDGED_SEEDS * points * s * per_step / 60:,.1f}" for s in (usable[0], usable[-1])]
+    span = "-".join(dict.fromkeys(hours))
+    # an extrapolated budget to two significant figures, as "Steps to competence" shows it
+    budget = ", ".join(dict.fromkeys(f"{float(f'{s:.2g}'):,.0f}" for s in usable))
+    return (
+        f"{span} core-hours: {JUDGED_SEEDS} seeds x {points} points x {budget} steps ({what}) at {rate} "
+        "(an extrapolation)"
+    )
+
+
+@dataclass(frozen=True)
+class GpuBatch:
+    """One banked batch's trials of a grid on a lent GPU: how many, how many at once, in what wall time."""
+
+    batch: str
+    machine: str
+    trials: int
+    procs: int
+    minutes: float
+    setting: str
+
+
+def gpu_batches(bank: Path, procs: dict[str, int]) -> dict[str, list[GpuBatch]]:
+    """The banked gpu archives (docs/results/gpu/<batch>/*.jsonl) by grid: per batch, its trials of the grid
+    and their wall time from the first start to the last end (`procs`: trials at once, per batch)."""
+    out: dict[str, list[GpuBatch]] = {}
+    for folder in sorted(p for p in bank.iterdir() if p.is_dir()) if bank.is_dir() else []:
+        by_grid: dict[str, list[dict]] = {}
+        machine = ""
+        for path in sorted(folder.glob("*.jsonl")):
+            _, records = read_archive(path)
+            machine = records[0]["tags"].get("machine", machine)
+            by_grid.setdefault(records[0]["tags"]["grid"], []).extend(records[1:])
+        for grid, trials in by_grid.items():
+            ended = [t for t in trials if t.get("end_time")]
+            if not ended:
+                continue
+            wall = (max(t["end_time"] for t in ended) - min(t["start_time"] for t in ended)) / 60000
+            settings = sorted({_gpu_setting(t["params"]) for t in ended})
+            batch = GpuBatch(
+                folder.name, machine, len(ended), procs.get(folder.name, 0), wall, "; ".join(settings)
+            )
+            out.setdefault(grid, []).append(batch)
+    return out
+
+
+def _gpu_setting(params: dict[str, str]) -> str:
+    batch, steps = params.get("train.batch_size"), params.get("train.max_steps")
+    return f"{params.get('model.preset', '')}, batch {batch}, {steps} steps"
+
+
+def gpu_cost(batches: list[GpuBatch], points: int) -> str:
+    """What the banked GPU batches of a grid measured, and a judged sweep at that rate (an extrapolation):
+    as many waves of `procs` trials at once as its trials need, each as long as the batch's."""
+    if not batches:
+        return "no GPU measurement"
+    said = []
+    for b in batches:
+        said.append(
+            f"{b.batch}: {b.trials} trials ({b.setting}) in {b.minutes:.1f} min on one {b.machine}, "
+            f"{b.procs} at a time (measured)"
+        )
+        if b.procs:
+            waves = math.ceil(JUDGED_SEEDS * points / b.procs)
+            said[-1] += (
+                f"; {JUDGED_SEEDS} seeds x {points} points at that setting: about {waves * b.minutes:.0f} "
+                f"min ({waves} such wave(s), an extrapolation)"
+            )
+    return "; ".join(said)
+
+
+def judged_cost(
+    grid: str,
+    parts: list[Planned],
+    claim: str,
+    costs: list[TrialCost],
+    steps: dict[str, list[float | None]],
+    gpu: dict[str, list[GpuBatch]],
+    budget_points: dict[str, list[str]],
+    instead: str = "",
+) -> dict[str, str]:
+    """A judged sweep of a claim (5 fresh seeds x its points): on one core at the steps its pre-search
+    points (`budget_points`, "grid: point" keys of `steps`) need, else at the grid's own budget, at the rate
+    its own trials measured (`instead` where the cpu model cannot test it); on a GPU, as its grid or its
+    parent's was banked."""
+    points = len(compared_points(grid, parts, claim))
+    named = [name for name in budget_points.get(grid, []) if name in steps]
+    if named:
+        needed = [s for name in named for s in steps[name]]
+        what = "the pre-search's steps to pass the gate"
+    else:
+        needed = [float(max((c.steps for c in costs), default=0)) or None]
+        what = "its own budget: no pre-search extrapolation"
+    experiment = EXPERIMENTS.get(grid)
+    parent = experiment.grid.parent if experiment is not None else ""
+    return {
+        "a judged sweep on one core": instead or one_core_cost(costs, points, needed, what),
+        "on a GPU": gpu_cost(gpu.get(grid) or gpu.get(parent or "", []), points),
+    }

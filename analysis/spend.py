@@ -1,0 +1,103 @@
+"""What the reproduction's sweeps cost in core-minutes, beside what their plan parts declared before they
+ran.
+
+A trial's cost is its run's wall time (MLflow's start and end times, which the archives keep) times the CPUs
+Tune gave it (the `train.num_threads` param: sweeps/trainable.py sets it to them). A part's spend is the sum
+over its finished trials; what it planned is `Planned.estimate_core_min`, "not declared" where the plan gave
+none before it ran.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from analysis.plan import Planned
+from analysis.tables import markdown_table
+from arith.tracking import store
+
+
+@dataclass(frozen=True)
+class TrialCost:
+    """One finished trial: its point, seed, wall minutes, the CPUs it held and its step budget."""
+
+    point: str
+    seed: int
+    minutes: float
+    cpus: float
+    steps: int
+
+    @property
+    def core_minutes(self) -> float:
+        return self.minutes * self.cpus
+
+
+def trial_costs(client, parent) -> list[TrialCost]:
+    """The finished trials of the sweep whose parent run is `parent` (a trial without an end time is still
+    running or was killed: it has no measured duration and is left out)."""
+    runs = store.search_runs(
+        client, [parent.info.experiment_id], f"tags.mlflow.parentRunId = '{parent.info.run_id}'"
+    )
+    return [
+        TrialCost(
+            point=run.data.tags.get("point", ""),
+            seed=int(run.data.tags.get("seed", run.data.params.get("data.seed", 0))),
+            minutes=(run.info.end_time - run.info.start_time) / 60000,
+            cpus=float(run.data.params.get("train.num_threads", 1) or 1),
+            steps=int(float(run.data.params.get("train.max_steps", 0) or 0)),
+        )
+        for run in runs
+        if run.info.end_time and run.info.start_time
+    ]
+
+
+def planned_text(plan: Planned) -> str:
+    """The part's declared estimate, or that it declared none."""
+    return "not declared" if plan.estimate_core_min is None else f"{plan.estimate_core_min:,.0f}"
+
+
+def spent_line(plan: Planned, costs: list[TrialCost]) -> str:
+    """One line of a run part in its grid's section: core-minutes planned and spent."""
+    cpus = ", ".join(dict.fromkeys(f"{c.cpus:g}" for c in costs)) or "-"
+    spent = sum(c.core_minutes for c in costs)
+    return (
+        f"  - core-minutes: planned {planned_text(plan)}, spent {spent:,.0f} ({len(costs)} finished "
+        f"trial{'' if len(costs) == 1 else 's'} x {cpus} CPU each, from their runs' start and end times)"
+    )
+
+
+def spend_table(
+    parts: list[tuple[Planned, list[TrialCost] | None]], unarchived: set[str] = frozenset()
+) -> str:
+    """Every part of the plan: core-minutes declared before it ran and spent, with totals."""
+    rows = []
+    for plan, costs in parts:
+        if costs is None:
+            spent = "before the archives" if plan.grid in unarchived else "not yet run"
+        else:
+            spent = f"{sum(c.core_minutes for c in costs):,.0f}"
+        rows.append(
+            {
+                "grid": plan.grid,
+                "scale": plan.scale,
+                "seeds": ", ".join(map(str, plan.seed_values)),
+                "only / set": " ".join((*plan.only, *plan.sets)),
+                "trials": "" if costs is None else len(costs),
+                "core-minutes planned": planned_text(plan),
+                "core-minutes spent": spent,
+            }
+        )
+    ran = [c for _, costs in parts if costs is not None for c in costs]
+    declared = [p.estimate_core_min for p, _ in parts if p.estimate_core_min is not None]
+    todo = [p.estimate_core_min for p, c in parts if c is None and p.estimate_core_min is not None]
+    spent = sum(c.core_minutes for c in ran)
+    return (
+        "### Core-minutes: planned and spent\n\n"
+        "Each part of docs/results/plan.yaml: the core-minutes it declared before it ran "
+        '(`estimate_core_min`; "not declared" for the parts run before the plan declared them, rather than '
+        "an estimate made after the fact) and what it spent (its finished trials' wall minutes x the CPUs "
+        "each held, from the runs' start and end times in the store and its archive). Spent in all: "
+        f"{spent:,.0f} core-minutes over {len(ran)} trials; declared: {sum(declared):,.0f}, of which "
+        f"{sum(todo):,.0f} for the parts not yet run.\n\n{markdown_table(pd.DataFrame(rows))}\n"
+    )

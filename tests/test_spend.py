@@ -1,0 +1,138 @@
+"""What the reproduction's sweeps cost (analysis.spend): core-minutes spent, read from a real MLflow store,
+beside what a plan part declared before it ran, and the cost of a judged sweep of a claim not testable."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from analysis import results
+from analysis.budget import steps_needed
+from analysis.plan import PLAN, Planned, load_plan
+from analysis.reach import GpuBatch, compared_points, gpu_batches, gpu_cost, judged_cost, one_core_cost
+from analysis.spend import TrialCost, planned_text, spend_table, spent_line, trial_costs
+
+ROOT = Path(__file__).resolve().parent.parent
+MINUTE_MS = 60_000
+
+
+def test_a_part_declares_its_estimate_or_says_it_declared_none(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("- {grid: g, seeds: [20, 21], estimate_core_min: 106}\n- {grid: g, seeds: 1}\n")
+    declared, old = load_plan(plan)
+    assert declared.estimate_core_min == 106 and old.estimate_core_min is None
+    assert planned_text(declared) == "106" and planned_text(old) == "not declared"
+
+
+def test_spent_is_each_finished_trials_minutes_times_its_cpus_read_from_the_store(tmp_path: Path) -> None:
+    from mlflow import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    experiment = client.create_experiment("g", artifact_location=(tmp_path / "art").as_uri())
+    parent = client.create_run(experiment, tags={"sweep": "1", "grid": "g"}, start_time=0)
+    # two finished trials (6 min on 1 CPU, 4 min on 2) and one still running (no end time: not counted)
+    for seed, (minutes, cpus) in enumerate([(6, 1), (4, 2), (None, 1)]):
+        tags = {"mlflow.parentRunId": parent.info.run_id, "point": "p", "seed": str(seed)}
+        run = client.create_run(experiment, tags=tags, start_time=1_000)
+        client.log_param(run.info.run_id, "train.num_threads", str(cpus))
+        client.log_param(run.info.run_id, "train.max_steps", "6000")
+        if minutes is not None:
+            client.set_terminated(run.info.run_id, "FINISHED", end_time=1_000 + minutes * MINUTE_MS)
+    costs = sorted(trial_costs(client, client.get_run(parent.info.run_id)), key=lambda c: c.seed)
+    assert [(c.seed, c.minutes, c.cpus, c.steps) for c in costs] == [(0, 6.0, 1.0, 6000), (1, 4.0, 2.0, 6000)]
+    plan = Planned("g", (0, 1, 2), estimate_core_min=20)
+    assert spent_line(plan, costs) == (
+        "  - core-minutes: planned 20, spent 14 (2 finished trials x 1, 2 CPU each, from their runs' start "
+        "and end times)"
+    )
+    assert "spent 6 (1 finished trial x 1 CPU each" in spent_line(plan, costs[:1])
+    table = spend_table([(plan, costs), (Planned("h", 1), None), (Planned("u", 1), None)], {"u"})
+    assert "| g | cpu | 0, 1, 2 |  | 2 | 20 | 14 |" in table
+    assert "| h | cpu | 0 |  |  | not declared | not yet run |" in table
+    assert "| u | cpu | 0 |  |  | not declared | before the archives |" in table
+    assert (
+        "Spent in all: 14 core-minutes over 2 trials; declared: 20, of which 0 for the parts not yet run"
+        in table
+    )
+
+
+def test_a_judged_sweep_costs_its_seeds_times_its_points_at_the_measured_rate_on_one_core() -> None:
+    # 3,000 steps in 5 and 7 min on one CPU: 0.002 core-minutes a step; a 2-CPU trial is not a one-core rate
+    costs = [
+        TrialCost("p", 0, 5.0, 1.0, 3000),
+        TrialCost("q", 0, 7.0, 1.0, 3000),
+        TrialCost("p", 1, 1, 2, 3000),
+    ]
+    said = one_core_cost(costs, 2, [6000.0, None, 12000.0], "the pre-search's steps")
+    # 5 seeds x 2 points x 6,000 (or 12,000) steps x 0.002 min = 120 (240) min
+    assert said.startswith("2.0-4.0 core-hours: 5 seeds x 2 points x 6,000, 12,000 steps (the pre-search's")
+    assert "0.12 s a step measured over its sweep's 2 one-CPU trials" in said and "an extrapolation" in said
+    # an extrapolated budget shown to two significant figures, one number where the seeds agree
+    assert one_core_cost(costs, 1, [46_629.0, 46_629.0], "x").startswith(
+        "7.8 core-hours: 5 seeds x 1 points x 47,000"
+    )
+    assert one_core_cost(costs, 2, [None], "x").startswith("no estimate: the pre-search gives no budget")
+    assert one_core_cost([], 2, [6000.0], "x") == "no one-core measurement"
+
+
+def test_a_gpu_cost_is_what_the_banked_batches_measured() -> None:
+    assert gpu_cost([], 2) == "no GPU measurement"
+    batch = GpuBatch("b", "NVIDIA H200", 6, 6, 4.7, "gpt2-mini, batch 512, 8000 steps")
+    assert gpu_cost([batch], 2) == (
+        "b: 6 trials (gpt2-mini, batch 512, 8000 steps) in 4.7 min on one NVIDIA H200, 6 at a time "
+        "(measured); 5 seeds x 2 points at that setting: about 9 min (2 such wave(s), an extrapolation)"
+    )
+    # the committed bank: a2's six mul_format trials, six at once
+    banked = gpu_batches(results.GPU_BANK, {"a2_mul_presearch_batch512": 6})
+    a2 = next(b for b in banked["mul_format"] if b.batch == "a2_mul_presearch_batch512")
+    assert (a2.trials, a2.procs, a2.machine) == (6, 6, "NVIDIA H200") and 4 < a2.minutes < 6
+    assert "mul_simple_case" in banked and "reverse_posembed" not in banked
+
+
+def test_a_claims_points_are_those_of_its_paper_tables_the_plan_runs() -> None:
+    plan = [p for p in PLAN if p.grid == "reverse_posembed"]
+    randembed = compared_points("reverse_posembed", plan, "random embedding ... [fig:randembed]")
+    assert randembed == [
+        "position=none,init=random,epochs=25,lr=1e-05",
+        "position=random_embed,init=random,epochs=25,lr=1e-05",
+    ]  # the pretrained points are not run (`--only model.init=random`)
+    plan = [p for p in PLAN if p.grid == "add_posembed_recipe_long"]  # one part a position
+    assert len(compared_points("add_posembed_recipe_long", plan, "... [fig:acc_add_rand]")) == 3
+
+
+def test_the_steps_a_point_needs_come_from_the_committed_pre_search() -> None:
+    every = [rec for records in results.presearch_records().values() for rec in records]
+    needed = steps_needed(every)
+    assert needed["cpu_tune_steps: task=reverse_random_embed"] == [3000.0]  # reached: measured
+    assert needed["cpu_tune_steps: task=mul_basic"] == [None]  # nearly flat: no number
+    mul = needed["mul_format: format=basic,max_digits=5"]  # as "Steps to competence" shows them, per seed
+    assert [int(float(f"{s:.2g}")) for s in mul] == [150_000, 47_000, 4_300_000]
+    cost = judged_cost(
+        "reverse_posembed",
+        [p for p in PLAN if p.grid == "reverse_posembed"],
+        "... [fig:randembed]",
+        [TrialCost("p", 0, 4.0, 1.0, 3000)],
+        needed,
+        {},
+        results.BUDGET_POINTS,
+    )
+    # 5 seeds x 2 points x 3,000 steps at 4 min a 3,000-step trial = 40 core-minutes
+    assert cost["a judged sweep on one core"].startswith("0.7 core-hours: 5 seeds x 2 points x 3,000 steps")
+    assert cost["on a GPU"] == "no GPU measurement"
+
+
+@pytest.mark.parametrize("grid", ["add_length"])
+def test_a_claim_the_cpu_model_cannot_test_says_so_instead_of_a_one_core_cost(grid: str) -> None:
+    said = judged_cost(grid, [], "... [tb:acc_dataformat]", [], {}, {}, {}, results.ONE_CORE_INSTEAD[grid])
+    assert said["a judged sweep on one core"].startswith("not measured: the claim is about GPT-2 small")
+
+
+def test_every_archived_trial_records_what_its_spend_is_read_from() -> None:
+    """The archives keep each trial's start and end time and the CPUs it held (`train.num_threads`)."""
+    for path in sorted((ROOT / "docs" / "results" / "sweeps").glob("*.jsonl")):
+        trials = [json.loads(line) for line in path.read_text().splitlines()[2:]]
+        trials = [t for t in trials if t.get("parent_run_id")]
+        assert trials and all(t["end_time"] > t["start_time"] > 0 for t in trials), path.name
+        assert all(int(t["params"]["train.num_threads"]) >= 1 for t in trials), path.name
