@@ -45,6 +45,8 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
             "model sizes need n_head | n_embd, each size >= 1 "
             f"(got model.n_layer={n_layer}, model.n_head={n_head}, model.n_embd={n_embd})"
         )
+    if m.n_positions < 1:
+        raise ConfigError(f"model.n_positions must be >= 1 (got {m.n_positions})")
     scheme.check(cfg)
     if m.init == "pretrained" and not m.pretrained:
         raise ConfigError("model.init='pretrained' needs model.pretrained (a local directory or hub name)")

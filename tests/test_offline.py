@@ -271,7 +271,8 @@ def test_a_folder_with_records_of_no_plan_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "value", ["train.lr=nan", "train.lr=inf", "model.n_head=0", "train.log_every_steps=0"]
+    "value",
+    ["train.lr=nan", "train.lr=inf", "model.n_head=0", "model.n_positions=0", "train.log_every_steps=0"],
 )
 def test_bad_set_values_are_refused_in_one_line(tmp_path, capsys, value):
     out = tmp_path / "sweep" / "demo.jsonl"
