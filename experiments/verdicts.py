@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 from scipy import stats
@@ -256,12 +256,16 @@ class Contrast:
 
     @property
     def interval(self) -> Interval:
+        """Its 95% interval; `possible` is the range sum(weight * accuracy) spans, accuracies in [0, 1]."""
+        possible = (sum(min(w, 0.0) for w, _ in self.terms), sum(max(w, 0.0) for w, _ in self.terms))
         if self.paired:
             seeds = self.terms[0][1].seeds
             d = sum(w * s.samples.loc[list(seeds)].to_numpy() for w, s in self.terms)
-            return paired_interval(d, seeds)
+            return replace(paired_interval(d, seeds), possible=possible)
         seeds = sorted(set().union(*(s.seeds for _, s in self.terms)))
-        return welch_interval([(w, s.samples.to_numpy()) for w, s in self.terms], seeds)
+        return replace(
+            welch_interval([(w, s.samples.to_numpy()) for w, s in self.terms], seeds), possible=possible
+        )
 
     def describe(self) -> str:
         return f"{self.label}: {self.interval.describe()}"
