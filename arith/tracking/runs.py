@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from arith.config import ExperimentConfig
-from arith.tracking import digit_errors, store
+from arith.tracking import digit_errors, logged_model, store
 from arith.tracking.outbox import Outbox, patiently
 
 #: MLflow's per-call limit of params for log_batch
@@ -67,6 +67,11 @@ class NullTracker:
     def log_artifacts(self, folder: str | Path, artifact_path: str) -> None:
         """Keep the files of `folder` as the run's artifacts under `artifact_path` (e.g. the trained model
         as `model/`). The tracker takes a copy: the caller may delete `folder` once this returns."""
+
+    def log_model(self, model, folder: str | Path, step: int) -> None:
+        """Keep the trained `model` (`folder`: `ArithModel.save`'s files and the trial's config) as the
+        run's `model/`; MLflow's tracker makes it an MLflow logged model linked to the metrics at `step`."""
+        self.log_artifacts(folder, MODEL_ARTIFACT)
 
     def flush(self) -> bool:
         return True
@@ -229,6 +234,12 @@ class MlflowTracker(NullTracker):
         shutil.copytree(folder, copy)
         self.outbox.files.append((str(copy), artifact_path))
         self.flush()
+
+    def log_model(self, model, folder: str | Path, step: int) -> None:
+        self.flush()  # the metrics of `step` are in the store, for the model to be linked to
+        self._patiently(
+            lambda: logged_model.log(self.uri, self.run_id, model, Path(folder), step), "log the model"
+        )
 
     # --- sending -----------------------------------------------------------------------------------------
 
