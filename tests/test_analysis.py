@@ -660,6 +660,10 @@ def test_multiplication_sweep_beside_the_paper_from_a_real_store(tmp_path: Path,
     assert (
         "params.`data.augment`" in view["selectedColumns"] and "metrics.`test_acc`" in view["selectedColumns"]
     )
+    # the sweep's trials only: its parent run is no group of its own
+    client = MlflowClient(uri)
+    shown = client.search_runs([experiment.experiment_id], view["searchFilter"])
+    assert sorted(r.info.run_id for r in shown) == sorted(sweep.trials["run_id"])
     # grouped by every axis the sweep varies, as the tables are
     assert view["groupBy"]["groupByKeys"] == [
         {"mode": "param", "groupByData": "data.max_digits"},
