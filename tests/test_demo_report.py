@@ -1,7 +1,9 @@
-"""The demo's report as a reader opens it, built from a real sweep: `sweeps/run.py --grid demo --scale smoke
---seeds 2` (real Ray Tune, the real trainer, a real SQLite MLflow store), then `python -m analysis --format
-html`. Two seeds, as `make demo` runs three: the wrong answers were once lost whenever a sweep had more
-than one seed, and tests whose frames were built by hand did not see it."""
+"""The demo as a user meets it, from a real sweep: `sweeps/run.py --grid demo --scale smoke --seeds 2` (real
+Ray Tune, the real trainer, a real SQLite MLflow store), then `python -m analysis --format html`. Two
+seeds, as `make demo` runs three: the wrong answers were once lost whenever a sweep had more than one
+seed, and tests whose frames were built by hand did not see it. Then MLflow as its users expect it: a
+training experiment whose trials' models are logged models, loaded by MLflow's loader and by arith.ask.
+The demo's 450 steps a trial take minutes on a shared 2-core machine: hence the longer timeout."""
 
 from __future__ import annotations
 
@@ -15,6 +17,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
+
+from arith.ask import main as ask_main
+from arith.tracking import schema
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,6 +52,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path, str]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2400)
 def test_the_demo_report_shows_what_a_reader_must_see(demo) -> None:
     _, folder, page = demo
     assert "<h1>Sweep analysis: demo</h1>" in page and "4 trials (4 FINISHED)" in page
@@ -66,3 +72,30 @@ def test_the_demo_report_shows_what_a_reader_must_see(demo) -> None:
     assert page.count('class="wrong-answers"') == 2 and "(expected <code>" in page
     assert len(list((folder / "report" / "digit_errors").glob("*.png"))) == 2
     assert "Spread over seeds" in page and "Learning curves" in page and "Test accuracy by epoch" in page
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2400)
+def test_the_demo_is_a_training_experiment_whose_models_mlflow_and_ask_load(demo, capsys) -> None:
+    import mlflow
+    import mlflow.pytorch
+
+    uri, folder, _ = demo
+    client = mlflow.MlflowClient(uri)
+    experiment = client.get_experiment_by_name("demo")
+    assert experiment.tags[schema.EXPERIMENT_KIND_TAG] == schema.EXPERIMENT_KIND
+    trials = client.search_runs([experiment.experiment_id], "tags.sweep IS NULL")
+    models = client.search_logged_models([experiment.experiment_id])
+    assert len(trials) == 4 and sorted(m.source_run_id for m in models) == sorted(
+        t.info.run_id for t in trials
+    )
+    assert {m.name for m in models} == {schema.MODEL_ARTIFACT}
+    padded = next(t for t in trials if t.data.params["data.format"] == "padding_reverse")
+    with mlflow.tracking._tracking_service.utils._use_tracking_uri(uri):
+        model = mlflow.pytorch.load_model(f"runs:/{padded.info.run_id}/model")
+    assert sum(p.numel() for p in model.parameters()) > 0
+    assert ask_main([padded.info.run_id, "12+7", "--tracking-uri", uri]) == 0
+    out = capsys.readouterr().out
+    assert "expected: 9 1 0 0  (= 19)" in out and "reply:" in out
+    # nothing was written to a default store beside the sweep
+    assert not (folder / "mlruns").exists()

@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-#: the logged model's name; `runs:/<run id>/model` resolves to it
-MODEL_NAME = "model"
+from arith.tracking.schema import MODEL_ARTIFACT
+
 #: where an MLflow model folder keeps the flavour's extra files (mlflow.utils.model_utils)
 EXTRA_FILES = "extra_files"
 #: the MLflow model folder's descriptor file
@@ -43,7 +43,7 @@ def requirements() -> list[str]:
 
 def log(uri: str, run_id: str, model: Any, folder: Path, step: int) -> str:
     """Log `model` (a torch module) and the files of `folder` (`ArithModel.save`'s and the trial's
-    config) as the run's logged model `MODEL_NAME`, linked to its metrics at `step`; return its id."""
+    config) as the run's logged model `MODEL_ARTIFACT`, linked to its metrics at `step`; return its id."""
     import mlflow.pytorch
     from mlflow.tracking._tracking_service.utils import _use_tracking_uri
 
@@ -52,12 +52,12 @@ def log(uri: str, run_id: str, model: Any, folder: Path, step: int) -> str:
     # created here, in the run's experiment (MLflow's own would go to the active or default experiment),
     # with the trial's config as its params
     created = client.create_logged_model(
-        run.info.experiment_id, name=MODEL_NAME, source_run_id=run_id, params=dict(run.data.params)
+        run.info.experiment_id, name=MODEL_ARTIFACT, source_run_id=run_id, params=dict(run.data.params)
     )
     with _use_tracking_uri(uri):
         info = mlflow.pytorch.log_model(
             model,
-            name=MODEL_NAME,
+            name=MODEL_ARTIFACT,
             model_id=created.model_id,
             run_id=run_id,
             step=step,

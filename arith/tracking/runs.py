@@ -29,13 +29,12 @@ import pandas as pd
 from arith.config import ExperimentConfig
 from arith.tracking import digit_errors, logged_model, store
 from arith.tracking.outbox import Outbox, patiently
+from arith.tracking.schema import MODEL_ARTIFACT
 
 #: MLflow's per-call limit of params for log_batch
 _MAX_PARAMS_PER_BATCH = 100
 #: the kept wrong answers of the latest evaluation: the canonical CSV and the table the MLflow UI shows
 ERRORS_CSV, ERRORS_TABLE = "eval/errors.csv", "eval/errors.json"
-#: the trained model's artifact folder (tracking.log_model) and the trial config saved in it
-MODEL_ARTIFACT, EXPERIMENT_CONFIG = "model", "experiment_config.json"
 
 T = TypeVar("T")
 

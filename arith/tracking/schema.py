@@ -10,3 +10,7 @@ from __future__ import annotations
 #: (the UI's "custom_model_development"; without it MLflow 3 opens an experiment as a GenAI app)
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 EXPERIMENT_KIND = "custom_model_development"
+
+#: a trial's trained model (`tracking.log_model`: its MLflow logged model's name, `runs:/<run id>/model`)
+#: and the trial's config saved beside it, what `arith.ask` renders problems with
+MODEL_ARTIFACT, EXPERIMENT_CONFIG = "model", "experiment_config.json"

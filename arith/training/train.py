@@ -30,7 +30,8 @@ from arith.data.datasets import test_examples, train_examples
 from arith.data.tasks import problem_ids
 from arith.model.gpt import build_model
 from arith.model.tokenizer import tokenizer_for
-from arith.tracking.runs import EXPERIMENT_CONFIG, NullTracker, start_tracker
+from arith.tracking.runs import NullTracker, start_tracker
+from arith.tracking.schema import EXPERIMENT_CONFIG
 from arith.training.batching import BatchLoader, encode_lines, example_digits, pad_token_id
 from arith.training.checkpoints import (
     CheckpointFolder,
