@@ -17,9 +17,7 @@ import pandas as pd
 
 from arith.config import ConfigError, ExperimentConfig, coerce
 from arith.data.tasks import get_task
-
-#: params that only repeat a point (aggregated over), or only say where it logged
-SEED_KEYS: tuple[str, ...] = ("data.seed", "train.seed")
+from arith.tracking.schema import SEED_KEYS
 
 
 def type_hints() -> dict[str, Any]:

@@ -24,17 +24,10 @@ from typing import Any
 import pandas as pd
 
 from analysis.axes import axes_of, declared_axes, type_hints, typed_value
-from analysis.sweep import (
-    CELL_COLUMNS,
-    FINISHED,
-    IDENTITY_KEYS,
-    REQUIRED_KEYS,
-    SPLIT_COLUMNS,
-    TAG_COLUMNS,
-    Sweep,
-)
+from analysis.sweep import FINISHED, IDENTITY_KEYS, REQUIRED_KEYS, TAG_COLUMNS, Sweep
 from arith.config import ExperimentConfig
 from arith.tracking import store
+from arith.tracking.schema import CELL_COLUMNS, REQUIRED_CELL_COLUMNS, SPLIT_COLUMNS
 
 
 class AnalysisError(RuntimeError):
@@ -187,12 +180,12 @@ def read_cells(client, run_id: str, into: Path) -> pd.DataFrame | None:
         cells = pd.read_csv(path)
     except (pd.errors.EmptyDataError, pd.errors.ParserError) as err:
         raise AnalysisError(f"run {run_id}: eval/cells.csv cannot be read as a table ({err})") from err
-    missing = [c for c in CELL_COLUMNS if c not in cells.columns]
+    missing = [c for c in REQUIRED_CELL_COLUMNS if c not in cells.columns]
     if missing:
         raise AnalysisError(
             f"run {run_id}: eval/cells.csv lacks column(s) {', '.join(missing)} "
             "(written by an older trainer; "
-            f"expected {', '.join(CELL_COLUMNS)})"
+            f"expected {', '.join(REQUIRED_CELL_COLUMNS)})"
         )
     for column in SPLIT_COLUMNS:
         if column not in cells.columns:
@@ -243,7 +236,7 @@ def tidy_cells(trials: pd.DataFrame, cells_by_run: dict[str, pd.DataFrame], axes
         cells["final_epoch"] = cells["epoch"].max()
         frames.append(cells)
     if not frames:
-        return pd.DataFrame(columns=[*keep, *CELL_COLUMNS, *SPLIT_COLUMNS, "final_epoch"])
+        return pd.DataFrame(columns=[*keep, "epoch", *CELL_COLUMNS, "final_epoch"])
     tidy = pd.concat(frames, ignore_index=True)
     tidy["row_digits"] = tidy["row_digits"].astype("Int64")
     tidy["col_digits"] = tidy["col_digits"].astype("Int64")

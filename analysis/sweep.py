@@ -9,22 +9,9 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from arith.tracking.schema import SPLIT_COLUMNS
 from experiments.paper import digit_map_of
 
-#: the columns of every trial's eval/cells.csv
-CELL_COLUMNS: tuple[str, ...] = (
-    "epoch",
-    "context",
-    "row_digits",
-    "col_digits",
-    "n",
-    "correct",
-    "accuracy",
-    "seen_in_train",
-)
-#: each cell's accuracy split by whether its test problems are training problems too (trainers before
-#: the split wrote none: read as unknown, NaN)
-SPLIT_COLUMNS: tuple[str, ...] = ("n_seen", "accuracy_seen", "accuracy_unseen")
 #: params that say what a trial is, whether or not the sweep varies them: tables and the paper match
 #: read them. A run that lacks one of these (an older config) is read with the config's default, noted.
 IDENTITY_KEYS: tuple[str, ...] = (

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 import pandas as pd
 from scipy import stats
 
+from arith.tracking.schema import SEED_KEYS
 from experiments.cells import (  # noqa: F401  (the cell selectors are re-exported: the checks read them here)
     CELL_KEYS,
     PAPER_COLUMNS,
@@ -191,9 +192,6 @@ def compared_cells(
 # ---------------------------------------------------------------------------------------------------------
 # Statistics: one sample per seed and point, paired or Welch t intervals, Holm over a report's claims
 # ---------------------------------------------------------------------------------------------------------
-
-#: configuration keys of a trial: a side is one point, all of these fixed but the seeds
-SEED_KEYS = ("data.seed", "train.seed")
 
 
 class PooledConfigurations(ValueError):

@@ -29,7 +29,6 @@ from analysis.findings import (
     evaluate_findings,
 )
 from analysis.load import (
-    CELL_COLUMNS,
     FINISHED,
     Sweep,
     TrialRun,
@@ -41,6 +40,7 @@ from analysis.report import FORMATS
 from analysis.sweep import aggregate_seeds
 from arith.config import ExperimentConfig
 from arith.data.tasks import TASKS
+from arith.tracking.schema import REQUIRED_CELL_COLUMNS
 from experiments.paper import (
     digit_map_of,
     paper_cells,
@@ -123,7 +123,13 @@ def synthetic_sweep(
                     key = f"{cfg.tracking.run_name}{cell}".encode()
                     correct = min(100, correct + hashlib.sha256(key).digest()[0] % 3)
                 rows.append(
-                    dict(zip(CELL_COLUMNS, [epoch, *cell, 100, correct, correct / 100, 0.0], strict=True))
+                    dict(
+                        zip(
+                            REQUIRED_CELL_COLUMNS,
+                            [epoch, *cell, 100, correct, correct / 100, 0.0],
+                            strict=True,
+                        )
+                    )
                 )
         if status == FINISHED:
             cells_by_run[run.run_id] = pd.DataFrame(rows)

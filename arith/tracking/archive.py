@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from arith.tracking import store
+from arith.tracking.schema import PARENT_RUN_TAG as PARENT_TAG
 
 FORMAT = "arith-sweep-archive"
 VERSION = 1
@@ -35,7 +36,6 @@ VERSION = 1
 ARTIFACTS = ("eval/cells.csv", "eval/errors.csv")
 #: the tag an imported run carries: the id of the run it was archived from (imports are idempotent)
 SOURCE_TAG = "archive.source_run_id"
-PARENT_TAG = "mlflow.parentRunId"
 #: MLflow's limits on one log_batch call
 _MAX_METRICS, _MAX_PARAMS, _MAX_TAGS = 1000, 100, 100
 

@@ -24,8 +24,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from arith.data.tasks import answer_digits, get_task
-
-CELL_KEYS = ["context", "row_digits", "col_digits"]
+from arith.tracking.schema import CELL_KEYS
 
 
 def carry_chains(task: str, a: int, b: int, width: int) -> list[int]:
