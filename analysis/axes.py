@@ -17,7 +17,7 @@ import pandas as pd
 
 from arith.config import ConfigError, ExperimentConfig, coerce
 from arith.data.tasks import get_task
-from arith.tracking.schema import SEED_KEYS
+from arith.tracking.schema import AXES_TAG, SEED_KEYS
 
 
 def type_hints() -> dict[str, Any]:
@@ -84,10 +84,6 @@ def without_derived(params: pd.DataFrame, axes: list[str], declared: list[str]) 
         if (shown.groupby(others)[key].nunique() <= 1).all():
             kept.remove(key)
     return kept
-
-
-#: the parent run's tag holding the grid's declared axes (JSON list of dotted config keys)
-AXES_TAG = "axes"
 
 
 def declared_axes(parents: Sequence[Any]) -> tuple[list[str], list[str]]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from arith.tracking.schema import SPLIT_COLUMNS
+from arith.tracking.schema import PAPER_EPOCHS_TAG, PAPER_TABLE_TAG, SPLIT_COLUMNS
 from experiments.paper import digit_map_of
 
 #: params that say what a trial is, whether or not the sweep varies them: tables and the paper match
@@ -30,7 +30,7 @@ IDENTITY_KEYS: tuple[str, ...] = (
 REQUIRED_KEYS: tuple[str, ...] = ("data.task", "data.format", "model.position")
 #: tags a sweep sets on each trial that say which paper numbers it stands beside: the table label(s), and
 #: a JSON map from each evaluated epoch to the paper's epoch count it stands for
-TAG_COLUMNS: tuple[str, ...] = ("paper_table", "paper_epochs")
+TAG_COLUMNS: tuple[str, ...] = (PAPER_TABLE_TAG, PAPER_EPOCHS_TAG)
 #: the seed aggregate's column of the trials behind each row (a sorted tuple of run ids): what joins a
 #: table's points back to their trials' cells and wrong answers, whatever type the config values took
 RUN_IDS = "run_ids"

@@ -24,9 +24,9 @@ import json
 
 from analysis.load import FINISHED, Sweep
 from arith.tracking import store
+from arith.tracking.schema import PARENT_RUN_TAG, SWEEP_TAG
 
 VIEW_TAG = "mlflow.sharedViewState."
-PARENT_RUN_TAG, SWEEP_TAG = "mlflow.parentRunId", "sweep"
 #: the accuracy metrics a view shows first, when the trials logged them (arith.training.metrics)
 LEADING_METRICS = ("test_acc", "test_acc/in_range", "test_acc/beyond")
 

@@ -28,7 +28,7 @@ from typing import Any
 import pandas as pd
 
 from arith.config import ConfigError, ExperimentConfig, parse_set
-from arith.tracking import store
+from arith.tracking import schema, store
 from arith.tracking.store import absolute_uri
 from experiments.grid import Grid
 from experiments.registry import claims_for
@@ -234,7 +234,7 @@ def build_configs(
     overrides = absolute_paths(parse_set(list(options.sets)))
     overrides["tracking.tracking_uri"] = tracking_uri
     configs = points(grid, scale, options.seeds, overrides, parse_set(list(options.only)), link)
-    return {trial_key(c.tracking.tags["point"], c.train.seed): c.to_dict() for c in configs}
+    return {trial_key(c.tracking.tags[schema.POINT_TAG], c.train.seed): c.to_dict() for c in configs}
 
 
 def resources(scale: Scale, gpus_per_trial: float | None, cpus_per_trial: float) -> dict[str, float]:
@@ -277,9 +277,9 @@ def trial_table(configs: dict[str, dict[str, Any]], res: dict[str, float]) -> pd
         tags = f["tracking.tags"]
         rows.append(
             {
-                "point": tags["point"],
+                "point": tags[schema.POINT_TAG],
                 "seed": f["train.seed"],
-                "paper_table": tags["paper_table"],
+                "paper_table": tags[schema.PAPER_TABLE_TAG],
                 **{k.partition(".")[2]: f[k] for k in keys},
                 "cpus": res["cpu"],
                 "gpus": res["gpu"],

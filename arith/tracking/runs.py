@@ -29,7 +29,7 @@ import pandas as pd
 from arith.config import ExperimentConfig
 from arith.tracking import digit_errors, logged_model, store
 from arith.tracking.outbox import Outbox, patiently
-from arith.tracking.schema import MODEL_ARTIFACT
+from arith.tracking.schema import MODEL_ARTIFACT, PARENT_RUN_TAG
 
 #: MLflow's per-call limit of params for log_batch
 _MAX_PARAMS_PER_BATCH = 100
@@ -111,7 +111,7 @@ class MlflowTracker(NullTracker):
             return
         tags = dict(cfg.tracking.tags)
         if cfg.tracking.parent_run_id:
-            tags["mlflow.parentRunId"] = cfg.tracking.parent_run_id
+            tags[PARENT_RUN_TAG] = cfg.tracking.parent_run_id
         experiment_id = store.experiment_id(self.client, cfg.tracking.experiment, self.uri)
         run = self.client.create_run(experiment_id, tags=tags, run_name=cfg.tracking.run_name or None)
         self.run_id = run.info.run_id

@@ -21,8 +21,8 @@ EXPERIMENT_KIND = "custom_model_development"
 
 #: MLflow's tag nesting a trial's run under its sweep's parent run
 PARENT_RUN_TAG = "mlflow.parentRunId"
-#: "1" on a sweep's parent run; the grid and scale it ran (on the parent and on every trial)
-SWEEP_TAG, GRID_TAG, SCALE_TAG = "sweep", "grid", "scale"
+#: "1" on a sweep's parent run; the grid and scale it ran (on the parent and on every trial); the commit
+SWEEP_TAG, GRID_TAG, SCALE_TAG, COMMIT_TAG = "sweep", "grid", "scale", "git_commit"
 #: the parent's JSON tags: paper digit count -> this scale's, the grid's declared axes, the seeds of the
 #: pre-search that chose its budget; and the grid a variant grid is judged as
 DIGIT_MAP_TAG, AXES_TAG, PRESEARCH_SEEDS_TAG = "digit_map", "axes", "presearch_seeds"

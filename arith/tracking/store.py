@@ -302,7 +302,7 @@ def trial_runs(
 ) -> list[Any]:
     """The trial runs nested under a sweep's parent run (only those named `run_name`, when given)."""
     mlflow_client = client(uri)
-    query = f"tags.mlflow.parentRunId = '{parent_run_id}'"
+    query = f"tags.`{schema.PARENT_RUN_TAG}` = '{parent_run_id}'"
     if run_name is not None:
         query += f" and tags.mlflow.runName = '{run_name}'"
     return search_runs(mlflow_client, experiment_ids(mlflow_client, experiments), query)
