@@ -99,3 +99,23 @@ def test_the_demo_is_a_training_experiment_whose_models_mlflow_and_ask_load(demo
     assert "expected: 9 1 0 0  (= 19)" in out and "reply:" in out
     # nothing was written to a default store beside the sweep
     assert not (folder / "mlruns").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2400)
+def test_the_demo_heatmap_titles_fit_their_figure(demo) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from analysis import analyse, load_sweep
+    from analysis.plots import heatmap
+
+    uri, _, _ = demo
+    (table,) = analyse(load_sweep("demo", uri)).tables
+    figure = heatmap(table)
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    width = figure.get_figwidth() * figure.dpi
+    titles = [ax.title for ax in figure.axes if ax.get_title()]
+    assert len(titles) == 2 and "unseen" in titles[1].get_text()  # the second panel: unseen problems only
+    assert all(
+        t.get_window_extent(renderer).x0 >= 0 and t.get_window_extent(renderer).x1 <= width for t in titles
+    )
