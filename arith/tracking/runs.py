@@ -235,10 +235,17 @@ class MlflowTracker(NullTracker):
         self.flush()
 
     def log_model(self, model, folder: str | Path, step: int) -> None:
+        """An MLflow logged model; while the store stays down, the folder as the artifact `model/`,
+        kept with the run's unsent part like any artifact."""
         self.flush()  # the metrics of `step` are in the store, for the model to be linked to
-        self._patiently(
-            lambda: logged_model.log(self.uri, self.run_id, model, Path(folder), step), "log the model"
-        )
+        try:
+            self._patiently(
+                lambda: logged_model.log(self.uri, self.run_id, model, Path(folder), step), "log the model"
+            )
+        except Exception as err:
+            if not store.is_unreachable(err):
+                raise
+            super().log_model(model, folder, step)
 
     # --- sending -----------------------------------------------------------------------------------------
 
