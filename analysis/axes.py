@@ -17,9 +17,7 @@ import pandas as pd
 
 from arith.config import ConfigError, ExperimentConfig, coerce
 from arith.data.tasks import get_task
-
-#: params that only repeat a point (aggregated over), or only say where it logged
-SEED_KEYS: tuple[str, ...] = ("data.seed", "train.seed")
+from arith.tracking.schema import AXES_TAG, SEED_KEYS
 
 
 def type_hints() -> dict[str, Any]:
@@ -86,10 +84,6 @@ def without_derived(params: pd.DataFrame, axes: list[str], declared: list[str]) 
         if (shown.groupby(others)[key].nunique() <= 1).all():
             kept.remove(key)
     return kept
-
-
-#: the parent run's tag holding the grid's declared axes (JSON list of dotted config keys)
-AXES_TAG = "axes"
 
 
 def declared_axes(parents: Sequence[Any]) -> tuple[list[str], list[str]]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analysis.sweep import TAG_COLUMNS
 from experiments.paper import digit_map_of
 from experiments.verdicts import LEARNED, gated_cells, in_range
 
@@ -39,8 +40,7 @@ def gate_accuracy(cells: pd.DataFrame, config: dict, scale: str = "", grid: str 
     scalars = {k: v for k, v in config.items() if k.startswith(("data.", "model.", "train.")) and _scalar(v)}
     frame = cells.assign(
         **scalars,
-        paper_table=tags.get("paper_table", ""),
-        paper_epochs=tags.get("paper_epochs", ""),
+        **{tag: tags.get(tag, "") for tag in TAG_COLUMNS},
         final_epoch=config.get("train.epochs", 0),
     )
     if "context" not in frame:

@@ -81,6 +81,7 @@ def learning_curves_figure(sweep: Sweep, history: pd.DataFrame | None = None) ->
                 low, high = by_step.min(axis=1), by_step.max(axis=1)
                 loss_ax.fill_between(steps, low, high, color=colour[point], alpha=0.18, lw=0)
         loss_ax.set_yscale("log")
+        loss_ax.legend(fontsize=7, frameon=False, loc="lower left")
     loss_ax.set_xlabel("optimiser step")
     loss_ax.set_ylabel(f"{LOSS}, mean of {SMOOTH} logs\n(line: mean over seeds; band: their range)")
     loss_ax.grid(alpha=0.3, which="both")
@@ -96,7 +97,7 @@ def learning_curves_figure(sweep: Sweep, history: pd.DataFrame | None = None) ->
     acc_ax.set_xlim(-0.03, 1.03)
     acc_ax.set_xlabel(
         "lowest accuracy at the end on the gated cells\n"
-        f"(dot: a seed; dashed: learned = {LEARNED:g} on every one)"
+        f"(dot: a seed; black bar: their mean; dashed: learned = {LEARNED:g} on every one)"
     )
     acc_ax.grid(axis="x", alpha=0.3)
     figure.suptitle(f"{sweep.grid}: learning curves", fontsize=11)

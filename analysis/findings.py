@@ -50,10 +50,9 @@ class Finding:
         if not contrasts or self.outcome.untestable:
             return {"effect": "", "95% CI": "", "p": "", "p (Holm)": "", "seeds": ""}
         i = max((c.interval for c in contrasts), key=lambda i: (math.isnan(i.p), i.p))
-        ci = "" if math.isnan(i.low) else f"[{i.low:+.3f}, {i.high:+.3f}]"
         return {
             "effect": f"{i.effect:+.3f}",
-            "95% CI": ci,
+            "95% CI": i.ci,
             "p": "" if math.isnan(i.p) else f"{i.p:.2g}",
             "p (Holm)": "" if math.isnan(self.p_holm) else f"{self.p_holm:.2g}",
             "seeds": ", ".join(map(str, i.seeds)) + (" (paired)" if i.paired else " (Welch)"),

@@ -189,6 +189,9 @@ def page(analysis, head: str) -> str:
         parts += [
             "<h2>Learning curves</h2>",
             _img(curves, "training loss by step; lowest accuracy at the end on the gated cells"),
+            '<p class="meta">Left: each point\'s training loss by step (line: the mean over its seeds; band: '
+            "their range). Right: each trial's lowest accuracy at the end on the cells the competence rule "
+            "reads (dot: a seed; black bar: the seeds' mean; dashed line: learned).</p>",
         ]
     history = metric_histories(sweep)
     by_epoch = epochs_figure(sweep, history)

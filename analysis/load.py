@@ -24,17 +24,10 @@ from typing import Any
 import pandas as pd
 
 from analysis.axes import axes_of, declared_axes, type_hints, typed_value
-from analysis.sweep import (
-    CELL_COLUMNS,
-    FINISHED,
-    IDENTITY_KEYS,
-    REQUIRED_KEYS,
-    SPLIT_COLUMNS,
-    TAG_COLUMNS,
-    Sweep,
-)
+from analysis.sweep import FINISHED, IDENTITY_KEYS, REQUIRED_KEYS, TAG_COLUMNS, Sweep
 from arith.config import ExperimentConfig
-from arith.tracking import store
+from arith.tracking import schema, store
+from arith.tracking.schema import CELL_COLUMNS, REQUIRED_CELL_COLUMNS, SPLIT_COLUMNS
 
 
 class AnalysisError(RuntimeError):
@@ -73,8 +66,10 @@ def sweep_runs(client, grid: str | None = None) -> list:
     experiment_ids = _experiment_ids(client)
     if not experiment_ids:
         return []
-    sweeps = _search(client, experiment_ids, "tags.sweep = '1'", order_by=["attributes.start_time DESC"])
-    return [run for run in sweeps if grid is None or run.data.tags.get("grid") == grid]
+    sweeps = _search(
+        client, experiment_ids, f"tags.`{schema.SWEEP_TAG}` = '1'", order_by=["attributes.start_time DESC"]
+    )
+    return [run for run in sweeps if grid is None or run.data.tags.get(schema.GRID_TAG) == grid]
 
 
 def find_parent(client, grid: str, parent_run_id: str | None = None):
@@ -87,19 +82,20 @@ def find_parent(client, grid: str, parent_run_id: str | None = None):
         except MlflowException as err:
             raise AnalysisError(f"no run {parent_run_id!r} in this tracking store") from err
         tags = run.data.tags
-        if tags.get("sweep") != "1":
+        if tags.get(schema.SWEEP_TAG) != "1":
             raise AnalysisError(f"run {parent_run_id} is not a sweep parent run (it has no tag sweep=1)")
-        if tags.get("grid") != grid:
-            raise AnalysisError(f"run {parent_run_id} is a sweep of grid {tags.get('grid')!r}, not {grid!r}")
+        if tags.get(schema.GRID_TAG) != grid:
+            found = tags.get(schema.GRID_TAG)
+            raise AnalysisError(f"run {parent_run_id} is a sweep of grid {found!r}, not {grid!r}")
         return run
     if not _experiment_ids(client):
         raise AnalysisError(
             "the tracking store holds no experiments: run a sweep first (python sweeps/run.py)"
         )
     sweeps = sweep_runs(client)
-    of_grid = [run for run in sweeps if run.data.tags.get("grid") == grid]
+    of_grid = [run for run in sweeps if run.data.tags.get(schema.GRID_TAG) == grid]
     if not of_grid:
-        found = sorted({run.data.tags.get("grid", "?") for run in sweeps})
+        found = sorted({run.data.tags.get(schema.GRID_TAG, "?") for run in sweeps})
         have = f"sweeps found for grid(s): {', '.join(found)}" if found else "the store holds no sweeps"
         raise AnalysisError(f"no sweep of grid {grid!r} in this tracking store; {have}")
     return of_grid[0]
@@ -155,10 +151,9 @@ def trials_frame(
             "run_id": run.run_id,
             "run_name": run.run_name,
             "status": run.status,
-            "seed": tags.get("seed", params.get("data.seed", params.get("train.seed"))),
-            "paper_table": tags.get("paper_table", ""),
-            "paper_epochs": tags.get("paper_epochs", ""),
-            "point": tags.get("point", ""),
+            "seed": tags.get(schema.SEED_TAG, params.get("data.seed", params.get("train.seed"))),
+            **{tag: tags.get(tag, "") for tag in TAG_COLUMNS},
+            "point": tags.get(schema.POINT_TAG, ""),
         }
         for key in dict.fromkeys([*IDENTITY_KEYS, *axes]):
             row[key] = typed_value(key, params.get(key), hints) if key in params else defaults.get(key)
@@ -187,12 +182,12 @@ def read_cells(client, run_id: str, into: Path) -> pd.DataFrame | None:
         cells = pd.read_csv(path)
     except (pd.errors.EmptyDataError, pd.errors.ParserError) as err:
         raise AnalysisError(f"run {run_id}: eval/cells.csv cannot be read as a table ({err})") from err
-    missing = [c for c in CELL_COLUMNS if c not in cells.columns]
+    missing = [c for c in REQUIRED_CELL_COLUMNS if c not in cells.columns]
     if missing:
         raise AnalysisError(
             f"run {run_id}: eval/cells.csv lacks column(s) {', '.join(missing)} "
             "(written by an older trainer; "
-            f"expected {', '.join(CELL_COLUMNS)})"
+            f"expected {', '.join(REQUIRED_CELL_COLUMNS)})"
         )
     for column in SPLIT_COLUMNS:
         if column not in cells.columns:
@@ -243,7 +238,7 @@ def tidy_cells(trials: pd.DataFrame, cells_by_run: dict[str, pd.DataFrame], axes
         cells["final_epoch"] = cells["epoch"].max()
         frames.append(cells)
     if not frames:
-        return pd.DataFrame(columns=[*keep, *CELL_COLUMNS, *SPLIT_COLUMNS, "final_epoch"])
+        return pd.DataFrame(columns=[*keep, "epoch", *CELL_COLUMNS, "final_epoch"])
     tidy = pd.concat(frames, ignore_index=True)
     tidy["row_digits"] = tidy["row_digits"].astype("Int64")
     tidy["col_digits"] = tidy["col_digits"].astype("Int64")
@@ -268,7 +263,9 @@ def load_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] 
         parents = [find_parent(client, grid, run_id) for run_id in ids]
         for parent in parents:
             part = _search(
-                client, [parent.info.experiment_id], f"tags.mlflow.parentRunId = '{parent.info.run_id}'"
+                client,
+                [parent.info.experiment_id],
+                f"tags.`{schema.PARENT_RUN_TAG}` = '{parent.info.run_id}'",
             )
             if not part:
                 raise AnalysisError(
@@ -279,7 +276,7 @@ def load_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] 
     except MlflowException as err:
         raise AnalysisError(f"cannot read the tracking store at {tracking_uri}: {err.message}") from err
     parent = parents[0]
-    scales = sorted({p.data.tags.get("scale", "") for p in parents})
+    scales = sorted({p.data.tags.get(schema.SCALE_TAG, "") for p in parents})
     if len(scales) > 1:
         raise AnalysisError(f"the sweeps {', '.join(ids)} are of different scales ({', '.join(scales)})")
     declared, notes = declared_axes(parents)
@@ -321,14 +318,14 @@ def load_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] 
         parent_run_id=parent.info.run_id,
         parent_run_ids=tuple(p.info.run_id for p in parents),
         tracking_uri=tracking_uri,
-        scale=parent.data.tags.get("scale", ""),
+        scale=parent.data.tags.get(schema.SCALE_TAG, ""),
         trials=trials,
         cells=tidy_cells(trials, cells_by_run, axes),
         axes=axes,
         notes=notes,
-        digit_map_tag=parent.data.tags.get("digit_map", ""),
+        digit_map_tag=parent.data.tags.get(schema.DIGIT_MAP_TAG, ""),
         presearch_seeds_tag=presearch_seeds_tag(parents),
-        variant_of=parent.data.tags.get("variant_of", ""),
+        variant_of=parent.data.tags.get(schema.VARIANT_OF_TAG, ""),
         declared_axes=tuple(declared),
         errors=tidy_errors(trials, errors_by_run, axes),
     )
@@ -356,7 +353,7 @@ def presearch_seeds_tag(parents: list) -> str:
     seeds: set[int] = set()
     tagged = False
     for parent in parents:
-        tag = parent.data.tags.get("presearch_seeds", "")
+        tag = parent.data.tags.get(schema.PRESEARCH_SEEDS_TAG, "")
         if tag:
             try:
                 seeds |= {int(s) for s in json.loads(tag)}

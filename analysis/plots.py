@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -45,10 +46,11 @@ def heatmap(table: Table) -> Figure:
         shown.append((table.unseen, "this sweep, unseen problems only"))
     if table.has_paper:
         shown.append((table.paper, f"paper ({', '.join(table.paper_sources)})"))
-    figure = Figure(figsize=(len(shown) * width, 1.6 + 0.4 * rows + (1.0 if cols > 10 else 0.0)))
+    figure = Figure(figsize=(len(shown) * width, 1.9 + 0.4 * rows + (1.0 if cols > 10 else 0.0)))
     axes = figure.subplots(1, len(shown), squeeze=False)[0]
     for ax, (grid, title) in zip(axes, shown, strict=True):
-        _panel(ax, grid, title, table)
+        # a title wider than its panel is cut at the figure's edge: wrapped to the panel's width
+        _panel(ax, grid, "\n".join(textwrap.wrap(title, width=max(12, int((width - 0.8) * 11)))), table)
     figure.suptitle(table.title, fontsize=10)
     figure.tight_layout()
     return figure

@@ -9,22 +9,9 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from arith.tracking.schema import PAPER_EPOCHS_TAG, PAPER_TABLE_TAG, SPLIT_COLUMNS
 from experiments.paper import digit_map_of
 
-#: the columns of every trial's eval/cells.csv
-CELL_COLUMNS: tuple[str, ...] = (
-    "epoch",
-    "context",
-    "row_digits",
-    "col_digits",
-    "n",
-    "correct",
-    "accuracy",
-    "seen_in_train",
-)
-#: each cell's accuracy split by whether its test problems are training problems too (trainers before
-#: the split wrote none: read as unknown, NaN)
-SPLIT_COLUMNS: tuple[str, ...] = ("n_seen", "accuracy_seen", "accuracy_unseen")
 #: params that say what a trial is, whether or not the sweep varies them: tables and the paper match
 #: read them. A run that lacks one of these (an older config) is read with the config's default, noted.
 IDENTITY_KEYS: tuple[str, ...] = (
@@ -43,7 +30,10 @@ IDENTITY_KEYS: tuple[str, ...] = (
 REQUIRED_KEYS: tuple[str, ...] = ("data.task", "data.format", "model.position")
 #: tags a sweep sets on each trial that say which paper numbers it stands beside: the table label(s), and
 #: a JSON map from each evaluated epoch to the paper's epoch count it stands for
-TAG_COLUMNS: tuple[str, ...] = ("paper_table", "paper_epochs")
+TAG_COLUMNS: tuple[str, ...] = (PAPER_TABLE_TAG, PAPER_EPOCHS_TAG)
+#: the seed aggregate's column of the trials behind each row (a sorted tuple of run ids): what joins a
+#: table's points back to their trials' cells and wrong answers, whatever type the config values took
+RUN_IDS = "run_ids"
 FINISHED = "FINISHED"
 
 
@@ -93,7 +83,8 @@ class Sweep:
 
 
 def aggregate_seeds(cells: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
-    """Mean, standard deviation and count of accuracy over the seeds of each point x evaluation x cell.
+    """Mean, standard deviation and count of accuracy over the seeds of each point x evaluation x cell,
+    and the run ids behind each (`RUN_IDS`).
 
     Evaluations are aligned by their place in the run: `final` marks each run's last one.
     """
@@ -121,6 +112,7 @@ def aggregate_seeds(cells: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
         n_seen=("n_seen", lambda n: n.sum(min_count=1)),
         accuracy_seen=("accuracy_seen", "mean"),
         accuracy_unseen=("accuracy_unseen", "mean"),
+        **{RUN_IDS: ("run_id", lambda ids: tuple(sorted(set(ids))))},
     ).reset_index()
     out["final"] = out["epoch"] == out["final_epoch"]
     return out

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from analysis.sweep import RUN_IDS
 from arith.data.tasks import get_task
 
 #: what the table's cell keys are called, for the headers
@@ -47,8 +48,9 @@ class Table:
     min_seeds: int
     row_name: str
     col_name: str
-    #: the points the table shows: one row each, the dotted config keys that say what a trial is, and
-    #: the contexts it shows (to find the trials' wrong answers: analysis.wrong_answers)
+    #: the points the table shows: one row each, the dotted config keys that say what a trial is and the
+    #: run ids of its trials (`RUN_IDS`), and the contexts it shows (to find the trials' wrong answers:
+    #: analysis.wrong_answers joins them by run id, never by config values)
     points: pd.DataFrame = field(default_factory=pd.DataFrame)
     contexts: tuple[str, ...] = ()
 
@@ -126,9 +128,21 @@ def _make(frame: pd.DataFrame, title: str, index: str, columns, row_name: str, c
         min_seeds=int(seeds.min()) if len(seeds) else 0,
         row_name=row_name,
         col_name=col_name,
-        points=frame[[c for c in frame.columns if "." in str(c)]].drop_duplicates().reset_index(drop=True),
+        points=_points(frame),
         contexts=tuple(sorted(frame["context"].astype(str).unique())),
     )
+
+
+def _points(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per point of a panel: its dotted config keys and the run ids of its trials (the union
+    over its cells; a cell only the paper has has none)."""
+    keys = [c for c in frame.columns if "." in str(c)]
+    if RUN_IDS not in frame:
+        return frame[keys].drop_duplicates().reset_index(drop=True)
+    runs = frame.groupby(keys, dropna=False, sort=False)[RUN_IDS].agg(
+        lambda column: tuple(sorted({r for ids in column.dropna() for r in ids}))
+    )
+    return runs.reset_index()
 
 
 def _point_title(point: dict, keys: list[str]) -> str:

@@ -6,9 +6,12 @@ what its "Share" button writes) via ``#/experiments/<id>/runs?viewStateShareKey=
 tag saves a person the clicks: the params of every axis the sweep varies and the test accuracies the
 trials logged (`test_acc`, in and beyond the training range, per context) as columns, sorted by
 `test_acc`, grouped by the varying axes with each group's average (grouping also lifts the trials out
-from under the collapsed parent run). Adding ``&compareRunsMode=CHART`` opens the chart view of the same
-groups, led by a section of its own: a bar chart of each headline accuracy (the group's average of the
-trials' last values: one bar per value of the axes); MLflow's own charts of every other metric follow.
+from under the collapsed parent run). The view lists the sweep's trials only: its parent run, all dashes
+where the trials have numbers, would otherwise be a group of its own. Adding ``&compareRunsMode=CHART``
+opens the chart view of the same groups, led by a section of its own: a bar chart of each headline
+accuracy (the group's average of the trials' last values: one bar per value of the axes); MLflow's own
+charts of every other metric follow. The groups' colours are the UI's own (a hash of each group's name,
+a person's choice kept in the browser's local storage): no view state or tag sets them.
 A parallel-coordinates chart asked for in the same state is not drawn by MLflow 3.17 over grouped runs, so
 the view asks for none. The tag's JSON is the UI's own view state (its
 `compareRunCharts` / `compareRunSections`, checked with MLflow 3.17); an MLflow that reads it
@@ -21,6 +24,7 @@ import json
 
 from analysis.load import FINISHED, Sweep
 from arith.tracking import store
+from arith.tracking.schema import PARENT_RUN_TAG, SWEEP_TAG
 
 VIEW_TAG = "mlflow.sharedViewState."
 #: the accuracy metrics a view shows first, when the trials logged them (arith.training.metrics)
@@ -54,7 +58,7 @@ def view_state(sweep: Sweep, logged: list[str] | None = None) -> dict:
     axes = varying_axes(sweep)
     metrics = accuracy_metrics(sweep, logged)
     return {
-        "searchFilter": "",
+        "searchFilter": trials_filter(sweep),
         "orderByKey": _quoted("metrics", "test_acc"),
         "orderByAsc": False,
         "selectedColumns": [*(_quoted("params", a) for a in axes), *(_quoted("metrics", m) for m in metrics)],
@@ -66,6 +70,15 @@ def view_state(sweep: Sweep, logged: list[str] | None = None) -> dict:
         "hideEmptyCharts": True,
         **claim_charts(metrics),
     }
+
+
+def trials_filter(sweep: Sweep) -> str:
+    """The UI's search filter that keeps the sweep's trials and leaves its parent run(s) out: the
+    trials of its one parent run, or of several parts every run that is no sweep parent."""
+    parents = sweep.parent_run_ids or (sweep.parent_run_id,)
+    if len(parents) == 1:
+        return f"tags.`{PARENT_RUN_TAG}` = '{parents[0]}'"
+    return f"tags.`{SWEEP_TAG}` IS NULL"
 
 
 #: the chart view's first section: the accuracies a claim rests on, by the sweep's axes

@@ -17,6 +17,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from analysis.load import Sweep
+from analysis.sweep import RUN_IDS
 from analysis.tables import Table
 from arith.tracking import digit_errors
 
@@ -40,42 +41,30 @@ class PointErrors:
         return digit_errors.figure(rows, f"{self.label}: where the wrong answers err")
 
 
-def _text(value) -> str:
-    """A config value as text that reads the same whichever frame it came from (3 == 3.0 == "3")."""
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
-def _matches(frame: pd.DataFrame, point: pd.Series) -> pd.Series:
-    mask = pd.Series(True, index=frame.index)
-    for key, value in point.items():
-        if key in frame.columns:
-            mask &= frame[key].map(_text) == _text(value)
-    return mask
-
-
 def points_of(sweep: Sweep, table: Table) -> list[PointErrors]:
-    """The points of `table` that kept wrong answers, in the table's order."""
+    """The points of `table` that kept wrong answers, in the table's order: each point's trials are its
+    run ids (`Table.points`), so errors and cells join their trials by run id and cell, never by config
+    values (which a frame may hold as 3, 3.0 or "3", False or 0.0)."""
     errors = sweep.errors
-    if errors.empty or table.points.empty:
+    if errors.empty or table.points.empty or RUN_IDS not in table.points:
         return []
     errors = errors[errors["context"].astype(str).isin(table.contexts)]
     cells = sweep.cells[sweep.cells["context"].astype(str).isin(table.contexts)]
     cells = cells[cells["epoch"] == cells["final_epoch"]]
     out = []
-    for _, point in table.points.iterrows():
-        kept = errors[_matches(errors, point)]
+    for point in table.points.to_dict("records"):
+        runs = set(point.pop(RUN_IDS))
+        kept = errors[errors["run_id"].isin(runs)]
         if kept.empty:
             continue
         label = str(kept["point"].iloc[0]) or ", ".join(f"{k}={v}" for k, v in point.items())
         out.append(
             PointErrors(
                 label=label,
-                task=str(point.get("data.task", kept["data.task"].iloc[0])),
-                fmt=str(point.get("data.format", kept["data.format"].iloc[0])),
+                task=str(kept["data.task"].iloc[0]),
+                fmt=str(kept["data.format"].iloc[0]),
                 errors=kept.reset_index(drop=True),
-                cells=cells[_matches(cells, point)],
+                cells=cells[cells["run_id"].isin(runs)],
             )
         )
     return out

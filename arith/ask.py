@@ -28,11 +28,11 @@ from safetensors import SafetensorError
 from arith.config import ConfigError, ExperimentConfig
 from arith.data.datasets import test_examples
 from arith.data.examples import Example
-from arith.data.tasks import get_task
+from arith.data.tasks import answer_number, get_task
 from arith.model.gpt import ModelFolderError, load_folder
 from arith.model.tokenizer import encode_examples
 from arith.tracking.models import model_folder
-from arith.tracking.runs import EXPERIMENT_CONFIG
+from arith.tracking.schema import EXPERIMENT_CONFIG
 from arith.training.evaluate import generate_replies, is_right, reply_cap
 
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
@@ -152,6 +152,13 @@ def load(run: str, tracking_uri: str = "", device: str = "cpu"):
     return model.eval(), tokenizer, cfg
 
 
+def read_as_number(cfg: ExperimentConfig, text: str) -> str:
+    """`text` followed by the number a person reads in it (`9 7 5 0  (= 579)`: padded, reversed), where
+    the task's answer is one."""
+    number = answer_number(cfg.data.task, cfg.data.format, text)
+    return text if number is None else f"{text}  (= {number})"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m arith.ask", description=__doc__.split("\n\n")[0])
     parser.add_argument("run", help="runs:/<run id>, a run id, a model artifact URI or a model folder")
@@ -179,15 +186,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(answers) == 1:
         answer = answers[0]
         print(f"prompt:   {answer.example.prompt}")
-        print(f"reply:    {answer.reply}")
-        print(f"expected: {answer.example.answer.strip()}")
+        print(f"reply:    {read_as_number(cfg, answer.reply)}")
+        print(f"expected: {read_as_number(cfg, answer.example.answer.strip())}")
         print(f"right:    {'yes' if answer.right else 'no'}")
         return 0
     width = max(len(a.example.prompt) for a in answers)
     for answer in answers:
         mark = "right" if answer.right else "WRONG"
-        expected = "" if answer.right else f"   (expected {answer.example.answer.strip()})"
-        print(f"{answer.example.prompt:<{width}}  {answer.reply}   {mark}{expected}")
+        expected = (
+            "" if answer.right else f"   (expected {read_as_number(cfg, answer.example.answer.strip())})"
+        )
+        print(f"{answer.example.prompt:<{width}}  {read_as_number(cfg, answer.reply)}   {mark}{expected}")
     right = sum(a.right for a in answers)
     print(f"{right}/{len(answers)} right in cell {args.cell}")
     return 0

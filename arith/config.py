@@ -52,7 +52,7 @@ PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16")
 #: `pretrained`: model.pretrained's tokenizer whatever the init (the paper's random-init GPT-2s)
 TOKENIZERS: tuple[str, ...] = ("auto", "pretrained")
 DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
-#: tracking.log_model: which trained model a run keeps as its `model/` artifact
+#: tracking.log_model: which trained model a run keeps as its logged model `model`
 LOG_MODEL: tuple[str, ...] = ("final", "none")
 #: torch.compile modes; `reduce-overhead` replays CUDA graphs (one per batch shape: see train.bucket_lengths)
 COMPILE_MODES: tuple[str, ...] = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -289,9 +289,10 @@ class TrackingConfig:
     run_name: str = ""
     parent_run_id: str = ""
     tags: dict[str, str] = field(default_factory=dict)
-    #: the trained model as the run's artifact `model/` (`ArithModel.save`: weights, position scheme,
-    #: tokenizer; load it with `arith.tracking.models.load_model("runs:/<run id>/model")`): `final` = the
-    #: model at the end of the trial, `none` = not kept. A GPT2-small (paper scale) is ~0.5 GB a trial.
+    #: the trained model as the run's MLflow logged model `model` (the module, with `ArithModel.save`'s
+    #: weights, position scheme and tokenizer; load it with `mlflow.pytorch.load_model` or
+    #: `arith.tracking.models.load_model("runs:/<run id>/model")`): `final` = the model at the end of the
+    #: trial, `none` = not kept. A GPT2-small (paper scale) is ~1 GB a trial (the weights twice).
     log_model: str = "final"
 
     def resolved_uri(self) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from arith.tracking.schema import CELL_KEYS
 from experiments.paper import paper_cells, paper_reading
 
 
@@ -76,8 +77,7 @@ def digit_range(frame: pd.DataFrame) -> str:
     return f"{digits[0]}-{digits[-1]}" if len(digits) > 1 else str(digits[0])
 
 
-#: what names a cell in every frame; the paper's counterpart adds its own digit counts and accuracy
-CELL_KEYS = ["context", "row_digits", "col_digits"]
+#: the paper's counterpart of a cell (`CELL_KEYS`): its own digit counts and accuracy
 PAPER_COLUMNS = [*CELL_KEYS, "paper_row_digits", "paper_col_digits", "paper_accuracy"]
 
 

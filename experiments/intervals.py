@@ -24,7 +24,8 @@ class Interval:
     for the paper's direction (H1: effect > 0) and against it (H1: effect < 0), the seeds, and whether
     paired over them. `zero_spread`: every seed gave the same difference (paired) or every side the same
     value on every seed (Welch); no t interval exists then, and the p-values are the exact sign test's
-    (paired) or Mann-Whitney's (two sides), NaN where neither applies."""
+    (paired) or Mann-Whitney's (two sides), NaN where neither applies. `possible`: the least and the
+    greatest value the contrast can take (accuracies in [0, 1]), where the interval is shown clipped."""
 
     effect: float
     se: float
@@ -36,6 +37,16 @@ class Interval:
     paired: bool
     p_against: float = math.nan
     zero_spread: bool = False
+    possible: tuple[float, float] = (-math.inf, math.inf)
+
+    @property
+    def ci(self) -> str:
+        """The 95% interval as text, clipped to the possible range (and saying so); '' without one."""
+        if math.isnan(self.low):
+            return ""
+        low, high = max(self.low, self.possible[0]), min(self.high, self.possible[1])
+        clipped = " clipped to the possible range" if (low, high) != (self.low, self.high) else ""
+        return f"[{low:+.3f}, {high:+.3f}]{clipped}"
 
     def describe(self) -> str:
         seeds = f"seeds {seed_list(self.seeds)}" + (", paired" if self.paired else ", Welch")
@@ -48,7 +59,7 @@ class Interval:
         if math.isnan(self.low):
             return f"effect {self.effect:+.3f} ({seeds}: no spread to estimate)"
         return (
-            f"effect {self.effect:+.3f}, 95% CI [{self.low:+.3f}, {self.high:+.3f}], "
+            f"effect {self.effect:+.3f}, 95% CI {self.ci}, "
             f"one-sided p = {format_p(self.p)} ({seeds}, df {self.df:.1f})"
         )
 

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 from scipy import stats
 
+from arith.tracking.schema import SEED_KEYS
 from experiments.cells import (  # noqa: F401  (the cell selectors are re-exported: the checks read them here)
     CELL_KEYS,
     PAPER_COLUMNS,
@@ -192,9 +193,6 @@ def compared_cells(
 # Statistics: one sample per seed and point, paired or Welch t intervals, Holm over a report's claims
 # ---------------------------------------------------------------------------------------------------------
 
-#: configuration keys of a trial: a side is one point, all of these fixed but the seeds
-SEED_KEYS = ("data.seed", "train.seed")
-
 
 class PooledConfigurations(ValueError):
     """A side would pool several configurations (learning rates, inits, budgets) as if they were seeds."""
@@ -256,12 +254,16 @@ class Contrast:
 
     @property
     def interval(self) -> Interval:
+        """Its 95% interval; `possible` is the range sum(weight * accuracy) spans, accuracies in [0, 1]."""
+        possible = (sum(min(w, 0.0) for w, _ in self.terms), sum(max(w, 0.0) for w, _ in self.terms))
         if self.paired:
             seeds = self.terms[0][1].seeds
             d = sum(w * s.samples.loc[list(seeds)].to_numpy() for w, s in self.terms)
-            return paired_interval(d, seeds)
+            return replace(paired_interval(d, seeds), possible=possible)
         seeds = sorted(set().union(*(s.seeds for _, s in self.terms)))
-        return welch_interval([(w, s.samples.to_numpy()) for w, s in self.terms], seeds)
+        return replace(
+            welch_interval([(w, s.samples.to_numpy()) for w, s in self.terms], seeds), possible=possible
+        )
 
     def describe(self) -> str:
         return f"{self.label}: {self.interval.describe()}"

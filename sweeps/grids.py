@@ -13,8 +13,8 @@ from typing import Any
 
 from arith.config import ConfigError, ExperimentConfig
 from experiments.grid import Grid
-from experiments.registry import EXPERIMENTS, Lazy
-from sweeps.scales import Scale
+from experiments.registry import EXPERIMENTS, Lazy, claims_for
+from sweeps.scales import SCALES, Scale
 from sweeps.space import SweepLink, resolve
 from sweeps.tuning import CPU_TUNE_GRIDS
 
@@ -51,3 +51,19 @@ def points(
     under their sweep's parent run (`space.resolve`)."""
     grid = get_grid(grid) if isinstance(grid, str) else grid
     return resolve(grid, scale, seeds, overrides, only, link)
+
+
+def list_grids() -> str:
+    """The `--list` text: every grid with its axes, size, the paper tables it reproduces and the claims
+    that judge it (its experiment's, `experiments.registry`)."""
+    lines = []
+    for grid in GRIDS.values():
+        lines.append(f"{grid.name}  ({len(grid.points())} points)  {grid.description}")
+        lines += [f"    axes: {line}" for line in grid.axis_summary()]
+        lines.append(f"    paper: {', '.join(grid.paper_tables) or 'none (beyond the paper)'}")
+        claims = claims_for(grid.name, grid.parent)
+        whose = f" (those of {grid.parent})" if grid.parent and claims else ""
+        lines.append(f"    claims: {len(claims)}{whose}" if claims else "    claims: none")
+    lines.append("")
+    lines += [f"scale {s.name}: {s.description}" for s in SCALES.values()]
+    return "\n".join(lines)

@@ -28,13 +28,13 @@ from typing import Any
 import pandas as pd
 
 from arith.config import ConfigError, ExperimentConfig, parse_set
-from arith.tracking import store
+from arith.tracking import schema, store
 from arith.tracking.store import absolute_uri
 from experiments.grid import Grid
-from experiments.registry import PluginError, claims_for
+from experiments.registry import PluginError
 from sweeps.cluster import check_cluster, forget_local_ray, start_ray
 from sweeps.errors import SweepError
-from sweeps.grids import GRIDS, get_grid, points
+from sweeps.grids import GRIDS, get_grid, list_grids, points
 from sweeps.packing import check_packing, default_gpus_per_trial
 from sweeps.scales import SCALES, Scale, get_scale
 from sweeps.search import SearchRun
@@ -175,22 +175,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def list_grids() -> str:
-    """The `--list` text: every grid with its axes, size, the paper tables it reproduces and the claims
-    that judge it (its experiment's, `experiments.registry`)."""
-    lines = []
-    for grid in GRIDS.values():
-        lines.append(f"{grid.name}  ({len(grid.points())} points)  {grid.description}")
-        lines += [f"    axes: {line}" for line in grid.axis_summary()]
-        lines.append(f"    paper: {', '.join(grid.paper_tables) or 'none (beyond the paper)'}")
-        claims = claims_for(grid.name, grid.parent)
-        whose = f" (those of {grid.parent})" if grid.parent and claims else ""
-        lines.append(f"    claims: {len(claims)}{whose}" if claims else "    claims: none")
-    lines.append("")
-    lines += [f"scale {s.name}: {s.description}" for s in SCALES.values()]
-    return "\n".join(lines)
-
-
 @dataclass(frozen=True)
 class SweepOptions:
     """The command line's values, read from argv by `main` alone: the functions below take these, so that
@@ -251,7 +235,7 @@ def build_configs(
     overrides = absolute_paths(parse_set(list(options.sets)))
     overrides["tracking.tracking_uri"] = tracking_uri
     configs = points(grid, scale, options.seeds, overrides, parse_set(list(options.only)), link)
-    out = {trial_key(c.tracking.tags["point"], c.train.seed): c.to_dict() for c in configs}
+    out = {trial_key(c.tracking.tags[schema.POINT_TAG], c.train.seed): c.to_dict() for c in configs}
     return options.search.prepare(out) if options.search else out
 
 
@@ -295,9 +279,9 @@ def trial_table(configs: dict[str, dict[str, Any]], res: dict[str, float]) -> pd
         tags = f["tracking.tags"]
         rows.append(
             {
-                "point": tags["point"],
+                "point": tags[schema.POINT_TAG],
                 "seed": f["train.seed"],
-                "paper_table": tags["paper_table"],
+                "paper_table": tags[schema.PAPER_TABLE_TAG],
                 **{k.partition(".")[2]: f[k] for k in keys},
                 "cpus": res["cpu"],
                 "gpus": res["gpu"],

@@ -28,7 +28,7 @@ import pandas as pd
 from analysis.search import cost_report
 from arith.config import ConfigError, ExperimentConfig
 from arith.data.datasets import test_examples
-from arith.tracking import store
+from arith.tracking import schema, store
 from arith.training.metrics import gate_cell_name
 from arith.validation import validate
 from experiments.cells import CELL_KEYS
@@ -84,7 +84,8 @@ def gate_cells(cfg: ExperimentConfig, digits: dict[int, int], search: Search) ->
     frame = pd.DataFrame([(c, r, d) for c, r, d in cells], columns=CELL_KEYS)
     point = {k: v for k, v in cfg.flat().items() if k.startswith(("data.", "model.", "train."))}
     tags = cfg.tracking.tags
-    for key, value in {**point, "paper_table": tags.get("paper_table", ""), "paper_epochs": ""}.items():
+    paper = {schema.PAPER_TABLE_TAG: tags.get(schema.PAPER_TABLE_TAG, ""), schema.PAPER_EPOCHS_TAG: ""}
+    for key, value in {**point, **paper}.items():
         frame[key] = [value] * len(frame)
     frame["final_epoch"] = cfg.train.epochs
     gated, _ = gated_cells(frame, digits, search.fallback)

@@ -14,6 +14,7 @@ from typing import Any
 
 from arith.config import ConfigError, ExperimentConfig
 from arith.data.datasets import validate_data
+from arith.tracking import schema
 from arith.validation import validate
 from experiments.grid import Grid, Point
 from experiments.registry import recipe_for
@@ -97,12 +98,12 @@ def trial_config(
             "tracking.run_name": f"{point.name},seed={seed}",
             "tracking.tags": {
                 **cfg.tracking.tags,
-                "grid": grid.name,
-                "scale": scale.name,
-                "seed": str(seed),
-                "point": point.name,
-                "paper_table": ",".join(grid.table_of(paper_cfg)) or "none",
-                "paper_epochs": json.dumps(_paper_epochs(paper_cfg, cfg)),
+                schema.GRID_TAG: grid.name,
+                schema.SCALE_TAG: scale.name,
+                schema.SEED_TAG: str(seed),
+                schema.POINT_TAG: point.name,
+                schema.PAPER_TABLE_TAG: ",".join(grid.table_of(paper_cfg)) or "none",
+                schema.PAPER_EPOCHS_TAG: json.dumps(_paper_epochs(paper_cfg, cfg)),
                 **(link.tags if link else {}),
             },
             **({"tracking.parent_run_id": link.parent_run_id} if link else {}),
@@ -137,7 +138,10 @@ def resolve(
     scale = get_scale(scale) if isinstance(scale, str) else scale
     kept = grid.points()
     if only:
-        names = {c.tracking.tags["point"] for c in select([trial_config(grid, p, scale) for p in kept], only)}
+        names = {
+            c.tracking.tags[schema.POINT_TAG]
+            for c in select([trial_config(grid, p, scale) for p in kept], only)
+        }
         kept = [p for p in kept if p.name in names]
     out = []
     for point in kept:

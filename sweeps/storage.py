@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from arith.tracking import store
+from arith.tracking import schema, store
 from arith.tracking.store import absolute_uri
 from experiments.grid import Grid
 from sweeps.errors import SweepError
@@ -23,8 +23,6 @@ from sweeps.scales import Scale
 from sweeps.space import SweepLink
 
 SWEEP_FILE = "sweep.json"
-#: the tag naming the seeds of the pre-search that chose a sweep's budget (the analysis judges other seeds)
-PRESEARCH_TAG = "presearch_seeds"
 #: the commit of a tree copied without its .git, given by whoever copied it
 COMMIT_ENV = "POSDESC_GIT_COMMIT"
 
@@ -144,21 +142,21 @@ def sweep_tags(
     `presearch_seeds`: the seeds whose pre-search chose the sweep's budget (default: the grid's own
     declaration); the analysis judges only other seeds."""
     tags = {
-        "sweep": "1",
-        "grid": grid.name,
-        "scale": scale.name,
-        "git_commit": commit,
+        schema.SWEEP_TAG: "1",
+        schema.GRID_TAG: grid.name,
+        schema.SCALE_TAG: scale.name,
+        schema.COMMIT_TAG: commit,
         "trials": str(trials),
         # paper digit count -> this sweep's (analysis pairs each cell with the paper cell it stands for)
-        "digit_map": json.dumps(digit_map(grid, scale)),
+        schema.DIGIT_MAP_TAG: json.dumps(digit_map(grid, scale)),
         # the grid's declared axes (analysis makes them table axes even where a sweep holds one value)
-        "axes": json.dumps(grid.declared_axes()),
+        schema.AXES_TAG: json.dumps(grid.declared_axes()),
     }
     if grid.parent:  # the analysis judges a variant by its parent's claims
-        tags["variant_of"] = grid.parent
+        tags[schema.VARIANT_OF_TAG] = grid.parent
     chose = _presearch_seeds(grid, scale, presearch_seeds)
     if chose:
-        tags[PRESEARCH_TAG] = chose
+        tags[schema.PRESEARCH_SEEDS_TAG] = chose
     return tags
 
 
@@ -167,10 +165,10 @@ def sweep_link(
 ) -> SweepLink:
     """What each trial of the sweep records of it: its parent run, the commit and the pre-search seeds
     (the sweep's tags a trial's run carries too)."""
-    tags = {"git_commit": commit}
+    tags = {schema.COMMIT_TAG: commit}
     chose = _presearch_seeds(grid, scale, presearch_seeds)
     if chose:
-        tags[PRESEARCH_TAG] = chose
+        tags[schema.PRESEARCH_SEEDS_TAG] = chose
     return SweepLink(parent_run_id, tags)
 
 

@@ -21,6 +21,7 @@ from arith.config import ExperimentConfig
 from arith.data.datasets import test_examples, train_examples, train_size
 from arith.model.gpt import build_model
 from arith.model.tokenizer import build_tokenizer
+from arith.tracking import schema
 from arith.training.batching import EncodedLine, batches_per_epoch, collate, pad_token_id
 from arith.training.evaluate import evaluate
 from arith.training.train import (
@@ -152,7 +153,7 @@ def profile_points(
             profiles.append(
                 PointProfile(
                     grid=grid,
-                    point=cfg.tracking.tags["point"] + f",seed={cfg.train.seed}",
+                    point=cfg.tracking.tags[schema.POINT_TAG] + f",seed={cfg.train.seed}",
                     cfg=cfg,
                     key=key,
                     steps=total_steps(t, batches_per_epoch(train_size(cfg.data), t.batch_size)),

@@ -29,7 +29,6 @@ from analysis.findings import (
     evaluate_findings,
 )
 from analysis.load import (
-    CELL_COLUMNS,
     FINISHED,
     Sweep,
     TrialRun,
@@ -41,6 +40,7 @@ from analysis.report import FORMATS
 from analysis.sweep import aggregate_seeds
 from arith.config import ExperimentConfig
 from arith.data.tasks import TASKS
+from arith.tracking.schema import REQUIRED_CELL_COLUMNS
 from experiments.paper import (
     digit_map_of,
     paper_cells,
@@ -123,7 +123,13 @@ def synthetic_sweep(
                     key = f"{cfg.tracking.run_name}{cell}".encode()
                     correct = min(100, correct + hashlib.sha256(key).digest()[0] % 3)
                 rows.append(
-                    dict(zip(CELL_COLUMNS, [epoch, *cell, 100, correct, correct / 100, 0.0], strict=True))
+                    dict(
+                        zip(
+                            REQUIRED_CELL_COLUMNS,
+                            [epoch, *cell, 100, correct, correct / 100, 0.0],
+                            strict=True,
+                        )
+                    )
                 )
         if status == FINISHED:
             cells_by_run[run.run_id] = pd.DataFrame(rows)
@@ -660,6 +666,10 @@ def test_multiplication_sweep_beside_the_paper_from_a_real_store(tmp_path: Path,
     assert (
         "params.`data.augment`" in view["selectedColumns"] and "metrics.`test_acc`" in view["selectedColumns"]
     )
+    # the sweep's trials only: its parent run is no group of its own
+    client = MlflowClient(uri)
+    shown = client.search_runs([experiment.experiment_id], view["searchFilter"])
+    assert sorted(r.info.run_id for r in shown) == sorted(sweep.trials["run_id"])
     # grouped by every axis the sweep varies, as the tables are
     assert view["groupBy"]["groupByKeys"] == [
         {"mode": "param", "groupByData": "data.max_digits"},

@@ -19,8 +19,9 @@ from arith.config import DataConfig, ExperimentConfig
 from arith.data.datasets import test_examples, train_examples
 from arith.data.tasks import problem_id, problem_ids
 from arith.tracking.archive import FORMAT, VERSION, read_archive
-from arith.tracking.backfill import SPLIT_COLUMNS, backfill_archive, backfill_cells, config_from_params
+from arith.tracking.backfill import backfill_archive, backfill_cells, config_from_params
 from arith.tracking.runs import param_value
+from arith.tracking.schema import SPLIT_COLUMNS
 from arith.training.evaluate import EvalResult, _first_per_cell, _pick_failures, _score_cells
 
 DATA = DataConfig(task="mul", format="basic", min_digits=1, max_digits=2, train_samples=150, test_per_cell=12)

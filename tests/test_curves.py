@@ -65,6 +65,11 @@ def test_learning_curves_show_the_loss_history_and_the_gates_reading_of_each_tri
     assert len(loss_ax.get_lines()) == 4  # one mean line per point
     assert len(acc_ax.collections) == 4 and sum(len(c.get_offsets()) for c in acc_ax.collections) == 12
     assert loss_ax.get_yscale() == "log"
+    # the loss panel names its points; the accuracy panel's caption names its black bars
+    assert [t.get_text() for t in loss_ax.get_legend().get_texts()] == [
+        line.get_label() for line in loss_ax.get_lines()
+    ]
+    assert "black bar" in acc_ax.get_xlabel()
 
 
 def test_budget_figure_draws_each_fitted_series_to_the_threshold(tmp_path: Path) -> None:

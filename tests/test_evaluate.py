@@ -19,7 +19,8 @@ from arith.data.tasks import problem_ids
 from arith.model.gpt import build_model
 from arith.model.tokenizer import build_tokenizer
 from arith.tracking.digit_errors import cells_heatmap
-from arith.training.evaluate import CELL_COLUMNS, evaluate, generate_answers, left_pad
+from arith.tracking.schema import CELL_COLUMNS
+from arith.training.evaluate import evaluate, generate_answers, left_pad
 from arith.training.metrics import summary_metrics
 
 
@@ -72,7 +73,7 @@ def test_scores_cells_failures_and_memorisation_exactly():
         failures_per_cell=2,
     )
     frame = result.to_frame()
-    assert list(frame.columns) == CELL_COLUMNS
+    assert list(frame.columns) == list(CELL_COLUMNS)
     assert [(c.row_digits, c.col_digits) for c in result.cells] == [(1, 1), (1, 2), (2, 1), (2, 2)]
     assert [c.n for c in result.cells] == [4, 4, 4, 4]
     assert [c.correct for c in result.cells] == [3, 4, 0, 4]

@@ -13,13 +13,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 from test_analysis import empty_store, write_store  # noqa: F401  (the fixture and the store writer)
 
 from arith.ask import main as ask_main
 from arith.config import ConfigError, ExperimentConfig
 from arith.data.datasets import test_examples
 from arith.model.gpt import ModelFolderError
-from arith.tracking import digit_errors
+from arith.tracking import digit_errors, schema, store
 from arith.tracking.models import load_model
 from arith.training.evaluate import evaluate
 from arith.training.train import train
@@ -68,15 +69,32 @@ def _artifact(client, run_id: str, name: str, tmp: Path) -> pd.DataFrame:
     return pd.read_csv(client.download_artifacts(run_id, name, str(tmp)), keep_default_na=False)
 
 
-def test_the_model_loads_through_runs_uri_and_scores_what_the_trial_logged(trial, tmp_path) -> None:
+def test_the_model_is_a_logged_model_that_scores_what_the_trial_logged(trial, tmp_path) -> None:
+    import mlflow.pytorch
+
     cfg, result, client, _, _ = trial
-    names = {a.path for a in client.list_artifacts(result.run_id, "model")}
-    assert {"model/model.safetensors", "model/position_scheme.json", "model/tokenizer.json"} <= names
-    assert "model/experiment_config.json" in names
-    model = load_model(f"runs:/{result.run_id}/model", tracking_uri=cfg.tracking.tracking_uri)
-    tokenizer = __import__("transformers").PreTrainedTokenizerFast.from_pretrained(
-        client.download_artifacts(result.run_id, "model", str(tmp_path))
+    uri = cfg.tracking.tracking_uri
+    run = client.get_run(result.run_id)
+    experiment = client.get_experiment(run.info.experiment_id)
+    assert experiment.tags[schema.EXPERIMENT_KIND_TAG] == schema.EXPERIMENT_KIND  # MLflow's training view
+    # an MLflow 3 logged model, linked to its run and to the metrics of its last evaluation
+    found = client.search_logged_models(
+        [experiment.experiment_id], filter_string=f"source_run_id = '{result.run_id}'"
     )
+    assert [m.name for m in found] == ["model"] and str(found[0].status) == "READY"
+    assert [o.model_id for o in run.outputs.model_outputs] == [found[0].model_id]
+    assert {m.key for m in found[0].metrics} >= {"test_acc"}
+    folder = store.download_artifacts(f"runs:/{result.run_id}/model", tmp_path / "logged", uri)
+    names = {p.name for p in (folder / "extra_files").iterdir()}
+    assert {"model.safetensors", "position_scheme.json", "tokenizer.json", "experiment_config.json"} <= names
+    # MLflow's own loader and ours load the same weights
+    model = load_model(f"runs:/{result.run_id}/model", tracking_uri=uri)
+    with mlflow.tracking._tracking_service.utils._use_tracking_uri(uri):
+        theirs = mlflow.pytorch.load_model(f"models:/{found[0].model_id}")
+    assert type(theirs) is type(model)
+    for name, tensor in model.state_dict().items():
+        assert torch.equal(theirs.state_dict()[name], tensor), name
+    tokenizer = __import__("transformers").PreTrainedTokenizerFast.from_pretrained(folder / "extra_files")
     # same decoding as the trial's evaluation: the whole test grid, its batch size and seed
     again = evaluate(
         model, tokenizer, test_examples(cfg.data), batch_size=cfg.train.eval_batch_size, seed=cfg.train.seed
@@ -145,9 +163,10 @@ def test_ask_answers_a_typed_problem_and_a_cell(trial, capsys) -> None:
 
 
 def test_ask_refuses_bad_input_in_one_line(trial, tmp_path, capsys) -> None:
-    cfg, result, client, _, _ = trial
+    cfg, result, _, _, _ = trial
     uri = ["--tracking-uri", cfg.tracking.tracking_uri]
-    no_scheme = Path(client.download_artifacts(result.run_id, "model", str(tmp_path)))
+    logged = store.download_artifacts(f"runs:/{result.run_id}/model", tmp_path, cfg.tracking.tracking_uri)
+    no_scheme = logged / "extra_files"  # the files `ArithModel.save` wrote, without MLflow's
     (no_scheme / "position_scheme.json").unlink()
     for argv, says in (
         (["runs:/0123456789abcdef0123456789abcdef", "1+2", *uri], "cannot download"),

@@ -27,6 +27,7 @@ from analysis.report import analyse
 from arith.tracking import archive, store
 from arith.tracking.archive import export_sweep, import_sweep, read_archive
 from arith.tracking.recorder import RunRecorder
+from arith.tracking.schema import PRESEARCH_SEEDS_TAG
 from arith.training.train import train
 from sweeps import offline
 from sweeps.bank import Batch, load_gpu_plan, next_batch, run_next, status
@@ -34,7 +35,7 @@ from sweeps.errors import SweepError
 from sweeps.grids import GRIDS
 from sweeps.offline import SweepPart, run_parts
 from sweeps.scales import SCALES
-from sweeps.storage import PRESEARCH_TAG, sweep_tags
+from sweeps.storage import sweep_tags
 
 ROOT = Path(__file__).resolve().parent.parent
 #: a fast smoke grid: 2 points of 3-digit addition, seconds a trial
@@ -87,7 +88,7 @@ def test_gpu_scale_keeps_the_papers_digits_and_records_its_presearch_seeds():
     assert (cfg.data.max_digits, cfg.data.train_samples, cfg.data.test_per_cell) == (5, 300_000, 100)
     assert cfg.model.preset == "gpt2-mini" and cfg.train.max_steps == 8000
     tags = sweep_tags(GRIDS["mul_format"], SCALES["gpu"], 1, "abc")
-    assert json.loads(tags[PRESEARCH_TAG]) == [100, 101]
+    assert json.loads(tags[PRESEARCH_SEEDS_TAG]) == [100, 101]
     assert json.loads(tags["digit_map"])["5"] == 5
 
 
@@ -101,7 +102,7 @@ def test_plan_is_valid_and_banked_batches_have_their_archives():
                 _, records = read_archive(batch.archive(part))
                 parent = records[0]
                 assert parent["tags"]["grid"] == part.grid and parent["tags"]["executor"] == "sweeps.offline"
-                assert json.loads(parent["tags"][PRESEARCH_TAG]) == sorted(part.presearch_seeds)
+                assert json.loads(parent["tags"][PRESEARCH_SEEDS_TAG]) == sorted(part.presearch_seeds)
                 assert len(records) - 1 == int(parent["tags"]["trials"])
     chosen = [b for b in batches if b.chosen_by]
     assert all(all(s >= 100 for p in b.parts for s in p.presearch_seeds) for b in chosen)
@@ -171,7 +172,7 @@ def test_next_batch_runs_on_a_cpu_at_a_tiny_budget(tmp_path):
         _, records = read_archive(path)
         parent, trials = records[0], records[1:]
         assert parent["tags"]["executor"] == "sweeps.offline" and json.loads(
-            parent["tags"][PRESEARCH_TAG]
+            parent["tags"][PRESEARCH_SEEDS_TAG]
         ) == [100]
         assert len(trials) == 1 and {r["status"] for r in trials} == {"FINISHED"}
         assert trials[0]["params"]["model.preset"] == "nano"  # the tiny budget

@@ -29,6 +29,8 @@ from typing import Any
 
 from arith.tracking import store
 from arith.tracking.archive_checks import RecordError, check_archive
+from arith.tracking.schema import PARENT_RUN_TAG as PARENT_TAG
+from arith.tracking.schema import SWEEP_TAG
 
 FORMAT = "arith-sweep-archive"
 VERSION = 1
@@ -36,11 +38,8 @@ VERSION = 1
 ARTIFACTS = ("eval/cells.csv", "eval/errors.csv")
 #: the tag an imported run carries: the id of the run it was archived from (imports are idempotent)
 SOURCE_TAG = "archive.source_run_id"
-PARENT_TAG = "mlflow.parentRunId"
 #: on an imported parent run until all its trial runs are in (a killed import leaves it, to be redone)
 INCOMPLETE_TAG = "archive.incomplete"
-#: the tag the analysis finds sweeps by: an import sets it last
-SWEEP_TAG = "sweep"
 #: MLflow's limits on one log_batch call
 _MAX_METRICS, _MAX_PARAMS, _MAX_TAGS = 1000, 100, 100
 

@@ -36,10 +36,9 @@ from arith.data.datasets import test_examples, train_examples
 from arith.data.examples import Cell, Example
 from arith.data.tasks import problem_id, problem_ids
 from arith.tracking.archive import ArchiveError, read_archive
+from arith.tracking.schema import SPLIT_COLUMNS
 
 CELLS_CSV, ERRORS_CSV = "eval/cells.csv", "eval/errors.csv"
-#: the columns the evaluator added (arith.training.evaluate.CELL_COLUMNS ends with them)
-SPLIT_COLUMNS = ("n_seen", "accuracy_seen", "accuracy_unseen")
 #: characters a cells.csv field cannot hold unquoted (the text is rebuilt field by field)
 _QUOTED = set(',"\r\n')
 

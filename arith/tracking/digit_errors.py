@@ -23,27 +23,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from arith.config import ConfigError
-from arith.data.tasks import LSD, answer_key, get_task
-
-CELL_KEYS = ["context", "row_digits", "col_digits"]
-
-
-def lsd_first(task: str, fmt: str) -> bool:
-    """Whether the format writes its answer least significant digit first."""
-    try:
-        return get_task(task).digit_order(fmt)[-1] == LSD
-    except ConfigError:  # every format without a digit order writes its answer as usual
-        return False
-
-
-def answer_digits(task: str, fmt: str, text: str) -> str | None:
-    """The answer's digits, least significant first (None when the text holds no answer)."""
-    key = answer_key(task, fmt, str(text))
-    if key is None:
-        return None
-    digits = "".join(ch for ch in key if ch.isdigit())
-    return digits if lsd_first(task, fmt) else digits[::-1]
+from arith.data.tasks import answer_digits, get_task
+from arith.tracking.schema import CELL_KEYS
 
 
 def carry_chains(task: str, a: int, b: int, width: int) -> list[int]:

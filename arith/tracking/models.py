@@ -16,24 +16,26 @@ import torch
 
 from arith.model import gpt
 from arith.model.gpt import ArithModel, ModelFolderError
-from arith.tracking import store
+from arith.tracking import logged_model, store
 
 
 @contextmanager
 def model_folder(path: str | Path, tracking_uri: str = "") -> Iterator[Path]:
-    """The local folder of a saved model: `path` itself, or a temporary download of an MLflow artifact
-    URI (`runs:/<run id>/model`, `mlflow-artifacts:/...`, `file:///...`; `tracking_uri` is the store a
-    `runs:/` URI is read from), removed on exit. mlflow is imported only for a URI."""
+    """The local folder of a saved model's files (an MLflow logged model's extra files): `path` itself,
+    or a temporary download of an MLflow artifact URI (`runs:/<run id>/model`, `models:/<model id>`,
+    `mlflow-artifacts:/...`, `file:///...`; `tracking_uri` is the store a `runs:/` URI is read from),
+    removed on exit. mlflow is imported only for a URI."""
     if Path(path).is_dir():
-        yield Path(path)
+        yield logged_model.saved_folder(Path(path))
         return
     if not store.is_artifact_uri(path):
         raise ModelFolderError(f"no model at {path}: neither a folder nor an MLflow artifact URI")
     with tempfile.TemporaryDirectory(prefix="arith-model-") as tmp:
         try:
-            yield store.download_artifacts(str(path), tmp, tracking_uri)
+            folder = store.download_artifacts(str(path), tmp, tracking_uri)
         except store.StoreError as err:
             raise ModelFolderError(str(err)) from err
+        yield logged_model.saved_folder(folder)
 
 
 def load_model(

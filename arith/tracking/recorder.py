@@ -28,9 +28,9 @@ import pandas as pd
 from arith.config import ExperimentConfig
 from arith.tracking.archive import ARTIFACTS
 from arith.tracking.runs import NullTracker, param_value
+from arith.tracking.schema import PARENT_RUN_TAG as PARENT_TAG
 
 #: the tag that nests a trial under its sweep (MLflow's own), kept apart as `parent_run_id` in a record
-PARENT_TAG = "mlflow.parentRunId"
 
 
 def new_run_id() -> str:

@@ -27,15 +27,14 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from arith.config import ExperimentConfig
-from arith.tracking import digit_errors, store
+from arith.tracking import digit_errors, logged_model, store
 from arith.tracking.outbox import Outbox, patiently
+from arith.tracking.schema import MODEL_ARTIFACT, PARENT_RUN_TAG
 
 #: MLflow's per-call limit of params for log_batch
 _MAX_PARAMS_PER_BATCH = 100
 #: the kept wrong answers of the latest evaluation: the canonical CSV and the table the MLflow UI shows
 ERRORS_CSV, ERRORS_TABLE = "eval/errors.csv", "eval/errors.json"
-#: the trained model's artifact folder (tracking.log_model) and the trial config saved in it
-MODEL_ARTIFACT, EXPERIMENT_CONFIG = "model", "experiment_config.json"
 
 T = TypeVar("T")
 
@@ -67,6 +66,11 @@ class NullTracker:
     def log_artifacts(self, folder: str | Path, artifact_path: str) -> None:
         """Keep the files of `folder` as the run's artifacts under `artifact_path` (e.g. the trained model
         as `model/`). The tracker takes a copy: the caller may delete `folder` once this returns."""
+
+    def log_model(self, model, folder: str | Path, step: int) -> None:
+        """Keep the trained `model` (`folder`: `ArithModel.save`'s files and the trial's config) as the
+        run's `model/`; MLflow's tracker makes it an MLflow logged model linked to the metrics at `step`."""
+        self.log_artifacts(folder, MODEL_ARTIFACT)
 
     def flush(self) -> bool:
         return True
@@ -107,7 +111,7 @@ class MlflowTracker(NullTracker):
             return
         tags = dict(cfg.tracking.tags)
         if cfg.tracking.parent_run_id:
-            tags["mlflow.parentRunId"] = cfg.tracking.parent_run_id
+            tags[PARENT_RUN_TAG] = cfg.tracking.parent_run_id
         experiment_id = store.experiment_id(self.client, cfg.tracking.experiment, self.uri)
         run = self.client.create_run(experiment_id, tags=tags, run_name=cfg.tracking.run_name or None)
         self.run_id = run.info.run_id
@@ -229,6 +233,19 @@ class MlflowTracker(NullTracker):
         shutil.copytree(folder, copy)
         self.outbox.files.append((str(copy), artifact_path))
         self.flush()
+
+    def log_model(self, model, folder: str | Path, step: int) -> None:
+        """An MLflow logged model; while the store stays down, the folder as the artifact `model/`,
+        kept with the run's unsent part like any artifact."""
+        self.flush()  # the metrics of `step` are in the store, for the model to be linked to
+        try:
+            self._patiently(
+                lambda: logged_model.log(self.uri, self.run_id, model, Path(folder), step), "log the model"
+            )
+        except Exception as err:
+            if not store.is_unreachable(err):
+                raise
+            super().log_model(model, folder, step)
 
     # --- sending -----------------------------------------------------------------------------------------
 

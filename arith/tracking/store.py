@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from arith.config import TrackingConfig
+from arith.tracking import schema
 
 SQLITE = "sqlite:///"
 #: the schemes that name a database MLflow opens directly (no server in between)
@@ -87,11 +88,14 @@ def download_artifacts(uri: str, dst: str | Path, tracking_uri: str = "") -> Pat
     `runs:/` URI is read from `tracking_uri` (default: $MLFLOW_TRACKING_URI, else the local SQLite store).
     Raises StoreError with a one-line message for an unknown run or path."""
     from mlflow.artifacts import download_artifacts as download
+    from mlflow.tracking._tracking_service.utils import _use_tracking_uri
 
     tracking_uri = TrackingConfig(tracking_uri=tracking_uri).resolved_uri()
     client(tracking_uri)  # MLflow's HTTP settings, as for every client
     try:
-        return Path(download(artifact_uri=str(uri), dst_path=str(dst), tracking_uri=tracking_uri))
+        # a run's logged model (`runs:/<id>/model`, `models:/<id>`) is looked up in the global store
+        with _use_tracking_uri(tracking_uri):
+            return Path(download(artifact_uri=str(uri), dst_path=str(dst), tracking_uri=tracking_uri))
     except Exception as err:  # MlflowException, OSError: an unknown run, path or store
         first = (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
         raise StoreError(f"cannot download {uri} (store {display(tracking_uri)}): {first}") from err
@@ -223,16 +227,23 @@ def is_unreachable(err: BaseException) -> bool:
 
 
 def experiment_id(mlflow_client, name: str, uri: str) -> str:
-    """The experiment's id, creating it if missing (with artifacts beside a SQLite store)."""
+    """The experiment's id, creating it if missing (with artifacts beside a SQLite store), tagged as a
+    model-training experiment (`schema.EXPERIMENT_KIND`: MLflow 3's UI opens it in its training view, not
+    as a GenAI app)."""
     from mlflow.exceptions import MlflowException
 
+    kind = {schema.EXPERIMENT_KIND_TAG: schema.EXPERIMENT_KIND}
     found = mlflow_client.get_experiment_by_name(name)
-    if found is not None:
-        return found.experiment_id
-    try:
-        return mlflow_client.create_experiment(name, artifact_location=default_artifact_location(uri))
-    except MlflowException:  # another process created it first
-        return mlflow_client.get_experiment_by_name(name).experiment_id
+    if found is None:
+        try:
+            return mlflow_client.create_experiment(
+                name, artifact_location=default_artifact_location(uri), tags=kind
+            )
+        except MlflowException:  # another process created it first
+            found = mlflow_client.get_experiment_by_name(name)
+    if found.tags.get(schema.EXPERIMENT_KIND_TAG) != schema.EXPERIMENT_KIND:  # created before the tag
+        mlflow_client.set_experiment_tag(found.experiment_id, *kind.popitem())
+    return found.experiment_id
 
 
 def open_parent_run(uri: str, experiment: str, run_name: str, tags: dict[str, str]) -> str:
@@ -291,7 +302,7 @@ def trial_runs(
 ) -> list[Any]:
     """The trial runs nested under a sweep's parent run (only those named `run_name`, when given)."""
     mlflow_client = client(uri)
-    query = f"tags.mlflow.parentRunId = '{parent_run_id}'"
+    query = f"tags.`{schema.PARENT_RUN_TAG}` = '{parent_run_id}'"
     if run_name is not None:
         query += f" and tags.mlflow.runName = '{run_name}'"
     return search_runs(mlflow_client, experiment_ids(mlflow_client, experiments), query)

@@ -29,23 +29,10 @@ import torch
 from arith.data.examples import Cell, Example
 from arith.data.tasks import answer_key, get_task, problem_id
 from arith.model.tokenizer import encode_examples
+from arith.tracking.schema import CELL_COLUMNS, ERROR_COLUMNS
 
 #: extra tokens decoded beyond the longest reply the data can produce (room for a wrong, longer answer)
 ANSWER_MARGIN = 4
-CELL_COLUMNS = [
-    "context",
-    "row_digits",
-    "col_digits",
-    "n",
-    "correct",
-    "accuracy",
-    "seen_in_train",
-    "n_seen",
-    "accuracy_seen",
-    "accuracy_unseen",
-]
-#: the columns of `EvalResult.errors_frame()` (eval/errors.csv adds `epoch` in front)
-ERROR_COLUMNS = ["context", "row_digits", "col_digits", "a", "b", "prompt", "expected", "reply"]
 
 
 @dataclass(frozen=True)

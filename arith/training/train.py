@@ -30,7 +30,8 @@ from arith.data.datasets import test_examples, train_examples
 from arith.data.tasks import problem_ids
 from arith.model.gpt import build_model
 from arith.model.tokenizer import tokenizer_for
-from arith.tracking.runs import EXPERIMENT_CONFIG, MODEL_ARTIFACT, NullTracker, start_tracker
+from arith.tracking.runs import NullTracker, start_tracker
+from arith.tracking.schema import EXPERIMENT_CONFIG
 from arith.training.batching import BatchLoader, encode_lines, example_digits, pad_token_id
 from arith.training.checkpoints import (
     CheckpointFolder,
@@ -314,7 +315,7 @@ def _loop(s: Setup, state: TrainState, tracker, reporter, checkpoints, resumed_f
         last_eval = evaluate_and_log(s, state.epoch, NullTracker())
     cells, failures, _ = last_eval
     tracker.log_metrics({"train_seconds": state.train_seconds, "epochs_done": state.epoch}, state.step)
-    log_model(s, tracker)
+    log_model(s, tracker, state.epoch)
     return TrainResult(
         test_acc=float(cells["accuracy"].mean()),
         cells=cells,
@@ -399,12 +400,13 @@ def evaluate_and_log(s: Setup, epoch: int, tracker) -> tuple[pd.DataFrame, list[
     return cells, failures, seconds
 
 
-def log_model(s: Setup, tracker) -> None:
-    """The trained model, its position scheme and tokenizer as the run's `model/` artifact
-    (`tracking.log_model=final`), loadable with `arith.tracking.models.load_model("runs:/<run id>/model")`."""
+def log_model(s: Setup, tracker, epoch: int) -> None:
+    """The trained model, its position scheme, tokenizer and config as the run's MLflow logged model
+    `model` (`tracking.log_model=final`), linked to its last evaluation (`epoch`); loadable with
+    `mlflow.pytorch.load_model("runs:/<run id>/model")` and `arith.tracking.models.load_model` alike."""
     if s.cfg.tracking.log_model == "none" or not s.cfg.tracking.enabled:
         return
     with tempfile.TemporaryDirectory(prefix="arith-model-") as folder:
         s.model.save(folder, s.tokenizer)
         (Path(folder) / EXPERIMENT_CONFIG).write_text(s.cfg.to_json())  # what `arith.ask` renders with
-        tracker.log_artifacts(folder, MODEL_ARTIFACT)
+        tracker.log_model(s.model, folder, step=epoch)

@@ -177,6 +177,30 @@ def answer_key(task: str, fmt: str, completion: str) -> str | None:
     return check_format(task, fmt).answer_key(fmt, completion)
 
 
+def lsd_first(task: str, fmt: str) -> bool:
+    """Whether the format writes its answer least significant digit first."""
+    try:
+        return get_task(task).digit_order(fmt)[-1] == LSD
+    except ConfigError:  # every format without a digit order writes its answer as usual
+        return False
+
+
+def answer_digits(task: str, fmt: str, text: str) -> str | None:
+    """The answer's digits, least significant first (None when the text holds no answer)."""
+    key = answer_key(task, fmt, str(text))
+    if key is None:
+        return None
+    digits = "".join(ch for ch in key if ch.isdigit())
+    return digits if lsd_first(task, fmt) else digits[::-1]
+
+
+def answer_number(task: str, fmt: str, text: str) -> int | None:
+    """The number a person reads in an answer of a sum or product (`9 7 5 0`, padded and reversed: 579);
+    None for a text without digits or a task whose answer is no number (a reversal)."""
+    digits = answer_digits(task, fmt, text) if get_task(task).carries else None
+    return int(digits[::-1]) if digits else None
+
+
 def problem_id(example: Example) -> tuple:
     """What makes two examples the same problem, whatever the format or random spaces (`Task.problem_id`).
 

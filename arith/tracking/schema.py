@@ -1,0 +1,61 @@
+"""The record of a sweep in MLflow, named once: the tags a sweep's parent run and its trials carry, the
+artifacts a trial writes and their columns. `arith.tracking` and `arith.training` write it, `sweeps` sets
+its tags, `experiments` and `analysis` read it back; no other module spells a tag name or a column list.
+Plain constants, no imports: `analysis` and `experiments` read it without torch or mlflow.
+"""
+
+from __future__ import annotations
+
+# ---------------------------------------------------------------------------------------------------------
+# The experiment
+# ---------------------------------------------------------------------------------------------------------
+
+#: MLflow 3's experiment tag that chooses its UI's view, and the value of a model-training experiment
+#: (the UI's "custom_model_development"; without it MLflow 3 opens an experiment as a GenAI app)
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+EXPERIMENT_KIND = "custom_model_development"
+
+# ---------------------------------------------------------------------------------------------------------
+# Tags: a sweep's parent run (sweep_tags in sweeps.storage) and each trial (sweeps.space)
+# ---------------------------------------------------------------------------------------------------------
+
+#: MLflow's tag nesting a trial's run under its sweep's parent run
+PARENT_RUN_TAG = "mlflow.parentRunId"
+#: "1" on a sweep's parent run; the grid and scale it ran (on the parent and on every trial); the commit
+SWEEP_TAG, GRID_TAG, SCALE_TAG, COMMIT_TAG = "sweep", "grid", "scale", "git_commit"
+#: the parent's JSON tags: paper digit count -> this scale's, the grid's declared axes, the seeds of the
+#: pre-search that chose its budget; and the grid a variant grid is judged as
+DIGIT_MAP_TAG, AXES_TAG, PRESEARCH_SEEDS_TAG = "digit_map", "axes", "presearch_seeds"
+VARIANT_OF_TAG = "variant_of"
+#: a trial's seed and point (the grid point's name, e.g. "format=basic")
+SEED_TAG, POINT_TAG = "seed", "point"
+#: a trial's paper table label(s) (comma-separated; "none") and its JSON map from each evaluated epoch to
+#: the paper's epoch count it stands for; the analysis reads both as columns of the same names
+PAPER_TABLE_TAG, PAPER_EPOCHS_TAG = "paper_table", "paper_epochs"
+
+# ---------------------------------------------------------------------------------------------------------
+# Params and artifacts of a trial
+# ---------------------------------------------------------------------------------------------------------
+
+#: the params that are a trial's seeds: a point is every other param fixed
+SEED_KEYS: tuple[str, ...] = ("data.seed", "train.seed")
+#: a trial's trained model (`tracking.log_model`: its MLflow logged model's name, `runs:/<run id>/model`)
+#: and the trial's config saved beside it, what `arith.ask` renders problems with
+MODEL_ARTIFACT, EXPERIMENT_CONFIG = "model", "experiment_config.json"
+#: what names a cell of the test grid (row_digits is empty for one-dimensional tasks); a list, as pandas
+#: reads a tuple as one label
+CELL_KEYS: list[str] = ["context", "row_digits", "col_digits"]
+#: each cell's accuracy split by whether its test problems are training problems too (trainers before
+#: the split wrote none: read as unknown)
+SPLIT_COLUMNS: tuple[str, ...] = ("n_seen", "accuracy_seen", "accuracy_unseen")
+#: one evaluation's cells as the evaluator scores them; eval/cells.csv writes them after `epoch`
+CELL_COLUMNS: tuple[str, ...] = (
+    *CELL_KEYS,
+    *("n", "correct", "accuracy", "seen_in_train"),
+    *SPLIT_COLUMNS,
+)
+#: the columns of eval/cells.csv a reader cannot do without (every trainer since the artifact wrote them)
+REQUIRED_CELL_COLUMNS: tuple[str, ...] = ("epoch", *(c for c in CELL_COLUMNS if c not in SPLIT_COLUMNS))
+#: the last evaluation's kept wrong answers, the cell and operands of each; eval/errors.csv writes them
+#: after `epoch`
+ERROR_COLUMNS: tuple[str, ...] = (*CELL_KEYS, "a", "b", "prompt", "expected", "reply")
