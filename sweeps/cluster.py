@@ -7,11 +7,13 @@ Ray's temp folder (`posdesc-driver-<pid>.json`: its pid and Ray's session folder
 it stops Ray, and the next sweep started with the same temp folder (`--resume` or a new one) first stops
 the processes of every noted session whose driver is gone. Only those: every process of a Ray session
 names its session folder on its command line or holds its log files open, and no other Ray is touched
-(no `ray stop`).
+(no `ray stop`). A sweep abandoned after its driver was killed is cleaned up by hand the same way:
+`python -m sweeps.cluster stop-stale [--ray-temp-dir DIR]`.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -181,3 +183,18 @@ def check_cluster(scale: Scale, res: dict[str, float], gpu_wait_min: float) -> N
         )
     if res["cpu"] > cpus:
         raise SweepError(f"--cpus-per-trial {res['cpu']:g} but the cluster has {cpus:g} CPUs")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`stop-stale`: stop the local Ray sessions of sweep drivers that were killed (see the docstring)."""
+    p = argparse.ArgumentParser(prog="python -m sweeps.cluster", description=main.__doc__)
+    p.add_argument("command", choices=["stop-stale"])
+    p.add_argument("--ray-temp-dir", default=None, help="the sweeps' --ray-temp-dir (default: Ray's own)")
+    args = p.parse_args(argv)
+    stopped = stop_stale_ray(ray_temp_dir(args.ray_temp_dir))
+    print(f"stopped {stopped} process(es) of killed sweep drivers' local Ray sessions")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -398,9 +399,8 @@ def _alive_in_session(leader: int) -> list[int]:
 def test_a_killed_drivers_local_ray_is_stopped_by_the_next_sweep(tmp_path, ray_temp_dir):
     """Issue 40: after `kill -9` of sweeps/run.py its local Ray's agents lived on under pid 1 (and ignore
     SIGTERM). The driver notes its Ray session; the next sweep on the same Ray temp folder (resumed or
-    new) stops that session's processes, and no other Ray's, before starting its own."""
-    from sweeps.cluster import stop_stale_ray
-
+    new) stops that session's processes, and no other Ray's, before starting its own; an abandoned one is
+    stopped by hand with `python -m sweeps.cluster stop-stale` (what this test runs)."""
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     cmd = sweep_cmd(uri, tmp_path / "ray_results", ray_temp_dir)
     cmd[cmd.index(f"train.epochs={EPOCHS}")] = "train.epochs=1000"
@@ -418,7 +418,9 @@ def test_a_killed_drivers_local_ray_is_stopped_by_the_next_sweep(tmp_path, ray_t
         while len(_alive_in_session(proc.pid)) > 2 and time.monotonic() < deadline:
             time.sleep(0.5)
         assert _alive_in_session(proc.pid), "the killed driver's Ray left nothing behind (nothing to test)"
-        assert stop_stale_ray(Path(ray_temp_dir)) > 0
+        cleanup = [sys.executable, "-m", "sweeps.cluster", "stop-stale", "--ray-temp-dir", str(ray_temp_dir)]
+        cleaned = subprocess.run(cleanup, cwd=ROOT, env=clean_env(), capture_output=True, text=True)
+        assert re.match(r"stopped [1-9]\d* process", cleaned.stdout), cleaned.stdout + cleaned.stderr
         deadline = time.monotonic() + 30
         while _alive_in_session(proc.pid) and time.monotonic() < deadline:
             time.sleep(0.5)
