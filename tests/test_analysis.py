@@ -171,6 +171,8 @@ EXPECTED_TABLES = {
     "reverse_posembed": 2,
     # reverse_posembed's random-init points at the cpu_recipe scale
     "reverse_posembed_recipe": 2,
+    # fig:randembed's two points of it on fresh seeds: one table per test context (regular, repetitive)
+    "reverse_posembed_replication": 2,
     # add_posembed's three schemes at the cpu_recipe scale, and at twice its step budget
     "add_posembed_recipe": 1,
     "add_posembed_recipe_long": 1,
