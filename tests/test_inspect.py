@@ -21,6 +21,7 @@ from arith.config import ConfigError, ExperimentConfig
 from arith.data.datasets import test_examples
 from arith.model.gpt import ModelFolderError
 from arith.tracking import digit_errors, schema, store
+from arith.tracking.logged_model import saved_folder
 from arith.tracking.models import load_model
 from arith.training.evaluate import evaluate
 from arith.training.train import train
@@ -185,14 +186,16 @@ def test_ask_refuses_bad_input_in_one_line(trial, tmp_path, capsys) -> None:
 def test_ask_refuses_an_empty_problem_a_long_one_and_cut_weights_in_one_line(trial, tmp_path, capsys) -> None:
     """Issue 40: an empty prompt (AttributeError), an operand longer than the model's context on a
     basic-format run (IndexError) and a truncated model.safetensors (SafetensorError) were tracebacks."""
-    cfg, result, client, _, _ = trial
+    cfg, result, _, _, _ = trial
     uri = ["--tracking-uri", cfg.tracking.tracking_uri]
-    basic = Path(client.download_artifacts(result.run_id, "model", str(tmp_path / "basic")))
-    saved = json.loads((basic / "experiment_config.json").read_text())
+    model_uri = f"runs:/{result.run_id}/model"  # the run's logged model: its files under extra_files/
+    basic = store.download_artifacts(model_uri, tmp_path / "basic", cfg.tracking.tracking_uri)
+    config = saved_folder(basic) / "experiment_config.json"
+    saved = json.loads(config.read_text())
     saved["data"]["format"] = "basic"  # same weights, a format that takes operands of any length
-    (basic / "experiment_config.json").write_text(json.dumps(saved))
-    cut = Path(client.download_artifacts(result.run_id, "model", str(tmp_path / "cut")))
-    weights = cut / "model.safetensors"
+    config.write_text(json.dumps(saved))
+    cut = store.download_artifacts(model_uri, tmp_path / "cut", cfg.tracking.tracking_uri)
+    weights = saved_folder(cut) / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
     for argv, says in (
         ([f"runs:/{result.run_id}", "", *uri], "cannot read '' as a problem"),
