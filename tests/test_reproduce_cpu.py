@@ -184,6 +184,8 @@ def test_the_randembed_replication_runs_its_two_points_on_seeds_fixed_before_it_
     assert ours == compared and set(ours) == {"none", "random_embed"}
     assert all(c["train.lr"] == 5e-4 and c["train.max_steps"] == 6000 for c in ours.values())
     assert {c["train.precision"] for c in ours.values()} == {"bf16"}
+    # ... run in fp32, declared on the part before it ran (bf16 is emulated on some of the CPUs it runs on)
+    assert part.sets == ("train.precision=fp32",) and "Precision, fixed before any run" in part.note
     # fresh: no other reversal part of the plan, and no archived reversal trial, ran these seeds
     used = {s for p in PLAN if p.grid.startswith("reverse_posembed") and p is not part for s in p.seed_values}
     for path in (ROOT / "docs" / "results" / "sweeps").glob("reverse_posembed*.jsonl"):
@@ -201,7 +203,7 @@ def test_a_grid_not_yet_run_shows_its_command_and_planned_core_minutes() -> None
     assert "`python scripts/reproduce_cpu.py --grids reverse_posembed_replication`" in text
     command = (
         "python sweeps/run.py --grid reverse_posembed_replication --scale cpu_recipe --seeds "
-        "20,21,22,23,24,25,26,27,28,29 --tracking-uri sqlite:///runs/cpu/mlflow.db --storage-path "
+        "20,21,22,23,24,25,26,27,28,29 --set train.precision=fp32 --tracking-uri sqlite:///runs/cpu/mlflow.db --storage-path "
         "runs/cpu/ray_results"
     )
     assert f"- `{command}`\n  - core-minutes: planned {part.estimate_core_min:,.0f}" in text
