@@ -9,8 +9,6 @@ from __future__ import annotations
 import io
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -23,7 +21,6 @@ from arith.config import ConfigError, ExperimentConfig
 from arith.data.datasets import test_examples
 from arith.model.gpt import ModelFolderError
 from arith.tracking import digit_errors, schema, store
-from arith.tracking.local_models import logged_model_folder
 from arith.tracking.logged_model import saved_folder
 from arith.tracking.models import load_model
 from arith.training.evaluate import evaluate
@@ -210,46 +207,6 @@ def test_ask_refuses_an_empty_problem_a_long_one_and_cut_weights_in_one_line(tri
         lines = captured.err.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("ask: ") and says in lines[0], captured.err
     assert ask_main([str(basic), "9" * 10 + "+1"]) == 0  # a problem that fits is answered
-
-
-def test_ask_reads_a_runs_logged_model_in_a_sqlite_store_where_it_lies_without_mlflow(
-    trial, tmp_path
-) -> None:
-    """Issue 43: `ask` started in ~20 s, 6 of them importing mlflow and opening its store to copy a model
-    that lies on this disk; the store's own table names its folder, and answering needs no pandas."""
-    cfg, result, client, _, _ = trial
-    uri = cfg.tracking.tracking_uri
-    (model,) = client.search_logged_models(
-        [client.get_run(result.run_id).info.experiment_id], filter_string=f"source_run_id = '{result.run_id}'"
-    )
-    found = logged_model_folder(f"runs:/{result.run_id}/model", uri)
-    assert found is not None and found.as_uri() == model.artifact_location  # MLflow's folder, read in place
-    assert (found / "extra_files" / "model.safetensors").is_file()
-    assert logged_model_folder(f"runs:/{'0' * 32}/model", uri) is None  # an unknown run: MLflow says why
-    assert logged_model_folder(f"runs:/{result.run_id}/other", uri) is None
-    assert logged_model_folder(f"runs:/{result.run_id}/model", "http://localhost:5000") is None
-    empty = tmp_path / "empty.db"
-    empty.write_bytes(b"")
-    assert logged_model_folder(f"runs:/{result.run_id}/model", f"sqlite:///{empty}") is None  # no tables
-    code = (
-        "import sys; from arith.ask import main; "
-        f"code = main(['runs:/{result.run_id}', '12+7', '--tracking-uri', '{uri}']); "
-        "print(code, *(m for m in ('mlflow', 'sqlalchemy', 'pandas') if m in sys.modules))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert "prompt:   1 2 + 0 7 =" in out.stdout and out.stdout.splitlines()[-1] == "0", out.stdout
-
-
-def test_a_run_with_its_own_files_of_the_models_name_is_read_through_mlflow(trial, tmp_path) -> None:
-    """MLflow merges a run's own `model/` files with its logged model's: there ask leaves it to MLflow."""
-    cfg, _, client, _, _ = trial
-    experiment = client.create_experiment("merged", artifact_location=(tmp_path / "art").as_uri())
-    run = client.create_run(experiment)
-    note = tmp_path / "note.txt"
-    note.write_text("not a model")
-    client.log_artifact(run.info.run_id, str(note), "model")
-    client.create_logged_model(run.info.experiment_id, name="model", source_run_id=run.info.run_id)
-    assert logged_model_folder(f"runs:/{run.info.run_id}/model", cfg.tracking.tracking_uri) is None
 
 
 # ---------------------------------------------------------------------------------------------------------

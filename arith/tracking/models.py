@@ -2,8 +2,7 @@
 
 The model package saves and loads folders (`arith.model.gpt`) and knows no store; reaching a run's
 `model/` artifact (`runs:/<run id>/model`, `mlflow-artifacts:/...`, `file:///...`) is tracking's, so it
-lives here. mlflow is imported only to download one (`arith.tracking.store.download_artifacts`): a run's
-logged model in a local SQLite store is read where it lies.
+lives here. mlflow is imported only for a URI (`arith.tracking.store.download_artifacts`).
 """
 
 from __future__ import annotations
@@ -15,10 +14,9 @@ from pathlib import Path
 
 import torch
 
-from arith.config import TrackingConfig
 from arith.model import gpt
 from arith.model.gpt import ArithModel, ModelFolderError
-from arith.tracking import local_models, logged_model, store
+from arith.tracking import logged_model, store
 
 
 @contextmanager
@@ -26,17 +24,12 @@ def model_folder(path: str | Path, tracking_uri: str = "") -> Iterator[Path]:
     """The local folder of a saved model's files (an MLflow logged model's extra files): `path` itself,
     or a temporary download of an MLflow artifact URI (`runs:/<run id>/model`, `models:/<model id>`,
     `mlflow-artifacts:/...`, `file:///...`; `tracking_uri` is the store a `runs:/` URI is read from),
-    removed on exit. A run's logged model in a local SQLite store is read where it lies
-    (`arith.tracking.local_models`); mlflow is imported only to download."""
+    removed on exit. mlflow is imported only for a URI."""
     if Path(path).is_dir():
         yield logged_model.saved_folder(Path(path))
         return
     if not store.is_artifact_uri(path):
         raise ModelFolderError(f"no model at {path}: neither a folder nor an MLflow artifact URI")
-    resolved = TrackingConfig(tracking_uri=tracking_uri).resolved_uri()
-    if (found := local_models.logged_model_folder(str(path), resolved)) is not None:
-        yield logged_model.saved_folder(found)  # in a local SQLite store's folders: read in place
-        return
     with tempfile.TemporaryDirectory(prefix="arith-model-") as tmp:
         try:
             folder = store.download_artifacts(str(path), tmp, tracking_uri)
