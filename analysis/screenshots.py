@@ -27,16 +27,22 @@ from pathlib import Path
 from PIL import Image
 
 from analysis.load import load_sweep
-from analysis.ui_view import share_view
+from analysis.ui_view import TRAINING_WORKFLOW, share_view
 
 #: the browser window of every picture, and how long (virtual ms) a page may take to draw
 WINDOW = (1900, 1250)
+#: the wrong-answers section: the width of the report's column, the height of the demo's two points
+ERRORS_WINDOW = (1400, 900)
 BUDGET_MS = 15000
 #: README's pictures above this size are stored as 256-colour PNGs (screenshots are flat colour)
 MAX_BYTES = 400_000
 #: the anchor of the report's first wrong-answers section (`analysis.html.wrong_answers_section`)
 WRONG_ANSWERS = "wrong-answers"
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
+#: the name the browser reaches the server by (mapped to 127.0.0.1 in the browser alone): MLflow 3.17's UI
+#: opens its Assistant panel over a third of the page on a first visit to localhost / 127.0.0.1, a panel a
+#: picture of the view is better without
+UI_HOST = "mlflow-ui"
 
 
 @dataclass(frozen=True)
@@ -55,13 +61,24 @@ def free_port(host: str = "127.0.0.1") -> int:
         return sock.getsockname()[1]
 
 
-def report_shots(report: Path) -> list[Shot]:
-    """The report's top (verdict, table, heatmap) and its first wrong-answers section."""
+def starting_at(page: str, anchor: str) -> str:
+    """The report's page drawn from its element `anchor` on: every element of <main> before it hidden. (A
+    link to report.html#anchor is what a reader follows, but headless Chromium's screenshot of it comes out
+    blank.)"""
+    if f'id="{anchor}"' not in page:
+        raise ValueError(f"the report has no #{anchor}: a report from before the anchor; run make demo again")
+    return page.replace("</style>", f"main > *:has(~ #{anchor}) {{ display: none; }}\n</style>", 1)
+
+
+def report_shots(report: Path, workdir: Path) -> list[Shot]:
+    """The report's top (verdict, table, heatmap) and its first wrong-answers section (a copy of the page
+    that starts there, written to `workdir`)."""
     page = report.resolve() / "report.html"
     if not page.is_file():
         raise FileNotFoundError(f"{page}: no report there (make demo writes reports/demo/report.html)")
-    url = page.as_uri()
-    return [Shot("report_html.png", url), Shot("report_errors.png", f"{url}#{WRONG_ANSWERS}")]
+    errors = workdir / "report_errors.html"  # the page's images are inline: the copy shows them all
+    errors.write_text(starting_at(page.read_text(), WRONG_ANSWERS))
+    return [Shot("report_html.png", page.as_uri()), Shot("report_errors.png", errors.as_uri(), ERRORS_WINDOW)]
 
 
 def ui_shots(view_url: str) -> list[Shot]:
@@ -73,7 +90,7 @@ def ui_shots(view_url: str) -> list[Shot]:
     return [
         Shot("mlflow_ui.png", f"{view_url}&compareRunsMode=CHART"),
         Shot("mlflow_runs.png", view_url),
-        Shot("mlflow_models.png", runs_page.removesuffix("/runs") + "/models"),
+        Shot("mlflow_models.png", f"{runs_page.removesuffix('/runs')}/models?{TRAINING_WORKFLOW}"),
     ]
 
 
@@ -102,16 +119,19 @@ def _wait_until_up(url: str, server: subprocess.Popen, timeout_s: float) -> None
 
 @contextmanager
 def mlflow_server(tracking_uri: str, port: int, timeout_s: float = 120.0) -> Iterator[str]:
-    """`mlflow server` over the store on 127.0.0.1:`port` while the block runs; yields its address."""
+    """`mlflow server` over the store on 127.0.0.1:`port` while the block runs; yields its address as the
+    browser reaches it (`UI_HOST`)."""
     mlflow = Path(sys.executable).with_name("mlflow")
     command = [str(mlflow), "server", "--backend-store-uri", tracking_uri, "--host", "127.0.0.1"]
     command += ["--port", str(port), "--workers", "1"]
+    command += ["--allowed-hosts", f"{UI_HOST}:{port},127.0.0.1:{port},localhost:{port}"]
+    command += ["--cors-allowed-origins", f"http://{UI_HOST}:{port}"]  # the UI's own POST requests
     url = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryFile() as log:
         server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         try:
             _wait_until_up(url, server, timeout_s)
-            yield url
+            yield f"http://{UI_HOST}:{port}"
         except BaseException:
             log.seek(0)
             sys.stderr.write(log.read().decode(errors="replace")[-3000:])
@@ -134,6 +154,7 @@ def shoot(chromium: str, shot: Shot, out: Path, budget_ms: int = BUDGET_MS) -> P
             chromium,
             *("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"),
             "--hide-scrollbars",
+            f"--host-resolver-rules=MAP {UI_HOST} 127.0.0.1",
             f"--user-data-dir={profile}",
             f"--virtual-time-budget={budget_ms}",
             f"--window-size={shot.window[0]},{shot.window[1]}",
@@ -149,7 +170,8 @@ def shoot(chromium: str, shot: Shot, out: Path, budget_ms: int = BUDGET_MS) -> P
 def take(grid: str, tracking_uri: str, report: Path, out: Path, port: int | None = None) -> list[Path]:
     """Every picture of the grid's latest sweep in the store and its report folder, written to `out`."""
     chromium = browser()
-    shots = report_shots(report)
-    with mlflow_server(tracking_uri, port or free_port()) as url:
-        view = share_view(load_sweep(grid, tracking_uri), url)
-        return [shoot(chromium, shot, out) for shot in [*shots, *ui_shots(view)]]
+    with tempfile.TemporaryDirectory() as workdir:
+        shots = report_shots(report, Path(workdir))
+        with mlflow_server(tracking_uri, port or free_port()) as url:
+            view = share_view(load_sweep(grid, tracking_uri), url)
+            return [shoot(chromium, shot, out) for shot in [*shots, *ui_shots(view)]]

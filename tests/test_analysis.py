@@ -677,7 +677,11 @@ def test_multiplication_sweep_beside_the_paper_from_a_real_store(tmp_path: Path,
         {"mode": "param", "groupByData": "data.max_digits"},
         {"mode": "param", "groupByData": "data.augment"},
     ]
-    # the chart view opens on a section of bar charts of the accuracies, one bar per group
+    # in the UI's training workflow, not its GenAI one
+    assert "?workflowType=machine_learning&" in link
+    # the chart view opens on a section of bar charts of the accuracies, a bar per trial in its point's
+    # colour (a run's colour is a tag; a group's is the UI's hash of its name)
+    assert view["useGroupedValuesInCharts"] is False
     (section,) = view["compareRunSections"]
     charts = view["compareRunCharts"]
     assert {c["metricSectionId"] for c in charts} == {section["uuid"]} and section["display"]
