@@ -89,8 +89,12 @@ def ui_shots(view_url: str) -> list[Shot]:
         raise ValueError(f"{view_url}: not the runs page of an experiment")
     return [
         Shot("mlflow_ui.png", f"{view_url}&compareRunsMode=CHART"),
-        Shot("mlflow_runs.png", view_url),
-        Shot("mlflow_models.png", f"{runs_page.removesuffix('/runs')}/models?{TRAINING_WORKFLOW}"),
+        Shot("mlflow_runs.png", view_url, (WINDOW[0], 760)),  # the demo's 6 trials and 2 groups
+        Shot(
+            "mlflow_models.png",
+            f"{runs_page.removesuffix('/runs')}/models?{TRAINING_WORKFLOW}",
+            (WINDOW[0], 560),
+        ),
     ]
 
 
