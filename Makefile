@@ -1,6 +1,7 @@
 # Quickstart:  make demo   (a real ablation in minutes on a local Ray + MLflow: a finding of the paper,
 #                           its verdict, the HTML report and the MLflow UI view)
 #              make test   (the whole test suite, as CI runs it)
+#              make screenshots (after make demo: README's pictures retaken in headless Chromium)
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 GRID   ?= demo
@@ -8,7 +9,7 @@ SCALE  ?= cpu
 SEEDS  ?= 3
 REPORT ?= reports/$(GRID)
 
-.PHONY: install test test-fast lint demo ui reproduce-cpu results clean
+.PHONY: install test test-fast lint demo ui screenshots reproduce-cpu results clean
 
 $(VENV)/.installed: pyproject.toml scripts/install.sh
 	bash scripts/install.sh
@@ -37,6 +38,12 @@ results: install                 ## only rewrite docs/RESULTS.md from the store 
 
 ui: install                      ## the MLflow UI over the local store
 	$(VENV)/bin/mlflow ui --backend-store-uri sqlite:///mlflow.db --port 5000
+
+screenshots: install              ## retake README's pictures (docs/img/) of the last make demo, in headless Chromium
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  echo "screenshots: chromium missing, installing it (apt-get install chromium)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	$(PY) scripts/screenshots.py --grid $(GRID) --report $(REPORT)
 
 clean:
 	rm -rf ray_results mlflow.db mlartifacts outputs reports

@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 
 from analysis.budget import budget_series, fit_budgets, gate_budgets
 from analysis.load import Sweep, metric_history
+from arith.tracking.schema import POINT_COLOURS
 from experiments.verdicts import LEARNED, gated_cells, in_range, measured
 
 #: the training loss each trial logs (arith.training.train), on the answer tokens at `cpu` scale
@@ -39,6 +40,19 @@ def point_labels(trials: pd.DataFrame, axes: list[str]) -> pd.Series:
         .astype(str)
         .apply(lambda row: ", ".join(f"{k.rpartition('.')[2]}={v}" for k, v in row.items()), axis=1)
     )
+
+
+def point_colours(trials: pd.DataFrame, labels: pd.Series) -> dict[str, str]:
+    """Each point label's colour: its trials' run colour (the `mlflow.runColor` tag the sweep gave them,
+    what the MLflow UI's charts draw them in), else by its place among the sorted labels, from the same
+    palette (trials of a sweep from before the tag)."""
+    tagged = trials["colour"] if "colour" in trials.columns else pd.Series("", index=trials.index)
+    points = sorted(set(labels))
+    colour = {p: POINT_COLOURS[i % len(POINT_COLOURS)] for i, p in enumerate(points)}
+    for label, tag in zip(labels, tagged.fillna(""), strict=True):
+        if tag:
+            colour[label] = tag
+    return colour
 
 
 def gated_by_trial(sweep: Sweep) -> pd.Series:
@@ -67,7 +81,7 @@ def learning_curves_figure(sweep: Sweep, history: pd.DataFrame | None = None) ->
         return None
     labels = dict(zip(sweep.trials["run_id"], point_labels(sweep.trials, sweep.axes), strict=True))
     points = sorted(set(labels.values()))
-    colour = {p: f"C{i % 10}" for i, p in enumerate(points)}
+    colour = point_colours(sweep.trials, pd.Series(list(labels.values())))
     figure = Figure(figsize=(11, 3.2 + 0.18 * len(points)))
     loss_ax, acc_ax = figure.subplots(1, 2, gridspec_kw={"width_ratios": [1.5, 1]})
     if not history.empty:

@@ -21,7 +21,7 @@ matplotlib.use("Agg")
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from analysis.curves import learning_curves_figure, point_labels
+from analysis.curves import learning_curves_figure, point_colours, point_labels
 from analysis.findings import HELD, NOT_HELD, Finding
 from analysis.load import Sweep, metric_history
 from analysis.plots import heatmap
@@ -127,7 +127,7 @@ def epochs_figure(sweep: Sweep, history: pd.DataFrame) -> Figure | None:
     metrics = [m for m in EPOCH_METRICS[:2] if m in set(history["metric"])] or ["test_acc"]
     labels = dict(zip(sweep.trials["run_id"], point_labels(sweep.trials, sweep.axes), strict=True))
     points = sorted(set(labels.values()))
-    colour = {p: f"C{i % 10}" for i, p in enumerate(points)}
+    colour = point_colours(sweep.trials, pd.Series(list(labels.values())))
     figure = Figure(figsize=(5.2 * len(metrics), 3.6))
     axes = figure.subplots(1, len(metrics), squeeze=False)[0]
     for ax, metric in zip(axes, metrics, strict=True):
@@ -145,15 +145,17 @@ def epochs_figure(sweep: Sweep, history: pd.DataFrame) -> Figure | None:
     return figure
 
 
-def wrong_answers_section(sweep: Sweep, table: Table) -> str:
+def wrong_answers_section(sweep: Sweep, table: Table, anchor: str = "wrong-answers") -> str:
     """Beside a table: per point, where its wrong answers err (by answer digit and carry chain) and a
-    few wrong answers of each cell (`analysis.wrong_answers`)."""
+    few wrong answers of each cell (`analysis.wrong_answers`); `anchor` is its heading's id, a link
+    (report.html#wrong-answers) straight to it."""
     points = points_of(sweep, table)
     if not points:
         if sweep.errors.empty:
             return '<p class="meta">No wrong answers kept (trials from before eval/errors.csv).</p>'
         return ""
-    parts = [f"<h4>What the trials wrote when wrong: {html.escape(table.title)}</h4>"]
+    title = html.escape(table.title)
+    parts = [f'<h4 id="{anchor}">What the trials wrote when wrong: {title}</h4>']
     for point in points:
         figure = point.figure()
         image = _img(figure, f"digit errors: {point.label}") if figure is not None else ""
@@ -177,10 +179,10 @@ def page(analysis, head: str) -> str:
         parts += ["<h2>Unfinished trials</h2>", sweep.unfinished[columns].to_html(index=False)]
     parts += ["<h2>The paper's claims</h2>", findings_html(analysis.findings, sweep.grid)]
     parts.append("<h2>Tables beside the paper's</h2>")
-    for table in analysis.tables:
+    for i, table in enumerate(analysis.tables):
         parts.append(_img(heatmap(table), f"heatmap: {table.title}"))
         parts.append(render_tables([table], "html"))
-        parts.append(wrong_answers_section(sweep, table))
+        parts.append(wrong_answers_section(sweep, table, "wrong-answers" + (f"-{i + 1}" if i else "")))
     spread = seed_spread_figure(sweep)
     if spread is not None:
         parts += ["<h2>Spread over seeds</h2>", _img(spread, "accuracy of each seed by point")]

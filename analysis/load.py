@@ -154,6 +154,7 @@ def trials_frame(
             "seed": tags.get(schema.SEED_TAG, params.get("data.seed", params.get("train.seed"))),
             **{tag: tags.get(tag, "") for tag in TAG_COLUMNS},
             "point": tags.get(schema.POINT_TAG, ""),
+            "colour": tags.get(schema.RUN_COLOR_TAG, ""),
         }
         for key in dict.fromkeys([*IDENTITY_KEYS, *axes]):
             row[key] = typed_value(key, params.get(key), hints) if key in params else defaults.get(key)

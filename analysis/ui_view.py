@@ -1,5 +1,5 @@
 """A ready-made MLflow UI view of a sweep: the axes it varies and the accuracies its claims rest on as
-columns, trials grouped by those axes, and the same numbers as charts.
+columns, trials grouped by those axes, and the same numbers as charts, each trial in its point's colour.
 
 The MLflow UI can open a view that is stored as an experiment tag (``mlflow.sharedViewState.<key>``,
 what its "Share" button writes) via ``#/experiments/<id>/runs?viewStateShareKey=<key>``. Writing that
@@ -7,11 +7,18 @@ tag saves a person the clicks: the params of every axis the sweep varies and the
 trials logged (`test_acc`, in and beyond the training range, per context) as columns, sorted by
 `test_acc`, grouped by the varying axes with each group's average (grouping also lifts the trials out
 from under the collapsed parent run). The view lists the sweep's trials only: its parent run, all dashes
-where the trials have numbers, would otherwise be a group of its own. Adding ``&compareRunsMode=CHART``
-opens the chart view of the same groups, led by a section of its own: a bar chart of each headline
-accuracy (the group's average of the trials' last values: one bar per value of the axes); MLflow's own
-charts of every other metric follow. The groups' colours are the UI's own (a hash of each group's name,
-a person's choice kept in the browser's local storage): no view state or tag sets them.
+where the trials have numbers, would otherwise be a group of its own. The link also asks for the UI's
+"Model training" workflow (`TRAINING_WORKFLOW`): MLflow 3.17 opens a first visit in its GenAI one.
+
+Adding ``&compareRunsMode=CHART`` opens the chart view, led by a section of its own: a bar chart of each
+headline accuracy (each trial's last value); MLflow's own charts of every other metric follow. The charts
+draw the trials one by one, not the groups' averages (`useGroupedValuesInCharts` off), because only a run
+can be given a colour: each trial's `mlflow.runColor` tag (`arith.tracking.schema.RUN_COLOR_TAG`, set by
+`sweeps.space`) is its point's colour from a ten-colour palette, the same in the report's figures, every
+seed of a point alike. A group's colour is the UI's own hash of its name into a palette with several
+near-identical reds (or a person's pick, kept in the browser): no tag sets it, and two groups of the
+demo came out in reds hard to tell apart. So the table reads the groups' averages, the charts each seed's
+bar in its point's colour, and the spread of the seeds shows.
 A parallel-coordinates chart asked for in the same state is not drawn by MLflow 3.17 over grouped runs, so
 the view asks for none. The tag's JSON is the UI's own view state (its
 `compareRunCharts` / `compareRunSections`, checked with MLflow 3.17); an MLflow that reads it
@@ -27,6 +34,10 @@ from arith.tracking import store
 from arith.tracking.schema import PARENT_RUN_TAG, SWEEP_TAG
 
 VIEW_TAG = "mlflow.sharedViewState."
+#: the UI's query parameter that opens an experiment in its "Model training" workflow: without it MLflow
+#: 3.17 opens a first visit in its GenAI workflow (a sidebar of traces, judges and prompts), whatever the
+#: experiment's kind tag
+TRAINING_WORKFLOW = "workflowType=machine_learning"
 #: the accuracy metrics a view shows first, when the trials logged them (arith.training.metrics)
 LEADING_METRICS = ("test_acc", "test_acc/in_range", "test_acc/beyond")
 
@@ -54,7 +65,7 @@ def accuracy_metrics(sweep: Sweep, logged: list[str] | None = None) -> list[str]
 
 
 def view_state(sweep: Sweep, logged: list[str] | None = None) -> dict:
-    """The UI view for this sweep (columns, order, grouping, charts of the groups)."""
+    """The UI view for this sweep (columns, order, grouping, charts of the trials in their colours)."""
     axes = varying_axes(sweep)
     metrics = accuracy_metrics(sweep, logged)
     return {
@@ -66,7 +77,7 @@ def view_state(sweep: Sweep, logged: list[str] | None = None) -> dict:
             "aggregateFunction": "average",
             "groupByKeys": [{"mode": "param", "groupByData": a} for a in axes],
         },
-        "useGroupedValuesInCharts": True,
+        "useGroupedValuesInCharts": False,
         "hideEmptyCharts": True,
         **claim_charts(metrics),
     }
@@ -120,4 +131,5 @@ def share_view(sweep: Sweep, ui_url: str = "http://127.0.0.1:5000") -> str:
     key = f"sweep-{sweep.parent_run_id[:12]}"
     state = view_state(sweep, logged_metrics(sweep) or None)
     client.set_experiment_tag(experiment_id, VIEW_TAG + key, json.dumps(state))
-    return f"{ui_url.rstrip('/')}/#/experiments/{experiment_id}/runs?viewStateShareKey={key}"
+    runs_page = f"{ui_url.rstrip('/')}/#/experiments/{experiment_id}/runs"
+    return f"{runs_page}?{TRAINING_WORKFLOW}&viewStateShareKey={key}"

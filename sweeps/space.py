@@ -102,6 +102,7 @@ def trial_config(
                 schema.SCALE_TAG: scale.name,
                 schema.SEED_TAG: str(seed),
                 schema.POINT_TAG: point.name,
+                schema.RUN_COLOR_TAG: point_colour(grid, point),
                 schema.PAPER_TABLE_TAG: ",".join(grid.table_of(paper_cfg)) or "none",
                 schema.PAPER_EPOCHS_TAG: json.dumps(_paper_epochs(paper_cfg, cfg)),
                 **(link.tags if link else {}),
@@ -119,6 +120,14 @@ def trial_config(
             f"grid {grid.name!r} point {point.name!r} at scale {scale.name!r}{made_for}: {err}"
         ) from err
     return trial
+
+
+def point_colour(grid: Grid, point: Point) -> str:
+    """The point's colour in the MLflow UI's charts and the report's figures: by its place among the
+    grid's points, so a subset run (--only) or a later part of the sweep keeps its colours."""
+    names = [p.name for p in grid.points()]
+    place = names.index(point.name) if point.name in names else len(names)
+    return schema.POINT_COLOURS[place % len(schema.POINT_COLOURS)]
 
 
 def resolve(

@@ -677,11 +677,39 @@ def test_multiplication_sweep_beside_the_paper_from_a_real_store(tmp_path: Path,
         {"mode": "param", "groupByData": "data.max_digits"},
         {"mode": "param", "groupByData": "data.augment"},
     ]
-    # the chart view opens on a section of bar charts of the accuracies, one bar per group
+    # in the UI's training workflow, not its GenAI one
+    assert "?workflowType=machine_learning&" in link
+    # the chart view opens on a section of bar charts of the accuracies, a bar per trial in its point's
+    # colour (a run's colour is a tag; a group's is the UI's hash of its name)
+    assert view["useGroupedValuesInCharts"] is False
     (section,) = view["compareRunSections"]
     charts = view["compareRunCharts"]
     assert {c["metricSectionId"] for c in charts} == {section["uuid"]} and section["display"]
     assert [(c["type"], c["metricKey"]) for c in charts] == [("BAR", "test_acc")]
+
+
+def test_a_points_trials_share_a_run_colour_the_report_draws_it_in(tmp_path: Path, empty_store: Path) -> None:
+    """Each trial carries MLflow's run-colour tag (what the UI's charts draw it in): every seed of a point
+    alike, different points different, read back from a real store; the report's figures colour each point
+    the same."""
+    from mlflow import MlflowClient
+
+    from analysis.curves import point_colours, point_labels
+    from arith.tracking.schema import POINT_COLOURS, RUN_COLOR_TAG
+
+    uri = write_store(tmp_path, empty_store, fail_first=False, seeds=2)
+    sweep = load_sweep("add_posembed", uri)
+    client = MlflowClient(uri)
+    by_point: dict[str, set[str]] = {}
+    for run_id, point in zip(sweep.trials["run_id"], sweep.trials["point"], strict=True):
+        by_point.setdefault(point, set()).add(client.get_run(run_id).data.tags[RUN_COLOR_TAG])
+    assert len(by_point) == 3 and all(len(c) == 1 for c in by_point.values())
+    colours = [c for (c,) in by_point.values()]
+    assert len(set(colours)) == 3 and set(colours) <= set(POINT_COLOURS)
+    labels = point_labels(sweep.trials, sweep.axes)
+    drawn = point_colours(sweep.trials, labels)
+    for label, point in zip(labels, sweep.trials["point"], strict=True):
+        assert {drawn[label]} == by_point[point]
 
 
 def test_sweeps_run_apart_are_read_as_one(tmp_path: Path, empty_store: Path) -> None:

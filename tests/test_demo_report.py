@@ -2,7 +2,8 @@
 Ray Tune, the real trainer, a real SQLite MLflow store), then `python -m analysis --format html`. Two
 seeds, as `make demo` runs three: the wrong answers were once lost whenever a sweep had more than one
 seed, and tests whose frames were built by hand did not see it. Then MLflow as its users expect it: a
-training experiment whose trials' models are logged models, loaded by MLflow's loader and by arith.ask.
+training experiment whose trials' models are logged models, loaded by MLflow's loader and by arith.ask,
+and whose trials carry their point's colour.
 The demo's 450 steps a trial take minutes on a shared 2-core machine: hence the longer timeout."""
 
 from __future__ import annotations
@@ -90,6 +91,11 @@ def test_the_demo_is_a_training_experiment_whose_models_mlflow_and_ask_load(demo
         t.info.run_id for t in trials
     )
     assert {m.name for m in models} == {schema.MODEL_ARTIFACT}
+    # the UI draws each trial in its point's colour: both seeds of a format alike, the two formats apart
+    colours: dict[str, set[str]] = {}
+    for t in trials:
+        colours.setdefault(t.data.params["data.format"], set()).add(t.data.tags[schema.RUN_COLOR_TAG])
+    assert sorted(map(len, colours.values())) == [1, 1] and len(set.union(*colours.values())) == 2
     padded = next(t for t in trials if t.data.params["data.format"] == "padding_reverse")
     with mlflow.tracking._tracking_service.utils._use_tracking_uri(uri):
         model = mlflow.pytorch.load_model(f"runs:/{padded.info.run_id}/model")

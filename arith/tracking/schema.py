@@ -29,6 +29,16 @@ DIGIT_MAP_TAG, AXES_TAG, PRESEARCH_SEEDS_TAG = "digit_map", "axes", "presearch_s
 VARIANT_OF_TAG = "variant_of"
 #: a trial's seed and point (the grid point's name, e.g. "format=basic")
 SEED_TAG, POINT_TAG = "seed", "point"
+#: MLflow's tag of a run's colour in its UI's charts (a hex string; the UI's colour picker writes it too):
+#: each trial's is its point's colour in POINT_COLOURS (by the point's place in its grid), every seed of a
+#: point alike, and the report's figures draw the point in the same colour. Matplotlib's "tab10" (its
+#: default C0..C9): ten colours told apart at a glance, where the UI's own colours for groups (a hash of
+#: the group's name into a palette of 29) may give two points near-identical reds.
+RUN_COLOR_TAG = "mlflow.runColor"
+POINT_COLOURS: tuple[str, ...] = (
+    *("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd"),
+    *("#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"),
+)
 #: a trial's paper table label(s) (comma-separated; "none") and its JSON map from each evaluated epoch to
 #: the paper's epoch count it stands for; the analysis reads both as columns of the same names
 PAPER_TABLE_TAG, PAPER_EPOCHS_TAG = "paper_table", "paper_epochs"
