@@ -40,7 +40,7 @@ from analysis.report import FORMATS
 from analysis.sweep import aggregate_seeds, tag_columns
 from arith.config import ExperimentConfig
 from arith.data.tasks import TASKS
-from arith.tracking import store
+from arith.tracking import schema, store
 from arith.tracking.schema import REQUIRED_CELL_COLUMNS
 from experiments.paper import (
     digit_map_of,
@@ -622,7 +622,21 @@ def test_report_from_a_real_store_writes_and_logs_tables_and_heatmaps(
     assert sorted(p.name for p in (out / "heatmaps").iterdir()) == ["add_scratchpad.png"]
     assert len(pd.read_csv(out / "cells.csv")) == 2 * 2  # 2 finished trials x 2 digit cells
     client = MlflowClient(uri)
-    parent = read_sweep("add_posembed", uri).parent_run_id
+    sweep = read_sweep("add_posembed", uri)
+    parent = sweep.parent_run_id
+    # the paper labels are values in the record read back, and the CSVs write the tag as it is stored
+    runs = client.search_runs([client.get_run(parent).info.experiment_id])
+    tags = {r.info.run_id: r.data.tags["paper_table"] for r in runs if "paper_table" in r.data.tags}
+    assert (
+        set(tags) == set(sweep.trials["run_id"])
+        and all(
+            labels == schema.paper_labels(tags[run_id])
+            for run_id, labels in zip(sweep.trials["run_id"], sweep.trials["paper_table"], strict=True)
+        )
+        and all(isinstance(labels, tuple) for labels in sweep.cells["paper_table"])
+    )
+    written = pd.read_csv(out / "trials.csv", keep_default_na=False)
+    assert dict(zip(written["run_id"], written["paper_table"], strict=True)) == tags
     logged = {a.path for a in client.list_artifacts(parent, "analysis")}
     assert {
         "analysis/report.md",
