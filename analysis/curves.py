@@ -70,7 +70,7 @@ def learning_curves_figure(sweep: Sweep, history: pd.DataFrame | None = None) ->
     figure = Figure(figsize=(11, 3.2 + 0.18 * len(points)))
     loss_ax, acc_ax = figure.subplots(1, 2, gridspec_kw={"width_ratios": [1.5, 1]})
     if not history.empty:
-        frame = history.assign(point=history[RUN_ID_COLUMN].map(labels))
+        frame = history.assign(**{POINT_COLUMN: history[RUN_ID_COLUMN].map(labels)})
         for point, lines in frame.groupby(POINT_COLUMN):
             by_step = lines.pivot_table(index="step", columns=RUN_ID_COLUMN, values="value")
             by_step = by_step.rolling(SMOOTH, min_periods=1).mean()

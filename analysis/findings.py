@@ -91,7 +91,7 @@ def outcome_of(
     if claim.reads != ACCURACY_COLUMN and not frame.empty:
         if claim.reads not in frame or frame[claim.reads].isna().all():
             return untestable(f"the claim reads {claim.reads}, which the sweep's trials did not record")
-        frame = frame.assign(accuracy=frame[claim.reads])
+        frame = frame.assign(**{ACCURACY_COLUMN: frame[claim.reads]})
     try:
         return claim.check(frame, digit_map)
     except PooledConfigurations as err:

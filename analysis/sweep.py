@@ -154,16 +154,18 @@ def aggregate_seeds(cells: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
         if column not in frame:
             frame[column] = float("nan")
     grouped = frame.groupby(keys, dropna=False, sort=True)
-    out = grouped.agg(
-        accuracy=(ACCURACY_COLUMN, "mean"),
-        accuracy_std=(ACCURACY_COLUMN, "std"),
-        seeds=(ACCURACY_COLUMN, "count"),
-        n=(N_COLUMN, "sum"),
-        seen_in_train=(SEEN_IN_TRAIN_COLUMN, "mean"),
-        n_seen=(N_SEEN_COLUMN, lambda n: n.sum(min_count=1)),
-        accuracy_seen=(ACCURACY_SEEN_COLUMN, "mean"),
-        accuracy_unseen=(ACCURACY_UNSEEN_COLUMN, "mean"),
-        **{RUN_IDS: (RUN_ID_COLUMN, lambda ids: tuple(sorted(set(ids))))},
+    out = grouped.agg(  # the seed means keep the cells' column names
+        **{
+            ACCURACY_COLUMN: (ACCURACY_COLUMN, "mean"),
+            "accuracy_std": (ACCURACY_COLUMN, "std"),
+            "seeds": (ACCURACY_COLUMN, "count"),
+            N_COLUMN: (N_COLUMN, "sum"),
+            SEEN_IN_TRAIN_COLUMN: (SEEN_IN_TRAIN_COLUMN, "mean"),
+            N_SEEN_COLUMN: (N_SEEN_COLUMN, lambda n: n.sum(min_count=1)),
+            ACCURACY_SEEN_COLUMN: (ACCURACY_SEEN_COLUMN, "mean"),
+            ACCURACY_UNSEEN_COLUMN: (ACCURACY_UNSEEN_COLUMN, "mean"),
+            RUN_IDS: (RUN_ID_COLUMN, lambda ids: tuple(sorted(set(ids)))),
+        }
     ).reset_index()
     out["final"] = out["epoch"] == out["final_epoch"]
     return out
