@@ -11,18 +11,20 @@ seeds never judge the budget they chose.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
 from analysis.findings import Finding
 from analysis.load import load_sweep
 from analysis.report import analyse
 from analysis.tables import markdown_table
 from arith.tracking.archive import import_sweep, read_archive
+from arith.tracking.schema import COMMIT_TAG, GRID_TAG, POINT_TAG, SEED_TAG
+from experiments.gpu_plan import PlannedBatch
 from experiments.verdicts import competence, in_range, measured
 
 
@@ -44,10 +46,10 @@ def read_part(uri: str, batch: str, path: Path) -> PartResult:
     """Import one archive into the store at `uri` (once) and analyse it."""
     _, records = read_archive(path)
     parent_id, _ = import_sweep(uri, path)
-    sweep = load_sweep(records[0]["tags"]["grid"], uri, parent_id)
+    sweep = load_sweep(records[0]["tags"][GRID_TAG], uri, parent_id)
     analysis = analyse(sweep)
     digit_map = sweep.digit_map
-    cells = measured(sweep.cells).merge(sweep.trials[["run_id", "point"]], on="run_id")
+    cells = measured(sweep.cells).merge(sweep.trials[["run_id", POINT_TAG]], on="run_id")
     return PartResult(batch, path.stem, records[0], records[1:], cells, digit_map, analysis.findings)
 
 
@@ -67,12 +69,12 @@ def competence_rows(part: PartResult) -> list[dict[str, Any]]:
     rows = []
     by_point: dict[str, list[dict[str, Any]]] = {}
     for trial in part.trials:
-        by_point.setdefault(trial["tags"].get("point", ""), []).append(trial)
+        by_point.setdefault(trial["tags"].get(POINT_TAG, ""), []).append(trial)
     for point, trials in by_point.items():
-        cells = part.cells[part.cells["point"] == point] if not part.cells.empty else part.cells
-        seeds = sorted(int(t["tags"]["seed"]) for t in trials)
+        cells = part.cells[part.cells[POINT_TAG] == point] if not part.cells.empty else part.cells
+        seeds = sorted(int(t["tags"][SEED_TAG]) for t in trials)
         accs = []
-        for t in sorted(trials, key=lambda t: int(t["tags"]["seed"])):
+        for t in sorted(trials, key=lambda t: int(t["tags"][SEED_TAG])):
             history = t["metrics"].get("test_acc", [])
             accs.append(f"{history[-1][2]:.2f}" if history else "-")
         digits = trials[0]["params"].get("data.max_digits")
@@ -99,9 +101,9 @@ def competence_rows(part: PartResult) -> list[dict[str, Any]]:
     return rows
 
 
-def gpu_section(bank: Path, plan: Path, uri: str) -> str:
-    """The markdown section of docs/RESULTS.md for the `gpu` scale, from the banked archives."""
-    entries = yaml.safe_load(plan.read_text()) or []
+def gpu_section(bank: Path, plan: Sequence[PlannedBatch], uri: str) -> str:
+    """The markdown section of docs/RESULTS.md for the `gpu` scale, from the banked archives of the plan's
+    batches (`experiments.gpu_plan`)."""
     lines = [
         "## The `gpu` scale: banked from lent GPUs",
         "",
@@ -116,26 +118,24 @@ def gpu_section(bank: Path, plan: Path, uri: str) -> str:
         "paper ran no 3-digit model), a question of whether the lease pays for fewer digits.",
         "",
     ]
-    banked = [e for e in entries if (bank / e["batch"]).is_dir() and any((bank / e["batch"]).glob("*.jsonl"))]
+    banked = [b for b in plan if any((bank / b.name).glob("*.jsonl"))]
     if not banked:
         return "\n".join([*lines, "No batch is banked yet.", ""])
     findings: list[Finding] = []
-    for entry in banked:
-        parts = [
-            read_part(uri, entry["batch"], path) for path in sorted((bank / entry["batch"]).glob("*.jsonl"))
-        ]
+    for batch in banked:
+        parts = [read_part(uri, batch.name, path) for path in sorted((bank / batch.name).glob("*.jsonl"))]
         tags = parts[0].parent["tags"]
         start = min(t["start_time"] for p in parts for t in p.trials)
         end = max(t["end_time"] or 0 for p in parts for t in p.trials)
         n = sum(len(p.trials) for p in parts)
         lines += [
-            f"### {entry['batch']}",
+            f"### {batch.name}",
             "",
-            " ".join(str(entry.get("what", "")).split()),
+            batch.what,
             "",
             f"Ran on one {tags.get('machine', '?')} ({tags.get('precision', '?')}), {n} trials, "
-            f"{entry.get('procs')} at a time, {(end - start) / 60000:.1f} min from the first trial's start "
-            f"to the last one's end; commit {tags.get('git_commit', '?')[:12]}; command "
+            f"{batch.procs} at a time, {(end - start) / 60000:.1f} min from the first trial's start "
+            f"to the last one's end; commit {tags.get(COMMIT_TAG, '?')[:12]}; command "
             f"`python -m sweeps.bank next --out DIR` (each part's own command is its parent run's "
             "`command` tag).",
             "",

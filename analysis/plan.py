@@ -16,6 +16,7 @@ from pathlib import Path
 
 import yaml
 
+from arith.config import ConfigError
 from arith.tracking.archive import export_sweep, import_sweep
 from arith.tracking.store import client as store_client
 from arith.tracking.store import sweep_runs
@@ -109,9 +110,25 @@ def sweep_args_of(command: str) -> list[str]:
     return out
 
 
+#: the fields of a part of docs/results/plan.yaml (the file's header says what each means); only `grid` is
+#: required
+PLAN_FIELDS = ("grid", "seeds", "only", "scale", "set", "note", "why_not_run", "estimate_core_min")
+
+
 def load_plan(path: Path) -> tuple[Planned, ...]:
-    """The plan's parts, in order, from its YAML file (docs/results/plan.yaml says what each field means)."""
-    parts = yaml.safe_load(path.read_text())
+    """The plan's parts, in order, from its YAML file; a part missing `grid` or with a field the plan does
+    not know (a misspelt `estimate_core_min` would be read as "not declared") raises `ConfigError`, one
+    line naming the part and field."""
+    parts = yaml.safe_load(path.read_text()) or []
+    for i, part in enumerate(parts):
+        where = f"{path}: part {i + 1}"
+        if not isinstance(part, dict) or "grid" not in part:
+            raise ConfigError(f"{where}: missing field grid")
+        if unknown := [k for k in part if k not in PLAN_FIELDS]:
+            raise ConfigError(
+                f"{where} ({part['grid']}): unknown field {', '.join(map(str, unknown))}; "
+                f"known: {', '.join(PLAN_FIELDS)}"
+            )
     return tuple(
         Planned(
             grid=part["grid"],

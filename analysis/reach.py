@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from analysis.plan import Planned
 from analysis.spend import TrialCost
 from arith.config import ExperimentConfig, parse_set
 from arith.tracking.archive import read_archive
+from arith.tracking.schema import GRID_TAG
+from experiments.gpu_plan import PlannedBatch
 from experiments.registry import EXPERIMENTS
 
 #: seeds a judged sweep runs (outside every pre-search)
@@ -78,9 +81,11 @@ class GpuBatch:
     setting: str
 
 
-def gpu_batches(bank: Path, procs: dict[str, int]) -> dict[str, list[GpuBatch]]:
+def gpu_batches(bank: Path, plan: Sequence[PlannedBatch]) -> dict[str, list[GpuBatch]]:
     """The banked gpu archives (docs/results/gpu/<batch>/*.jsonl) by grid: per batch, its trials of the grid
-    and their wall time from the first start to the last end (`procs`: trials at once, per batch)."""
+    and their wall time from the first start to the last end, and how many ran at once (the plan's `procs`,
+    0 for a folder the plan does not name)."""
+    procs = {batch.name: batch.procs for batch in plan}
     out: dict[str, list[GpuBatch]] = {}
     for folder in sorted(p for p in bank.iterdir() if p.is_dir()) if bank.is_dir() else []:
         by_grid: dict[str, list[dict]] = {}
@@ -88,7 +93,7 @@ def gpu_batches(bank: Path, procs: dict[str, int]) -> dict[str, list[GpuBatch]]:
         for path in sorted(folder.glob("*.jsonl")):
             _, records = read_archive(path)
             machine = records[0]["tags"].get("machine", machine)
-            by_grid.setdefault(records[0]["tags"]["grid"], []).extend(records[1:])
+            by_grid.setdefault(records[0]["tags"][GRID_TAG], []).extend(records[1:])
         for grid, trials in by_grid.items():
             ended = [t for t in trials if t.get("end_time")]
             if not ended:

@@ -56,6 +56,7 @@ from arith.tracking.schema import (
     SEED_COLUMN,
 )
 from arith.tracking.store import client as store_client
+from experiments.gpu_plan import load_gpu_plan
 from experiments.registry import claims_for
 
 #: the page's head (docs/results/intro.md) and the pre-search section's (docs/results/presearch.md)
@@ -75,8 +76,8 @@ VERDICTS_BEFORE: list[dict[str, str]] = _NOTES["verdicts_before"]
 BEFORE_AFTER_NOTE = _NOTES["before_after_note"]
 #: sections measured before the sweeps were archived (no archive holds them), included verbatim
 UNARCHIVED = TEXTS / "unarchived"
-#: the `gpu` scale: its plan and the archives banked from lent GPUs (analysis.gpu)
-GPU_PLAN, GPU_BANK = TEXTS / "gpu_plan.yaml", TEXTS / "gpu"
+#: the `gpu` scale's archives banked from lent GPUs (analysis.gpu; its plan: experiments.gpu_plan)
+GPU_BANK = TEXTS / "gpu"
 #: the pre-search's records (analysis.presearch)
 PRESEARCH = ROOT / "docs" / "presearch"
 #: the report's figures, in this folder beside it (its links are relative)
@@ -394,8 +395,8 @@ def write_results(
         save(figure, figures / "budget.png")
         budget_curves = (FIGURES / "budget.png").as_posix()
     sections = [unarchived.get(r.grid) or section(r, curves.get(r.grid, "")) for r in results]
+    gpu_plan = load_gpu_plan()
     # the not-testable table also reads points pre-searched at one budget: whether it was reached
-    procs = {e["batch"]: e.get("procs", 0) for e in yaml.safe_load(GPU_PLAN.read_text()) or []}
     head = [
         summary(results, set(unarchived)),
         before_after(results),
@@ -405,7 +406,7 @@ def write_results(
             curves,
             paper_steps,
             steps_needed(every),
-            gpu_batches(GPU_BANK, procs),
+            gpu_batches(GPU_BANK, gpu_plan),
         ),
         spend_table(
             [p for r in results for p in zip((plan for plan, _ in r.parts), r.costs, strict=True)],
@@ -413,7 +414,7 @@ def write_results(
         ),
     ]
     with tempfile.TemporaryDirectory() as tmp:  # a store of its own: gpu sweeps never mix with cpu ones
-        gpu = gpu_section(GPU_BANK, GPU_PLAN, f"sqlite:///{tmp}/gpu.db")
+        gpu = gpu_section(GPU_BANK, gpu_plan, f"sqlite:///{tmp}/gpu.db")
     parts = [
         intro.rstrip() + "\n",
         *filter(None, head),

@@ -33,7 +33,7 @@ from arith.model.gpt import ModelFolderError, load_folder
 from arith.model.tokenizer import encode_examples
 from arith.tracking.models import model_folder
 from arith.tracking.schema import EXPERIMENT_CONFIG
-from arith.training.evaluate import generate_replies, is_right, reply_cap
+from arith.training.decoding import generate_replies, is_right, reply_cap
 
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 _PROBLEM = re.compile(r"^\s*(\d+)\s*([*x×+])\s*(\d+)\s*$")

@@ -255,7 +255,7 @@ class TrainConfig:
     #: arith.tracking.digit_errors); 100 keeps every wrong answer of a paper multiplication cell
     errors_per_cell: int = 100
     #: tokens decoded per test reply; 0 = the longest reply the data can produce plus a margin
-    #: (arith.training.evaluate.reply_cap). Set it for a data.dialogue_file whose teacher replies are longer
+    #: (arith.training.decoding.reply_cap). Set it for a data.dialogue_file whose teacher replies are longer
     #: than the generator's templates.
     eval_max_new_tokens: int = 0
     #: when the answer's exact-match on a held-out probe reaches this, training stops early (0 = never)

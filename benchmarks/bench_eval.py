@@ -19,7 +19,7 @@ from arith.config import MODEL_PRESETS, DataConfig, ModelConfig
 from arith.data.datasets import test_examples
 from arith.model.gpt import build_model
 from arith.model.tokenizer import build_tokenizer
-from arith.training.evaluate import ANSWER_MARGIN, generate_answers, left_pad
+from arith.training.decoding import ANSWER_MARGIN, generate_answers, left_pad
 
 
 def sync(device: torch.device) -> None:

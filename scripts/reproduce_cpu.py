@@ -39,7 +39,7 @@ from arith.tracking.archive import export_sweep
 from arith.tracking.store import client as store_client
 from sweeps.grids import points
 from sweeps.progress import trial_steps
-from sweeps.storage import machine
+from sweeps.storage import SweepStorage, machine
 
 
 def paper_trial_steps(grid: str) -> int:
@@ -48,21 +48,36 @@ def paper_trial_steps(grid: str) -> int:
 
 
 def run_sweep(plan: Planned, uri: str, storage: str) -> None:
-    """One sweep via sweeps/run.py; on success its parent run is tagged with command, machine, wall time."""
+    """One sweep via sweeps/run.py, or the rest of the one a stopped session left of this part (`--resume`:
+    its ended trials kept, the others continued from their last checkpoint); on success its parent run is
+    tagged with command, machine and wall time (every session's: its sweep.json keeps them)."""
+    folders = SweepStorage(storage)
+    stopped = folders.stopped(plan.grid, plan.scale, plan.sweep_args())
     cmd = plan.command(uri, storage)
     shown = repo_relative("python " + shlex.join(cmd))
-    print(f"\n=== {plan.grid}: {shown}", flush=True)
+    print(f"\n=== {plan.grid}: {shown}" + (" --resume (a stopped session's)" if stopped else ""), flush=True)
     start = time.perf_counter()
-    subprocess.run([sys.executable, *cmd], cwd=ROOT, check=True)
-    wall = time.perf_counter() - start
+    sweep = subprocess.Popen([sys.executable, *cmd, *(["--resume"] if stopped else [])], cwd=ROOT)
+    try:
+        try:
+            code = sweep.wait()
+        except KeyboardInterrupt:  # Ctrl-C reached the sweep too: let Tune save its state and stop
+            sweep.wait()
+            raise
+    finally:
+        name = stopped or folders.stopped(plan.grid, plan.scale, plan.sweep_args())
+        if name:
+            wall, machines = folders.add_session(name, time.perf_counter() - start, machine()[0])
+    if code:
+        raise subprocess.CalledProcessError(code, cmd)
     client = store_client(uri)
     parent = find_parent(client, plan.grid)
     client.set_tag(parent.info.run_id, TAG_COMMAND, shown)
-    client.set_tag(parent.info.run_id, TAG_MACHINE, machine()[0])
+    client.set_tag(parent.info.run_id, TAG_MACHINE, machines)
     client.set_tag(parent.info.run_id, TAG_WALL, f"{wall:.0f}")
     archive = ARCHIVES / plan.archive_name
     export_sweep(client, parent.info.run_id, archive)
-    print(f"=== {plan.grid}: archived in {archive.relative_to(ROOT)}", flush=True)
+    print(f"=== {plan.grid}: archived in {archive}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,17 +20,13 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
-
-import yaml
 
 from arith.config import ConfigError
+from experiments.gpu_plan import GPU_PLAN, PlannedPart, load_gpu_plan
 from sweeps.errors import SweepError
 from sweeps.offline import SweepPart, run_parts
 
-ROOT = Path(__file__).resolve().parent.parent
-PLAN = ROOT / "docs" / "results" / "gpu_plan.yaml"
-BANK = ROOT / "docs" / "results" / "gpu"
+BANK = GPU_PLAN.parent / "gpu"
 #: what `--tiny` sets on every part: the batch's path end to end in a minute on a CPU, not its results
 TINY = {
     "model.preset": "nano",
@@ -61,47 +57,25 @@ class Batch:
         return bool(self.parts) and all(self.archive(part, bank).exists() for part in self.parts)
 
 
-def _part(entry: dict[str, Any], presearch_seeds: tuple[int, ...]) -> SweepPart:
-    seeds = entry["seeds"]
-    seeds = tuple(seeds) if isinstance(seeds, list) else int(seeds)
-    own = tuple(seeds) if isinstance(seeds, tuple) else tuple(range(seeds))
+def runnable(part: PlannedPart) -> SweepPart:
+    """The plan's part as the executor runs it."""
     return SweepPart(
-        grid=entry["grid"],
-        scale=entry.get("scale", "gpu"),
-        seeds=seeds,
-        only={k: str(v) for k, v in entry.get("only", {}).items()},
-        sets={k: str(v) for k, v in entry.get("set", {}).items()},
-        presearch_seeds=own if entry.get("presearch") else presearch_seeds,
-        label=entry.get("label", ""),
+        grid=part.grid,
+        scale=part.scale,
+        seeds=part.seeds,
+        only=dict(part.only),
+        sets=dict(part.sets),
+        presearch_seeds=part.presearch_seeds,
+        label=part.label,
     )
 
 
-def load_gpu_plan(path: Path = PLAN) -> list[Batch]:
-    """The batches of the plan, in order; a part's pre-search seeds are its own (a pre-search) or those
-    of the batch named in `chosen_by`."""
-    entries = yaml.safe_load(path.read_text()) or []
-    batches: list[Batch] = []
-    for entry in entries:
-        chooser = next((b for b in batches if b.name == entry.get("chosen_by")), None)
-        if entry.get("chosen_by") and chooser is None:
-            raise SweepError(f"{path}: batch {entry['batch']} is chosen_by an unknown or later batch")
-        chosen = tuple(sorted({s for p in chooser.parts for s in p.presearch_seeds})) if chooser else ()
-        parts = tuple(_part(p, chosen) for p in entry.get("parts") or [])
-        if len(parts) > 6:
-            raise SweepError(
-                f"{path}: batch {entry['batch']} has {len(parts)} parts; a lease returns 8 files"
-            )
-        batches.append(
-            Batch(
-                entry["batch"],
-                " ".join(entry.get("what", "").split()),
-                float(entry["minutes"]),
-                int(entry["procs"]),
-                parts,
-                entry.get("chosen_by", ""),
-            )
-        )
-    return batches
+def load_batches(path: Path = GPU_PLAN) -> list[Batch]:
+    """The plan's batches, in order, their parts ready to run (`experiments.gpu_plan` reads and checks it)."""
+    return [
+        Batch(b.name, b.what, b.minutes, b.procs, tuple(runnable(p) for p in b.parts), b.chosen_by)
+        for b in load_gpu_plan(path)
+    ]
 
 
 def next_batch(batches: list[Batch], bank: Path = BANK) -> Batch | None:
@@ -126,9 +100,9 @@ def status(batches: list[Batch], bank: Path = BANK) -> str:
     return "\n".join(lines)
 
 
-def run_next(out: Path, tiny: bool = False, bank: Path = BANK, plan: Path = PLAN) -> list[Path]:
+def run_next(out: Path, tiny: bool = False, bank: Path = BANK, plan: Path = GPU_PLAN) -> list[Path]:
     """Run the next batch into `out` (its archives) and print a summary of each trial."""
-    batch = next_batch(load_gpu_plan(plan), bank)
+    batch = next_batch(load_batches(plan), bank)
     if batch is None:
         raise SweepError(f"no batch to run: every batch of {plan} is banked or has no parts yet")
     parts = batch.parts
@@ -169,7 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         if args.command == "status":
-            print(status(load_gpu_plan()))
+            print(status(load_batches()))
         else:
             run_next(args.out, args.tiny)
     except (ConfigError, SweepError, OSError) as err:

@@ -44,6 +44,7 @@ from sweeps.storage import (
     check_tracking,
     open_sweep,
     resume_tracking_uri,
+    sweep_identity,
     sweep_state,
     trial_outcomes,
 )
@@ -195,6 +196,8 @@ class SweepOptions:
     tune: TuneSettings = field(default_factory=TuneSettings)
     #: a recipe search (`--search`): its grid and scale are the sweep's
     search: SearchRun | None = None
+    #: the command line it was started with, less where it runs (`sweep_identity`), kept in sweep.json
+    args: tuple[str, ...] = ()
 
 
 #: flags whose value a resumed sweep takes from the interrupted one (flag, attribute, default)
@@ -355,7 +358,10 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
             parent_run_id = link.parent_run_id
             # the configs as kept: each trial's written once, nested under the parent run just opened
             configs = build_configs(grid, scale, options, tracking_uri, link)
-            storage.create(sweep_name, sweep_state(grid, scale, tracking_uri, parent_run_id, res, configs))
+            storage.create(
+                sweep_name,
+                sweep_state(grid, scale, tracking_uri, parent_run_id, res, configs, list(options.args)),
+            )
         print(
             f"sweep {sweep_name}: {len(configs)} trials, MLflow parent run {parent_run_id} at {tracking_uri}"
         )
@@ -420,6 +426,7 @@ def main(argv: list[str] | None = None) -> int:
             dry_run=args.dry_run,
             tune=TuneSettings(args.max_concurrent, args.max_failures, args.quiet, args.verbose),
             search=search,
+            args=tuple(sweep_identity(sys.argv[1:] if argv is None else argv)),
         )
         # an unknown scale or grid fails here, before anything starts
         if search:

@@ -23,6 +23,17 @@ from sweeps.scales import Scale
 from sweeps.space import SweepLink
 
 SWEEP_FILE = "sweep.json"
+#: the flags of sweeps/run.py that say where a sweep runs and reports, not what it runs (value or none)
+PLACE_FLAGS = {
+    "--tracking-uri": True,
+    "--storage-path": True,
+    "--address": True,
+    "--ray-temp-dir": True,
+    "--resume": False,
+    "--dry-run": False,
+    "--quiet": False,
+    "--verbose": False,
+}
 #: the commit of a tree copied without its .git, given by whoever copied it
 COMMIT_ENV = "POSDESC_GIT_COMMIT"
 
@@ -75,6 +86,25 @@ class SweepStorage:
             raise SweepError(f"no sweep of grid {grid!r} at scale {scale!r} to resume under {self.location}")
         return names[-1]
 
+    def stopped(self, grid: str, scale: str, args: list[str]) -> str | None:
+        """The latest sweep of `grid` at `scale` when it was started with `args` (`sweep_identity`): one a
+        stopped session left, for `--resume` to finish; None when the latest is another's or there is none.
+        Whether it finished is the tracking store's to say (its parent run), not the folder's."""
+        try:
+            name = self.latest(grid, scale)
+        except SweepError:
+            return None
+        return name if self.state(name).get("args") == list(args) else None
+
+    def add_session(self, name: str, wall_s: float, machine: str) -> tuple[float, str]:
+        """Note one session's wall time and machine in the sweep's sweep.json (`sessions`); returns every
+        session's wall time together and their machines (each once, in order), for the sweep's record."""
+        state = self.state(name)
+        state["sessions"] = [*state.get("sessions", []), {"wall_s": round(wall_s, 1), "machine": machine}]
+        self.save(name, state)
+        machines = dict.fromkeys(s["machine"] for s in state["sessions"])
+        return sum(s["wall_s"] for s in state["sessions"]), "; ".join(machines)
+
 
 def check_tracking(uri: str) -> None:
     """Fail before any trial starts when the tracking store cannot be reached (and create a SQLite store
@@ -114,7 +144,22 @@ def machine() -> tuple[str, str]:
     if torch.cuda.is_available():
         return torch.cuda.get_device_name(0), "bf16 autocast"
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"{platform.processor() or platform.machine()}, {cpus} CPU cores, {platform.system()}", "fp32"
+    return f"{cpu_name()}, {cpus} CPU cores, {platform.system()}", "fp32"
+
+
+def cpu_name(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The processor's model and whether it multiplies bf16 in hardware (AVX512-BF16 or AMX): the CPUs a
+    sweep lands on differ from session to session, and its timings (and a bf16 trial's cost, ~10x on a
+    CPU that emulates bf16) compare only on one. Read from /proc/cpuinfo; elsewhere the architecture."""
+    try:
+        lines = cpuinfo.read_text().splitlines()
+    except OSError:
+        return platform.processor() or platform.machine()
+    fields = dict(line.split(":", 1) for line in lines if ":" in line)
+    fields = {k.strip(): v.strip() for k, v in fields.items()}
+    flags = set(fields.get("flags", "").split())
+    native = "native bf16" if flags & {"avx512_bf16", "amx_bf16"} else "no native bf16"
+    return f"{fields.get('model name') or platform.machine()} ({native})"
 
 
 def digit_map(grid: Grid, scale: Scale) -> dict[int, int]:
@@ -188,9 +233,13 @@ def sweep_state(
     parent_run_id: str,
     res: dict[str, float],
     configs: dict[str, dict[str, Any]],
+    args: list[str] | None = None,
 ) -> dict[str, Any]:
-    """What `sweep.json` keeps for `--resume`: the grid, scale, store, parent run, resources and configs."""
+    """What `sweep.json` keeps for `--resume`: the grid, scale, store, parent run, resources and configs,
+    and the command line's `args` it was started with (`sweep_identity`), by which a later session finds it.
+    """
     return {
+        "args": list(args or ()),
         "grid": grid.name,
         "scale": scale.name,
         "tracking_uri": uri,
@@ -232,3 +281,18 @@ def trial_outcomes(
     failed = {r.info.run_name for r in runs if r.info.status == "FAILED"} & names
     failed |= {configs[key]["tracking"]["run_name"] for key in errored}
     return len(finished), len(failed - finished)
+
+
+def sweep_identity(argv: list[str]) -> list[str]:
+    """What a sweep runs, as its command line says it: `argv` less the flags of where it runs and reports
+    (`PLACE_FLAGS`), so that the same sweep run against another store or Ray is known as the same."""
+    out, skip = [], False
+    for word in argv:
+        flag = word.split("=", 1)[0]
+        if skip:
+            skip = False
+        elif flag in PLACE_FLAGS:
+            skip = PLACE_FLAGS[flag] and "=" not in word
+        else:
+            out.append(word)
+    return out

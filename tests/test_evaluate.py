@@ -20,7 +20,8 @@ from arith.model.gpt import build_model
 from arith.model.tokenizer import build_tokenizer
 from arith.tracking.digit_errors import cells_heatmap
 from arith.tracking.schema import CELL_COLUMNS
-from arith.training.evaluate import evaluate, generate_answers, left_pad
+from arith.training.decoding import generate_answers, left_pad
+from arith.training.evaluate import evaluate
 from arith.training.metrics import summary_metrics
 
 

@@ -11,7 +11,7 @@ from arith.data.tasks import render_example
 from arith.model.gpt import build_model, load_folder
 from arith.model.schemes import POSITION_SCHEMES
 from arith.model.tokenizer import build_tokenizer, tokenizer_for
-from arith.training.evaluate import left_pad
+from arith.training.decoding import left_pad
 
 #: the task the models are built for (position coupling reads its digit order; the others ignore it)
 DATA = DataConfig(task="add", format="padding_reverse")

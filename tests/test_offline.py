@@ -30,7 +30,7 @@ from arith.tracking.recorder import RunRecorder
 from arith.tracking.schema import PRESEARCH_SEEDS_TAG
 from arith.training.train import train
 from sweeps import offline
-from sweeps.bank import Batch, load_gpu_plan, next_batch, run_next, status
+from sweeps.bank import Batch, load_batches, next_batch, run_next, status
 from sweeps.errors import SweepError
 from sweeps.grids import GRIDS
 from sweeps.offline import SweepPart, run_parts
@@ -93,7 +93,7 @@ def test_gpu_scale_keeps_the_papers_digits_and_records_its_presearch_seeds():
 
 
 def test_plan_is_valid_and_banked_batches_have_their_archives():
-    batches = load_gpu_plan()
+    batches = load_batches()
     assert batches and all(len(b.parts) <= 6 for b in batches)
     for batch in batches:
         for part in batch.parts:
@@ -163,7 +163,7 @@ def test_next_batch_runs_on_a_cpu_at_a_tiny_budget(tmp_path):
     plan.write_text(yaml.safe_dump(FIXED_PLAN))
     (bank / "a_presearch").mkdir(parents=True)
     (bank / "a_presearch" / "searched.jsonl").write_text("")
-    batches = load_gpu_plan(plan)
+    batches = load_batches(plan)
     assert batches[0].banked(bank) and next_batch(batches, bank) == batches[1]
     paths = run_next(tmp_path / "out", tiny=True, bank=bank, plan=plan)
     assert [p.name for p in paths] == ["mul_format_3.jsonl", "demo_basic.jsonl"]

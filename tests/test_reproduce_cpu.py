@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from analysis import results
-from analysis.plan import PLAN, TAG_COMMAND, Planned, grids, part_runs, sweep_args_of
+from analysis.plan import PLAN, TAG_COMMAND, TAG_WALL, Planned, grids, part_runs, sweep_args_of
 from arith.config import parse_set
 from sweeps.grids import points
 from sweeps.run import parse_args
@@ -203,7 +203,145 @@ def test_a_grid_not_yet_run_shows_its_command_and_planned_core_minutes() -> None
     assert "`python scripts/reproduce_cpu.py --grids reverse_posembed_replication`" in text
     command = (
         "python sweeps/run.py --grid reverse_posembed_replication --scale cpu_recipe --seeds "
-        "20,21,22,23,24,25,26,27,28,29 --set train.precision=fp32 --tracking-uri sqlite:///runs/cpu/mlflow.db --storage-path "
-        "runs/cpu/ray_results"
+        "20,21,22,23,24,25,26,27,28,29 --set train.precision=fp32 --tracking-uri "
+        "sqlite:///runs/cpu/mlflow.db --storage-path runs/cpu/ray_results"
     )
     assert f"- `{command}`\n  - core-minutes: planned {part.estimate_core_min:,.0f}" in text
+
+
+def test_a_stopped_part_is_found_again_by_its_command_and_its_sessions_add_up(tmp_path: Path) -> None:
+    """The sweep folder a session leaves records the command line that started it, less where it ran, so
+    the next session's reproduction of the same part resumes it (and another part's starts its own); the
+    sweep's record then holds every session's wall time and machine."""
+    from sweeps.grids import get_grid
+    from sweeps.scales import get_scale
+    from sweeps.storage import SweepStorage, sweep_identity, sweep_state
+
+    (part,) = [p for p in PLAN if p.grid == "reverse_posembed_replication"]
+    started = [*part.command("sqlite:////a dir/mlflow.db", "/a dir/ray"), "--resume", "--quiet"]
+    assert sweep_identity(started[1:]) == part.sweep_args()
+    assert sweep_identity(["--grid", "demo", "--tracking-uri=sqlite:///x.db", "--seeds", "2"]) == [
+        "--grid",
+        "demo",
+        "--seeds",
+        "2",
+    ]
+
+    folders = SweepStorage(str(tmp_path / "ray_results"))
+    assert folders.stopped(part.grid, part.scale, part.sweep_args()) is None  # nothing to resume
+    grid, scale = get_grid(part.grid), get_scale(part.scale)
+    name = f"{part.grid}-{part.scale}-20261129-000000"
+    folders.create(
+        name, sweep_state(grid, scale, "sqlite:///x.db", "abc", {"CPU": 1.0}, {}, part.sweep_args())
+    )
+    assert folders.stopped(part.grid, part.scale, part.sweep_args()) == name
+    other = [*part.sweep_args()[:-2], "--set", "train.precision=bf16"]
+    assert folders.stopped(part.grid, part.scale, other) is None  # another part's command: a sweep of its own
+
+    assert folders.add_session(name, 3000.0, "AMD EPYC (no native bf16), 2 CPU cores, Linux") == (
+        3000.0,
+        "AMD EPYC (no native bf16), 2 CPU cores, Linux",
+    )
+    wall, machines = folders.add_session(name, 1200.0, "Intel Xeon (native bf16), 2 CPU cores, Linux")
+    assert wall == 4200.0 and machines.split("; ") == [
+        "AMD EPYC (no native bf16), 2 CPU cores, Linux",
+        "Intel Xeon (native bf16), 2 CPU cores, Linux",
+    ]
+    assert folders.state(name)["args"] == part.sweep_args()  # the sessions keep what identifies the sweep
+
+
+def test_the_machine_names_its_processor_and_whether_it_has_native_bf16(tmp_path: Path) -> None:
+    from sweeps.storage import cpu_name
+
+    info = tmp_path / "cpuinfo"
+    info.write_text(
+        "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Platinum\nflags\t\t: fpu avx2 amx_bf16 amx_tile\n"
+    )
+    assert cpu_name(info) == "Intel(R) Xeon(R) Platinum (native bf16)"
+    info.write_text("processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu avx2\n")
+    assert cpu_name(info) == "AMD EPYC (no native bf16)"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_a_part_stopped_mid_trial_resumes_in_the_next_session(tmp_path: Path, request) -> None:
+    """A session ends (Ctrl-C to the reproduction and its sweep) while a part's trial is past its first
+    checkpoint; the next session's reproduction of the same part resumes that sweep rather than starting
+    another: one parent run, each trial one run whose history holds every step once (a restart from step 0
+    would log its first steps twice), and the record's wall time is both sessions'."""
+    import os
+    import shutil
+    import signal
+    import tempfile
+
+    from test_faults import GRID, WAIT_S, check_histories, checkpoints_of, clean_env, end_session, wait_for
+
+    from arith.tracking import store
+    from sweeps.storage import SweepStorage
+
+    uri, storage = f"sqlite:///{tmp_path}/mlflow.db", tmp_path / "ray_results"
+    part = Planned(
+        grid=GRID,
+        scale="smoke",
+        seeds=1,
+        only=("model.position=learned",),
+        sets=("train.epochs=30", "train.eval_epochs=[2,4]"),
+    )
+    code = (
+        "import importlib.util, pathlib, sys\n"
+        f"path = {str(ROOT / 'scripts' / 'reproduce_cpu.py')!r}\n"
+        "spec = importlib.util.spec_from_file_location('reproduce_cpu', path)\n"
+        "script = importlib.util.module_from_spec(spec); spec.loader.exec_module(script)\n"
+        f"script.ARCHIVES = pathlib.Path({str(tmp_path)!r})\n"
+        "from analysis.plan import Planned\n"
+        f"script.run_sweep(Planned(grid={part.grid!r}, scale='smoke', seeds=1, only={part.only!r}, "
+        f"sets={part.sets!r}), {uri!r}, {str(storage)!r})\n"
+    )
+    ray_tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # a socket path in tmp_path is too long for Ray
+    request.addfinalizer(lambda: shutil.rmtree(ray_tmp, ignore_errors=True))
+    env = clean_env(RAY_TMPDIR=ray_tmp)
+    log = (tmp_path / "session1.log").open("w")
+    first = subprocess.Popen(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        wait_for(
+            lambda: any(p.name == "checkpoint_000001" for p in checkpoints_of(storage)),
+            first,
+            WAIT_S,
+            "checkpoints",
+        )
+        os.killpg(first.pid, signal.SIGINT)  # the session ends: Ctrl-C reaches the script, its sweep and Ray
+        first.wait(timeout=WAIT_S)
+    finally:
+        end_session(first.pid)
+        log.close()
+    assert first.returncode != 0
+    folders = SweepStorage(str(storage))
+    (name,) = [p.name for p in storage.iterdir() if p.is_dir()]
+    assert folders.stopped(part.grid, part.scale, part.sweep_args()) == name
+    assert len(folders.state(name)["sessions"]) == 1
+
+    second = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=2 * WAIT_S
+    )
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    assert "--resume (a stopped session's)" in second.stdout
+    assert [p.name for p in storage.iterdir() if p.is_dir()] == [name]  # no second sweep
+    check_histories(uri, 1)
+    sessions = folders.state(name)["sessions"]
+    assert len(sessions) == 2
+    client = store.client(uri)
+    (parent,) = [
+        r
+        for r in store.search_runs(client, store.experiment_ids(client, [GRID]))
+        if r.data.tags.get("sweep") == "1"
+    ]
+    assert float(parent.data.tags[TAG_WALL]) == pytest.approx(sum(s["wall_s"] for s in sessions), abs=1)
+    assert sweep_args_of(parent.data.tags[TAG_COMMAND]) == part.sweep_args()  # its part's, without --resume
+    assert (tmp_path / part.archive_name).exists()

@@ -41,11 +41,9 @@ NOT_THE_SCHEMA: dict[tuple[str, str], str] = {
         )
     },
     ("arith/training/cli.py", "run_id"): "a field of the trainer's printed JSON summary",
-    # being rewritten on other branches (the GPU plan loader, the UI view); to drop when they land
-    ("analysis/gpu.py", "run_id"): "owned by the GPU plan loader's rewrite",
-    ("analysis/gpu.py", "point"): "owned by the GPU plan loader's rewrite",
-    ("analysis/gpu.py", "seed"): "owned by the GPU plan loader's rewrite",
-    ("analysis/gpu.py", "git_commit"): "owned by the GPU plan loader's rewrite",
+    # owned by other changes (the GPU plan loader, the UI view): to name through the schema there
+    ("analysis/gpu.py", "run_id"): "the GPU plan loader's frame join, owned by its change",
+    ("analysis/gpu.py", "point"): "the GPU plan loader's frame join, owned by its change",
     ("analysis/ui_view.py", "run_id"): "owned by the UI view's rewrite",
     ("analysis/ui_view.py", "context"): "owned by the UI view's rewrite",
 }

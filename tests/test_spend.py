@@ -13,6 +13,7 @@ from analysis.budget import steps_needed
 from analysis.plan import PLAN, Planned, load_plan
 from analysis.reach import GpuBatch, compared_points, gpu_batches, gpu_cost, judged_cost, one_core_cost
 from analysis.spend import TrialCost, planned_text, spend_table, spent_line, trial_costs
+from experiments.gpu_plan import load_gpu_plan
 
 ROOT = Path(__file__).resolve().parent.parent
 MINUTE_MS = 60_000
@@ -85,7 +86,7 @@ def test_a_gpu_cost_is_what_the_banked_batches_measured() -> None:
         "(measured); 5 seeds x 2 points at that setting: about 9 min (2 such wave(s), an extrapolation)"
     )
     # the committed bank: a2's six mul_format trials, six at once
-    banked = gpu_batches(results.GPU_BANK, {"a2_mul_presearch_batch512": 6})
+    banked = gpu_batches(results.GPU_BANK, load_gpu_plan())  # its procs from the committed plan
     a2 = next(b for b in banked["mul_format"] if b.batch == "a2_mul_presearch_batch512")
     assert (a2.trials, a2.procs, a2.machine) == (6, 6, "NVIDIA H200") and 4 < a2.minutes < 6
     assert "mul_simple_case" in banked and "reverse_posembed" not in banked
