@@ -288,14 +288,12 @@ def test_a_part_stopped_mid_trial_resumes_in_the_next_session(tmp_path: Path, re
         sets=("train.epochs=30", "train.eval_epochs=[2,4]"),
     )
     code = (
-        "import importlib.util, pathlib, sys\n"
-        f"path = {str(ROOT / 'scripts' / 'reproduce_cpu.py')!r}\n"
-        "spec = importlib.util.spec_from_file_location('reproduce_cpu', path)\n"
-        "script = importlib.util.module_from_spec(spec); spec.loader.exec_module(script)\n"
-        f"script.ARCHIVES = pathlib.Path({str(tmp_path)!r})\n"
+        "import pathlib\n"
         "from analysis.plan import Planned\n"
-        f"script.run_sweep(Planned(grid={part.grid!r}, scale='smoke', seeds=1, only={part.only!r}, "
-        f"sets={part.sets!r}), {uri!r}, {str(storage)!r})\n"
+        "from sweeps.reproduce import run_part\n"
+        f"part = Planned(grid={part.grid!r}, scale='smoke', seeds=1,"
+        f" only={part.only!r}, sets={part.sets!r})\n"
+        f"run_part(part, {uri!r}, {str(storage)!r}, archives=pathlib.Path({str(tmp_path)!r}))\n"
     )
     ray_tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # a socket path in tmp_path is too long for Ray
     request.addfinalizer(lambda: shutil.rmtree(ray_tmp, ignore_errors=True))

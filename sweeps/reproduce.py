@@ -1,0 +1,55 @@
+"""One part of the cpu reproduction's plan (docs/results/plan.yaml) run as a sweep, across sessions: the
+part's sweep is `sweeps/run.py` with the part's arguments, into the reproduction's store; a session that
+stops (Ctrl-C, a machine shut down) leaves its sweep folder, and the next session's run of the same part
+finds it by the command line it recorded (`SweepStorage.stopped`) and resumes it (`--resume`: ended trials
+kept, the others continued from their last checkpoint, into the same MLflow runs), never starting a second
+sweep of the part. When the sweep ends its parent run is tagged with its command, every session's machine
+and wall time, and archived (arith/tracking/archive.py).
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from analysis.load import find_parent
+from analysis.plan import ARCHIVES, ROOT, TAG_COMMAND, TAG_MACHINE, TAG_WALL, Planned, repo_relative
+from arith.tracking.archive import export_sweep
+from arith.tracking.store import client as store_client
+from sweeps.storage import SweepStorage, machine
+
+
+def run_part(plan: Planned, uri: str, storage: str, archives: Path = ARCHIVES) -> None:
+    """One sweep via sweeps/run.py, or the rest of the one a stopped session left of this part (`--resume`:
+    its ended trials kept, the others continued from their last checkpoint); on success its parent run is
+    tagged with command, machine and wall time (every session's: its sweep.json keeps them)."""
+    folders = SweepStorage(storage)
+    stopped = folders.stopped(plan.grid, plan.scale, plan.sweep_args())
+    cmd = plan.command(uri, storage)
+    shown = repo_relative("python " + shlex.join(cmd))
+    print(f"\n=== {plan.grid}: {shown}" + (" --resume (a stopped session's)" if stopped else ""), flush=True)
+    start = time.perf_counter()
+    sweep = subprocess.Popen([sys.executable, *cmd, *(["--resume"] if stopped else [])], cwd=ROOT)
+    try:
+        try:
+            code = sweep.wait()
+        except KeyboardInterrupt:  # Ctrl-C reached the sweep too: let Tune save its state and stop
+            sweep.wait()
+            raise
+    finally:
+        name = stopped or folders.stopped(plan.grid, plan.scale, plan.sweep_args())
+        if name:
+            wall, machines = folders.add_session(name, time.perf_counter() - start, machine()[0])
+    if code:
+        raise subprocess.CalledProcessError(code, cmd)
+    client = store_client(uri)
+    parent = find_parent(client, plan.grid)
+    client.set_tag(parent.info.run_id, TAG_COMMAND, shown)
+    client.set_tag(parent.info.run_id, TAG_MACHINE, machines)
+    client.set_tag(parent.info.run_id, TAG_WALL, f"{wall:.0f}")
+    archive = archives / plan.archive_name
+    export_sweep(client, parent.info.run_id, archive)
+    print(f"=== {plan.grid}: archived in {archive}", flush=True)
