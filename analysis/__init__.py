@@ -5,7 +5,7 @@ paper-shaped tables with the paper's numbers and the difference, checks the pape
 heatmaps, and returns the report text; `python -m analysis --grid NAME` does the same from a shell.
 """
 
-from analysis.load import AnalysisError, Sweep, load_sweep
+from analysis.load import AnalysisError, Sweep, read_sweep
 from analysis.report import Analysis, analyse, render, report
 
-__all__ = ["Analysis", "AnalysisError", "Sweep", "analyse", "load_sweep", "render", "report"]
+__all__ = ["Analysis", "AnalysisError", "Sweep", "analyse", "read_sweep", "render", "report"]

@@ -7,8 +7,8 @@ import sys
 import urllib.parse
 from pathlib import Path
 
-from analysis.load import AnalysisError, load_sweep
-from analysis.report import FORMATS, report
+from analysis.load import AnalysisError, read_sweep
+from analysis.report import FORMATS, report_sweep
 from analysis.ui_view import share_view
 from arith.config import ConfigError, TrackingConfig
 
@@ -52,8 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.out:
             check_out(Path(args.out))
-        text = report(args.grid, uri, runs, args.out, args.format, log_artifacts=not args.no_log)
-        link = share_view(load_sweep(args.grid, uri, runs), args.ui_url) if args.ui_url else ""
+        sweep = read_sweep(args.grid, uri, runs)  # read once: the report and the UI view share it
+        text = report_sweep(sweep, args.out, args.format, log_artifacts=not args.no_log)
+        link = share_view(sweep, args.ui_url) if args.ui_url else ""
     except (AnalysisError, ConfigError) as err:  # ConfigError: a broken plugin of experiments
         print(f"analysis: {err}", file=sys.stderr)
         return 2

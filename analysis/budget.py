@@ -21,7 +21,15 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.sweep import TAG_COLUMNS
+from analysis.sweep import tag_columns
+from arith.tracking.schema import (
+    ACCURACY_COLUMN,
+    COL_DIGITS_COLUMN,
+    CONTEXT_COLUMN,
+    POINT_COLUMN,
+    ROW_DIGITS_COLUMN,
+    SEED_COLUMN,
+)
 from experiments.paper import digit_map_of
 from experiments.verdicts import LEARNED, gated_cells, in_range
 
@@ -40,15 +48,15 @@ def gate_accuracy(cells: pd.DataFrame, config: dict, scale: str = "", grid: str 
     scalars = {k: v for k, v in config.items() if k.startswith(("data.", "model.", "train.")) and _scalar(v)}
     frame = cells.assign(
         **scalars,
-        **{tag: tags.get(tag, "") for tag in TAG_COLUMNS},
+        **{tag: [value] * len(cells) for tag, value in tag_columns(tags).items()},  # a tuple is one value
         final_epoch=config.get("train.epochs", 0),
     )
-    if "context" not in frame:
-        frame["context"] = "main"
-    for axis in ("row_digits", "col_digits"):  # as analysis.load.tidy_cells types them
+    if CONTEXT_COLUMN not in frame:
+        frame[CONTEXT_COLUMN] = "main"
+    for axis in (ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN):  # as analysis.load.tidy_cells types them
         frame[axis] = pd.to_numeric(frame[axis], errors="coerce").astype("Int64")
     gated, _ = gated_cells(frame, digit_map_of("", scale, grid), in_range)
-    return float(gated["accuracy"].min()) if len(gated) else math.nan
+    return float(gated[ACCURACY_COLUMN].min()) if len(gated) else math.nan
 
 
 def _scalar(value) -> bool:
@@ -107,9 +115,9 @@ def budget_series(records: Iterable[dict]) -> dict[tuple[str, str, int], list[di
     groups: dict[tuple[str, str, int], list[dict]] = {}
     for rec in records:
         grid = rec.get("grid", "")
-        parts = [p for p in rec["point"].split(",") if not p.startswith("max_steps=")]
+        parts = [p for p in rec[POINT_COLUMN].split(",") if not p.startswith("max_steps=")]
         parts += [f"{k}={v}" for k, v in settings(rec) if (k, v) not in shared[grid]]
-        groups.setdefault((grid, ",".join(parts), rec.get("seed", 0)), []).append(rec)
+        groups.setdefault((grid, ",".join(parts), rec.get(SEED_COLUMN, 0)), []).append(rec)
     return dict(sorted(groups.items()))
 
 
@@ -161,8 +169,8 @@ def budget_table(
         rows.append(
             {
                 "grid": grid,
-                "point": point,
-                "seed": seed,
+                POINT_COLUMN: point,
+                SEED_COLUMN: seed,
                 "lowest gated-cell accuracy at steps": ", ".join(f"{s:,}: {a:.2f}" for s, a in measured),
                 f"steps to {target:.2f} on every gated cell": estimate,
                 "minutes a trial at that budget": "" if math.isnan(minutes) else f"{minutes:,.0f}",

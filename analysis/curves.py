@@ -20,12 +20,16 @@ matplotlib.use("Agg")
 from matplotlib.figure import Figure
 
 from analysis.budget import budget_series, fit_budgets, gate_budgets
-from analysis.load import Sweep, metric_history
-from arith.tracking.schema import POINT_COLOURS
+from analysis.sweep import LOSS_METRIC, Sweep
+from arith.tracking.schema import (
+    ACCURACY_COLUMN,
+    COLOUR_COLUMN,
+    POINT_COLOURS,
+    POINT_COLUMN,
+    RUN_ID_COLUMN,
+)
 from experiments.verdicts import LEARNED, gated_cells, in_range, measured
 
-#: the training loss each trial logs (arith.training.train), on the answer tokens at `cpu` scale
-LOSS = "train/loss"
 #: the loss is one batch's: each trial's curve is a rolling mean over this many logged values
 SMOOTH = 5
 
@@ -34,7 +38,7 @@ def point_labels(trials: pd.DataFrame, axes: list[str]) -> pd.Series:
     """A short label for each trial's point: the sweep's axes and their values."""
     shown = [a for a in axes if a in trials.columns]
     if not shown:
-        return trials["point"].astype(str)
+        return trials[POINT_COLUMN].astype(str)
     return (
         trials[shown]
         .astype(str)
@@ -46,7 +50,7 @@ def point_colours(trials: pd.DataFrame, labels: pd.Series) -> dict[str, str]:
     """Each point label's colour: its trials' run colour (the `mlflow.runColor` tag the sweep gave them,
     what the MLflow UI's charts draw them in), else by its place among the sorted labels, from the same
     palette (trials of a sweep from before the tag)."""
-    tagged = trials["colour"] if "colour" in trials.columns else pd.Series("", index=trials.index)
+    tagged = trials[COLOUR_COLUMN] if COLOUR_COLUMN in trials.columns else pd.Series("", index=trials.index)
     points = sorted(set(labels))
     colour = {p: POINT_COLOURS[i % len(POINT_COLOURS)] for i, p in enumerate(points)}
     for label, tag in zip(labels, tagged.fillna(""), strict=True):
@@ -64,10 +68,10 @@ def gated_by_trial(sweep: Sweep) -> pd.Series:
         return pd.Series(dtype=float)
     digit_map = sweep.digit_map
     lowest = {}
-    for run_id, trial in cells.groupby("run_id"):
+    for run_id, trial in cells.groupby(RUN_ID_COLUMN):
         gated, _ = gated_cells(trial, digit_map, in_range)
         if not gated.empty:
-            lowest[run_id] = float(gated["accuracy"].min())
+            lowest[run_id] = float(gated[ACCURACY_COLUMN].min())
     return pd.Series(lowest, dtype=float)
 
 
@@ -75,19 +79,19 @@ def learning_curves_figure(sweep: Sweep, history: pd.DataFrame | None = None) ->
     """Left: each point's training loss by step (the mean over its seeds, the band their range). Right:
     each trial's lowest accuracy at the end on the cells the competence rule reads (a dot per seed) against
     the threshold: the gate's own reading, so a point whose dots sit left of it is not learned."""
-    history = metric_history(sweep, (LOSS,)) if history is None else history
+    history = sweep.history_of((LOSS_METRIC,)) if history is None else history
     accuracy = gated_by_trial(sweep)
     if history.empty and accuracy.empty:
         return None
-    labels = dict(zip(sweep.trials["run_id"], point_labels(sweep.trials, sweep.axes), strict=True))
+    labels = dict(zip(sweep.trials[RUN_ID_COLUMN], point_labels(sweep.trials, sweep.axes), strict=True))
     points = sorted(set(labels.values()))
     colour = point_colours(sweep.trials, pd.Series(list(labels.values())))
     figure = Figure(figsize=(11, 3.2 + 0.18 * len(points)))
     loss_ax, acc_ax = figure.subplots(1, 2, gridspec_kw={"width_ratios": [1.5, 1]})
     if not history.empty:
-        frame = history.assign(point=history["run_id"].map(labels))
-        for point, lines in frame.groupby("point"):
-            by_step = lines.pivot_table(index="step", columns="run_id", values="value")
+        frame = history.assign(**{POINT_COLUMN: history[RUN_ID_COLUMN].map(labels)})
+        for point, lines in frame.groupby(POINT_COLUMN):
+            by_step = lines.pivot_table(index="step", columns=RUN_ID_COLUMN, values="value")
             by_step = by_step.rolling(SMOOTH, min_periods=1).mean()
             steps = by_step.index.to_numpy()
             loss_ax.plot(steps, by_step.mean(axis=1), color=colour[point], lw=1.4, label=point)
@@ -97,7 +101,7 @@ def learning_curves_figure(sweep: Sweep, history: pd.DataFrame | None = None) ->
         loss_ax.set_yscale("log")
         loss_ax.legend(fontsize=7, frameon=False, loc="lower left")
     loss_ax.set_xlabel("optimiser step")
-    loss_ax.set_ylabel(f"{LOSS}, mean of {SMOOTH} logs\n(line: mean over seeds; band: their range)")
+    loss_ax.set_ylabel(f"{LOSS_METRIC}, mean of {SMOOTH} logs\n(line: mean over seeds; band: their range)")
     loss_ax.grid(alpha=0.3, which="both")
     for i, point in enumerate(points):
         runs = [r for r, p in labels.items() if p == point and r in accuracy.index]

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from arith.tracking.schema import ACCURACY_COLUMN, SEED_COLUMN
 from experiments.claim import Claim
 from experiments.registry import claims_for, presearch_record, presearch_seeds_of
 from experiments.verdicts import (  # noqa: F401  (the verdicts are re-exported: tests and scripts read them here)
@@ -77,9 +78,9 @@ def outcome_of(
     seeds that chose its budget left out, pooled sides refused."""
     chose = _presearch_seeds(presearch_tag, grid)
     if chose and not frame.empty:
-        fresh = frame[~frame["seed"].isin(chose)]
+        fresh = frame[~frame[SEED_COLUMN].isin(chose)]
         if fresh.empty:
-            seeds = ", ".join(map(str, sorted(frame["seed"].dropna().astype(int).unique())))
+            seeds = ", ".join(map(str, sorted(frame[SEED_COLUMN].dropna().astype(int).unique())))
             source = presearch_record(grid) or "the sweep's presearch_seeds tag"
             why = (
                 f"judged on the seeds that chose its budget: seeds {seeds}, and the pre-search ({source}) "
@@ -87,10 +88,10 @@ def outcome_of(
             )
             return untestable(why, [f"for reference, not a verdict: {_as_read(claim, frame, digit_map)}"])
         frame = fresh
-    if claim.reads != "accuracy" and not frame.empty:
+    if claim.reads != ACCURACY_COLUMN and not frame.empty:
         if claim.reads not in frame or frame[claim.reads].isna().all():
             return untestable(f"the claim reads {claim.reads}, which the sweep's trials did not record")
-        frame = frame.assign(accuracy=frame[claim.reads])
+        frame = frame.assign(**{ACCURACY_COLUMN: frame[claim.reads]})
     try:
         return claim.check(frame, digit_map)
     except PooledConfigurations as err:

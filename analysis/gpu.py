@@ -19,11 +19,11 @@ from typing import Any
 import pandas as pd
 
 from analysis.findings import Finding
-from analysis.load import load_sweep
+from analysis.load import read_sweep
 from analysis.report import analyse
 from analysis.tables import markdown_table
 from arith.tracking.archive import import_sweep, read_archive
-from arith.tracking.schema import COMMIT_TAG, GRID_TAG, POINT_TAG, SEED_TAG
+from arith.tracking.schema import COMMIT_TAG, GRID_TAG, POINT_COLUMN, POINT_TAG, RUN_ID_COLUMN, SEED_TAG
 from experiments.gpu_plan import PlannedBatch
 from experiments.verdicts import competence, in_range, measured
 
@@ -46,10 +46,10 @@ def read_part(uri: str, batch: str, path: Path) -> PartResult:
     """Import one archive into the store at `uri` (once) and analyse it."""
     _, records = read_archive(path)
     parent_id, _ = import_sweep(uri, path)
-    sweep = load_sweep(records[0]["tags"][GRID_TAG], uri, parent_id)
+    sweep = read_sweep(records[0]["tags"][GRID_TAG], uri, parent_id)
     analysis = analyse(sweep)
     digit_map = sweep.digit_map
-    cells = measured(sweep.cells).merge(sweep.trials[["run_id", POINT_TAG]], on="run_id")
+    cells = measured(sweep.cells).merge(sweep.trials[[RUN_ID_COLUMN, POINT_COLUMN]], on=RUN_ID_COLUMN)
     return PartResult(batch, path.stem, records[0], records[1:], cells, digit_map, analysis.findings)
 
 
@@ -90,7 +90,7 @@ def competence_rows(part: PartResult) -> list[dict[str, Any]]:
         rows.append(
             {
                 "part": part.name,
-                "point": label,
+                POINT_COLUMN: label,
                 "setting": _setting(trials[0]),
                 "seeds": ", ".join(map(str, seeds)),
                 "test_acc by seed": " / ".join(accs),

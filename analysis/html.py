@@ -23,13 +23,11 @@ from matplotlib.lines import Line2D
 
 from analysis.curves import learning_curves_figure, point_colours, point_labels
 from analysis.findings import HELD, NOT_HELD, Finding
-from analysis.load import Sweep, metric_history
 from analysis.plots import heatmap
+from analysis.sweep import EPOCH_METRICS, Sweep
 from analysis.tables import Table, render_tables
 from analysis.wrong_answers import points_of, wrong_answers_html
-
-#: metrics plotted by epoch, when the trials logged them (arith.training.metrics.summary_metrics)
-EPOCH_METRICS = ("test_acc/in_range", "test_acc/beyond", "test_acc")
+from arith.tracking.schema import ACCURACY_COLUMN, POINT_COLUMN, RUN_ID_COLUMN, SEED_COLUMN
 
 STYLE = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1d1d1f; margin: 0;
@@ -87,16 +85,16 @@ def seed_spread_figure(sweep: Sweep) -> Figure | None:
     cells = sweep.cells
     if cells.empty:
         return None
-    last = cells[cells["epoch"] == cells.groupby("run_id")["epoch"].transform("max")]
-    per_run = last.groupby("run_id")["accuracy"].mean()
-    trials = sweep.trials.set_index("run_id").loc[per_run.index]
+    last = cells[cells["epoch"] == cells.groupby(RUN_ID_COLUMN)["epoch"].transform("max")]
+    per_run = last.groupby(RUN_ID_COLUMN)[ACCURACY_COLUMN].mean()
+    trials = sweep.trials.set_index(RUN_ID_COLUMN).loc[per_run.index]
     labels = point_labels(trials.reset_index(), sweep.axes).to_numpy()
-    frame = pd.DataFrame({"point": labels, "accuracy": per_run.to_numpy()})
-    points = sorted(frame["point"].unique())
+    frame = pd.DataFrame({POINT_COLUMN: labels, ACCURACY_COLUMN: per_run.to_numpy()})
+    points = sorted(frame[POINT_COLUMN].unique())
     figure = Figure(figsize=(7.5, 0.9 + 0.42 * len(points)))
     ax = figure.subplots()
     for i, point in enumerate(points):
-        values = frame.loc[frame["point"] == point, "accuracy"]
+        values = frame.loc[frame[POINT_COLUMN] == point, ACCURACY_COLUMN]
         ax.scatter(values, [i] * len(values), s=36, alpha=0.75, color="C0", zorder=3)
         ax.plot([values.mean()] * 2, [i - 0.3, i + 0.3], color="k", lw=2)
     ax.set_yticks(range(len(points)), points, fontsize=8)
@@ -109,13 +107,13 @@ def seed_spread_figure(sweep: Sweep) -> Figure | None:
 
 def metric_histories(sweep: Sweep) -> pd.DataFrame:
     """run_id, metric, epoch, value for every finished trial and metric of EPOCH_METRICS it logged, from
-    the MLflow metric history; from the cells read back (test_acc only) where the store has none."""
-    history = metric_history(sweep, EPOCH_METRICS).rename(columns={"step": "epoch"})
+    the MLflow metric history read with the sweep; from its cells (test_acc only) where the store has none."""
+    history = sweep.history_of(EPOCH_METRICS).rename(columns={"step": "epoch"})
     if not history.empty or sweep.cells.empty:
         return history
-    means = sweep.cells.groupby(["run_id", "epoch"])["accuracy"].mean().reset_index()
-    return means.assign(metric="test_acc").rename(columns={"accuracy": "value"})[
-        ["run_id", "metric", "epoch", "value"]
+    means = sweep.cells.groupby([RUN_ID_COLUMN, "epoch"])[ACCURACY_COLUMN].mean().reset_index()
+    return means.assign(metric="test_acc").rename(columns={ACCURACY_COLUMN: "value"})[
+        [RUN_ID_COLUMN, "metric", "epoch", "value"]
     ]
 
 
@@ -125,13 +123,13 @@ def epochs_figure(sweep: Sweep, history: pd.DataFrame) -> Figure | None:
     if history.empty:
         return None
     metrics = [m for m in EPOCH_METRICS[:2] if m in set(history["metric"])] or ["test_acc"]
-    labels = dict(zip(sweep.trials["run_id"], point_labels(sweep.trials, sweep.axes), strict=True))
+    labels = dict(zip(sweep.trials[RUN_ID_COLUMN], point_labels(sweep.trials, sweep.axes), strict=True))
     points = sorted(set(labels.values()))
     colour = point_colours(sweep.trials, pd.Series(list(labels.values())))
     figure = Figure(figsize=(5.2 * len(metrics), 3.6))
     axes = figure.subplots(1, len(metrics), squeeze=False)[0]
     for ax, metric in zip(axes, metrics, strict=True):
-        for run_id, line in history[history["metric"] == metric].groupby("run_id"):
+        for run_id, line in history[history["metric"] == metric].groupby(RUN_ID_COLUMN):
             line = line.sort_values("epoch")
             ax.plot(line["epoch"], line["value"], marker="o", ms=3, lw=1.2, color=colour[labels[run_id]])
         ax.set_title(metric, fontsize=10)
@@ -175,7 +173,9 @@ def page(analysis, head: str) -> str:
         *(f'<p class="note">note: {html.escape(n)}</p>' for n in sweep.notes),
     ]
     if len(sweep.unfinished):
-        columns = [c for c in ["run_name", "status", *sweep.axes, "seed"] if c in sweep.unfinished.columns]
+        columns = [
+            c for c in ["run_name", "status", *sweep.axes, SEED_COLUMN] if c in sweep.unfinished.columns
+        ]
         parts += ["<h2>Unfinished trials</h2>", sweep.unfinished[columns].to_html(index=False)]
     parts += ["<h2>The paper's claims</h2>", findings_html(analysis.findings, sweep.grid)]
     parts.append("<h2>Tables beside the paper's</h2>")

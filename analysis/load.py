@@ -1,4 +1,4 @@
-"""MLflow runs of one sweep -> one tidy pandas frame: a row per trial x evaluated cell.
+"""MLflow runs of one sweep -> its typed record, the `Sweep`, in one call: `read_sweep`.
 
 A sweep is a parent run tagged ``sweep=1`` and ``grid=<name>``; its trials are the runs nested under it
 (docs/DESIGN.md, "MLflow schema"). Each trial's params become typed columns (through the config's own
@@ -9,7 +9,9 @@ What the sweep declared is read from its parent run, not from the `sweeps` packa
 does not import): the grid's axes (tag ``axes``, JSON list of config keys) and the scale's digit map
 (tag ``digit_map``, read in `experiments.paper.digit_map_of`). A parent run without the ``axes`` tag (the
 older archives) is read with the axes being the params that vary among its trials, with a note saying so.
-What is read (the `Sweep`, its columns) is `analysis.sweep`'s.
+What is read (the `Sweep`, its columns) is `analysis.sweep`'s, the tag and column names
+`arith.tracking.schema`'s; `read_sweep` reads it all (trials, cells, wrong answers, metric histories, the
+parent runs' tags) in one pass, so nothing after it goes back to the store.
 """
 
 from __future__ import annotations
@@ -24,10 +26,18 @@ from typing import Any
 import pandas as pd
 
 from analysis.axes import axes_of, declared_axes, type_hints, typed_value
-from analysis.sweep import FINISHED, IDENTITY_KEYS, REQUIRED_KEYS, TAG_COLUMNS, Sweep
+from analysis.sweep import (
+    FINISHED,
+    HISTORY_COLUMNS,
+    HISTORY_METRICS,
+    IDENTITY_KEYS,
+    REQUIRED_KEYS,
+    TAG_COLUMNS,
+    Sweep,
+    tag_columns,
+)
 from arith.config import ExperimentConfig
 from arith.tracking import schema, store
-from arith.tracking.schema import CELL_COLUMNS, REQUIRED_CELL_COLUMNS, SPLIT_COLUMNS
 
 
 class AnalysisError(RuntimeError):
@@ -48,30 +58,6 @@ def require_store(tracking_uri: str, timeout_s: float = 5.0) -> None:
         raise AnalysisError(str(err)) from err
 
 
-def _client(tracking_uri: str):
-    return store.client(tracking_uri)
-
-
-def _search(client, experiment_ids: list[str], filter_string: str, order_by: list[str] | None = None) -> list:
-    """Every run matching the filter (all pages)."""
-    return store.search_runs(client, experiment_ids, filter_string, order_by)
-
-
-def _experiment_ids(client) -> list[str]:
-    return store.experiment_ids(client)
-
-
-def sweep_runs(client, grid: str | None = None) -> list:
-    """Every sweep parent run in the store (of `grid` when given), latest first."""
-    experiment_ids = _experiment_ids(client)
-    if not experiment_ids:
-        return []
-    sweeps = _search(
-        client, experiment_ids, f"tags.`{schema.SWEEP_TAG}` = '1'", order_by=["attributes.start_time DESC"]
-    )
-    return [run for run in sweeps if grid is None or run.data.tags.get(schema.GRID_TAG) == grid]
-
-
 def find_parent(client, grid: str, parent_run_id: str | None = None):
     """The sweep's parent run: the given one (checked to be a sweep of `grid`) or the latest of `grid`."""
     from mlflow.exceptions import MlflowException
@@ -88,11 +74,11 @@ def find_parent(client, grid: str, parent_run_id: str | None = None):
             found = tags.get(schema.GRID_TAG)
             raise AnalysisError(f"run {parent_run_id} is a sweep of grid {found!r}, not {grid!r}")
         return run
-    if not _experiment_ids(client):
+    if not store.experiment_ids(client):
         raise AnalysisError(
             "the tracking store holds no experiments: run a sweep first (python sweeps/run.py)"
         )
-    sweeps = sweep_runs(client)
+    sweeps = store.sweep_runs(client)
     of_grid = [run for run in sweeps if run.data.tags.get(schema.GRID_TAG) == grid]
     if not of_grid:
         found = sorted({run.data.tags.get(schema.GRID_TAG, "?") for run in sweeps})
@@ -148,13 +134,13 @@ def trials_frame(
     for run in children:
         params, tags = run.params, run.tags
         row: dict[str, Any] = {
-            "run_id": run.run_id,
+            schema.RUN_ID_COLUMN: run.run_id,
             "run_name": run.run_name,
             "status": run.status,
-            "seed": tags.get(schema.SEED_TAG, params.get("data.seed", params.get("train.seed"))),
-            **{tag: tags.get(tag, "") for tag in TAG_COLUMNS},
-            "point": tags.get(schema.POINT_TAG, ""),
-            "colour": tags.get(schema.RUN_COLOR_TAG, ""),
+            schema.SEED_TAG: tags.get(schema.SEED_TAG, params.get("data.seed", params.get("train.seed"))),
+            **tag_columns(tags),
+            schema.POINT_TAG: tags.get(schema.POINT_TAG, ""),
+            schema.COLOUR_COLUMN: tags.get(schema.RUN_COLOR_TAG, ""),
         }
         for key in dict.fromkeys([*IDENTITY_KEYS, *axes]):
             row[key] = typed_value(key, params.get(key), hints) if key in params else defaults.get(key)
@@ -167,7 +153,7 @@ def trials_frame(
                 f"read as its default {defaults[key]!r}"
             )
     frame = pd.DataFrame(rows)
-    frame["seed"] = pd.to_numeric(frame["seed"], errors="coerce")
+    frame[schema.SEED_COLUMN] = pd.to_numeric(frame[schema.SEED_COLUMN], errors="coerce")
     return frame, axes, notes
 
 
@@ -183,14 +169,14 @@ def read_cells(client, run_id: str, into: Path) -> pd.DataFrame | None:
         cells = pd.read_csv(path)
     except (pd.errors.EmptyDataError, pd.errors.ParserError) as err:
         raise AnalysisError(f"run {run_id}: eval/cells.csv cannot be read as a table ({err})") from err
-    missing = [c for c in REQUIRED_CELL_COLUMNS if c not in cells.columns]
+    missing = [c for c in schema.REQUIRED_CELL_COLUMNS if c not in cells.columns]
     if missing:
         raise AnalysisError(
             f"run {run_id}: eval/cells.csv lacks column(s) {', '.join(missing)} "
             "(written by an older trainer; "
-            f"expected {', '.join(REQUIRED_CELL_COLUMNS)})"
+            f"expected {', '.join(schema.REQUIRED_CELL_COLUMNS)})"
         )
-    for column in SPLIT_COLUMNS:
+    for column in schema.SPLIT_COLUMNS:
         if column not in cells.columns:
             cells[column] = float("nan")
     return cells
@@ -210,7 +196,7 @@ def read_errors(client, run_id: str, into: Path) -> pd.DataFrame | None:
         raise AnalysisError(f"run {run_id}: eval/errors.csv cannot be read as a table ({err})") from err
     for column in ("prompt", "expected", "reply"):  # an empty reply is read as NaN
         errors[column] = errors[column].fillna("")
-    for column in ("epoch", "row_digits", "col_digits", "a", "b"):
+    for column in ("epoch", schema.ROW_DIGITS_COLUMN, schema.COL_DIGITS_COLUMN, "a", "b"):
         errors[column] = pd.to_numeric(errors[column], errors="coerce").astype("Int64")
     return errors
 
@@ -219,35 +205,51 @@ def tidy_errors(
     trials: pd.DataFrame, errors_by_run: dict[str, pd.DataFrame], axes: list[str]
 ) -> pd.DataFrame:
     """Trial columns joined onto each kept wrong answer (as `tidy_cells` does onto cells)."""
-    keep = ["run_id", "seed", "point", *dict.fromkeys([*IDENTITY_KEYS, *axes])]
+    keep = [
+        schema.RUN_ID_COLUMN,
+        schema.SEED_COLUMN,
+        schema.POINT_COLUMN,
+        *dict.fromkeys([*IDENTITY_KEYS, *axes]),
+    ]
     frames = []
     for run_id, errors in errors_by_run.items():
-        trial = trials.loc[trials["run_id"] == run_id, keep].iloc[0]
+        trial = trials.loc[trials[schema.RUN_ID_COLUMN] == run_id, keep].iloc[0]
         frames.append(errors.assign(**{k: [trial[k]] * len(errors) for k in keep}))
     if not frames:
-        return pd.DataFrame(columns=[*keep, "epoch", "context", "row_digits", "col_digits", "prompt"])
+        return pd.DataFrame(
+            columns=[
+                *keep,
+                "epoch",
+                schema.CONTEXT_COLUMN,
+                schema.ROW_DIGITS_COLUMN,
+                schema.COL_DIGITS_COLUMN,
+                "prompt",
+            ]
+        )
     return pd.concat(frames, ignore_index=True)
 
 
 def tidy_cells(trials: pd.DataFrame, cells_by_run: dict[str, pd.DataFrame], axes: list[str]) -> pd.DataFrame:
     """Trial columns joined onto each of its cells, plus `final_epoch` (the run's last evaluation)."""
     frames = []
-    keep = ["run_id", "seed", *TAG_COLUMNS, *dict.fromkeys([*IDENTITY_KEYS, *axes])]
+    keep = [schema.RUN_ID_COLUMN, schema.SEED_COLUMN, *TAG_COLUMNS, *dict.fromkeys([*IDENTITY_KEYS, *axes])]
     for run_id, cells in cells_by_run.items():
-        trial = trials.loc[trials["run_id"] == run_id, keep].iloc[0]
+        trial = trials.loc[trials[schema.RUN_ID_COLUMN] == run_id, keep].iloc[0]
         cells = cells.assign(**{k: [trial[k]] * len(cells) for k in keep})
         cells["final_epoch"] = cells["epoch"].max()
         frames.append(cells)
     if not frames:
-        return pd.DataFrame(columns=[*keep, "epoch", *CELL_COLUMNS, "final_epoch"])
+        return pd.DataFrame(columns=[*keep, "epoch", *schema.CELL_COLUMNS, "final_epoch"])
     tidy = pd.concat(frames, ignore_index=True)
-    tidy["row_digits"] = tidy["row_digits"].astype("Int64")
-    tidy["col_digits"] = tidy["col_digits"].astype("Int64")
+    tidy[schema.ROW_DIGITS_COLUMN] = tidy[schema.ROW_DIGITS_COLUMN].astype("Int64")
+    tidy[schema.COL_DIGITS_COLUMN] = tidy[schema.COL_DIGITS_COLUMN].astype("Int64")
     return tidy
 
 
-def load_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] | None = None) -> Sweep:
-    """Read one sweep (the latest of `grid` unless `parent_run_id` is given) into a `Sweep`.
+def read_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] | None = None) -> Sweep:
+    """The typed record of one sweep (the latest of `grid` unless `parent_run_id` is given), read in one
+    pass over the store: its parent runs' tags, its trials, their cells, wrong answers and metric
+    histories (`HISTORY_METRICS`). The analysis reads nothing of the store after this.
 
     Several parent run ids read as one sweep: the parts of a study run at different times (seeds added
     later, a grid's costly points run apart). A (point, seed) trial in more than one part is taken from
@@ -255,55 +257,36 @@ def load_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] 
     require_store(tracking_uri)
     from mlflow.exceptions import MlflowException
 
-    client = _client(tracking_uri)
+    client = store.client(tracking_uri)
     ids = [parent_run_id] if parent_run_id is None or isinstance(parent_run_id, str) else list(parent_run_id)
     if not ids:
         raise AnalysisError("no sweep parent run ids given")
-    children = []
     try:
         parents = [find_parent(client, grid, run_id) for run_id in ids]
-        for parent in parents:
-            part = _search(
-                client,
-                [parent.info.experiment_id],
-                f"tags.`{schema.PARENT_RUN_TAG}` = '{parent.info.run_id}'",
-            )
-            if not part:
-                raise AnalysisError(
-                    f"the sweep {parent.info.run_id} of grid {grid!r} has no trial runs (none started, "
-                    "or its trials logged elsewhere)"
-                )
-            children += part
+        children = [run for parent in parents for run in _trial_runs(client, parent, grid)]
+        parent = parents[0]
+        scales = sorted({p.data.tags.get(schema.SCALE_TAG, "") for p in parents})
+        if len(scales) > 1:
+            raise AnalysisError(f"the sweeps {', '.join(ids)} are of different scales ({', '.join(scales)})")
+        declared, notes = declared_axes(parents)
+        trials, axes, trial_notes = trials_frame([TrialRun.of(run) for run in children], declared)
+        notes += trial_notes
+        if len(parents) > 1:
+            repeated = trials.duplicated([schema.POINT_COLUMN, schema.SEED_COLUMN])
+            if repeated.any():
+                notes.append(f"{int(repeated.sum())} trial(s) repeated in a later-listed sweep were left out")
+                trials = trials[~repeated].reset_index(drop=True)
+            notes.append(f"combines {len(parents)} sweeps: {', '.join(p.info.run_id for p in parents)}")
+        finished = list(trials.loc[trials["status"] == FINISHED, schema.RUN_ID_COLUMN])
+        cells_by_run, errors_by_run = _artifacts(client, finished)
+        history = _histories(client, finished, HISTORY_METRICS)
     except MlflowException as err:
         raise AnalysisError(f"cannot read the tracking store at {tracking_uri}: {err.message}") from err
-    parent = parents[0]
-    scales = sorted({p.data.tags.get(schema.SCALE_TAG, "") for p in parents})
-    if len(scales) > 1:
-        raise AnalysisError(f"the sweeps {', '.join(ids)} are of different scales ({', '.join(scales)})")
-    declared, notes = declared_axes(parents)
-    trials, axes, trial_notes = trials_frame([TrialRun.of(run) for run in children], declared)
-    notes += trial_notes
-    if len(parents) > 1:
-        repeated = trials.duplicated(["point", "seed"])
-        if repeated.any():
-            notes.append(f"{int(repeated.sum())} trial(s) repeated in a later-listed sweep were left out")
-            trials = trials[~repeated].reset_index(drop=True)
-        notes.append(f"combines {len(parents)} sweeps: {', '.join(p.info.run_id for p in parents)}")
-    cells_by_run: dict[str, pd.DataFrame] = {}
-    errors_by_run: dict[str, pd.DataFrame] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for i, run_id in enumerate(trials.loc[trials["status"] == FINISHED, "run_id"]):
-            cells = read_cells(client, run_id, Path(tmp) / str(i))
-            if cells is not None:
-                cells_by_run[run_id] = cells
-                errors = read_errors(client, run_id, Path(tmp) / str(i))
-                if errors is not None:
-                    errors_by_run[run_id] = errors
-    finished = int((trials["status"] == FINISHED).sum())
     if not cells_by_run and finished:
         raise AnalysisError(
-            f"none of the {finished} finished trials of sweep {parent.info.run_id} has an eval/cells.csv "
-            "artifact: were the artifacts moved or deleted? (MLflow keeps them apart from the store)"
+            f"none of the {len(finished)} finished trials of sweep {parent.info.run_id} has an "
+            "eval/cells.csv artifact: were the artifacts moved or deleted? (MLflow keeps them apart from "
+            "the store)"
         )
     if not cells_by_run:
         counts = ", ".join(f"{n} {status}" for status, n in trials["status"].value_counts().items())
@@ -312,8 +295,8 @@ def load_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] 
             "cells yet "
             f"({counts}); wait for it to finish or pass --run for an earlier sweep"
         )
-    if finished > len(cells_by_run):
-        notes.append(f"{finished - len(cells_by_run)} finished trial(s) have no eval/cells.csv artifact")
+    if len(finished) > len(cells_by_run):
+        notes.append(f"{len(finished) - len(cells_by_run)} finished trial(s) have no eval/cells.csv artifact")
     return Sweep(
         grid=grid,
         parent_run_id=parent.info.run_id,
@@ -329,24 +312,45 @@ def load_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] 
         variant_of=parent.data.tags.get(schema.VARIANT_OF_TAG, ""),
         declared_axes=tuple(declared),
         errors=tidy_errors(trials, errors_by_run, axes),
+        history=history,
     )
 
 
-def metric_history(sweep: Sweep, metrics: Sequence[str]) -> pd.DataFrame:
-    """run_id, metric, step, value of every finished trial's logged history of `metrics` (empty when the
-    store is not reachable: a sweep read from elsewhere keeps its cells, not its histories)."""
-    from mlflow.exceptions import MlflowException
+def _trial_runs(client, parent, grid: str) -> list:
+    """The trial runs nested under one parent run (an AnalysisError when it has none)."""
+    runs = store.search_runs(client, [parent.info.experiment_id], store.trials_filter(parent.info.run_id))
+    if not runs:
+        raise AnalysisError(
+            f"the sweep {parent.info.run_id} of grid {grid!r} has no trial runs (none started, "
+            "or its trials logged elsewhere)"
+        )
+    return runs
 
-    rows = []
-    try:
-        require_store(sweep.tracking_uri)  # never create a store that is not there
-        client = _client(sweep.tracking_uri)
-        for run_id in sweep.trials.loc[sweep.trials["status"] == FINISHED, "run_id"]:
-            for metric in metrics:
-                rows += [(run_id, metric, m.step, m.value) for m in client.get_metric_history(run_id, metric)]
-    except (AnalysisError, MlflowException, OSError):
-        rows = []
-    return pd.DataFrame(rows, columns=["run_id", "metric", "step", "value"])
+
+def _artifacts(client, run_ids: list[str]) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame]]:
+    """Each run's eval/cells.csv and eval/errors.csv (those it has), by run id."""
+    cells_by_run: dict[str, pd.DataFrame] = {}
+    errors_by_run: dict[str, pd.DataFrame] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, run_id in enumerate(run_ids):
+            cells = read_cells(client, run_id, Path(tmp) / str(i))
+            if cells is not None:
+                cells_by_run[run_id] = cells
+                errors = read_errors(client, run_id, Path(tmp) / str(i))
+                if errors is not None:
+                    errors_by_run[run_id] = errors
+    return cells_by_run, errors_by_run
+
+
+def _histories(client, run_ids: list[str], metrics: Sequence[str]) -> pd.DataFrame:
+    """run_id, metric, step, value of each run's logged history of `metrics`."""
+    rows = [
+        (run_id, metric, m.step, m.value)
+        for run_id in run_ids
+        for metric in metrics
+        for m in client.get_metric_history(run_id, metric)
+    ]
+    return pd.DataFrame(rows, columns=list(HISTORY_COLUMNS))
 
 
 def presearch_seeds_tag(parents: list) -> str:

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import yaml
 
-from analysis.load import sweep_runs
 from arith.config import ConfigError
 from arith.tracking.archive import export_sweep, import_sweep
 from arith.tracking.store import client as store_client
+from arith.tracking.store import sweep_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 #: the report's fixed prose and the plan, kept as markdown and YAML beside the report they make

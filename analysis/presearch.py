@@ -20,6 +20,13 @@ import pandas as pd
 
 from analysis.budget import budget_table
 from analysis.tables import markdown_table
+from arith.tracking.schema import (
+    ACCURACY_COLUMN,
+    COL_DIGITS_COLUMN,
+    POINT_COLUMN,
+    ROW_DIGITS_COLUMN,
+    SEED_COLUMN,
+)
 
 
 def seeds_table(records: list[dict]) -> str:
@@ -31,19 +38,26 @@ def seeds_table(records: list[dict]) -> str:
         if "error" in rec:
             continue
         cells = pd.DataFrame(rec["cells"])
-        digits = cells["col_digits"]
-        if cells["row_digits"].notna().any():
-            digits = cells[["row_digits", "col_digits"]].max(axis=1)
-        by_digits = cells.groupby(digits.astype(int))["accuracy"].mean()
-        point = rec["point"] + "".join(f", {k}={v}" for k, v in rec.get("set", {}).items())
-        rows.append({"point": point, "seed": rec["seed"], "test_acc": rec["test_acc"], **by_digits.to_dict()})
+        digits = cells[COL_DIGITS_COLUMN]
+        if cells[ROW_DIGITS_COLUMN].notna().any():
+            digits = cells[[ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN]].max(axis=1)
+        by_digits = cells.groupby(digits.astype(int))[ACCURACY_COLUMN].mean()
+        point = rec[POINT_COLUMN] + "".join(f", {k}={v}" for k, v in rec.get("set", {}).items())
+        rows.append(
+            {
+                POINT_COLUMN: point,
+                SEED_COLUMN: rec[SEED_COLUMN],
+                "test_acc": rec["test_acc"],
+                **by_digits.to_dict(),
+            }
+        )
     frame = pd.DataFrame(rows)
     columns = ["test_acc", *sorted(c for c in frame.columns if isinstance(c, int))]
     lines = [
         "| point | seeds | " + " | ".join(f"{c} digits" if c != "test_acc" else c for c in columns) + " |",
         "|---|---|" + "---|" * len(columns),
     ]
-    for point, trials in frame.groupby("point", sort=False):
+    for point, trials in frame.groupby(POINT_COLUMN, sort=False):
         n = len(trials)
         shown = []
         for column in columns:
@@ -53,7 +67,7 @@ def seeds_table(records: list[dict]) -> str:
                 continue
             se = values.std(ddof=1) / len(values) ** 0.5 if len(values) > 1 else None
             shown.append(f"{values.mean():.2f}" + (f" ± {se:.2f}" if se is not None else ""))
-        seeds = ",".join(str(s) for s in sorted(trials["seed"]))
+        seeds = ",".join(str(s) for s in sorted(trials[SEED_COLUMN]))
         lines.append(f"| {point} | {n} ({seeds}) | " + " | ".join(shown) + " |")
     failed = sum("error" in rec for rec in records)
     return "\n".join(lines) + (f"\n\n{failed} failed trial(s) left out.\n" if failed else "\n")

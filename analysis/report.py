@@ -12,12 +12,13 @@ import pandas as pd
 
 from analysis.findings import Finding, evaluate_findings, findings_frame, render_findings
 from analysis.html import page
-from analysis.load import load_sweep
+from analysis.load import read_sweep
 from analysis.plots import write_heatmaps
-from analysis.sweep import FINISHED, IDENTITY_KEYS, TAG_COLUMNS, Sweep, aggregate_seeds
+from analysis.sweep import FINISHED, IDENTITY_KEYS, TAG_COLUMNS, Sweep, aggregate_seeds, as_stored
 from analysis.tables import Table, build_tables, long_frame, render_tables
 from analysis.wrong_answers import write_figures
 from arith.tracking import store
+from arith.tracking.schema import SEED_COLUMN
 from experiments.paper import attach_paper
 
 FORMATS: dict[str, str] = {"markdown": "md", "csv": "csv", "latex": "tex", "html": "html"}
@@ -50,7 +51,7 @@ def _status_line(sweep: Sweep) -> str:
 
 
 def _unfinished_rows(sweep: Sweep) -> pd.DataFrame:
-    columns = ["run_name", "status", *sweep.axes, "seed"]
+    columns = ["run_name", "status", *sweep.axes, SEED_COLUMN]
     return sweep.unfinished[[c for c in columns if c in sweep.unfinished.columns]]
 
 
@@ -98,8 +99,8 @@ def write_outputs(analysis: Analysis, text: str, fmt: str, out_dir: Path) -> lis
         out_dir / f"report.{FORMATS[fmt]}": text,
         out_dir / "tables.csv": long_frame(analysis.tables).to_csv(index=False),
         out_dir / "findings.csv": findings_frame(analysis.findings).to_csv(index=False),
-        out_dir / "trials.csv": analysis.sweep.trials.to_csv(index=False),
-        out_dir / "cells.csv": analysis.sweep.cells.to_csv(index=False),
+        out_dir / "trials.csv": as_stored(analysis.sweep.trials).to_csv(index=False),
+        out_dir / "cells.csv": as_stored(analysis.sweep.cells).to_csv(index=False),
     }
     for path, content in files.items():
         path.write_text(content)
@@ -135,7 +136,16 @@ def report(
     """
     if fmt not in FORMATS:
         raise ValueError(f"format {fmt!r} is not one of: {', '.join(FORMATS)}")
-    analysis = analyse(load_sweep(grid, tracking_uri, parent_run_id))
+    return report_sweep(read_sweep(grid, tracking_uri, parent_run_id), out_dir, fmt, log_artifacts)
+
+
+def report_sweep(
+    sweep: Sweep, out_dir: str | Path | None = None, fmt: str = "markdown", log_artifacts: bool = True
+) -> str:
+    """`report` of a sweep already read (`read_sweep`): its text, written to `out_dir` and logged."""
+    if fmt not in FORMATS:
+        raise ValueError(f"format {fmt!r} is not one of: {', '.join(FORMATS)}")
+    analysis = analyse(sweep)
     text = render(analysis, fmt)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(out_dir) if out_dir is not None else Path(tmp)
@@ -146,4 +156,4 @@ def report(
     return text
 
 
-__all__ = ["FINISHED", "Analysis", "analyse", "render", "report"]
+__all__ = ["FINISHED", "Analysis", "analyse", "render", "report", "report_sweep"]

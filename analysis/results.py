@@ -28,7 +28,7 @@ from analysis.budget import budget_table, steps_needed
 from analysis.curves import budget_figure, learning_curves_figure, save
 from analysis.findings import NOT_TESTABLE, Finding, rejudge
 from analysis.gpu import gpu_section
-from analysis.load import load_sweep
+from analysis.load import read_sweep
 from analysis.plan import (
     ARCHIVES,
     ROOT,
@@ -47,6 +47,14 @@ from analysis.search import search_sections
 from analysis.spend import TrialCost, planned_text, spend_table, spent_line, trial_costs
 from analysis.tables import markdown_table as markdown
 from arith.tracking.archive import SOURCE_TAG
+from arith.tracking.schema import (
+    ACCURACY_COLUMN,
+    COL_DIGITS_COLUMN,
+    CONTEXT_COLUMN,
+    POINT_COLUMN,
+    ROW_DIGITS_COLUMN,
+    SEED_COLUMN,
+)
 from arith.tracking.store import client as store_client
 from experiments.gpu_plan import load_gpu_plan
 from experiments.registry import claims_for
@@ -101,7 +109,7 @@ def grid_results(uri: str) -> list[GridResult]:
         parts = part_runs(client, grid)
         ids = [run.info.run_id for _, run in parts if run is not None]
         costs = [trial_costs(client, run) if run is not None else None for _, run in parts]
-        out.append(GridResult(grid, parts, analyse(load_sweep(grid, uri, ids)) if ids else None, costs))
+        out.append(GridResult(grid, parts, analyse(read_sweep(grid, uri, ids)) if ids else None, costs))
     # one report, one family: Holm's correction over every claim judged in it, sections and summary alike
     analysed = [r.analysis for r in out if r.analysis is not None]
     every = rejudge([f for a in analysed for f in a.findings])
@@ -272,10 +280,13 @@ def untestable_table(
             continue
         estimates = []
         for name in BUDGET_POINTS.get(result.grid, []):
-            rows_of = budgets[budgets["grid"] + ": " + budgets["point"] == name] if len(budgets) else budgets
+            rows_of = (
+                budgets[budgets["grid"] + ": " + budgets[POINT_COLUMN] == name] if len(budgets) else budgets
+            )
             if rows_of.empty:
                 continue
-            for estimate, seeds in rows_of.groupby(steps_to, sort=False)["seed"]:  # which seeds said what
+            by_estimate = rows_of.groupby(steps_to, sort=False)[SEED_COLUMN]  # which seeds said what
+            for estimate, seeds in by_estimate:
                 said = f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
                 label = "" if len(rows_of) == 1 else f" ({said})"
                 estimates.append(f"{name}{label}: {estimate}")
@@ -319,28 +330,30 @@ def presearch_tables(
         budgets = budget_table([rec for records in files.values() for rec in records])
     for stem, records in files.items():
         rows = []
-        order = sorted(records, key=lambda r: (json.dumps(r.get("set", {})), r["point"], r.get("seed", 0)))
+        order = sorted(
+            records, key=lambda r: (json.dumps(r.get("set", {})), r[POINT_COLUMN], r.get(SEED_COLUMN, 0))
+        )
         for rec in order:
             cells = pd.DataFrame(rec.get("cells", []))
-            row = {"point": rec["point"], "seed": rec.get("seed", 0)}
+            row = {POINT_COLUMN: rec[POINT_COLUMN], SEED_COLUMN: rec.get(SEED_COLUMN, 0)}
             if any(r.get("set") for r in records):
                 row["--set"] = " ".join(f"{k}={v}" for k, v in rec.get("set", {}).items())
             row.update(test_acc=rec.get("test_acc"), steps=rec.get("steps"))
             if not cells.empty:
                 longest = rec["config"]["data.max_digits"]
-                if cells["row_digits"].notna().any():  # multiplication: the cells of the longest factor
-                    hard = cells[cells[["row_digits", "col_digits"]].max(axis=1) == longest]
+                if cells[ROW_DIGITS_COLUMN].notna().any():  # multiplication: the cells of the longest factor
+                    hard = cells[cells[[ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN]].max(axis=1) == longest]
                     label = f"with a {longest}-digit factor"
-                elif (cells["col_digits"] > longest).any():  # length generalisation: past the longest
-                    hard, label = cells[cells["col_digits"] > longest], f"beyond {longest} digits"
+                elif (cells[COL_DIGITS_COLUMN] > longest).any():  # length generalisation: past the longest
+                    hard, label = cells[cells[COL_DIGITS_COLUMN] > longest], f"beyond {longest} digits"
                 else:  # tested within the trained lengths (nl_mix): every cell, then the longest
                     hard, label = cells, "all"
-                for context, frame in hard.groupby("context"):
-                    row[f"{context}: {label}"] = round(frame["accuracy"].mean(), 3)
+                for context, frame in hard.groupby(CONTEXT_COLUMN):
+                    row[f"{context}: {label}"] = round(frame[ACCURACY_COLUMN].mean(), 3)
                 if label == "all":
-                    top = int(cells["col_digits"].max())
-                    for context, frame in cells[cells["col_digits"] == top].groupby("context"):
-                        row[f"{context}: {top} digits"] = round(frame["accuracy"].mean(), 3)
+                    top = int(cells[COL_DIGITS_COLUMN].max())
+                    for context, frame in cells[cells[COL_DIGITS_COLUMN] == top].groupby(CONTEXT_COLUMN):
+                        row[f"{context}: {top} digits"] = round(frame[ACCURACY_COLUMN].mean(), 3)
             row["train s"] = rec.get("train_seconds")
             row["machine"] = rec.get("machine", "")
             rows.append(row)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from analysis.load import load_sweep
+from analysis.load import read_sweep
 from analysis.ui_view import TRAINING_WORKFLOW, share_view
 
 #: the browser window of every picture, and how long (virtual ms) a page may take to draw
@@ -177,5 +177,5 @@ def take(grid: str, tracking_uri: str, report: Path, out: Path, port: int | None
     with tempfile.TemporaryDirectory() as workdir:
         shots = report_shots(report, Path(workdir))
         with mlflow_server(tracking_uri, port or free_port()) as url:
-            view = share_view(load_sweep(grid, tracking_uri), url)
+            view = share_view(read_sweep(grid, tracking_uri), url)
             return [shoot(chromium, shot, out) for shot in [*shots, *ui_shots(view)]]

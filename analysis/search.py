@@ -20,14 +20,15 @@ from collections.abc import Iterable
 
 import pandas as pd
 
-from analysis.load import AnalysisError, find_parent, require_store, sweep_runs
+from analysis.load import AnalysisError, find_parent, require_store
 from arith.tracking import store
+from arith.tracking.schema import POINT_COLUMN, POINT_TAG, SEED_COLUMN, SEED_TAG
 from experiments.registry import SEARCHES
 from experiments.search import CORE_MINUTES, GATE_METRIC, STOPPED_TAG
 from experiments.verdicts import LEARNED, TOLERANCE
 
 #: one row per trial x evaluation, what `cost_to_gate` reads
-EVALUATION_COLUMNS = ["point", "seed", "status", "stopped", "epoch", "core_minutes", "gate"]
+EVALUATION_COLUMNS = [POINT_COLUMN, SEED_COLUMN, "status", "stopped", "epoch", "core_minutes", "gate"]
 COST_COLUMNS = [
     "configuration",
     "seeds",
@@ -55,8 +56,8 @@ def search_evaluations(tracking_uri: str, parent_run_id: str) -> pd.DataFrame:
         for epoch in sorted(set(gate) & set(spent)):
             rows.append(
                 {
-                    "point": tags.get("point", run.info.run_name),
-                    "seed": int(tags.get("seed", -1)),
+                    POINT_TAG: tags.get(POINT_TAG, run.info.run_name),
+                    SEED_TAG: int(tags.get(SEED_TAG, -1)),
                     "status": run.info.status,
                     "stopped": tags.get(STOPPED_TAG, ""),
                     "epoch": epoch,
@@ -85,8 +86,10 @@ def cost_to_gate(evaluations: pd.DataFrame, threshold: float = LEARNED) -> pd.Da
     until the weakest gated cell first reached `threshold` on every seed ("not reached" otherwise), the
     best value its weakest seed read, and the core-minutes spent in all. Cheapest first."""
     rows = []
-    for point, configuration in evaluations.groupby("point", sort=True):
-        trials = {seed: _trial_cost(t, threshold) for seed, t in configuration.groupby("seed", sort=True)}
+    for point, configuration in evaluations.groupby(POINT_COLUMN, sort=True):
+        trials = {
+            seed: _trial_cost(t, threshold) for seed, t in configuration.groupby(SEED_COLUMN, sort=True)
+        }
         costs = pd.DataFrame.from_dict(trials, orient="index")
         reached = bool(costs["to_gate"].notna().all())
         best, to_gate = float(costs["best"].min()), float(costs["to_gate"].max())
@@ -145,7 +148,7 @@ def search_sections(tracking_uri: str, names: Iterable[str] | None = None) -> st
     with a sweep in the store (its latest), the cost-to-gate table ("" when none has run)."""
     client, parts = store.client(tracking_uri), []
     for name in SEARCHES if names is None else names:
-        runs = sweep_runs(client, name)
+        runs = store.sweep_runs(client, name)
         if not runs:
             continue
         search = SEARCHES.get(name)

@@ -16,6 +16,7 @@ import pandas as pd
 from analysis.plan import Planned
 from analysis.tables import markdown_table
 from arith.tracking import store
+from arith.tracking.schema import POINT_TAG, SEED_TAG
 
 
 @dataclass(frozen=True)
@@ -36,13 +37,11 @@ class TrialCost:
 def trial_costs(client, parent) -> list[TrialCost]:
     """The finished trials of the sweep whose parent run is `parent` (a trial without an end time is still
     running or was killed: it has no measured duration and is left out)."""
-    runs = store.search_runs(
-        client, [parent.info.experiment_id], f"tags.mlflow.parentRunId = '{parent.info.run_id}'"
-    )
+    runs = store.search_runs(client, [parent.info.experiment_id], store.trials_filter(parent.info.run_id))
     return [
         TrialCost(
-            point=run.data.tags.get("point", ""),
-            seed=int(run.data.tags.get("seed", run.data.params.get("data.seed", 0))),
+            point=run.data.tags.get(POINT_TAG, ""),
+            seed=int(run.data.tags.get(SEED_TAG, run.data.params.get("data.seed", 0))),
             minutes=(run.info.end_time - run.info.start_time) / 60000,
             cpus=float(run.data.params.get("train.num_threads", 1) or 1),
             steps=int(float(run.data.params.get("train.max_steps", 0) or 0)),

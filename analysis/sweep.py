@@ -9,7 +9,23 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from arith.tracking.schema import PAPER_EPOCHS_TAG, PAPER_TABLE_TAG, SPLIT_COLUMNS
+from arith.tracking.schema import (
+    ACCURACY_COLUMN,
+    ACCURACY_SEEN_COLUMN,
+    ACCURACY_UNSEEN_COLUMN,
+    COL_DIGITS_COLUMN,
+    CONTEXT_COLUMN,
+    N_COLUMN,
+    N_SEEN_COLUMN,
+    PAPER_EPOCHS_TAG,
+    PAPER_TABLE_TAG,
+    ROW_DIGITS_COLUMN,
+    RUN_ID_COLUMN,
+    SEEN_IN_TRAIN_COLUMN,
+    SPLIT_COLUMNS,
+    paper_labels,
+    paper_table_tag,
+)
 from experiments.paper import digit_map_of
 
 #: params that say what a trial is, whether or not the sweep varies them: tables and the paper match
@@ -34,7 +50,34 @@ TAG_COLUMNS: tuple[str, ...] = (PAPER_TABLE_TAG, PAPER_EPOCHS_TAG)
 #: the seed aggregate's column of the trials behind each row (a sorted tuple of run ids): what joins a
 #: table's points back to their trials' cells and wrong answers, whatever type the config values took
 RUN_IDS = "run_ids"
+#: the training loss each trial logs (arith.training.train), on the answer tokens at `cpu` scale
+LOSS_METRIC = "train/loss"
+#: metrics plotted by epoch, when the trials logged them (arith.training.metrics.summary_metrics)
+EPOCH_METRICS: tuple[str, ...] = ("test_acc/in_range", "test_acc/beyond", "test_acc")
+#: the metric histories a sweep is read with: what the report's curves draw
+HISTORY_METRICS: tuple[str, ...] = (LOSS_METRIC, *EPOCH_METRICS)
+#: the columns of `Sweep.history`
+HISTORY_COLUMNS: tuple[str, ...] = (RUN_ID_COLUMN, "metric", "step", "value")
 FINISHED = "FINISHED"
+
+
+def tag_columns(tags: dict[str, str]) -> dict[str, object]:
+    """A trial's `TAG_COLUMNS` as the frames hold them: its paper table labels as a tuple of values
+    (`schema.paper_labels`: None without the tag), its paper epochs map as the JSON the tag holds."""
+    return {
+        PAPER_TABLE_TAG: paper_labels(tags.get(PAPER_TABLE_TAG, "")),
+        PAPER_EPOCHS_TAG: tags.get(PAPER_EPOCHS_TAG, ""),
+    }
+
+
+def as_stored(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame with its paper table labels written back as the tag (a CSV of the frame holds text)."""
+    if PAPER_TABLE_TAG not in frame:
+        return frame
+    labels = frame[PAPER_TABLE_TAG]
+    return frame.assign(
+        **{PAPER_TABLE_TAG: [paper_table_tag(t) if isinstance(t, tuple) else "" for t in labels]}
+    )
 
 
 @dataclass
@@ -45,7 +88,8 @@ class Sweep:
     parent_run_id: str
     tracking_uri: str
     scale: str
-    #: one row per trial: run_id, run_name, status, seed, paper_table, point, and the axes
+    #: one row per trial: run_id, run_name, status, seed, point, the `TAG_COLUMNS` (`tag_columns`: the paper
+    #: table labels as a tuple) and the axes
     trials: pd.DataFrame
     #: one row per finished trial x evaluation x cell, with the axes as typed columns
     cells: pd.DataFrame
@@ -67,6 +111,13 @@ class Sweep:
     #: the kept wrong answers of each finished trial's last evaluation (eval/errors.csv) with the trial's
     #: columns (run_id, seed, point keys); empty for trials from before eval/errors.csv
     errors: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: the `HISTORY_METRICS` each finished trial logged (`HISTORY_COLUMNS`: run_id, metric, step, value);
+    #: empty for a sweep read from elsewhere than its store
+    history: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=HISTORY_COLUMNS))
+
+    def history_of(self, metrics: tuple[str, ...]) -> pd.DataFrame:
+        """The logged history of `metrics` (run_id, metric, step, value)."""
+        return self.history[self.history["metric"].isin(metrics)].reset_index(drop=True)
 
     @property
     def digit_map(self) -> dict[int, int]:
@@ -93,26 +144,28 @@ def aggregate_seeds(cells: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
         *TAG_COLUMNS,
         "epoch",
         "final_epoch",
-        "context",
-        "row_digits",
-        "col_digits",
+        CONTEXT_COLUMN,
+        ROW_DIGITS_COLUMN,
+        COL_DIGITS_COLUMN,
     ]
     frame = cells.copy()
-    frame["row_digits"] = frame["row_digits"].astype("Int64")
+    frame[ROW_DIGITS_COLUMN] = frame[ROW_DIGITS_COLUMN].astype("Int64")
     for column in SPLIT_COLUMNS:
         if column not in frame:
             frame[column] = float("nan")
     grouped = frame.groupby(keys, dropna=False, sort=True)
-    out = grouped.agg(
-        accuracy=("accuracy", "mean"),
-        accuracy_std=("accuracy", "std"),
-        seeds=("accuracy", "count"),
-        n=("n", "sum"),
-        seen_in_train=("seen_in_train", "mean"),
-        n_seen=("n_seen", lambda n: n.sum(min_count=1)),
-        accuracy_seen=("accuracy_seen", "mean"),
-        accuracy_unseen=("accuracy_unseen", "mean"),
-        **{RUN_IDS: ("run_id", lambda ids: tuple(sorted(set(ids))))},
+    out = grouped.agg(  # the seed means keep the cells' column names
+        **{
+            ACCURACY_COLUMN: (ACCURACY_COLUMN, "mean"),
+            "accuracy_std": (ACCURACY_COLUMN, "std"),
+            "seeds": (ACCURACY_COLUMN, "count"),
+            N_COLUMN: (N_COLUMN, "sum"),
+            SEEN_IN_TRAIN_COLUMN: (SEEN_IN_TRAIN_COLUMN, "mean"),
+            N_SEEN_COLUMN: (N_SEEN_COLUMN, lambda n: n.sum(min_count=1)),
+            ACCURACY_SEEN_COLUMN: (ACCURACY_SEEN_COLUMN, "mean"),
+            ACCURACY_UNSEEN_COLUMN: (ACCURACY_UNSEEN_COLUMN, "mean"),
+            RUN_IDS: (RUN_ID_COLUMN, lambda ids: tuple(sorted(set(ids)))),
+        }
     ).reset_index()
     out["final"] = out["epoch"] == out["final_epoch"]
     return out

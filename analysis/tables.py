@@ -20,6 +20,17 @@ import pandas as pd
 
 from analysis.sweep import RUN_IDS
 from arith.data.tasks import get_task
+from arith.tracking.schema import (
+    ACCURACY_COLUMN,
+    ACCURACY_SEEN_COLUMN,
+    ACCURACY_UNSEEN_COLUMN,
+    COL_DIGITS_COLUMN,
+    CONTEXT_COLUMN,
+    PAPER_EPOCHS_TAG,
+    PAPER_TABLE_TAG,
+    ROW_DIGITS_COLUMN,
+    SEEN_IN_TRAIN_COLUMN,
+)
 
 #: what the table's cell keys are called, for the headers
 ROW_NAMES = {"mul": "digits of b"}
@@ -103,22 +114,22 @@ def _make(frame: pd.DataFrame, title: str, index: str, columns, row_name: str, c
     grids = {
         name: _pivot(frame, index, columns, value)
         for name, value in (
-            ("ours", "accuracy"),
+            ("ours", ACCURACY_COLUMN),
             ("paper", "paper_accuracy"),
             ("diff", "diff"),
             ("std", "accuracy_std"),
-            ("unseen", "accuracy_unseen"),
-            ("seen", "accuracy_seen"),
-            ("seen_fraction", "seen_in_train"),
+            ("unseen", ACCURACY_UNSEEN_COLUMN),
+            ("seen", ACCURACY_SEEN_COLUMN),
+            ("seen_fraction", SEEN_IN_TRAIN_COLUMN),
         )
     }
-    rows, cols = stand_in_labels(frame, "row_digits"), stand_in_labels(frame, "col_digits")
+    rows, cols = stand_in_labels(frame, ROW_DIGITS_COLUMN), stand_in_labels(frame, COL_DIGITS_COLUMN)
     for name, grid in grids.items():
-        if rows and index == "row_digits":
+        if rows and index == ROW_DIGITS_COLUMN:
             grid = grid.rename(index=rows)
         if cols:
             nested = isinstance(grid.columns, pd.MultiIndex)
-            grid = grid.rename(columns=cols, level="col_digits" if nested else None)
+            grid = grid.rename(columns=cols, level=COL_DIGITS_COLUMN if nested else None)
         grids[name] = grid
     return Table(
         title=title,
@@ -129,7 +140,7 @@ def _make(frame: pd.DataFrame, title: str, index: str, columns, row_name: str, c
         row_name=row_name,
         col_name=col_name,
         points=_points(frame),
-        contexts=tuple(sorted(frame["context"].astype(str).unique())),
+        contexts=tuple(sorted(frame[CONTEXT_COLUMN].astype(str).unique())),
     )
 
 
@@ -173,7 +184,9 @@ def _mul_tables(frame: pd.DataFrame, axes: list[str]) -> list[Table]:
     for values, panel in final.groupby(keys, sort=True, dropna=False):
         point = dict(zip(keys, values, strict=True))
         title = f"mul: {_point_title(point, shown)}"
-        out.append(_make(panel, title, "row_digits", "col_digits", ROW_NAMES["mul"], COL_NAMES["mul"]))
+        out.append(
+            _make(panel, title, ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN, ROW_NAMES["mul"], COL_NAMES["mul"])
+        )
     return out
 
 
@@ -181,10 +194,10 @@ def _length_tables(frame: pd.DataFrame, axes: list[str], task: str) -> list[Tabl
     final = frame[frame["final"]]
     keys = list(dict.fromkeys(["data.format", *axes]))
     out = []
-    for context, panel in final.groupby("context", sort=True):
+    for context, panel in final.groupby(CONTEXT_COLUMN, sort=True):
         panel = panel.assign(row=_label(panel, keys))
         title = f"{task}: {context}" if context != "main" else f"{task}"
-        out.append(_make(panel, title, "row", "col_digits", "", "digits"))
+        out.append(_make(panel, title, "row", COL_DIGITS_COLUMN, "", "digits"))
     return out
 
 
@@ -200,14 +213,14 @@ def _dialogue_tables(frame: pd.DataFrame, axes: list[str]) -> list[Table]:
     out = []
     # one table per reading of the paper (its epoch 50 or 100): at a step budget the points read it at
     # different epochs of their own (a smaller data set has more, shorter epochs)
-    frame = frame.assign(reading=frame["paper_epochs"].fillna(frame["epoch"]))
-    for (context, reading), panel in frame.groupby(["context", "reading"], sort=True):
+    frame = frame.assign(reading=frame[PAPER_EPOCHS_TAG].fillna(frame["epoch"]))
+    for (context, reading), panel in frame.groupby([CONTEXT_COLUMN, "reading"], sort=True):
         panel = panel.assign(row=_label(panel, keys))
         runs = panel[["epoch", "final_epoch"]].drop_duplicates().sort_values("epoch")
         at = " / ".join(f"{int(e)} of {int(f)}" for e, f in runs.itertuples(index=False))
-        paper_note = f", paper's {int(reading)} of 100" if panel["paper_epochs"].notna().any() else ""
+        paper_note = f", paper's {int(reading)} of 100" if panel[PAPER_EPOCHS_TAG].notna().any() else ""
         title = f"nl_mix: {context}, epoch {at}{paper_note}"
-        out.append(_make(panel, title, "row", ["data", "col_digits"], "", "data, digits"))
+        out.append(_make(panel, title, "row", ["data", COL_DIGITS_COLUMN], "", "data, digits"))
     return out
 
 
@@ -328,13 +341,13 @@ def long_frame(tables: list[Table]) -> pd.DataFrame:
                 rows.append(
                     {
                         "table": table.title,
-                        "paper_table": ";".join(table.paper_sources),
+                        PAPER_TABLE_TAG: ";".join(table.paper_sources),
                         "row": row,
                         "column": " ".join(map(str, col)) if isinstance(col, tuple) else col,
-                        "accuracy": table.ours.loc[row, col],
+                        ACCURACY_COLUMN: table.ours.loc[row, col],
                         "accuracy_std": table.std.loc[row, col],
-                        "accuracy_unseen": _at(table.unseen, row, col),
-                        "accuracy_seen": _at(table.seen, row, col),
+                        ACCURACY_UNSEEN_COLUMN: _at(table.unseen, row, col),
+                        ACCURACY_SEEN_COLUMN: _at(table.seen, row, col),
                         "seen_fraction": _at(table.seen_fraction, row, col),
                         "paper_accuracy": table.paper.loc[row, col],
                         "diff": table.diff.loc[row, col],

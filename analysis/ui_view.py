@@ -31,7 +31,7 @@ import json
 
 from analysis.load import FINISHED, Sweep
 from arith.tracking import store
-from arith.tracking.schema import PARENT_RUN_TAG, SWEEP_TAG
+from arith.tracking.schema import CONTEXT_COLUMN, PARENT_RUN_TAG, RUN_ID_COLUMN, SWEEP_TAG
 
 VIEW_TAG = "mlflow.sharedViewState."
 #: the UI's query parameter that opens an experiment in its "Model training" workflow: without it MLflow
@@ -58,7 +58,7 @@ def accuracy_metrics(sweep: Sweep, logged: list[str] | None = None) -> list[str]
     """The test-accuracy columns: the logged `test_acc*` metrics, the headline ones first; without
     `logged`, those the contexts of the sweep's cells imply."""
     if logged is None:
-        contexts = sorted(sweep.cells["context"].dropna().unique())
+        contexts = sorted(sweep.cells[CONTEXT_COLUMN].dropna().unique())
         logged = ["test_acc", *(f"test_acc/{c}" for c in contexts if len(contexts) > 1 or c != "main")]
     names = [m for m in logged if m == "test_acc" or m.startswith("test_acc/")]
     return [*(m for m in LEADING_METRICS if m in names), *sorted(set(names) - set(LEADING_METRICS))]
@@ -118,7 +118,7 @@ def claim_charts(metrics: list[str]) -> dict:
 
 def logged_metrics(sweep: Sweep) -> list[str]:
     """The metric keys a finished trial of the sweep logged."""
-    finished = sweep.trials.loc[sweep.trials["status"] == FINISHED, "run_id"]
+    finished = sweep.trials.loc[sweep.trials["status"] == FINISHED, RUN_ID_COLUMN]
     if finished.empty:
         return []
     return sorted(store.client(sweep.tracking_uri).get_run(finished.iloc[0]).data.metrics)

@@ -20,6 +20,7 @@ from analysis.load import Sweep
 from analysis.sweep import RUN_IDS
 from analysis.tables import Table
 from arith.tracking import digit_errors
+from arith.tracking.schema import CONTEXT_COLUMN, POINT_COLUMN, ROW_DIGITS_COLUMN, RUN_ID_COLUMN
 
 #: wrong answers listed per cell of a table
 SHOWN_PER_CELL = 3
@@ -48,23 +49,23 @@ def points_of(sweep: Sweep, table: Table) -> list[PointErrors]:
     errors = sweep.errors
     if errors.empty or table.points.empty or RUN_IDS not in table.points:
         return []
-    errors = errors[errors["context"].astype(str).isin(table.contexts)]
-    cells = sweep.cells[sweep.cells["context"].astype(str).isin(table.contexts)]
+    errors = errors[errors[CONTEXT_COLUMN].astype(str).isin(table.contexts)]
+    cells = sweep.cells[sweep.cells[CONTEXT_COLUMN].astype(str).isin(table.contexts)]
     cells = cells[cells["epoch"] == cells["final_epoch"]]
     out = []
     for point in table.points.to_dict("records"):
         runs = set(point.pop(RUN_IDS))
-        kept = errors[errors["run_id"].isin(runs)]
+        kept = errors[errors[RUN_ID_COLUMN].isin(runs)]
         if kept.empty:
             continue
-        label = str(kept["point"].iloc[0]) or ", ".join(f"{k}={v}" for k, v in point.items())
+        label = str(kept[POINT_COLUMN].iloc[0]) or ", ".join(f"{k}={v}" for k, v in point.items())
         out.append(
             PointErrors(
                 label=label,
                 task=str(kept["data.task"].iloc[0]),
                 fmt=str(kept["data.format"].iloc[0]),
                 errors=kept.reset_index(drop=True),
-                cells=cells[cells["run_id"].isin(runs)],
+                cells=cells[cells[RUN_ID_COLUMN].isin(runs)],
             )
         )
     return out
@@ -101,7 +102,7 @@ def wrong_answers_html(point: PointErrors, per_cell: int = SHOWN_PER_CELL) -> st
             f"<tr><td>{html.escape(label)}</td><td>{acc}</td><td>{wrong}</td>"
             f'<td class="wrong">{body}</td></tr>'
         )
-    cell = "cell (a x b)" if point.errors["row_digits"].notna().any() else "cell (digits)"
+    cell = "cell (a x b)" if point.errors[ROW_DIGITS_COLUMN].notna().any() else "cell (digits)"
     head = (
         f"<tr><th>{cell}</th><th>accuracy (mean)</th><th>wrong (all seeds)</th>"
         "<th>a few wrong answers: prompt → reply</th></tr>"

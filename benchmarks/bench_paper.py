@@ -40,6 +40,7 @@ import torch
 
 from arith.config import parse_set
 from arith.model.tokenizer import build_tokenizer
+from arith.tracking.schema import POINT_COLUMN, POINT_TAG
 from arith.training.train import resolve_device, train_loader
 from sweeps import cost
 from sweeps.grids import points
@@ -89,7 +90,7 @@ def point_rows(profiles: list[PointProfile], timings: dict[str, ModelTiming]) ->
         rows.append(
             {
                 "grid": p.grid,
-                "point": p.point,
+                POINT_COLUMN: p.point,
                 "steps": p.steps,
                 "step_ms": round(step_s * 1e3, 3),
                 "tokens_per_s": round(p.tokens_per_batch / step_s),
@@ -231,7 +232,7 @@ def step(
         sets["train.batch_size"] = str(batch_size)
     device = resolve_device(setup.device)
     candidates = points(grid, "paper")
-    paper_cfg = next((c for c in candidates if match in c.tracking.tags["point"]), candidates[0])
+    paper_cfg = next((c for c in candidates if match in c.tracking.tags[POINT_TAG]), candidates[0])
     cfg = bench_config(paper_cfg, setup.mode, setup.device, setup.preset, sets)
     train_set, _ = probe_data(cfg, setup.probe)
     tokenizer = build_tokenizer(e.text for e in train_set)
@@ -257,7 +258,7 @@ def step(
         "device": device_name(device),
         "mode": setup.mode,
         "grid": grid,
-        "point": cfg.tracking.tags["point"],
+        POINT_TAG: cfg.tracking.tags[POINT_TAG],
         "preset": cfg.model.preset,
         "batch_size": t.batch_size,
         "precision": t.precision,

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import pandas as pd
 
-from arith.tracking.schema import CELL_KEYS
+from arith.tracking.schema import (
+    ACCURACY_COLUMN,
+    CELL_KEYS,
+    COL_DIGITS_COLUMN,
+    CONTEXT_COLUMN,
+    PAPER_EPOCHS_TAG,
+    PAPER_TABLE_TAG,
+    ROW_DIGITS_COLUMN,
+)
 from experiments.paper import paper_cells, paper_reading
 
 
@@ -17,24 +25,24 @@ def measured(frame: pd.DataFrame) -> pd.DataFrame:
     if frame.empty:
         return frame
     final = frame["final"] if "final" in frame else frame["epoch"] == frame["final_epoch"]
-    return frame[final.astype(bool) & frame["accuracy"].notna()]
+    return frame[final.astype(bool) & frame[ACCURACY_COLUMN].notna()]
 
 
 def beyond_training(frame: pd.DataFrame) -> pd.DataFrame:
     """Cells whose operands are longer than the trial was trained on."""
-    return frame[frame["col_digits"].astype(float) > frame["data.max_digits"].astype(float)]
+    return frame[frame[COL_DIGITS_COLUMN].astype(float) > frame["data.max_digits"].astype(float)]
 
 
 def within_training(frame: pd.DataFrame) -> pd.DataFrame:
     """Cells whose operands have a digit count the trial was trained on."""
-    digits = frame["col_digits"].astype(float)
+    digits = frame[COL_DIGITS_COLUMN].astype(float)
     lowest = frame["data.min_digits"].astype(float) if "data.min_digits" in frame else 1.0
     return frame[(digits >= lowest) & (digits <= frame["data.max_digits"].astype(float))]
 
 
 def small_products(frame: pd.DataFrame) -> pd.DataFrame:
     """Multiplication cells with at most max_digits digits in both factors together (the easy half)."""
-    total = frame["row_digits"].astype(float) + frame["col_digits"].astype(float)
+    total = frame[ROW_DIGITS_COLUMN].astype(float) + frame[COL_DIGITS_COLUMN].astype(float)
     return frame[total <= frame["data.max_digits"].astype(float)]
 
 
@@ -42,21 +50,21 @@ def in_range(frame: pd.DataFrame) -> pd.DataFrame:
     """The cells a model must have learned: multiplication's small products, else the trained lengths."""
     if frame.empty:
         return frame
-    return small_products(frame) if frame["row_digits"].notna().any() else within_training(frame)
+    return small_products(frame) if frame[ROW_DIGITS_COLUMN].notna().any() else within_training(frame)
 
 
 def large_products(frame: pd.DataFrame) -> pd.DataFrame:
-    total = frame["row_digits"].astype(float) + frame["col_digits"].astype(float)
+    total = frame[ROW_DIGITS_COLUMN].astype(float) + frame[COL_DIGITS_COLUMN].astype(float)
     return frame[total > frame["data.max_digits"].astype(float)]
 
 
 def _digit_half(frame: pd.DataFrame, upper: bool) -> pd.DataFrame:
-    digits = sorted(frame["col_digits"].dropna().astype(int).unique())
+    digits = sorted(frame[COL_DIGITS_COLUMN].dropna().astype(int).unique())
     if not digits:
         return frame
     top = digits[len(digits) - max(1, len(digits) // 2) :]
     chosen = top if upper else ([d for d in digits if d not in top] or digits[:1])
-    return frame[frame["col_digits"].isin(chosen)]
+    return frame[frame[COL_DIGITS_COLUMN].isin(chosen)]
 
 
 def largest_digits(frame: pd.DataFrame) -> pd.DataFrame:
@@ -71,7 +79,7 @@ def smaller_digits(frame: pd.DataFrame) -> pd.DataFrame:
 
 def digit_range(frame: pd.DataFrame) -> str:
     """The digit counts of the cells as a verdict writes them: "2-5", "3", or "no"."""
-    digits = sorted(frame["col_digits"].dropna().astype(int).unique())
+    digits = sorted(frame[COL_DIGITS_COLUMN].dropna().astype(int).unique())
     if not digits:
         return "no"
     return f"{digits[0]}-{digits[-1]}" if len(digits) > 1 else str(digits[0])
@@ -95,12 +103,14 @@ def paper_of(cells: pd.DataFrame, digit_map: dict[int, int] | None) -> pd.DataFr
         return pd.DataFrame(columns=PAPER_COLUMNS)
     row = cells.iloc[0]
     point = {
-        k: row[k] for k in cells.columns if k.startswith(("data.", "model.", "train.")) or k == "paper_table"
+        k: row[k]
+        for k in cells.columns
+        if k.startswith(("data.", "model.", "train.")) or k == PAPER_TABLE_TAG
     }
     final = int(cells["final_epoch"].max()) if "final_epoch" in cells else 0
-    reading = paper_reading(final, [final], str(row.get("paper_epochs") or ""))
+    reading = paper_reading(final, [final], str(row.get(PAPER_EPOCHS_TAG) or ""))
     paper = paper_cells(point, reading, final=True, digit_map=digit_map)
-    return paper.rename(columns={"accuracy": "paper_accuracy"})[PAPER_COLUMNS]
+    return paper.rename(columns={ACCURACY_COLUMN: "paper_accuracy"})[PAPER_COLUMNS]
 
 
 def cells_on(cells: pd.DataFrame, chosen: pd.DataFrame) -> pd.DataFrame:
@@ -111,7 +121,9 @@ def cells_on(cells: pd.DataFrame, chosen: pd.DataFrame) -> pd.DataFrame:
 
 def cell_list(cells: pd.DataFrame) -> str:
     """The cells named in order for a verdict's reason, each with its paper cell where the map moved it."""
-    unique = cells.drop_duplicates(CELL_KEYS).sort_values(["context", "row_digits", "col_digits"])
+    unique = cells.drop_duplicates(CELL_KEYS).sort_values(
+        [CONTEXT_COLUMN, ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN]
+    )
     names = []
     for r in unique.itertuples(index=False):
         name = cell_name(r.row_digits, r.col_digits, r.context)

@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from arith.tracking.schema import ACCURACY_COLUMN
 from experiments.grid import Grid, variant
 from experiments.search import ChosenRecipe
 from experiments.verdicts import Outcome
@@ -37,7 +38,7 @@ class Claim:
     #: which accuracy the check reads, gate and contrast alike: `accuracy` (every test problem, as the
     #: paper's tables: seen in training or not) or `accuracy_unseen` (only the test problems that are not
     #: training problems: what a model generalised to)
-    reads: str = "accuracy"
+    reads: str = ACCURACY_COLUMN
 
 
 @dataclass(frozen=True)

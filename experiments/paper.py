@@ -21,6 +21,14 @@ import numpy as np
 import pandas as pd
 
 from arith.data.tasks import get_task
+from arith.tracking.schema import (
+    ACCURACY_COLUMN,
+    COL_DIGITS_COLUMN,
+    CONTEXT_COLUMN,
+    PAPER_EPOCHS_TAG,
+    PAPER_TABLE_TAG,
+    ROW_DIGITS_COLUMN,
+)
 
 #: our task -> the paper's task column
 #: the paper's augment spelling -> data.augment
@@ -113,9 +121,9 @@ def paper_tables() -> pd.DataFrame:
     frame["train_max"] = settings.map(
         lambda s: float(s.get("max_digits") or s.get("train_digits", "").split("-")[-1] or np.nan)
     )
-    frame["context"] = frame["context"].fillna("main")
-    frame["row_digits"] = frame["row_digits"].astype("Int64")
-    frame["col_digits"] = frame["col_digits"].astype("Int64")
+    frame[CONTEXT_COLUMN] = frame[CONTEXT_COLUMN].fillna("main")
+    frame[ROW_DIGITS_COLUMN] = frame[ROW_DIGITS_COLUMN].astype("Int64")
+    frame[COL_DIGITS_COLUMN] = frame[COL_DIGITS_COLUMN].astype("Int64")
     return frame
 
 
@@ -137,11 +145,12 @@ def paper_cells(
     (the sweep's digit counts under `digit_map`), paper_row_digits, paper_col_digits (the paper cell
     each stands for), accuracy.
 
-    `point` maps config keys (data.task, data.format, ...) and the `paper_table` tag to values;
+    `point` maps config keys (data.task, data.format, ...) to values and the `paper_table` tag to the
+    trial's labels (`schema.paper_labels`; without them the table is found by the point's settings);
     `paper_epochs` is the paper's epoch count this evaluation stands for (None = unknown). Tables other
     than nl_mix are read at the end of training only, so only a trial's `final` evaluation matches them.
     """
-    columns = ["table", "context", "row_digits", "col_digits", "accuracy"]
+    columns = ["table", CONTEXT_COLUMN, ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN, ACCURACY_COLUMN]
     empty = pd.DataFrame(columns=[*columns, "paper_row_digits", "paper_col_digits"])
     spec = get_task(point["data.task"])
     task = spec.paper_name
@@ -152,8 +161,8 @@ def paper_cells(
         return empty  # the paper's recursive scratchpad reverses the addends (appendix B, tab:fail)
     paper = paper_tables()
     keep = (paper["task"] == task) & (paper["format"] == fmt) & (paper["position"] == point["model.position"])
-    tables = [t.strip() for t in str(point.get("paper_table") or "").split(",") if t.strip()]
-    if tables:
+    tables = point.get(PAPER_TABLE_TAG)
+    if isinstance(tables, tuple):  # the trial's labels (`schema.paper_labels`); () stands for no table
         keep &= paper["table"].isin(tables)
     elif spec.paper_by_max_digits:
         keep &= paper["max_digits"] == point["data.max_digits"]
@@ -162,8 +171,10 @@ def paper_cells(
     keep &= (paper["init"] == "") | (paper["init"] == point["model.init"])
     if spec.paper_reads_epochs:
         keep &= paper["epochs"] == paper_epochs
-    cells = paper.loc[keep, [*columns, "train_max"]].drop_duplicates(["context", "row_digits", "col_digits"])
-    cells = cells.assign(paper_row_digits=cells["row_digits"], paper_col_digits=cells["col_digits"])
+    cells = paper.loc[keep, [*columns, "train_max"]].drop_duplicates(
+        [CONTEXT_COLUMN, ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN]
+    )
+    cells = cells.assign(paper_row_digits=cells[ROW_DIGITS_COLUMN], paper_col_digits=cells[COL_DIGITS_COLUMN])
     paper_max = float(cells["train_max"].max()) if cells["train_max"].notna().any() else np.nan
     trained_max = pd.to_numeric(point.get("data.max_digits", np.nan), errors="coerce")
     digit_map = training_range_map(digit_map, trained_max, paper_max)
@@ -176,7 +187,7 @@ def _stand_ins(cells: pd.DataFrame, digit_map: dict[int, int], paper_max: float)
     """Keep, for each of the sweep's digit counts (per axis), the one paper cell it stands for, relabelled
     with the sweep's digit counts."""
     out = cells.copy()
-    for axis in ("row_digits", "col_digits"):
+    for axis in (ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN):
         digits = sorted(int(d) for d in cells[axis].dropna().unique())
         scaled = {d: digit_map.get(d, d) for d in digits}
         chosen = {stand_in(n, digits, digit_map, paper_max) for n in set(scaled.values())}
@@ -222,22 +233,22 @@ def attach_paper(
         epochs = sorted(int(e) for e in point_frame["epoch"].unique())
         final_epoch = int(point_frame["final_epoch"].max())
         for epoch, ours in point_frame.groupby("epoch", sort=True):
-            reading = paper_reading(int(epoch), epochs, str(point.get("paper_epochs") or ""))
+            reading = paper_reading(int(epoch), epochs, str(point.get(PAPER_EPOCHS_TAG) or ""))
             theirs = paper_cells(point, reading, final=int(epoch) == final_epoch, digit_map=digit_map).rename(
-                columns={"table": "paper_source", "accuracy": "paper_accuracy"}
+                columns={"table": "paper_source", ACCURACY_COLUMN: "paper_accuracy"}
             )
-            merged = ours.drop(columns="paper_epochs", errors="ignore").merge(
-                theirs, on=["context", "row_digits", "col_digits"], how="outer"
+            merged = ours.drop(columns=PAPER_EPOCHS_TAG, errors="ignore").merge(
+                theirs, on=[CONTEXT_COLUMN, ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN], how="outer"
             )
             for key, value in point.items():
                 merged[key] = [value] * len(merged)
-            merged["paper_epochs_tag"] = point.get("paper_epochs", "")
+            merged["paper_epochs_tag"] = point.get(PAPER_EPOCHS_TAG, "")
             merged["epoch"] = epoch
             merged["final_epoch"] = final_epoch
             merged["final"] = merged["epoch"] == final_epoch
-            merged["paper_epochs"] = reading
+            merged[PAPER_EPOCHS_TAG] = reading
             out.append(merged)
     frame = pd.concat(out, ignore_index=True)
     frame["paper_accuracy"] = frame["paper_accuracy"].astype(float)
-    frame["diff"] = frame["accuracy"] - frame["paper_accuracy"]
+    frame["diff"] = frame[ACCURACY_COLUMN] - frame["paper_accuracy"]
     return frame

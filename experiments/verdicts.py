@@ -28,7 +28,19 @@ from dataclasses import dataclass, replace
 import pandas as pd
 from scipy import stats
 
-from arith.tracking.schema import SEED_KEYS
+from arith.tracking.schema import (
+    ACCURACY_COLUMN,
+    ACCURACY_SEEN_COLUMN,
+    ACCURACY_UNSEEN_COLUMN,
+    COL_DIGITS_COLUMN,
+    CONTEXT_COLUMN,
+    N_COLUMN,
+    N_SEEN_COLUMN,
+    ROW_DIGITS_COLUMN,
+    RUN_ID_COLUMN,
+    SEED_COLUMN,
+    SEED_KEYS,
+)
 from experiments.cells import (  # noqa: F401  (the cell selectors are re-exported: the checks read them here)
     CELL_KEYS,
     PAPER_COLUMNS,
@@ -115,10 +127,10 @@ def competence(
         if gated.empty:
             why.append(f"{name} has no cells to show it learned")
             continue
-        below = gated[gated["accuracy"] < LEARNED - TOLERANCE]
+        below = gated[gated[ACCURACY_COLUMN] < LEARNED - TOLERANCE]
         if below.empty:
             continue
-        worst = below.loc[below["accuracy"].idxmin()]
+        worst = below.loc[below[ACCURACY_COLUMN].idxmin()]
         memorised = memorised_note(below)
         paper_note = ""
         if "paper_accuracy" in worst and not pd.isna(worst.get("paper_accuracy")):
@@ -126,11 +138,12 @@ def competence(
                 f", the paper's {cell_name(worst['paper_row_digits'], worst['paper_col_digits'])} "
                 f"{worst['paper_accuracy']:.2f}"
             )
+        cell = cell_name(worst[ROW_DIGITS_COLUMN], worst[COL_DIGITS_COLUMN], worst[CONTEXT_COLUMN])
+        seeds_below, seeds = below[SEED_COLUMN].nunique(), gated[SEED_COLUMN].nunique()
+        seed, accuracy = int(worst[SEED_COLUMN]), worst[ACCURACY_COLUMN]
         why.append(
-            f"{name} not learned: seed {int(worst['seed'])} {worst['accuracy']:.2f} on "
-            f"{cell_name(worst['row_digits'], worst['col_digits'], worst['context'])}{paper_note} "
-            f"({below['seed'].nunique()} of {gated['seed'].nunique()} seeds below {LEARNED:g} on some cell)"
-            f"{memorised}"
+            f"{name} not learned: seed {seed} {accuracy:.2f} on {cell}{paper_note} "
+            f"({seeds_below} of {seeds} seeds below {LEARNED:g} on some cell){memorised}"
         )
     return "; ".join(why), "gated on " + "; ".join(on)
 
@@ -140,21 +153,24 @@ def memorised_note(below: pd.DataFrame) -> str:
     training problems (>= LEARNED, on at least MEMORISED_MIN_SEEN of them) and far below on the others
     (MEMORISED_GAP lower): the model learned its training set, not the task. '' when no cell is, or the
     trials did not record the split."""
-    if "accuracy_seen" not in below or "accuracy_unseen" not in below:
+    if ACCURACY_SEEN_COLUMN not in below or ACCURACY_UNSEEN_COLUMN not in below:
         return ""
-    seen, unseen = below["accuracy_seen"].astype(float), below["accuracy_unseen"].astype(float)
-    n_seen = below["n_seen"].astype(float) if "n_seen" in below else pd.Series(float("nan"), below.index)
+    seen, unseen = below[ACCURACY_SEEN_COLUMN].astype(float), below[ACCURACY_UNSEEN_COLUMN].astype(float)
+    n_seen = (
+        below[N_SEEN_COLUMN].astype(float) if N_SEEN_COLUMN in below else pd.Series(float("nan"), below.index)
+    )
     memorised = below[
         (seen >= LEARNED - TOLERANCE) & (unseen <= seen - MEMORISED_GAP) & (n_seen >= MEMORISED_MIN_SEEN)
     ]
     if memorised.empty:
         return ""
-    worst = memorised.loc[memorised["accuracy_unseen"].astype(float).idxmin()]
-    cell = cell_name(worst["row_digits"], worst["col_digits"], worst["context"])
-    counts = f" ({int(worst['n_seen'])} of {int(worst['n'])} seen)" if "n" in worst else ""
+    worst = memorised.loc[memorised[ACCURACY_UNSEEN_COLUMN].astype(float).idxmin()]
+    cell = cell_name(worst[ROW_DIGITS_COLUMN], worst[COL_DIGITS_COLUMN], worst[CONTEXT_COLUMN])
+    counts = f" ({int(worst[N_SEEN_COLUMN])} of {int(worst[N_COLUMN])} seen)" if N_COLUMN in worst else ""
+    seen_accuracy, unseen_accuracy = worst[ACCURACY_SEEN_COLUMN], worst[ACCURACY_UNSEEN_COLUMN]
     return (
-        f"; memorised: seed {int(worst['seed'])} on {cell} is {worst['accuracy_seen']:.2f} on the test "
-        f"problems it was trained on and {worst['accuracy_unseen']:.2f} on the others{counts}; "
+        f"; memorised: seed {int(worst[SEED_COLUMN])} on {cell} is {seen_accuracy:.2f} on the test "
+        f"problems it was trained on and {unseen_accuracy:.2f} on the others{counts}; "
         f"{len(memorised)} of the {len(below)} cell(s) below the gate read so"
     )
 
@@ -223,9 +239,13 @@ class Side:
                     f"{name} pools {len(configs)} configurations ({values}): a side is one point; "
                     "name each as its own side"
                 )
-        if len(cells) and "run_id" in cells and cells.groupby("seed")["run_id"].nunique().max() > 1:
+        if (
+            len(cells)
+            and RUN_ID_COLUMN in cells
+            and cells.groupby(SEED_COLUMN)[RUN_ID_COLUMN].nunique().max() > 1
+        ):
             raise PooledConfigurations(f"{name} has several trials of one seed: a side is one trial a seed")
-        samples = cells.groupby("seed")["accuracy"].mean() if len(cells) else pd.Series(dtype=float)
+        samples = cells.groupby(SEED_COLUMN)[ACCURACY_COLUMN].mean() if len(cells) else pd.Series(dtype=float)
         samples.index = samples.index.astype(int)
         return cls(name, samples.sort_index())
 

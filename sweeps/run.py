@@ -282,9 +282,9 @@ def trial_table(configs: dict[str, dict[str, Any]], res: dict[str, float]) -> pd
         tags = f["tracking.tags"]
         rows.append(
             {
-                "point": tags[schema.POINT_TAG],
-                "seed": f["train.seed"],
-                "paper_table": tags[schema.PAPER_TABLE_TAG],
+                schema.POINT_TAG: tags[schema.POINT_TAG],
+                schema.SEED_TAG: f["train.seed"],
+                schema.PAPER_TABLE_TAG: tags[schema.PAPER_TABLE_TAG],
                 **{k.partition(".")[2]: f[k] for k in keys},
                 "cpus": res["cpu"],
                 "gpus": res["gpu"],

@@ -169,7 +169,7 @@ class SearchRun:
             history = result.metrics_dataframe
             if not result.config or history is None or "epoch" not in history:
                 continue
-            cfg = configs[trial_key(result.config["point"], result.config["seed"])]
+            cfg = configs[trial_key(result.config[schema.POINT_TAG], result.config[schema.SEED_TAG])]
             t = cfg["tracking"]
             runs = store.trial_runs(uri, [t["experiment"]], parent_run_id, t["run_name"])
             if not runs:

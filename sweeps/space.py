@@ -103,7 +103,7 @@ def trial_config(
                 schema.SEED_TAG: str(seed),
                 schema.POINT_TAG: point.name,
                 schema.RUN_COLOR_TAG: point_colour(grid, point),
-                schema.PAPER_TABLE_TAG: ",".join(grid.table_of(paper_cfg)) or "none",
+                schema.PAPER_TABLE_TAG: schema.paper_table_tag(grid.table_of(paper_cfg)),
                 schema.PAPER_EPOCHS_TAG: json.dumps(_paper_epochs(paper_cfg, cfg)),
                 **(link.tags if link else {}),
             },

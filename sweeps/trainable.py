@@ -25,6 +25,7 @@ from typing import Any
 
 from arith.config import ExperimentConfig
 from arith.tracking import store
+from arith.tracking.schema import POINT_TAG, SEED_TAG
 from arith.training.checkpoints import load_checkpoint, save_checkpoint
 from arith.training.train import NonFiniteLossError, train
 
@@ -108,7 +109,7 @@ def run_trial(config: dict[str, Any], configs: dict[str, dict[str, Any]]) -> Non
     checkpoints go to Tune through `report_to_tune`, so nothing is returned."""
     from ray import tune
 
-    cfg = configs[trial_key(config["point"], config["seed"])]
+    cfg = configs[trial_key(config[POINT_TAG], config[SEED_TAG])]
     if tune.get_checkpoint() is None:
         discard_lost_attempts(cfg)
     try:

@@ -11,6 +11,7 @@ import pandas as pd
 
 from analysis.report import report
 from arith.config import ExperimentConfig
+from arith.tracking.schema import POINT_TAG, SEED_TAG
 from sweeps.progress import trial_steps, tune_output
 from sweeps.storage import SweepStorage
 from sweeps.trainable import run_trial, trial_key
@@ -38,7 +39,7 @@ class AxisValue:
         self.axis, self.by_point = axis, by_point
 
     def __call__(self, config: dict[str, Any]) -> Any:
-        return self.by_point[config["point"]]
+        return self.by_point[config[POINT_TAG]]
 
 
 def param_space(configs: dict[str, dict[str, Any]], axes: list[str]) -> dict[str, Any]:
@@ -52,10 +53,10 @@ def param_space(configs: dict[str, dict[str, Any]], axes: list[str]) -> dict[str
     for key, cfg in configs.items():
         flat = ExperimentConfig.from_dict(cfg).flat()
         by_point.setdefault(key.partition("|")[0], {axis: flat[axis] for axis in axes if axis in flat})
-        seeds.append(cfg["train"]["seed"])
+        seeds.append(flat["train.seed"])
     space: dict[str, Any] = {
-        "point": tune.grid_search(list(by_point)),
-        "seed": tune.grid_search(list(dict.fromkeys(seeds))),
+        POINT_TAG: tune.grid_search(list(by_point)),
+        SEED_TAG: tune.grid_search(list(dict.fromkeys(seeds))),
     }
     for axis in axes:
         values = {point: value[axis] for point, value in by_point.items() if axis in value}
@@ -96,7 +97,9 @@ def fit(
         )
         return tuner.fit()
     steps = {k: trial_steps(c) for k, c in configs.items()}
-    output = tune_output(steps, lambda c: trial_key(c["point"], c["seed"]), settings.quiet, settings.verbose)
+    output = tune_output(
+        steps, lambda c: trial_key(c[POINT_TAG], c[SEED_TAG]), settings.quiet, settings.verbose
+    )
     tuner = tune.Tuner(
         trainable,
         param_space=param_space(configs, list(axes)),
@@ -118,7 +121,7 @@ def fit(
 
 def errored_trials(results: Any) -> set[str]:
     """The trial keys of the trials Tune reports errored."""
-    return {trial_key(r.config["point"], r.config["seed"]) for r in results if r.error and r.config}
+    return {trial_key(r.config[POINT_TAG], r.config[SEED_TAG]) for r in results if r.error and r.config}
 
 
 def trial_summary(results: Any) -> pd.DataFrame:
@@ -130,10 +133,10 @@ def trial_summary(results: Any) -> pd.DataFrame:
         status = "ERROR" if result.error else "DONE"
         if metrics.get("nonfinite_loss"):  # ended without an error, so that Tune does not retry it
             status = "FAILED (non-finite loss)"
-        row = {"point": cfg.get("point"), "seed": cfg.get("seed"), "status": status}
+        row = {POINT_TAG: cfg.get(POINT_TAG), SEED_TAG: cfg.get(SEED_TAG), "status": status}
         row.update({m: metrics.get(m) for m in SUMMARY_METRICS})
         rows.append(row)
-    return pd.DataFrame(rows).sort_values(["point", "seed"]).reset_index(drop=True)
+    return pd.DataFrame(rows).sort_values([POINT_TAG, SEED_TAG]).reset_index(drop=True)
 
 
 def final_report(grid: str, uri: str, parent_run_id: str, results: Any) -> str:

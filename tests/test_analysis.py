@@ -32,14 +32,15 @@ from analysis.load import (
     FINISHED,
     Sweep,
     TrialRun,
-    load_sweep,
+    read_sweep,
     tidy_cells,
     trials_frame,
 )
 from analysis.report import FORMATS
-from analysis.sweep import aggregate_seeds
+from analysis.sweep import aggregate_seeds, tag_columns
 from arith.config import ExperimentConfig
 from arith.data.tasks import TASKS
+from arith.tracking import schema, store
 from arith.tracking.schema import REQUIRED_CELL_COLUMNS
 from experiments.paper import (
     digit_map_of,
@@ -82,7 +83,7 @@ def paper_or(default: float):
     def accuracy(cfg: ExperimentConfig, epoch: int, epochs: list[int], cell) -> float:
         key = (cfg.tracking.run_name, epoch)
         if key not in cache:
-            point = {**cfg.flat(), "paper_table": cfg.tracking.tags.get("paper_table", "")}
+            point = {**cfg.flat(), **tag_columns(cfg.tracking.tags)}
             reading = paper_reading(epoch, epochs, cfg.tracking.tags.get("paper_epochs", ""))
             theirs = paper_cells(point, reading, final=epoch == max(epochs))
             cache[key] = {
@@ -370,7 +371,7 @@ def _paper_learned(point: tuple, scale: str) -> frozenset:
 
 def gated(cfg: ExperimentConfig, cell, scale: str = "paper") -> bool:
     """Whether the competence gate reads `cell` of `cfg`'s point: the paper's learned cells, else in_range."""
-    flat = {**cfg.flat(), **{k: cfg.tracking.tags.get(k, "") for k in ("paper_table", "paper_epochs")}}
+    flat = {**cfg.flat(), **tag_columns(cfg.tracking.tags)}
     learned = _paper_learned(
         tuple(sorted((k, str(v) if isinstance(v, (list, dict)) else v) for k, v in flat.items())), scale
     )
@@ -621,7 +622,21 @@ def test_report_from_a_real_store_writes_and_logs_tables_and_heatmaps(
     assert sorted(p.name for p in (out / "heatmaps").iterdir()) == ["add_scratchpad.png"]
     assert len(pd.read_csv(out / "cells.csv")) == 2 * 2  # 2 finished trials x 2 digit cells
     client = MlflowClient(uri)
-    parent = load_sweep("add_posembed", uri).parent_run_id
+    sweep = read_sweep("add_posembed", uri)
+    parent = sweep.parent_run_id
+    # the paper labels are values in the record read back, and the CSVs write the tag as it is stored
+    runs = client.search_runs([client.get_run(parent).info.experiment_id])
+    tags = {r.info.run_id: r.data.tags["paper_table"] for r in runs if "paper_table" in r.data.tags}
+    assert (
+        set(tags) == set(sweep.trials["run_id"])
+        and all(
+            labels == schema.paper_labels(tags[run_id])
+            for run_id, labels in zip(sweep.trials["run_id"], sweep.trials["paper_table"], strict=True)
+        )
+        and all(isinstance(labels, tuple) for labels in sweep.cells["paper_table"])
+    )
+    written = pd.read_csv(out / "trials.csv", keep_default_na=False)
+    assert dict(zip(written["run_id"], written["paper_table"], strict=True)) == tags
     logged = {a.path for a in client.list_artifacts(parent, "analysis")}
     assert {
         "analysis/report.md",
@@ -640,7 +655,7 @@ def test_multiplication_sweep_beside_the_paper_from_a_real_store(tmp_path: Path,
     from analysis.ui_view import VIEW_TAG, share_view
 
     uri = write_store(tmp_path, empty_store, grid="mul_simple_case")
-    sweep = load_sweep("mul_simple_case", uri)
+    sweep = read_sweep("mul_simple_case", uri)
     analysis = analyse(sweep)
     assert sweep.status_counts == {"FINISHED": 3, "FAILED": 1}
     assert len(sweep.cells) == 4 + 9 + 9  # the failed (5, n_times_1) point has no cells
@@ -698,7 +713,7 @@ def test_a_points_trials_share_a_run_colour_the_report_draws_it_in(tmp_path: Pat
     from arith.tracking.schema import POINT_COLOURS, RUN_COLOR_TAG
 
     uri = write_store(tmp_path, empty_store, fail_first=False, seeds=2)
-    sweep = load_sweep("add_posembed", uri)
+    sweep = read_sweep("add_posembed", uri)
     client = MlflowClient(uri)
     by_point: dict[str, set[str]] = {}
     for run_id, point in zip(sweep.trials["run_id"], sweep.trials["point"], strict=True):
@@ -724,7 +739,7 @@ def test_sweeps_run_apart_are_read_as_one(tmp_path: Path, empty_store: Path) -> 
     parents = client.search_runs([experiment], "tags.sweep = '1'", order_by=["attributes.start_time ASC"])
     first, second = (run.info.run_id for run in parents)
 
-    sweep = load_sweep("add_posembed", uri, [first, second])
+    sweep = read_sweep("add_posembed", uri, [first, second])
     assert sweep.parent_run_ids == (first, second) and sweep.parent_run_id == first
     assert sorted(sweep.trials["seed"].value_counts().to_dict().items()) == [(0, 3), (1, 3)]
     assert any("3 trial(s) repeated" in note for note in sweep.notes)
@@ -732,10 +747,10 @@ def test_sweeps_run_apart_are_read_as_one(tmp_path: Path, empty_store: Path) -> 
     assert (means["seeds"] == 2).all() and (means["accuracy"] - 0.5).abs().max() < 1e-9
 
     # seed 0 now from the later sweep
-    swapped = load_sweep("add_posembed", uri, [second, first])
+    swapped = read_sweep("add_posembed", uri, [second, first])
     assert (aggregate_seeds(swapped.cells, swapped.axes)["accuracy"] - 0.75).abs().max() < 1e-9
     assert "combines 2 sweeps" in report("add_posembed", uri, [first, second], log_artifacts=False)
-    assert load_sweep("add_posembed", uri).parent_run_id == second  # no ids: the latest sweep alone
+    assert read_sweep("add_posembed", uri).parent_run_id == second  # no ids: the latest sweep alone
 
 
 def test_the_sweep_records_its_axes_and_digit_map_and_the_analysis_reads_them(
@@ -754,7 +769,7 @@ def test_the_sweep_records_its_axes_and_digit_map_and_the_analysis_reads_them(
     uri = write_store(
         recorded, empty_store, grid="mul_simple_case", fail_first=False, recorded=True, only=only
     )
-    sweep = load_sweep("mul_simple_case", uri)
+    sweep = read_sweep("mul_simple_case", uri)
     assert sweep.declared_axes == ("data.max_digits", "data.augment")
     assert sweep.axes == ["data.max_digits", "data.augment"]
     assert json.loads(sweep.digit_map_tag) == {
@@ -767,7 +782,7 @@ def test_the_sweep_records_its_axes_and_digit_map_and_the_analysis_reads_them(
     older = tmp_path / "older"
     older.mkdir()
     uri = write_store(older, empty_store, grid="mul_simple_case", fail_first=False, only=only)
-    sweep = load_sweep("mul_simple_case", uri)
+    sweep = read_sweep("mul_simple_case", uri)
     assert sweep.declared_axes == () and sweep.digit_map_tag == ""
     assert sweep.axes == ["data.augment"]
     assert any("record no declared axes" in note for note in sweep.notes)
@@ -941,12 +956,16 @@ def test_html_report_is_one_self_contained_page(tmp_path: Path, empty_store: Pat
     from analysis.html import metric_histories
 
     uri = write_store(tmp_path, empty_store, seeds=2)
-    sweep = load_sweep("add_posembed", uri)
+    trials = read_sweep("add_posembed", uri).trials
     client = MlflowClient(uri)
-    finished = sweep.trials.loc[sweep.trials["status"] == FINISHED, "run_id"].tolist()
+    finished = trials.loc[trials["status"] == FINISHED, "run_id"].tolist()
     for run_id in finished:
         for epoch, value in ((1, 0.1), (2, 0.4)):
             client.log_metric(run_id, "test_acc/in_range", value, step=epoch)
+    sweep = read_sweep("add_posembed", uri)
+    # the sweep is read in one call: its histories come with it, the store is not read again
+    db = store.sqlite_path(uri)
+    db.rename(db.with_suffix(".moved"))
     history = metric_histories(sweep)
     assert len(history) == 2 * len(finished) and set(history["metric"]) == {"test_acc/in_range"}
 
@@ -969,7 +988,7 @@ def test_a_sweep_whose_budget_a_presearch_chose_records_its_seeds_and_is_judged_
     """mul_format_long's 12,000 steps came from a pre-search on seeds 0-2: its sweeps tag their parent run
     `presearch_seeds`, and the analysis reads the tag (its seeds 0-2 alone are not testable)."""
     uri = write_store(tmp_path, empty_store, grid="mul_format_long", fail_first=False, recorded=True)
-    sweep = load_sweep("mul_format_long", uri)
+    sweep = read_sweep("mul_format_long", uri)
     assert json.loads(sweep.presearch_seeds_tag) == [0, 1, 2]
     (found,) = analyse(sweep).findings
     assert found.status == NOT_TESTABLE and "judged on the seeds that chose its budget" in found.evidence

@@ -57,14 +57,14 @@ def test_sweep_ends_by_printing_the_comparison(swept) -> None:
 def test_tables_findings_and_heatmaps_from_the_smoke_sweeps(swept) -> None:
     from mlflow import MlflowClient
 
-    from analysis import analyse, load_sweep
+    from analysis import analyse, read_sweep
     from analysis.findings import NOT_TESTABLE, VERDICTS
     from experiments.registry import claims_for
 
     uri, folder, _ = swept
     client = MlflowClient(uri)
     for grid in GRIDS_UNDER_TEST:
-        sweep = load_sweep(grid, uri)
+        sweep = read_sweep(grid, uri)
         children = client.search_runs(
             [client.get_run(sweep.parent_run_id).info.experiment_id],
             f"tags.mlflow.parentRunId = '{sweep.parent_run_id}'",

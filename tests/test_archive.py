@@ -12,7 +12,7 @@ from test_analysis import empty_store, write_store  # noqa: F401  (the fixture a
 
 from analysis import plan as reproduction
 from analysis import report
-from analysis.load import AnalysisError, load_sweep
+from analysis.load import AnalysisError, read_sweep
 from arith.tracking import archive
 from arith.tracking.archive import SOURCE_TAG, ArchiveError, export_sweep, import_sweep, read_archive
 from arith.tracking.archive import main as archive_main
@@ -28,7 +28,7 @@ def _sweep_with_curves(tmp_path: Path, empty_store: Path) -> tuple[str, str]:  #
     tmp_path.mkdir()
     uri = write_store(tmp_path, empty_store, recorded=True, seeds=2)
     client = MlflowClient(uri)
-    sweep = load_sweep("add_posembed", uri)
+    sweep = read_sweep("add_posembed", uri)
     for i, run_id in enumerate(sweep.trials["run_id"]):
         history = [Metric("test_acc", 0.1 * step + 0.01 * i, 1_000 + step, step) for step in (1, 2, 3)]
         client.log_batch(run_id, metrics=history)
@@ -41,7 +41,7 @@ def _runs(uri: str, parent_id: str) -> dict[str, tuple]:
 
     client = MlflowClient(uri)
     out = {}
-    for run_id in load_sweep("add_posembed", uri, parent_id).trials["run_id"]:
+    for run_id in read_sweep("add_posembed", uri, parent_id).trials["run_id"]:
         run = client.get_run(run_id)
         tags = {k: v for k, v in run.data.tags.items() if k not in ("mlflow.parentRunId", SOURCE_TAG)}
         history = [(m.step, m.timestamp, m.value) for m in client.get_metric_history(run_id, "test_acc")]
@@ -204,13 +204,13 @@ def test_a_killed_import_is_redone_whole_and_a_failed_one_leaves_nothing(
     partial = archive._log_run(client, experiment_id, staged, None, finish=False)
     archive._log_run(client, experiment_id, records[1], partial)
     with pytest.raises(AnalysisError, match="no sweep"):
-        load_sweep("add_posembed", other)  # the analysis does not see it
+        read_sweep("add_posembed", other)  # the analysis does not see it
 
     new_id, imported = import_sweep(other, path)
     assert imported and new_id != partial
     assert client.get_run(partial).info.lifecycle_stage == "deleted"
     assert _runs(other, new_id) == _runs(uri, parent)
-    assert load_sweep("add_posembed", other).parent_run_id == new_id
+    assert read_sweep("add_posembed", other).parent_run_id == new_id
     assert client.get_run(new_id).info.status == records[0]["status"]
 
     # a store that refuses a trial run half-way (a param name longer than MLflow takes): nothing is left

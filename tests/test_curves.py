@@ -13,9 +13,10 @@ from test_analysis import empty_store  # noqa: F401  (the fixture)
 
 from analysis import plan, results
 from analysis.budget import budget_table
-from analysis.curves import LOSS, budget_figure, gated_by_trial, learning_curves_figure, save
-from analysis.load import load_sweep, metric_history
+from analysis.curves import budget_figure, gated_by_trial, learning_curves_figure, save
+from analysis.load import read_sweep
 from analysis.report import analyse
+from analysis.sweep import LOSS_METRIC
 from arith.tracking.archive import import_sweep
 from experiments.verdicts import LEARNED
 from sweeps.grids import points
@@ -45,9 +46,9 @@ def mul_format_store(tmp_path_factory: pytest.TempPathFactory, empty_store: Path
 def test_learning_curves_show_the_loss_history_and_the_gates_reading_of_each_trial(
     mul_format_store: str,
 ) -> None:
-    sweep = load_sweep("mul_format", mul_format_store)
-    history = metric_history(sweep, (LOSS,))
-    assert history["run_id"].nunique() == 12 and set(history["metric"]) == {LOSS}
+    sweep = read_sweep("mul_format", mul_format_store)
+    history = sweep.history_of((LOSS_METRIC,))
+    assert history["run_id"].nunique() == 12 and set(history["metric"]) == {LOSS_METRIC}
     assert history.groupby("run_id").size().min() == 150  # a loss every 20 of 3,000 steps
     # each dot is the gate's own reading: a trial's lowest accuracy on the cells the paper's model learned,
     # so the worst seed and cell the verdict names is the lowest dot of its point, below the threshold

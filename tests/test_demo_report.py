@@ -112,11 +112,11 @@ def test_the_demo_is_a_training_experiment_whose_models_mlflow_and_ask_load(demo
 def test_the_demo_heatmap_titles_fit_their_figure(demo) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    from analysis import analyse, load_sweep
+    from analysis import analyse, read_sweep
     from analysis.plots import heatmap
 
     uri, _, _ = demo
-    (table,) = analyse(load_sweep("demo", uri)).tables
+    (table,) = analyse(read_sweep("demo", uri)).tables
     figure = heatmap(table)
     renderer = FigureCanvasAgg(figure).get_renderer()
     width = figure.get_figwidth() * figure.dpi

@@ -19,7 +19,7 @@ def basic_point(max_digits: int) -> dict:
         "data.one_digit_weight": 1.0,
         "model.position": "learned",
         "model.init": "random",
-        "paper_table": "tb:basic-5",
+        "paper_table": ("tb:basic-5",),  # the trial's labels, as analysis.sweep.tag_columns reads the tag
     }
 
 

@@ -260,10 +260,10 @@ def test_digit_errors_by_position_read_either_answer_order() -> None:
 
 def test_report_shows_digit_errors_and_wrong_answers_under_each_table(tmp_path, empty_store) -> None:  # noqa: F811
     from analysis import report
-    from analysis.load import load_sweep
+    from analysis.load import read_sweep
 
     uri = write_store(tmp_path, empty_store, recorded=True)
-    sweep = load_sweep("add_posembed", uri)
+    sweep = read_sweep("add_posembed", uri)
     client = mlflow.MlflowClient(uri)
     for run_id in sweep.trials.loc[sweep.trials["status"] == "FINISHED", "run_id"]:
         cells = pd.read_csv(client.download_artifacts(run_id, "eval/cells.csv", str(tmp_path / run_id)))

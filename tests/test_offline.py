@@ -22,7 +22,7 @@ import pytest
 import torch
 import yaml
 
-from analysis.load import load_sweep
+from analysis.load import read_sweep
 from analysis.report import analyse
 from arith.tracking import archive, store
 from arith.tracking.archive import export_sweep, import_sweep, read_archive
@@ -177,7 +177,7 @@ def test_next_batch_runs_on_a_cpu_at_a_tiny_budget(tmp_path):
         assert len(trials) == 1 and {r["status"] for r in trials} == {"FINISHED"}
         assert trials[0]["params"]["model.preset"] == "nano"  # the tiny budget
         import_sweep(uri, path)
-    assert not load_sweep("mul_format", uri).cells.empty and not load_sweep(GRID, uri).cells.empty
+    assert not read_sweep("mul_format", uri).cells.empty and not read_sweep(GRID, uri).cells.empty
 
 
 def test_deadline_stops_running_trials_and_keeps_what_they_logged(tmp_path):
@@ -207,7 +207,7 @@ def test_offline_archive_imports_and_judges_like_a_tune_sweep(tmp_path):
         shutil.rmtree(temp_dir, ignore_errors=True)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     client = store.client(tune_uri)
-    tune_parent = load_sweep(GRID, tune_uri).parent_run_id
+    tune_parent = read_sweep(GRID, tune_uri).parent_run_id
     export_sweep(client, tune_parent, tmp_path / "tune.jsonl")
 
     (offline,) = run_parts([SweepPart(GRID, "smoke", 2, sets=FAST)], tmp_path / "offline", procs=2)
@@ -216,7 +216,7 @@ def test_offline_archive_imports_and_judges_like_a_tune_sweep(tmp_path):
     for name, path in (("tune", tmp_path / "tune.jsonl"), ("offline", offline)):
         parent_id, new = import_sweep(uri, path)
         assert new
-        sweep = load_sweep(GRID, uri, parent_id)
+        sweep = read_sweep(GRID, uri, parent_id)
         runs[name] = (sweep, read_archive(path)[1])
 
     (tune_sweep, tune_records), (off_sweep, off_records) = runs["tune"], runs["offline"]

@@ -14,12 +14,14 @@ from typing import Any
 
 import pandas as pd
 
+from arith.tracking.schema import CONTEXT_COLUMN, REQUIRED_CELL_COLUMNS, SEEN_IN_TRAIN_COLUMN, SPLIT_COLUMNS
+
 #: MLflow's run statuses
 STATUSES = ("RUNNING", "SCHEDULED", "FINISHED", "FAILED", "KILLED")
-#: eval/cells.csv: the columns the analysis reads, and those of them that must be numbers
-CELL_COLUMNS = ("epoch", "context", "row_digits", "col_digits", "n", "correct", "accuracy")
-NUMERIC_CELL_COLUMNS = ("epoch", "row_digits", "col_digits", "n", "correct", "accuracy")
-NUMERIC_OPTIONAL = ("n_seen", "accuracy_seen", "accuracy_unseen")
+#: eval/cells.csv: the columns the analysis reads (the seen share checked by the analysis, not here), and
+#: those of them that must be numbers
+ARCHIVED_CELL_COLUMNS = tuple(c for c in REQUIRED_CELL_COLUMNS if c != SEEN_IN_TRAIN_COLUMN)
+NUMERIC_CELL_COLUMNS = tuple(c for c in ARCHIVED_CELL_COLUMNS if c != CONTEXT_COLUMN)
 
 
 class RecordError(ValueError):
@@ -83,10 +85,10 @@ def check_cells(text: str) -> None:
         cells = pd.read_csv(io.StringIO(text))
     except (pd.errors.EmptyDataError, pd.errors.ParserError) as err:
         raise RecordError(f"eval/cells.csv is not a table ({err})") from None
-    missing = [c for c in CELL_COLUMNS if c not in cells.columns]
+    missing = [c for c in ARCHIVED_CELL_COLUMNS if c not in cells.columns]
     if missing:
         raise RecordError(f"eval/cells.csv lacks column(s) {', '.join(missing)}")
-    numeric = [*NUMERIC_CELL_COLUMNS, *(c for c in NUMERIC_OPTIONAL if c in cells.columns)]
+    numeric = [*NUMERIC_CELL_COLUMNS, *(c for c in SPLIT_COLUMNS if c in cells.columns)]
     for column in numeric:
         if not pd.api.types.is_numeric_dtype(cells[column]):
             bad = pd.to_numeric(cells[column], errors="coerce").isna() & cells[column].notna()

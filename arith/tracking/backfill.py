@@ -36,7 +36,15 @@ from arith.data.datasets import test_examples, train_examples
 from arith.data.examples import Cell, Example
 from arith.data.tasks import problem_id, problem_ids
 from arith.tracking.archive import ArchiveError, read_archive
-from arith.tracking.schema import SPLIT_COLUMNS
+from arith.tracking.schema import (
+    COL_DIGITS_COLUMN,
+    CONTEXT_COLUMN,
+    CORRECT_COLUMN,
+    N_COLUMN,
+    ROW_DIGITS_COLUMN,
+    SEEN_IN_TRAIN_COLUMN,
+    SPLIT_COLUMNS,
+)
 
 CELLS_CSV, ERRORS_CSV = "eval/cells.csv", "eval/errors.csv"
 #: characters a cells.csv field cannot hold unquoted (the text is rebuilt field by field)
@@ -73,8 +81,12 @@ def config_from_params(params: dict[str, str]) -> ExperimentConfig:
 
 
 def _cell_of(row: dict[str, str]) -> Cell:
-    row_digits = row["row_digits"]
-    return (row["context"], int(float(row_digits)) if row_digits else None, int(float(row["col_digits"])))
+    row_digits = row[ROW_DIGITS_COLUMN]
+    return (
+        row[CONTEXT_COLUMN],
+        int(float(row_digits)) if row_digits else None,
+        int(float(row[COL_DIGITS_COLUMN])),
+    )
 
 
 def _split_text(text: str) -> tuple[str, list[str]]:
@@ -162,12 +174,20 @@ def backfill_cells(record: dict[str, Any]) -> tuple[str, int]:
     last = max(int(float(row["epoch"])) for row in table)
     errors = _errors_by_cell(artifacts[ERRORS_CSV], last)
     final = {_cell_of(row): row for row in table if int(float(row["epoch"])) == last}
-    exact = [c for c, row in final.items() if int(row["n"]) - int(row["correct"]) == len(errors.get(c, []))]
+    exact = [
+        c
+        for c, row in final.items()
+        if int(row[N_COLUMN]) - int(row[CORRECT_COLUMN]) == len(errors.get(c, []))
+    ]
     if set(errors) - set(final):
         raise Skip(
             f"eval/errors.csv has cells {sorted(set(errors) - set(final), key=str)} that cells.csv lacks"
         )
-    over = [c for c, row in final.items() if int(row["n"]) - int(row["correct"]) < len(errors.get(c, []))]
+    over = [
+        c
+        for c, row in final.items()
+        if int(row[N_COLUMN]) - int(row[CORRECT_COLUMN]) < len(errors.get(c, []))
+    ]
     if over:
         raise Skip(f"cells {sorted(over, key=str)} have more kept wrong answers than n - correct")
     if not exact:
@@ -177,10 +197,10 @@ def backfill_cells(record: dict[str, Any]) -> tuple[str, int]:
     train = problem_ids(train_examples(cfg.data))
     seen = {c: [problem_id(e) in train for e in examples] for c, examples in test.items()}
     for row in table:
-        cell, fraction = _cell_of(row), float(row["seen_in_train"] or "nan")
+        cell, fraction = _cell_of(row), float(row[SEEN_IN_TRAIN_COLUMN] or "nan")
         if fraction != sum(seen[cell]) / len(seen[cell]):
             raise Skip(
-                f"cell {cell}: archived seen_in_train {row['seen_in_train']} != regenerated "
+                f"cell {cell}: archived seen_in_train {row[SEEN_IN_TRAIN_COLUMN]} != regenerated "
                 f"{sum(seen[cell])}/{len(seen[cell])}"
             )
     for cell in exact:
@@ -205,9 +225,11 @@ def _test_by_cell(cfg: ExperimentConfig, table: list[dict[str, str]]) -> dict[Ce
         test.setdefault(e.cell, []).append(e)
     for row in table:
         cell = _cell_of(row)
-        if cell not in test or len(test[cell]) != int(row["n"]):
+        if cell not in test or len(test[cell]) != int(row[N_COLUMN]):
             got = len(test.get(cell, []))
-            raise Skip(f"regenerated test set has {got} problems in cell {cell}, cells.csv says {row['n']}")
+            raise Skip(
+                f"regenerated test set has {got} problems in cell {cell}, cells.csv says {row[N_COLUMN]}"
+            )
     archived = {_cell_of(row) for row in table}
     if set(test) != archived:
         raise Skip(f"regenerated test cells {sorted(set(test) - archived, key=str)} are not archived")

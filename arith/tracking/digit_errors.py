@@ -24,7 +24,14 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from arith.data.tasks import answer_digits, get_task
-from arith.tracking.schema import CELL_KEYS
+from arith.tracking.schema import (
+    CELL_KEYS,
+    COL_DIGITS_COLUMN,
+    CONTEXT_COLUMN,
+    CORRECT_COLUMN,
+    N_COLUMN,
+    ROW_DIGITS_COLUMN,
+)
 
 
 def carry_chains(task: str, a: int, b: int, width: int) -> list[int]:
@@ -66,7 +73,7 @@ def digit_rows(errors: pd.DataFrame, task: str, fmt: str) -> pd.DataFrame:
             wrong = position >= len(reply) or reply[position] != digit
             rows.append((*cell, index, position, chains[position] if chains else -1, wrong))
     frame = pd.DataFrame(rows, columns=[*CELL_KEYS, "answer", "position", "chain", "wrong"])
-    return frame.astype({"row_digits": "Int64"})
+    return frame.astype({ROW_DIGITS_COLUMN: "Int64"})
 
 
 def by_position(
@@ -86,10 +93,10 @@ def by_position(
     )
     out["rate"] = out["wrong"] / out["answers"]
     if cells is not None:
-        totals = cells.groupby(keys, dropna=False)[["n", "correct"]].sum().reset_index()
+        totals = cells.groupby(keys, dropna=False)[[N_COLUMN, CORRECT_COLUMN]].sum().reset_index()
         out = out.merge(totals, on=keys, how="left")
-        out["rate_all"] = out["rate"] * (out["n"] - out["correct"]) / out["n"]
-        out = out.drop(columns=["n", "correct"])
+        out["rate_all"] = out["rate"] * (out[N_COLUMN] - out[CORRECT_COLUMN]) / out[N_COLUMN]
+        out = out.drop(columns=[N_COLUMN, CORRECT_COLUMN])
     return out
 
 
@@ -119,14 +126,14 @@ def figure(rows: pd.DataFrame, title: str = "") -> Figure | None:
         return None
     positions = by_position(rows)
     cells = positions[CELL_KEYS].drop_duplicates()
-    cells = cells.assign(_r=cells["row_digits"].fillna(-1).astype(int)).sort_values(
-        ["context", "_r", "col_digits"]
+    cells = cells.assign(_r=cells[ROW_DIGITS_COLUMN].fillna(-1).astype(int)).sort_values(
+        [CONTEXT_COLUMN, "_r", COL_DIGITS_COLUMN]
     )
     labels = [cell_label(*c) for c in cells[CELL_KEYS].itertuples(index=False)]
     width = int(positions["position"].max()) + 1
     grid = np.full((len(cells), width), np.nan)
     index = {tuple(c): i for i, c in enumerate(cells[CELL_KEYS].astype(object).itertuples(index=False))}
-    for row in positions.astype({"row_digits": object}).itertuples(index=False):
+    for row in positions.astype({ROW_DIGITS_COLUMN: object}).itertuples(index=False):
         grid[index[(row.context, row.row_digits, row.col_digits)], int(row.position)] = row.rate
     chains = by_carry_chain(rows, keys=[])
     panels = 2 if not chains.empty else 1
@@ -140,7 +147,7 @@ def figure(rows: pd.DataFrame, title: str = "") -> Figure | None:
     ax.set_yticks(range(len(labels)), labels, fontsize=7)
     ax.set_xlabel("answer digit (0 = least significant)", fontsize=8)
     ax.set_ylabel(
-        "cell (digits of a x b)" if cells["row_digits"].notna().any() else "cell (digits)", fontsize=8
+        "cell (digits of a x b)" if cells[ROW_DIGITS_COLUMN].notna().any() else "cell (digits)", fontsize=8
     )
     ax.set_title("wrong digits among wrong answers", fontsize=9)
     fig.colorbar(image, ax=ax, fraction=0.05)
@@ -163,12 +170,14 @@ def figure(rows: pd.DataFrame, title: str = "") -> Figure | None:
 def cells_heatmap(frame: pd.DataFrame, context: str, title: str = "") -> Figure:
     """The accuracy grid of one context as a Figure: rows = digits of b, columns = digits of a for
     multiplication; a single row over the digit counts for one-dimensional tasks."""
-    cells = frame[frame["context"] == context]
+    cells = frame[frame[CONTEXT_COLUMN] == context]
     if cells.empty:
-        raise ValueError(f"no cells for context {context!r}; contexts: {sorted(frame['context'].unique())}")
-    two_d = cells["row_digits"].notna().any()
-    cols = sorted(int(c) for c in cells["col_digits"].unique())
-    rows = sorted(int(r) for r in cells["row_digits"].dropna().unique()) if two_d else [None]
+        raise ValueError(
+            f"no cells for context {context!r}; contexts: {sorted(frame[CONTEXT_COLUMN].unique())}"
+        )
+    two_d = cells[ROW_DIGITS_COLUMN].notna().any()
+    cols = sorted(int(c) for c in cells[COL_DIGITS_COLUMN].unique())
+    rows = sorted(int(r) for r in cells[ROW_DIGITS_COLUMN].dropna().unique()) if two_d else [None]
     grid = np.full((len(rows), len(cols)), np.nan)
     for cell in cells.itertuples():
         r = rows.index(int(cell.row_digits)) if two_d else 0

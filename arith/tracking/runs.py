@@ -29,7 +29,7 @@ import pandas as pd
 from arith.config import ExperimentConfig
 from arith.tracking import digit_errors, logged_model, store
 from arith.tracking.outbox import Outbox, patiently
-from arith.tracking.schema import MODEL_ARTIFACT, PARENT_RUN_TAG
+from arith.tracking.schema import CONTEXT_COLUMN, MODEL_ARTIFACT, PARENT_RUN_TAG
 
 #: MLflow's per-call limit of params for log_batch
 _MAX_PARAMS_PER_BATCH = 100
@@ -197,7 +197,7 @@ class MlflowTracker(NullTracker):
         import matplotlib.pyplot as plt
 
         title = f"{self.cfg.data.task} {self.cfg.data.format}"
-        for context in cells["context"].unique():
+        for context in cells[CONTEXT_COLUMN].unique():
             figure = digit_errors.cells_heatmap(cells, context, title=f"{title}: {context}, epoch {epoch}")
             path = self._staging / f"heatmap_{context}_epoch{epoch}.png"
             figure.savefig(path)

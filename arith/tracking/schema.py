@@ -1,7 +1,9 @@
 """The record of a sweep in MLflow, named once: the tags a sweep's parent run and its trials carry, the
 artifacts a trial writes and their columns. `arith.tracking` and `arith.training` write it, `sweeps` sets
 its tags, `experiments` and `analysis` read it back; no other module spells a tag name or a column list.
-Plain constants, no imports: `analysis` and `experiments` read it without torch or mlflow.
+Plain constants and the paper table tag's pair of functions (its one writer and reader), no imports:
+`analysis` and `experiments` read it without torch or mlflow. `tests/test_schema.py` checks that no other
+module spells a tag name or a column of a trial's record.
 """
 
 from __future__ import annotations
@@ -42,6 +44,40 @@ POINT_COLOURS: tuple[str, ...] = (
 #: a trial's paper table label(s) (comma-separated; "none") and its JSON map from each evaluated epoch to
 #: the paper's epoch count it stands for; the analysis reads both as columns of the same names
 PAPER_TABLE_TAG, PAPER_EPOCHS_TAG = "paper_table", "paper_epochs"
+#: the paper table tag of a trial that stands for no paper table
+NO_PAPER_TABLE = "none"
+
+
+def paper_table_tag(labels: tuple[str, ...] | list[str]) -> str:
+    """A trial's paper table labels as its tag (the format archived sweeps hold): comma-separated,
+    `NO_PAPER_TABLE` for none."""
+    return ",".join(labels) or NO_PAPER_TABLE
+
+
+def paper_labels(tag: str) -> tuple[str, ...] | None:
+    """The labels a paper table tag names, the one place the tag is split: () for `NO_PAPER_TABLE`, None
+    for a trial without the tag (older sweeps: the paper's table is then found by its settings)."""
+    if not tag:
+        return None
+    return tuple(label for label in (t.strip() for t in tag.split(",")) if label and label != NO_PAPER_TABLE)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The columns of a trial's record: its frames (trials, cells, errors) and the artifacts they are read from
+# ---------------------------------------------------------------------------------------------------------
+
+#: the MLflow run id of a trial, the column joining its cells and wrong answers to it
+RUN_ID_COLUMN = "run_id"
+#: the trials and cells frames name a trial's seed and point by their tags
+SEED_COLUMN, POINT_COLUMN = SEED_TAG, POINT_TAG
+#: the trials frame's colour of a trial (its RUN_COLOR_TAG; empty for sweeps from before the tag)
+COLOUR_COLUMN = "colour"
+#: a cell of the test grid: its context (e.g. "regular", "main") and digit counts
+CONTEXT_COLUMN, ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN = "context", "row_digits", "col_digits"
+#: a cell's problems, those answered right, their ratio, and the share of its problems seen in training
+N_COLUMN, CORRECT_COLUMN, ACCURACY_COLUMN, SEEN_IN_TRAIN_COLUMN = "n", "correct", "accuracy", "seen_in_train"
+#: the problems of a cell also in training, and its accuracy on those and on the rest
+N_SEEN_COLUMN, ACCURACY_SEEN_COLUMN, ACCURACY_UNSEEN_COLUMN = "n_seen", "accuracy_seen", "accuracy_unseen"
 
 # ---------------------------------------------------------------------------------------------------------
 # Params and artifacts of a trial
@@ -54,14 +90,14 @@ SEED_KEYS: tuple[str, ...] = ("data.seed", "train.seed")
 MODEL_ARTIFACT, EXPERIMENT_CONFIG = "model", "experiment_config.json"
 #: what names a cell of the test grid (row_digits is empty for one-dimensional tasks); a list, as pandas
 #: reads a tuple as one label
-CELL_KEYS: list[str] = ["context", "row_digits", "col_digits"]
+CELL_KEYS: list[str] = [CONTEXT_COLUMN, ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN]
 #: each cell's accuracy split by whether its test problems are training problems too (trainers before
 #: the split wrote none: read as unknown)
-SPLIT_COLUMNS: tuple[str, ...] = ("n_seen", "accuracy_seen", "accuracy_unseen")
+SPLIT_COLUMNS: tuple[str, ...] = (N_SEEN_COLUMN, ACCURACY_SEEN_COLUMN, ACCURACY_UNSEEN_COLUMN)
 #: one evaluation's cells as the evaluator scores them; eval/cells.csv writes them after `epoch`
 CELL_COLUMNS: tuple[str, ...] = (
     *CELL_KEYS,
-    *("n", "correct", "accuracy", "seen_in_train"),
+    *(N_COLUMN, CORRECT_COLUMN, ACCURACY_COLUMN, SEEN_IN_TRAIN_COLUMN),
     *SPLIT_COLUMNS,
 )
 #: the columns of eval/cells.csv a reader cannot do without (every trainer since the artifact wrote them)

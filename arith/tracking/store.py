@@ -297,12 +297,28 @@ def search_runs(
             return runs
 
 
+def sweep_runs(mlflow_client, grid: str | None = None) -> list[Any]:
+    """Every sweep parent run in the store (of `grid` when given), latest first."""
+    runs = search_runs(
+        mlflow_client,
+        experiment_ids(mlflow_client),
+        f"tags.`{schema.SWEEP_TAG}` = '1'",
+        order_by=["attributes.start_time DESC"],
+    )
+    return [run for run in runs if grid is None or run.data.tags.get(schema.GRID_TAG) == grid]
+
+
+def trials_filter(parent_run_id: str) -> str:
+    """The search filter of the trial runs nested under a sweep's parent run."""
+    return f"tags.`{schema.PARENT_RUN_TAG}` = '{parent_run_id}'"
+
+
 def trial_runs(
     uri: str, experiments: list[str], parent_run_id: str, run_name: str | None = None
 ) -> list[Any]:
     """The trial runs nested under a sweep's parent run (only those named `run_name`, when given)."""
     mlflow_client = client(uri)
-    query = f"tags.`{schema.PARENT_RUN_TAG}` = '{parent_run_id}'"
+    query = trials_filter(parent_run_id)
     if run_name is not None:
         query += f" and tags.mlflow.runName = '{run_name}'"
     return search_runs(mlflow_client, experiment_ids(mlflow_client, experiments), query)

@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from arith.config import ConfigError, ExperimentConfig, parse_set
+from arith.tracking.schema import ACCURACY_COLUMN, COL_DIGITS_COLUMN, CONTEXT_COLUMN, ROW_DIGITS_COLUMN
 from arith.training.train import train
 from arith.validation import validate
 
@@ -63,13 +64,15 @@ def format_grid(cells: pd.DataFrame) -> str:
     """The accuracy grid of each context as text: rows = digits of b, columns = digits of a for
     multiplication; one row of accuracy by digit count for the other tasks."""
     parts = []
-    for context, frame in cells.groupby("context", sort=False):
-        if frame["row_digits"].notna().any():
-            grid = frame.pivot_table(index="row_digits", columns="col_digits", values="accuracy")
+    for context, frame in cells.groupby(CONTEXT_COLUMN, sort=False):
+        if frame[ROW_DIGITS_COLUMN].notna().any():
+            grid = frame.pivot_table(
+                index=ROW_DIGITS_COLUMN, columns=COL_DIGITS_COLUMN, values=ACCURACY_COLUMN
+            )
             grid.index = grid.index.astype(int).rename("b digits \\ a digits")
             grid.columns.name = None
         else:
-            grid = frame.set_index("col_digits")[["accuracy"]].T
+            grid = frame.set_index(COL_DIGITS_COLUMN)[[ACCURACY_COLUMN]].T
             grid.columns.name = "digits"
         parts.append(f"[{context}]\n{grid.round(3).to_string()}")
     return "\n".join(parts)

@@ -22,7 +22,17 @@ import pandas as pd
 
 from arith.data.examples import Cell, Example
 from arith.data.tasks import problem_id
-from arith.tracking.schema import CELL_COLUMNS, ERROR_COLUMNS
+from arith.tracking.schema import (
+    ACCURACY_SEEN_COLUMN,
+    ACCURACY_UNSEEN_COLUMN,
+    CELL_COLUMNS,
+    COL_DIGITS_COLUMN,
+    CONTEXT_COLUMN,
+    ERROR_COLUMNS,
+    N_SEEN_COLUMN,
+    ROW_DIGITS_COLUMN,
+    SEEN_IN_TRAIN_COLUMN,
+)
 from arith.training.decoding import generate_replies, is_right
 
 
@@ -63,9 +73,9 @@ class Failure:
             "prompt": self.prompt,
             "expected": self.expected,
             "generated": self.generated,
-            "context": context,
-            "row_digits": row_digits,
-            "col_digits": col_digits,
+            CONTEXT_COLUMN: context,
+            ROW_DIGITS_COLUMN: row_digits,
+            COL_DIGITS_COLUMN: col_digits,
         }
 
 
@@ -103,14 +113,14 @@ class EvalResult:
         return pd.DataFrame([asdict(c) for c in self.cells], columns=CELL_COLUMNS)
 
     def failures_frame(self) -> pd.DataFrame:
-        columns = ["prompt", "expected", "generated", "context", "row_digits", "col_digits"]
+        columns = ["prompt", "expected", "generated", CONTEXT_COLUMN, ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN]
         return pd.DataFrame([f.to_json() for f in self.failures], columns=columns)
 
     def errors_frame(self) -> pd.DataFrame:
         """The kept wrong answers, one row each, columns ERROR_COLUMNS (`reply` = the generated text)."""
         rows = [(*f.cell, f.a, f.b, f.prompt, f.expected, f.generated) for f in self.errors]
         frame = pd.DataFrame(rows, columns=ERROR_COLUMNS)
-        return frame.astype({"a": "Int64", "b": "Int64", "row_digits": "Int64"})
+        return frame.astype({"a": "Int64", "b": "Int64", ROW_DIGITS_COLUMN: "Int64"})
 
 
 def evaluate(
@@ -176,10 +186,10 @@ def _score_cells(
             seen_items = [i for i in items if seen[i]]
             unseen_items = [i for i in items if not seen[i]]
             split = {
-                "seen_in_train": len(seen_items) / len(items),
-                "n_seen": float(len(seen_items)),
-                "accuracy_seen": _accuracy(correct, seen_items),
-                "accuracy_unseen": _accuracy(correct, unseen_items),
+                SEEN_IN_TRAIN_COLUMN: len(seen_items) / len(items),
+                N_SEEN_COLUMN: float(len(seen_items)),
+                ACCURACY_SEEN_COLUMN: _accuracy(correct, seen_items),
+                ACCURACY_UNSEEN_COLUMN: _accuracy(correct, unseen_items),
             }
         results.append(
             CellResult(
@@ -189,7 +199,7 @@ def _score_cells(
                 len(items),
                 n_correct,
                 n_correct / len(items),
-                split.pop("seen_in_train", math.nan),
+                split.pop(SEEN_IN_TRAIN_COLUMN, math.nan),
                 **split,
             )
         )

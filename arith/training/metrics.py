@@ -14,6 +14,16 @@ import pandas as pd
 
 from arith.config import ExperimentConfig
 from arith.data.datasets import test_examples
+from arith.tracking.schema import (
+    ACCURACY_COLUMN,
+    ACCURACY_UNSEEN_COLUMN,
+    COL_DIGITS_COLUMN,
+    CONTEXT_COLUMN,
+    CORRECT_COLUMN,
+    N_COLUMN,
+    ROW_DIGITS_COLUMN,
+    SEEN_IN_TRAIN_COLUMN,
+)
 
 #: the held-out probe for `train.target_accuracy`: this many fresh examples, drawn with a seed offset
 PROBE_SIZE = 300
@@ -33,7 +43,7 @@ def probe_examples(cfg: ExperimentConfig) -> list:
 
 def exact_match(cells: pd.DataFrame) -> float:
     """Share of all items answered exactly (the probe's measure, pooled over cells)."""
-    return float(cells["correct"].sum() / max(1, cells["n"].sum()))
+    return float(cells[CORRECT_COLUMN].sum() / max(1, cells[N_COLUMN].sum()))
 
 
 def gate_cell_name(context: str, row_digits: float, col_digits: float) -> str:
@@ -48,12 +58,12 @@ def weakest_unseen(cells: pd.DataFrame, labels: Sequence[str]) -> float:
     training problems (a cell with none, e.g. every 1-digit product, on all of them); NaN when no cell is
     named or found. What a recipe search's scheduler reads: memorised training lines do not count."""
     wanted = set(labels)
-    keys = zip(cells["context"], cells["row_digits"], cells["col_digits"], strict=True)
+    keys = zip(cells[CONTEXT_COLUMN], cells[ROW_DIGITS_COLUMN], cells[COL_DIGITS_COLUMN], strict=True)
     named = cells[[gate_cell_name(*key) in wanted for key in keys]]
     if named.empty:
         return float("nan")
-    unseen = named.get("accuracy_unseen", pd.Series(float("nan"), index=named.index))
-    return float(unseen.fillna(named["accuracy"]).min())
+    unseen = named.get(ACCURACY_UNSEEN_COLUMN, pd.Series(float("nan"), index=named.index))
+    return float(unseen.fillna(named[ACCURACY_COLUMN]).min())
 
 
 def summary_metrics(
@@ -65,25 +75,25 @@ def summary_metrics(
     (cells with longer operands) and both per context, test_acc/<context>/in_range etc.: the numbers
     length claims rest on, as UI columns; given `gate_cells` (`train.gate_cells`), gate/weakest_unseen
     (`weakest_unseen`)."""
-    metrics = {"test_acc": float(cells["accuracy"].mean())}
-    for context, frame in cells.groupby("context", sort=False):
-        metrics[f"test_acc/{context}"] = float(frame["accuracy"].mean())
+    metrics = {"test_acc": float(cells[ACCURACY_COLUMN].mean())}
+    for context, frame in cells.groupby(CONTEXT_COLUMN, sort=False):
+        metrics[f"test_acc/{context}"] = float(frame[ACCURACY_COLUMN].mean())
     if max_digits is not None:
-        longest = cells[["row_digits", "col_digits"]].astype(float).max(axis=1)
-        several_contexts = cells["context"].nunique() > 1
+        longest = cells[[ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN]].astype(float).max(axis=1)
+        several_contexts = cells[CONTEXT_COLUMN].nunique() > 1
         for name, part in (
             ("in_range", cells[longest <= max_digits]),
             ("beyond", cells[longest > max_digits]),
         ):
             if part.empty:
                 continue
-            metrics[f"test_acc/{name}"] = float(part["accuracy"].mean())
+            metrics[f"test_acc/{name}"] = float(part[ACCURACY_COLUMN].mean())
             if several_contexts:
-                for context, frame in part.groupby("context", sort=False):
-                    metrics[f"test_acc/{context}/{name}"] = float(frame["accuracy"].mean())
-    if "seen_in_train" in cells:
+                for context, frame in part.groupby(CONTEXT_COLUMN, sort=False):
+                    metrics[f"test_acc/{context}/{name}"] = float(frame[ACCURACY_COLUMN].mean())
+    if SEEN_IN_TRAIN_COLUMN in cells:
         metrics["seen_fraction"] = float(
-            (cells["seen_in_train"] * cells["n"]).sum() / max(1, cells["n"].sum())
+            (cells[SEEN_IN_TRAIN_COLUMN] * cells[N_COLUMN]).sum() / max(1, cells[N_COLUMN].sum())
         )
     for part in ("seen", "unseen"):
         # the mean over the cells that hold such problems: unseen is what the model generalised to
@@ -92,5 +102,5 @@ def summary_metrics(
             metrics[f"test_acc/{part}"] = float(accuracies.mean())
     if gate_cells:
         metrics["gate/weakest_unseen"] = weakest_unseen(cells, gate_cells)
-    metrics["eval/samples_per_s"] = float(cells["n"].sum() / max(seconds, 1e-9))
+    metrics["eval/samples_per_s"] = float(cells[N_COLUMN].sum() / max(seconds, 1e-9))
     return metrics

@@ -31,7 +31,7 @@ from arith.data.tasks import problem_ids
 from arith.model.gpt import build_model
 from arith.model.tokenizer import tokenizer_for
 from arith.tracking.runs import NullTracker, start_tracker
-from arith.tracking.schema import EXPERIMENT_CONFIG
+from arith.tracking.schema import ACCURACY_COLUMN, EXPERIMENT_CONFIG
 from arith.training.batching import BatchLoader, encode_lines, example_digits, pad_token_id
 from arith.training.checkpoints import (
     CheckpointFolder,
@@ -317,7 +317,7 @@ def _loop(s: Setup, state: TrainState, tracker, reporter, checkpoints, resumed_f
     tracker.log_metrics({"train_seconds": state.train_seconds, "epochs_done": state.epoch}, state.step)
     log_model(s, tracker, state.epoch)
     return TrainResult(
-        test_acc=float(cells["accuracy"].mean()),
+        test_acc=float(cells[ACCURACY_COLUMN].mean()),
         cells=cells,
         epochs_done=state.epoch,
         steps=state.step,

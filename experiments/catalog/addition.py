@@ -9,6 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from arith.config import ExperimentConfig
+from arith.tracking.schema import ACCURACY_COLUMN, COL_DIGITS_COLUMN
 from experiments.claim import Claim, Experiment
 from experiments.grid import Grid
 from experiments.setups import ADD_LENGTH_SETUP
@@ -64,7 +65,7 @@ def scratchpad_extrapolation_order(frame: pd.DataFrame, digit_map: dict[int, int
         Side.of(n, beyond_training(c))
         for n, c in (("basic", basic), ("random_space", spaced), ("recursive", recursive))
     )
-    best_basic = float(beyond_training(basic).groupby(["col_digits"])["accuracy"].mean().max())
+    best_basic = float(beyond_training(basic).groupby([COL_DIGITS_COLUMN])[ACCURACY_COLUMN].mean().max())
     extrapolates = (
         f"basic reaches {best_basic:.2f} on a cell beyond training (more than {NO_EXTRAPOLATION})"
         if best_basic > NO_EXTRAPOLATION

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from arith.config import ExperimentConfig
+from arith.tracking.schema import CONTEXT_COLUMN
 from experiments.claim import Claim, Experiment
 from experiments.grid import Grid
 from experiments.setups import PAPER_POSITIONS
@@ -43,7 +44,7 @@ def _nl_sides(
 ) -> tuple[dict, str, str, pd.DataFrame]:
     """({(position, mix): cells of the largest sums}, why-untestable, gated on, the dialogue cells)."""
     cells = measured(frame)
-    cells = cells[cells["context"] == "dialogue"]
+    cells = cells[cells[CONTEXT_COLUMN] == "dialogue"]
     found = {}
     for position, mix in points:
         chosen = cells[(cells["model.position"] == position) & (cells["data.mix_format"] == mix)]

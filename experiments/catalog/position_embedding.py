@@ -13,6 +13,7 @@ import dataclasses
 import pandas as pd
 
 from arith.config import ExperimentConfig
+from arith.tracking.schema import CONTEXT_COLUMN, PAPER_TABLE_TAG
 from experiments.claim import Claim, Experiment
 from experiments.grid import Grid
 from experiments.setups import ADD_LENGTH_SETUP, PAPER_POSITIONS, RANDEMBED_TRAINING, REVERSE_SETUP
@@ -39,7 +40,7 @@ FIGURE_GATE = (
 
 def _of_figure(cells: pd.DataFrame, label: str) -> pd.DataFrame:
     """The trials of the points the sweep tagged as standing for the paper's figure `label`."""
-    return cells[cells["paper_table"].astype(str).str.split(",").map(lambda t: label in t)]
+    return cells[cells[PAPER_TABLE_TAG].map(lambda labels: isinstance(labels, tuple) and label in labels)]
 
 
 def _by_position(cells: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -47,7 +48,7 @@ def _by_position(cells: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 
 def _regular_in_range(cells: pd.DataFrame) -> pd.DataFrame:
-    return within_training(cells[cells["context"] == "regular"])
+    return within_training(cells[cells[CONTEXT_COLUMN] == "regular"])
 
 
 # --- reverse_posembed: digit reversal -----------------------------------------------------------------
@@ -61,7 +62,7 @@ def _reverse_table(cfg: ExperimentConfig) -> tuple[str, ...]:
 
 def no_position_generalises_further(frame: pd.DataFrame, digit_map: DigitMap = None) -> Outcome:
     cells = _of_figure(measured(frame), "fig:testacc_rev")
-    cells = cells[cells["context"] == "regular"]
+    cells = cells[cells[CONTEXT_COLUMN] == "regular"]
     contrasts, gates = [], []
     for init, by_init in cells.groupby("model.init"):
         positions = _by_position(by_init)
@@ -94,7 +95,7 @@ def random_embed_fixes_repetitive(frame: pd.DataFrame, digit_map: DigitMap = Non
     why, on = competence(sides, None, _regular_in_range, FIGURE_GATE)
     if why:
         return untestable(why, [on])
-    repetitive = {p: c[c["context"] == "repetitive"] for p, c in sides.items()}
+    repetitive = {p: c[c[CONTEXT_COLUMN] == "repetitive"] for p, c in sides.items()}
     if any(c.empty for c in repetitive.values()):
         return untestable("needs repetitive test cells for none and random_embed")
     tags, none = Side.of("random_embed", repetitive["random_embed"]), Side.of("none", repetitive["none"])

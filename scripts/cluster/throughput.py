@@ -16,6 +16,7 @@ import sys
 
 import torch
 
+from arith.tracking.schema import POINT_TAG
 from arith.training.train import train
 from sweeps.cost import throughput_config
 from sweeps.grids import GRIDS, points
@@ -35,14 +36,14 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
     for grid in args.grids.split(","):
         candidates = [c for c in points(grid, "paper") if c.model.init == "random"]
-        cfg = next((c for c in candidates if args.match in c.tracking.tags["point"]), candidates[0])
+        cfg = next((c for c in candidates if args.match in c.tracking.tags[POINT_TAG]), candidates[0])
         cfg = cfg.with_overrides(dict(s.split("=", 1) for s in args.set))
         for batch_size in (int(b) for b in args.batch_sizes.split(",")):
             result = train(throughput_config(cfg, args.samples, args.max_steps, batch_size))
             row = {
                 "device": device,
                 "grid": grid,
-                "point": cfg.tracking.tags["point"],
+                POINT_TAG: cfg.tracking.tags[POINT_TAG],
                 "preset": cfg.model.preset,
                 "batch_size": batch_size,
                 "steps": result.steps,
