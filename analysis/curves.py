@@ -86,7 +86,7 @@ def learning_curves_figure(sweep: Sweep, history: pd.DataFrame | None = None) ->
     labels = dict(zip(sweep.trials[RUN_ID_COLUMN], point_labels(sweep.trials, sweep.axes), strict=True))
     points = sorted(set(labels.values()))
     colour = point_colours(sweep.trials, pd.Series(list(labels.values())))
-    figure = Figure(figsize=(11, 3.2 + 0.18 * len(points)))
+    figure = Figure(figsize=(11, 3.4 + 0.36 * len(points)))
     loss_ax, acc_ax = figure.subplots(1, 2, gridspec_kw={"width_ratios": [1.5, 1]})
     if not history.empty:
         frame = history.assign(**{POINT_COLUMN: history[RUN_ID_COLUMN].map(labels)})
@@ -99,7 +99,8 @@ def learning_curves_figure(sweep: Sweep, history: pd.DataFrame | None = None) ->
                 low, high = by_step.min(axis=1), by_step.max(axis=1)
                 loss_ax.fill_between(steps, low, high, color=colour[point], alpha=0.18, lw=0)
         loss_ax.set_yscale("log")
-        loss_ax.legend(fontsize=7, frameon=False, loc="lower left")
+        # below the panel, not over the curves it names (the same points as the right panel's rows)
+        loss_ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(0, -0.2), ncol=2)
     loss_ax.set_xlabel("optimiser step")
     loss_ax.set_ylabel(f"{LOSS_METRIC}, mean of {SMOOTH} logs\n(line: mean over seeds; band: their range)")
     loss_ax.grid(alpha=0.3, which="both")
