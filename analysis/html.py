@@ -27,7 +27,7 @@ from analysis.plots import heatmap
 from analysis.sweep import EPOCH_METRICS, Sweep
 from analysis.tables import Table, render_tables
 from analysis.wrong_answers import points_of, wrong_answers_html
-from arith.tracking.schema import ACCURACY_COLUMN, POINT_COLUMN, RUN_ID_COLUMN, SEED_COLUMN
+from arith.tracking.schema import ACCURACY_COLUMN, EPOCH_COLUMN, POINT_COLUMN, RUN_ID_COLUMN, SEED_COLUMN
 
 STYLE = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1d1d1f; margin: 0;
@@ -85,7 +85,7 @@ def seed_spread_figure(sweep: Sweep) -> Figure | None:
     cells = sweep.cells
     if cells.empty:
         return None
-    last = cells[cells["epoch"] == cells.groupby(RUN_ID_COLUMN)["epoch"].transform("max")]
+    last = cells[cells[EPOCH_COLUMN] == cells.groupby(RUN_ID_COLUMN)[EPOCH_COLUMN].transform("max")]
     per_run = last.groupby(RUN_ID_COLUMN)[ACCURACY_COLUMN].mean()
     trials = sweep.trials.set_index(RUN_ID_COLUMN).loc[per_run.index]
     labels = point_labels(trials.reset_index(), sweep.axes).to_numpy()
@@ -108,12 +108,12 @@ def seed_spread_figure(sweep: Sweep) -> Figure | None:
 def metric_histories(sweep: Sweep) -> pd.DataFrame:
     """run_id, metric, epoch, value for every finished trial and metric of EPOCH_METRICS it logged, from
     the MLflow metric history read with the sweep; from its cells (test_acc only) where the store has none."""
-    history = sweep.history_of(EPOCH_METRICS).rename(columns={"step": "epoch"})
+    history = sweep.history_of(EPOCH_METRICS).rename(columns={"step": EPOCH_COLUMN})
     if not history.empty or sweep.cells.empty:
         return history
-    means = sweep.cells.groupby([RUN_ID_COLUMN, "epoch"])[ACCURACY_COLUMN].mean().reset_index()
+    means = sweep.cells.groupby([RUN_ID_COLUMN, EPOCH_COLUMN])[ACCURACY_COLUMN].mean().reset_index()
     return means.assign(metric="test_acc").rename(columns={ACCURACY_COLUMN: "value"})[
-        [RUN_ID_COLUMN, "metric", "epoch", "value"]
+        [RUN_ID_COLUMN, "metric", EPOCH_COLUMN, "value"]
     ]
 
 
@@ -130,10 +130,10 @@ def epochs_figure(sweep: Sweep, history: pd.DataFrame) -> Figure | None:
     axes = figure.subplots(1, len(metrics), squeeze=False)[0]
     for ax, metric in zip(axes, metrics, strict=True):
         for run_id, line in history[history["metric"] == metric].groupby(RUN_ID_COLUMN):
-            line = line.sort_values("epoch")
-            ax.plot(line["epoch"], line["value"], marker="o", ms=3, lw=1.2, color=colour[labels[run_id]])
+            line = line.sort_values(EPOCH_COLUMN)
+            ax.plot(line[EPOCH_COLUMN], line["value"], marker="o", ms=3, lw=1.2, color=colour[labels[run_id]])
         ax.set_title(metric, fontsize=10)
-        ax.set_xlabel("epoch")
+        ax.set_xlabel(EPOCH_COLUMN)
         ax.set_ylim(-0.03, 1.03)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("exact-match accuracy")

@@ -190,13 +190,15 @@ def read_errors(client, run_id: str, into: Path) -> pd.DataFrame | None:
         path = client.download_artifacts(run_id, "eval/errors.csv", str(into))
     except (MlflowException, OSError):
         return None
+    texts = (schema.PROMPT_COLUMN, schema.EXPECTED_COLUMN, schema.REPLY_COLUMN)
     try:
-        errors = pd.read_csv(path, dtype={"prompt": str, "expected": str, "reply": str})
+        errors = pd.read_csv(path, dtype=dict.fromkeys(texts, str))
     except (pd.errors.EmptyDataError, pd.errors.ParserError) as err:
         raise AnalysisError(f"run {run_id}: eval/errors.csv cannot be read as a table ({err})") from err
-    for column in ("prompt", "expected", "reply"):  # an empty reply is read as NaN
+    for column in texts:  # an empty reply is read as NaN
         errors[column] = errors[column].fillna("")
-    for column in ("epoch", schema.ROW_DIGITS_COLUMN, schema.COL_DIGITS_COLUMN, "a", "b"):
+    numbers = (schema.EPOCH_COLUMN, schema.ROW_DIGITS_COLUMN, schema.COL_DIGITS_COLUMN)
+    for column in (*numbers, schema.A_COLUMN, schema.B_COLUMN):
         errors[column] = pd.to_numeric(errors[column], errors="coerce").astype("Int64")
     return errors
 
@@ -219,11 +221,11 @@ def tidy_errors(
         return pd.DataFrame(
             columns=[
                 *keep,
-                "epoch",
+                schema.EPOCH_COLUMN,
                 schema.CONTEXT_COLUMN,
                 schema.ROW_DIGITS_COLUMN,
                 schema.COL_DIGITS_COLUMN,
-                "prompt",
+                schema.PROMPT_COLUMN,
             ]
         )
     return pd.concat(frames, ignore_index=True)
@@ -236,10 +238,12 @@ def tidy_cells(trials: pd.DataFrame, cells_by_run: dict[str, pd.DataFrame], axes
     for run_id, cells in cells_by_run.items():
         trial = trials.loc[trials[schema.RUN_ID_COLUMN] == run_id, keep].iloc[0]
         cells = cells.assign(**{k: [trial[k]] * len(cells) for k in keep})
-        cells["final_epoch"] = cells["epoch"].max()
+        cells[schema.FINAL_EPOCH_COLUMN] = cells[schema.EPOCH_COLUMN].max()
         frames.append(cells)
     if not frames:
-        return pd.DataFrame(columns=[*keep, "epoch", *schema.CELL_COLUMNS, "final_epoch"])
+        return pd.DataFrame(
+            columns=[*keep, schema.EPOCH_COLUMN, *schema.CELL_COLUMNS, schema.FINAL_EPOCH_COLUMN]
+        )
     tidy = pd.concat(frames, ignore_index=True)
     tidy[schema.ROW_DIGITS_COLUMN] = tidy[schema.ROW_DIGITS_COLUMN].astype("Int64")
     tidy[schema.COL_DIGITS_COLUMN] = tidy[schema.COL_DIGITS_COLUMN].astype("Int64")

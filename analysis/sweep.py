@@ -15,6 +15,8 @@ from arith.tracking.schema import (
     ACCURACY_UNSEEN_COLUMN,
     COL_DIGITS_COLUMN,
     CONTEXT_COLUMN,
+    EPOCH_COLUMN,
+    FINAL_EPOCH_COLUMN,
     N_COLUMN,
     N_SEEN_COLUMN,
     PAPER_EPOCHS_TAG,
@@ -142,8 +144,8 @@ def aggregate_seeds(cells: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
     keys = [
         *dict.fromkeys([*IDENTITY_KEYS, *axes]),
         *TAG_COLUMNS,
-        "epoch",
-        "final_epoch",
+        EPOCH_COLUMN,
+        FINAL_EPOCH_COLUMN,
         CONTEXT_COLUMN,
         ROW_DIGITS_COLUMN,
         COL_DIGITS_COLUMN,
@@ -167,5 +169,5 @@ def aggregate_seeds(cells: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
             RUN_IDS: (RUN_ID_COLUMN, lambda ids: tuple(sorted(set(ids)))),
         }
     ).reset_index()
-    out["final"] = out["epoch"] == out["final_epoch"]
+    out["final"] = out[EPOCH_COLUMN] == out[FINAL_EPOCH_COLUMN]
     return out

@@ -26,6 +26,8 @@ from arith.tracking.schema import (
     ACCURACY_UNSEEN_COLUMN,
     COL_DIGITS_COLUMN,
     CONTEXT_COLUMN,
+    EPOCH_COLUMN,
+    FINAL_EPOCH_COLUMN,
     PAPER_EPOCHS_TAG,
     PAPER_TABLE_TAG,
     ROW_DIGITS_COLUMN,
@@ -213,10 +215,10 @@ def _dialogue_tables(frame: pd.DataFrame, axes: list[str]) -> list[Table]:
     out = []
     # one table per reading of the paper (its epoch 50 or 100): at a step budget the points read it at
     # different epochs of their own (a smaller data set has more, shorter epochs)
-    frame = frame.assign(reading=frame[PAPER_EPOCHS_TAG].fillna(frame["epoch"]))
+    frame = frame.assign(reading=frame[PAPER_EPOCHS_TAG].fillna(frame[EPOCH_COLUMN]))
     for (context, reading), panel in frame.groupby([CONTEXT_COLUMN, "reading"], sort=True):
         panel = panel.assign(row=_label(panel, keys))
-        runs = panel[["epoch", "final_epoch"]].drop_duplicates().sort_values("epoch")
+        runs = panel[[EPOCH_COLUMN, FINAL_EPOCH_COLUMN]].drop_duplicates().sort_values(EPOCH_COLUMN)
         at = " / ".join(f"{int(e)} of {int(f)}" for e, f in runs.itertuples(index=False))
         paper_note = f", paper's {int(reading)} of 100" if panel[PAPER_EPOCHS_TAG].notna().any() else ""
         title = f"nl_mix: {context}, epoch {at}{paper_note}"

@@ -20,7 +20,14 @@ from analysis.load import Sweep
 from analysis.sweep import RUN_IDS
 from analysis.tables import Table
 from arith.tracking import digit_errors
-from arith.tracking.schema import CONTEXT_COLUMN, POINT_COLUMN, ROW_DIGITS_COLUMN, RUN_ID_COLUMN
+from arith.tracking.schema import (
+    CONTEXT_COLUMN,
+    EPOCH_COLUMN,
+    FINAL_EPOCH_COLUMN,
+    POINT_COLUMN,
+    ROW_DIGITS_COLUMN,
+    RUN_ID_COLUMN,
+)
 
 #: wrong answers listed per cell of a table
 SHOWN_PER_CELL = 3
@@ -51,7 +58,7 @@ def points_of(sweep: Sweep, table: Table) -> list[PointErrors]:
         return []
     errors = errors[errors[CONTEXT_COLUMN].astype(str).isin(table.contexts)]
     cells = sweep.cells[sweep.cells[CONTEXT_COLUMN].astype(str).isin(table.contexts)]
-    cells = cells[cells["epoch"] == cells["final_epoch"]]
+    cells = cells[cells[EPOCH_COLUMN] == cells[FINAL_EPOCH_COLUMN]]
     out = []
     for point in table.points.to_dict("records"):
         runs = set(point.pop(RUN_IDS))

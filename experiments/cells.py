@@ -13,6 +13,8 @@ from arith.tracking.schema import (
     CELL_KEYS,
     COL_DIGITS_COLUMN,
     CONTEXT_COLUMN,
+    EPOCH_COLUMN,
+    FINAL_EPOCH_COLUMN,
     PAPER_EPOCHS_TAG,
     PAPER_TABLE_TAG,
     ROW_DIGITS_COLUMN,
@@ -24,7 +26,7 @@ def measured(frame: pd.DataFrame) -> pd.DataFrame:
     """Each trial's cells at its last evaluation (leaving out cells only the paper has)."""
     if frame.empty:
         return frame
-    final = frame["final"] if "final" in frame else frame["epoch"] == frame["final_epoch"]
+    final = frame["final"] if "final" in frame else frame[EPOCH_COLUMN] == frame[FINAL_EPOCH_COLUMN]
     return frame[final.astype(bool) & frame[ACCURACY_COLUMN].notna()]
 
 
@@ -107,7 +109,7 @@ def paper_of(cells: pd.DataFrame, digit_map: dict[int, int] | None) -> pd.DataFr
         for k in cells.columns
         if k.startswith(("data.", "model.", "train.")) or k == PAPER_TABLE_TAG
     }
-    final = int(cells["final_epoch"].max()) if "final_epoch" in cells else 0
+    final = int(cells[FINAL_EPOCH_COLUMN].max()) if FINAL_EPOCH_COLUMN in cells else 0
     reading = paper_reading(final, [final], str(row.get(PAPER_EPOCHS_TAG) or ""))
     paper = paper_cells(point, reading, final=True, digit_map=digit_map)
     return paper.rename(columns={ACCURACY_COLUMN: "paper_accuracy"})[PAPER_COLUMNS]

@@ -25,6 +25,8 @@ from arith.tracking.schema import (
     ACCURACY_COLUMN,
     COL_DIGITS_COLUMN,
     CONTEXT_COLUMN,
+    EPOCH_COLUMN,
+    FINAL_EPOCH_COLUMN,
     PAPER_EPOCHS_TAG,
     PAPER_TABLE_TAG,
     ROW_DIGITS_COLUMN,
@@ -230,9 +232,9 @@ def attach_paper(
     out = []
     for point_values, point_frame in agg.groupby(point_keys, dropna=False, sort=False):
         point = dict(zip(point_keys, point_values, strict=True))
-        epochs = sorted(int(e) for e in point_frame["epoch"].unique())
-        final_epoch = int(point_frame["final_epoch"].max())
-        for epoch, ours in point_frame.groupby("epoch", sort=True):
+        epochs = sorted(int(e) for e in point_frame[EPOCH_COLUMN].unique())
+        final_epoch = int(point_frame[FINAL_EPOCH_COLUMN].max())
+        for epoch, ours in point_frame.groupby(EPOCH_COLUMN, sort=True):
             reading = paper_reading(int(epoch), epochs, str(point.get(PAPER_EPOCHS_TAG) or ""))
             theirs = paper_cells(point, reading, final=int(epoch) == final_epoch, digit_map=digit_map).rename(
                 columns={"table": "paper_source", ACCURACY_COLUMN: "paper_accuracy"}
@@ -243,9 +245,9 @@ def attach_paper(
             for key, value in point.items():
                 merged[key] = [value] * len(merged)
             merged["paper_epochs_tag"] = point.get(PAPER_EPOCHS_TAG, "")
-            merged["epoch"] = epoch
-            merged["final_epoch"] = final_epoch
-            merged["final"] = merged["epoch"] == final_epoch
+            merged[EPOCH_COLUMN] = epoch
+            merged[FINAL_EPOCH_COLUMN] = final_epoch
+            merged["final"] = merged[EPOCH_COLUMN] == final_epoch
             merged[PAPER_EPOCHS_TAG] = reading
             out.append(merged)
     frame = pd.concat(out, ignore_index=True)

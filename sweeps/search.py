@@ -87,7 +87,7 @@ def gate_cells(cfg: ExperimentConfig, digits: dict[int, int], search: Search) ->
     paper = {schema.PAPER_TABLE_TAG: tags.get(schema.PAPER_TABLE_TAG, ""), schema.PAPER_EPOCHS_TAG: ""}
     for key, value in {**point, **paper}.items():
         frame[key] = [value] * len(frame)
-    frame["final_epoch"] = cfg.train.epochs
+    frame[schema.FINAL_EPOCH_COLUMN] = cfg.train.epochs
     gated, _ = gated_cells(frame, digits, search.fallback)
     return [gate_cell_name(r.context, r.row_digits, r.col_digits) for r in gated.itertuples(index=False)]
 

@@ -16,14 +16,17 @@ ROOT = Path(__file__).resolve().parents[1]
 TOP = ("arith", "experiments", "sweeps", "analysis", "scripts", "benchmarks")
 SCHEMA = "arith/tracking/schema.py"
 
-#: "grid" and "scale" also name a plan part's fields, a finding's column and a task's layout: too common
-#: a word to find as the tag by its spelling; every other tag name is guarded
-UNGUARDED_TAGS = {schema.GRID_TAG, schema.SCALE_TAG}
+#: the operands' columns of eval/errors.csv: single letters, too common to find by their spelling (the
+#: modules indexing the errors frame use schema.A_COLUMN / B_COLUMN); every other column is guarded
+TOO_COMMON = {schema.A_COLUMN, schema.B_COLUMN}
 GUARDED: set[str] = {
     *(v for k, v in vars(schema).items() if k.endswith("_TAG") and isinstance(v, str)),
     *schema.CELL_COLUMNS,
+    *schema.ERROR_COLUMNS,
     schema.RUN_ID_COLUMN,
-} - UNGUARDED_TAGS
+    schema.EPOCH_COLUMN,
+    schema.FINAL_EPOCH_COLUMN,
+} - TOO_COMMON
 
 #: (module, literal) pairs that are not the schema, and why
 NOT_THE_SCHEMA: dict[tuple[str, str], str] = {
@@ -41,6 +44,40 @@ NOT_THE_SCHEMA: dict[tuple[str, str], str] = {
         )
     },
     ("arith/training/cli.py", "run_id"): "a field of the trainer's printed JSON summary",
+    # "epoch" as the trainer's reported metric (Tune's result key, an MLflow metric), not the cells column
+    ("arith/training/train.py", "epoch"): "the trainer's reported metric (Tune result / MLflow metric)",
+    ("sweeps/tuner.py", "epoch"): "a Tune result key in the end-of-sweep summary's metrics",
+    ("sweeps/search.py", "epoch"): "a column of Tune's result history (the trainer's reported metric)",
+    ("analysis/search.py", "epoch"): "a column of the search's own evaluations frame (an MLflow metric step)",
+    # "grid" and "scale" as anything but the MLflow tags: each module owning that format spells it
+    ("analysis/plan.py", "grid"): "a field of plan.yaml's parts (analysis.plan owns plan.yaml)",
+    ("analysis/plan.py", "scale"): "a field of plan.yaml's parts (analysis.plan owns plan.yaml)",
+    ("experiments/gpu_plan.py", "grid"): "a field of gpu_plan.yaml's parts (experiments.gpu_plan owns it)",
+    ("experiments/gpu_plan.py", "scale"): "a field of gpu_plan.yaml's parts (experiments.gpu_plan owns it)",
+    ("sweeps/storage.py", "grid"): "a key of sweep.json (its --resume record), not the parent run's tag",
+    ("sweeps/storage.py", "scale"): "a key of sweep.json (its --resume record), not the parent run's tag",
+    (
+        "analysis/budget.py",
+        "grid",
+    ): "a field of the pre-search JSON-lines records and the budget table's column",
+    ("analysis/budget.py", "scale"): "a field of the pre-search JSON-lines records",
+    ("analysis/spend.py", "grid"): "a column header of the plan's spend table (docs/RESULTS.md)",
+    ("analysis/spend.py", "scale"): "a column header of the plan's spend table (docs/RESULTS.md)",
+    ("analysis/findings.py", "grid"): "a column of the findings table (FINDING_COLUMNS)",
+    ("analysis/results.py", "grid"): "a column of the findings table and of analysis.budget's budget table",
+    ("analysis/tables.py", "grid"): "a task's table layout (Task.layout), not the tag",
+    ("arith/data/tasks/mul.py", "grid"): "the task's table layout (Task.layout), not the tag",
+    ("sweeps/cost.py", "grid"): "a column of the GPU cost estimate's table",
+    ("scripts/cluster/throughput.py", "grid"): "a field of the throughput script's own JSON rows",
+    ("benchmarks/bench_paper.py", "grid"): "a field of the benchmark's own JSON rows",
+}
+
+#: the distinctive fields of a plan file, each spelled by the one module that reads that file alone
+PLAN_FIELDS: dict[str, str] = {
+    "why_not_run": "analysis/plan.py",
+    "estimate_core_min": "analysis/plan.py",
+    "chosen_by": "experiments/gpu_plan.py",
+    "procs": "experiments/gpu_plan.py",
 }
 
 
@@ -77,6 +114,25 @@ def test_no_module_but_the_schema_spells_a_tag_name_or_a_record_column() -> None
 def test_the_allowlist_names_only_literals_still_there() -> None:
     present = {(m, v) for m, tree in _sources().items() for _, v in schema_literals(tree)}
     assert not set(NOT_THE_SCHEMA) - present, "drop these allowlist entries"
+
+
+def test_no_module_but_its_reader_spells_a_plan_files_field() -> None:
+    found = [
+        f"{module}:{node.lineno}: {node.value!r}"
+        for module, tree in _sources().items()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and node.value in PLAN_FIELDS
+        and PLAN_FIELDS[node.value] != module
+    ]
+    assert not found, "read the plan through analysis.plan / experiments.gpu_plan:\n" + "\n".join(found)
+
+
+def test_the_guard_covers_the_tags_the_epoch_and_the_errors_columns() -> None:
+    names = {"sweep", "grid", "scale", "git_commit", "epoch", "final_epoch", "prompt", "expected", "reply"}
+    assert names <= GUARDED
+    assert not TOO_COMMON & GUARDED
 
 
 def test_the_guard_finds_a_literal_in_code_and_in_f_string_expressions_not_in_f_string_text() -> None:

@@ -37,10 +37,15 @@ from arith.data.examples import Cell, Example
 from arith.data.tasks import problem_id, problem_ids
 from arith.tracking.archive import ArchiveError, read_archive
 from arith.tracking.schema import (
+    A_COLUMN,
+    B_COLUMN,
     COL_DIGITS_COLUMN,
     CONTEXT_COLUMN,
     CORRECT_COLUMN,
+    EPOCH_COLUMN,
+    EXPECTED_COLUMN,
     N_COLUMN,
+    PROMPT_COLUMN,
     ROW_DIGITS_COLUMN,
     SEEN_IN_TRAIN_COLUMN,
     SPLIT_COLUMNS,
@@ -115,7 +120,7 @@ def _number(value: float) -> str:
 def _errors_by_cell(text: str, epoch: int) -> dict[Cell, list[dict[str, str]]]:
     """The kept wrong answers per cell; they must all be of the last evaluation (`epoch`)."""
     rows = list(csv.DictReader(text.splitlines(keepends=True)))
-    epochs = {int(float(row["epoch"])) for row in rows}
+    epochs = {int(float(row[EPOCH_COLUMN])) for row in rows}
     if epochs - {epoch}:
         raise Skip(f"eval/errors.csv holds epochs {sorted(epochs)}, the last evaluation is epoch {epoch}")
     out: dict[Cell, list[dict[str, str]]] = {}
@@ -126,9 +131,9 @@ def _errors_by_cell(text: str, epoch: int) -> dict[Cell, list[dict[str, str]]]:
 
 def _matches(example: Example, row: dict[str, str]) -> bool:
     """Whether a kept wrong answer is this test problem (its operands and expected answer agree)."""
-    same_a = not row["a"] or int(float(row["a"])) == example.a
-    same_b = not row["b"] or (example.b is not None and int(float(row["b"])) == example.b)
-    return same_a and same_b and row["expected"] == example.answer.strip()
+    same_a = not row[A_COLUMN] or int(float(row[A_COLUMN])) == example.a
+    same_b = not row[B_COLUMN] or (example.b is not None and int(float(row[B_COLUMN])) == example.b)
+    return same_a and same_b and row[EXPECTED_COLUMN] == example.answer.strip()
 
 
 def split_of_cell(
@@ -141,11 +146,11 @@ def split_of_cell(
     by_prompt: dict[str, list[int]] = {}
     for i, e in enumerate(examples):
         by_prompt.setdefault(e.prompt, []).append(i)
-    used = Counter(row["prompt"] for row in wrong)
+    used = Counter(row[PROMPT_COLUMN] for row in wrong)
     for row in wrong:
-        items = by_prompt.get(row["prompt"], [])
-        if used[row["prompt"]] > len(items) or not all(_matches(examples[i], row) for i in items):
-            raise Skip(f"a wrong answer ({row['prompt']!r}) is not a test problem of its cell")
+        items = by_prompt.get(row[PROMPT_COLUMN], [])
+        if used[row[PROMPT_COLUMN]] > len(items) or not all(_matches(examples[i], row) for i in items):
+            raise Skip(f"a wrong answer ({row[PROMPT_COLUMN]!r}) is not a test problem of its cell")
     correct = [True] * len(examples)
     for prompt, count in used.items():
         for i in by_prompt[prompt][:count]:
@@ -171,9 +176,9 @@ def backfill_cells(record: dict[str, Any]) -> tuple[str, int]:
     header = header if has_split else [*header, *SPLIT_COLUMNS]
     rows = [row if has_split else [*row, "", "", ""] for row in rows]
     table = [dict(zip(header, row, strict=True)) for row in rows]
-    last = max(int(float(row["epoch"])) for row in table)
+    last = max(int(float(row[EPOCH_COLUMN])) for row in table)
     errors = _errors_by_cell(artifacts[ERRORS_CSV], last)
-    final = {_cell_of(row): row for row in table if int(float(row["epoch"])) == last}
+    final = {_cell_of(row): row for row in table if int(float(row[EPOCH_COLUMN])) == last}
     exact = [
         c
         for c, row in final.items()

@@ -28,6 +28,7 @@ import pandas as pd
 from arith.config import ExperimentConfig
 from arith.tracking.archive import ARTIFACTS
 from arith.tracking.runs import NullTracker, param_value
+from arith.tracking.schema import EPOCH_COLUMN
 from arith.tracking.schema import PARENT_RUN_TAG as PARENT_TAG
 
 #: the tag that nests a trial under its sweep (MLflow's own), kept apart as `parent_run_id` in a record
@@ -113,7 +114,7 @@ class RunRecorder(NullTracker):
     def log_evaluation(self, cells: pd.DataFrame, failures: pd.DataFrame | list[dict], epoch: int) -> None:
         """Append one evaluation to `eval/cells.csv`, as the MLflow tracker does."""
         cells = cells.copy()
-        cells.insert(0, "epoch", epoch)
+        cells.insert(0, EPOCH_COLUMN, epoch)
         self._cells.append(cells)
         self.log_text(pd.concat(self._cells, ignore_index=True).to_csv(index=False), "eval/cells.csv")
 
@@ -121,7 +122,7 @@ class RunRecorder(NullTracker):
         """The latest evaluation's kept wrong answers as `eval/errors.csv`, as the MLflow tracker keeps
         them (the trained model is not recorded: an archive holds text, not weights)."""
         errors = errors.copy()
-        errors.insert(0, "epoch", epoch)
+        errors.insert(0, EPOCH_COLUMN, epoch)
         self.log_text(errors.to_csv(index=False), "eval/errors.csv")
 
     def flush(self) -> bool:

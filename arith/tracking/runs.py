@@ -29,7 +29,7 @@ import pandas as pd
 from arith.config import ExperimentConfig
 from arith.tracking import digit_errors, logged_model, store
 from arith.tracking.outbox import Outbox, patiently
-from arith.tracking.schema import CONTEXT_COLUMN, MODEL_ARTIFACT, PARENT_RUN_TAG
+from arith.tracking.schema import CONTEXT_COLUMN, EPOCH_COLUMN, MODEL_ARTIFACT, PARENT_RUN_TAG
 
 #: MLflow's per-call limit of params for log_batch
 _MAX_PARAMS_PER_BATCH = 100
@@ -182,15 +182,15 @@ class MlflowTracker(NullTracker):
     def log_evaluation(self, cells: pd.DataFrame, failures: pd.DataFrame | list[dict], epoch: int) -> None:
         """Append one evaluation to eval/cells.csv and eval/failures.jsonl and draw its heatmaps; an
         epoch the run already holds (logged before a restart) is not added again."""
-        if any(epoch in set(frame["epoch"]) for frame in self._cells_history):
+        if any(epoch in set(frame[EPOCH_COLUMN]) for frame in self._cells_history):
             return
         cells = cells.copy()
-        cells.insert(0, "epoch", epoch)
+        cells.insert(0, EPOCH_COLUMN, epoch)
         self._cells_history.append(cells)
         history = pd.concat(self._cells_history, ignore_index=True)
         self.outbox.texts["eval/cells.csv"] = history.to_csv(index=False)
         rows = failures.to_dict("records") if isinstance(failures, pd.DataFrame) else list(failures)
-        self._failures_history.extend({"epoch": epoch, **row} for row in rows)
+        self._failures_history.extend({EPOCH_COLUMN: epoch, **row} for row in rows)
         self.outbox.texts["eval/failures.jsonl"] = "".join(
             json.dumps(row, default=str) + "\n" for row in self._failures_history
         )
@@ -213,7 +213,7 @@ class MlflowTracker(NullTracker):
         import matplotlib.pyplot as plt
 
         errors = errors.copy()
-        errors.insert(0, "epoch", epoch)
+        errors.insert(0, EPOCH_COLUMN, epoch)
         self.outbox.texts[ERRORS_CSV] = errors.to_csv(index=False)
         self.outbox.tags.update(_table_tag(ERRORS_TABLE))
         self.outbox.texts[ERRORS_TABLE] = _table_json(errors)

@@ -78,6 +78,12 @@ CONTEXT_COLUMN, ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN = "context", "row_digits", 
 N_COLUMN, CORRECT_COLUMN, ACCURACY_COLUMN, SEEN_IN_TRAIN_COLUMN = "n", "correct", "accuracy", "seen_in_train"
 #: the problems of a cell also in training, and its accuracy on those and on the rest
 N_SEEN_COLUMN, ACCURACY_SEEN_COLUMN, ACCURACY_UNSEEN_COLUMN = "n_seen", "accuracy_seen", "accuracy_unseen"
+#: the evaluation a row of eval/cells.csv and eval/errors.csv is from (their first column), and the analysis's
+#: cells frame's last evaluated epoch of the row's trial
+EPOCH_COLUMN, FINAL_EPOCH_COLUMN = "epoch", "final_epoch"
+#: a kept wrong answer's operands (b is empty for one-operand tasks), prompt, expected answer and reply
+A_COLUMN, B_COLUMN = "a", "b"
+PROMPT_COLUMN, EXPECTED_COLUMN, REPLY_COLUMN = "prompt", "expected", "reply"
 
 # ---------------------------------------------------------------------------------------------------------
 # Params and artifacts of a trial
@@ -101,7 +107,13 @@ CELL_COLUMNS: tuple[str, ...] = (
     *SPLIT_COLUMNS,
 )
 #: the columns of eval/cells.csv a reader cannot do without (every trainer since the artifact wrote them)
-REQUIRED_CELL_COLUMNS: tuple[str, ...] = ("epoch", *(c for c in CELL_COLUMNS if c not in SPLIT_COLUMNS))
+REQUIRED_CELL_COLUMNS: tuple[str, ...] = (
+    EPOCH_COLUMN,
+    *(c for c in CELL_COLUMNS if c not in SPLIT_COLUMNS),
+)
 #: the last evaluation's kept wrong answers, the cell and operands of each; eval/errors.csv writes them
 #: after `epoch`
-ERROR_COLUMNS: tuple[str, ...] = (*CELL_KEYS, "a", "b", "prompt", "expected", "reply")
+ERROR_COLUMNS: tuple[str, ...] = (
+    *CELL_KEYS,
+    *(A_COLUMN, B_COLUMN, PROMPT_COLUMN, EXPECTED_COLUMN, REPLY_COLUMN),
+)

@@ -23,13 +23,17 @@ import pandas as pd
 from arith.data.examples import Cell, Example
 from arith.data.tasks import problem_id
 from arith.tracking.schema import (
+    A_COLUMN,
     ACCURACY_SEEN_COLUMN,
     ACCURACY_UNSEEN_COLUMN,
+    B_COLUMN,
     CELL_COLUMNS,
     COL_DIGITS_COLUMN,
     CONTEXT_COLUMN,
     ERROR_COLUMNS,
+    EXPECTED_COLUMN,
     N_SEEN_COLUMN,
+    PROMPT_COLUMN,
     ROW_DIGITS_COLUMN,
     SEEN_IN_TRAIN_COLUMN,
 )
@@ -70,8 +74,8 @@ class Failure:
     def to_json(self) -> dict:
         context, row_digits, col_digits = self.cell
         return {
-            "prompt": self.prompt,
-            "expected": self.expected,
+            PROMPT_COLUMN: self.prompt,
+            EXPECTED_COLUMN: self.expected,
             "generated": self.generated,
             CONTEXT_COLUMN: context,
             ROW_DIGITS_COLUMN: row_digits,
@@ -113,14 +117,21 @@ class EvalResult:
         return pd.DataFrame([asdict(c) for c in self.cells], columns=CELL_COLUMNS)
 
     def failures_frame(self) -> pd.DataFrame:
-        columns = ["prompt", "expected", "generated", CONTEXT_COLUMN, ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN]
+        columns = [
+            PROMPT_COLUMN,
+            EXPECTED_COLUMN,
+            "generated",
+            CONTEXT_COLUMN,
+            ROW_DIGITS_COLUMN,
+            COL_DIGITS_COLUMN,
+        ]
         return pd.DataFrame([f.to_json() for f in self.failures], columns=columns)
 
     def errors_frame(self) -> pd.DataFrame:
         """The kept wrong answers, one row each, columns ERROR_COLUMNS (`reply` = the generated text)."""
         rows = [(*f.cell, f.a, f.b, f.prompt, f.expected, f.generated) for f in self.errors]
         frame = pd.DataFrame(rows, columns=ERROR_COLUMNS)
-        return frame.astype({"a": "Int64", "b": "Int64", ROW_DIGITS_COLUMN: "Int64"})
+        return frame.astype({A_COLUMN: "Int64", B_COLUMN: "Int64", ROW_DIGITS_COLUMN: "Int64"})
 
 
 def evaluate(
