@@ -31,7 +31,7 @@ import json
 
 from analysis.load import FINISHED, Sweep
 from arith.tracking import store
-from arith.tracking.schema import CONTEXT_COLUMN, PARENT_RUN_TAG, RUN_ID_COLUMN, SWEEP_TAG
+from arith.tracking.schema import CONTEXT_COLUMN, RUN_ID_COLUMN, SWEEP_TAG
 
 VIEW_TAG = "mlflow.sharedViewState."
 #: the UI's query parameter that opens an experiment in its "Model training" workflow: without it MLflow
@@ -69,7 +69,7 @@ def view_state(sweep: Sweep, logged: list[str] | None = None) -> dict:
     axes = varying_axes(sweep)
     metrics = accuracy_metrics(sweep, logged)
     return {
-        "searchFilter": trials_filter(sweep),
+        "searchFilter": view_filter(sweep),
         "orderByKey": _quoted("metrics", "test_acc"),
         "orderByAsc": False,
         "selectedColumns": [*(_quoted("params", a) for a in axes), *(_quoted("metrics", m) for m in metrics)],
@@ -83,12 +83,13 @@ def view_state(sweep: Sweep, logged: list[str] | None = None) -> dict:
     }
 
 
-def trials_filter(sweep: Sweep) -> str:
+def view_filter(sweep: Sweep) -> str:
     """The UI's search filter that keeps the sweep's trials and leaves its parent run(s) out: the
-    trials of its one parent run, or of several parts every run that is no sweep parent."""
+    trials of its one parent run (`store.trials_filter`), or of several parts every run that is no sweep
+    parent."""
     parents = sweep.parent_run_ids or (sweep.parent_run_id,)
     if len(parents) == 1:
-        return f"tags.`{PARENT_RUN_TAG}` = '{parents[0]}'"
+        return store.trials_filter(parents[0])
     return f"tags.`{SWEEP_TAG}` IS NULL"
 
 
