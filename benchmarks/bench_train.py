@@ -21,7 +21,13 @@ from torch.profiler import ProfilerActivity, profile
 from arith.config import ExperimentConfig, parse_set
 from arith.training.batching import BatchLoader
 from arith.training.evaluate import evaluate
-from arith.training.hardware import autocast_context, cpu_has_native_bf16, cpu_threads, resolve_device
+from arith.training.hardware import (
+    autocast_context,
+    bf16_matmuls,
+    cpu_has_native_bf16,
+    cpu_threads,
+    resolve_device,
+)
 from arith.training.train import head_on_loss_rows, make_optimizer, setup, train, train_step
 from arith.validation import validate
 
@@ -44,8 +50,8 @@ def emit(record: dict) -> None:
 
 def tta_precision(device: str) -> str:
     """The recipe's precision, except bf16 on a CPU that computes it natively (AVX512-BF16 or AMX): there
-    bf16 autocast reaches the target sooner (README, "bf16 on a CPU"); elsewhere on a CPU it is emulated
-    and slower, so fp32 stays."""
+    bf16 autocast reaches the target sooner (README, "bf16 on a CPU"); elsewhere on a CPU bf16's products
+    run on fp32 kernels (`EmulatedBf16Autocast`), a little slower than fp32, so fp32 stays."""
     if resolve_device(device).type == "cpu" and cpu_has_native_bf16():
         return "bf16"
     return TTA["train.precision"]
@@ -193,6 +199,7 @@ def throughput(
             if device.type == "cuda"
             else f"cpu x{torch.get_num_threads()}",
             "precision": precision_name(device, cfg.train.precision),
+            "bf16_matmuls": bf16_matmuls(device, cfg.train.precision),
             "batch_size": cfg.train.batch_size,
             "mean_seq_len": round(seq_len, 1),
             "trainer_tokens_per_s": round(trainer),
@@ -226,17 +233,17 @@ def op_kind(name: str) -> str:
 
 
 def matmul_roofline_flops(device: torch.device, precision: str, size: int = 1024, reps: int = 5) -> float:
-    """FLOP/s of one large square matmul in the step's precision on the step's threads: what the matrix
-    units deliver when shapes are not the bottleneck."""
-    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
-    a = torch.randn(size, size, device=device, dtype=dtype)
-    b = torch.randn(size, size, device=device, dtype=dtype)
-    a @ b
-    _sync(device)
-    start = time.perf_counter()
-    for _ in range(reps):
+    """FLOP/s of one large square matmul under the step's autocast (`train.precision`), on the step's
+    threads: what the matrix units deliver, the step's casts included, when shapes are not the bottleneck."""
+    a = torch.randn(size, size, device=device)
+    b = torch.randn(size, size, device=device)
+    with autocast_context(device, precision):
         a @ b
-    _sync(device)
+        _sync(device)
+        start = time.perf_counter()
+        for _ in range(reps):
+            a @ b
+        _sync(device)
     return 2 * size**3 * reps / (time.perf_counter() - start)
 
 
@@ -278,13 +285,14 @@ def profile_steps(
                 "preset": preset,
                 "device": _device_name(s.device),
                 "precision": precision,
+                "bf16_matmuls": bf16_matmuls(s.device, cfg.train.precision),
                 "batch_size": batch_size,
                 "ms_per_step": round(seconds / steps * 1e3, 1),
                 "tokens_per_s": round(tokens / seconds),
                 # this process's CPU time: on a busy machine, what the step costs without the waits
                 "tokens_per_cpu_s": round(tokens / cpu_seconds),
                 "model_gflops": round(flops / 1e9, 1),
-                "roofline_gflops": round(matmul_roofline_flops(s.device, precision) / 1e9, 1),
+                "roofline_gflops": round(matmul_roofline_flops(s.device, cfg.train.precision) / 1e9, 1),
                 "shares": {k: round(v, 3) for k, v in sorted(shares.items(), key=lambda kv: -kv[1])},
                 "top": [[e.key, round(e.self_cpu_time_total / total, 3), e.count // steps] for e in top],
             }

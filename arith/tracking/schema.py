@@ -29,6 +29,8 @@ SWEEP_TAG, GRID_TAG, SCALE_TAG, COMMIT_TAG = "sweep", "grid", "scale", "git_comm
 #: pre-search that chose its budget; and the grid a variant grid is judged as
 DIGIT_MAP_TAG, AXES_TAG, PRESEARCH_SEEDS_TAG = "digit_map", "axes", "presearch_seeds"
 VARIANT_OF_TAG = "variant_of"
+#: how a trial's bf16 products were computed: "native", "fp32 kernels" (a CPU without bf16 hardware) or "none"
+BF16_MATMULS_TAG = "bf16_matmuls"
 #: a trial's seed and point (the grid point's name, e.g. "format=basic")
 SEED_TAG, POINT_TAG = "seed", "point"
 #: MLflow's tag of a run's colour in its UI's charts (a hex string; the UI's colour picker writes it too):

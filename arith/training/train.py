@@ -31,7 +31,7 @@ from arith.data.tasks import problem_ids
 from arith.model.gpt import build_model
 from arith.model.tokenizer import tokenizer_for
 from arith.tracking.runs import NullTracker, start_tracker
-from arith.tracking.schema import ACCURACY_COLUMN, EXPERIMENT_CONFIG
+from arith.tracking.schema import ACCURACY_COLUMN, BF16_MATMULS_TAG, EXPERIMENT_CONFIG
 from arith.training.batching import BatchLoader, encode_lines, example_digits, pad_token_id
 from arith.training.checkpoints import (
     CheckpointFolder,
@@ -42,7 +42,13 @@ from arith.training.checkpoints import (
     set_rng_state,
 )
 from arith.training.evaluate import evaluate
-from arith.training.hardware import autocast_context, compile_model, cpu_threads, resolve_device
+from arith.training.hardware import (
+    autocast_context,
+    bf16_matmuls,
+    compile_model,
+    cpu_threads,
+    resolve_device,
+)
 from arith.training.metrics import exact_match, probe_examples, summary_metrics
 from arith.training.optim import lr_lambda, make_optimizer, total_steps
 from arith.validation import validate
@@ -214,7 +220,13 @@ def train(
         )
     state.run_id = tracker.run_id
     # the device it trained on: a scheduler may assign a (fractional, or fake) GPU where torch has none
-    tracker.set_tags({"hostname": socket.gethostname(), "device": s.device.type})
+    tracker.set_tags(
+        {
+            "hostname": socket.gethostname(),
+            "device": s.device.type,
+            BF16_MATMULS_TAG: bf16_matmuls(s.device, cfg.train.precision),
+        }
+    )
     if saved is not None:
         print(
             f"resumed from epoch {state.epoch}, step {state.step} (MLflow run {state.run_id or '-'})",
