@@ -40,7 +40,7 @@ class Planned:
     #: a count K (seeds 0..K-1) or explicit seeds, to add seeds to an earlier part
     seeds: int | tuple[int, ...] = 3
     only: tuple[str, ...] = ()
-    #: the scale: `cpu`, or `cpu_recipe` (each task's pre-searched recipe, sweeps/scales.py)
+    #: the scale: `cpu`, or `cpu_recipe` (each task's pre-searched recipe, experiments/recipes.py)
     scale: str = "cpu"
     #: sweeps/run.py --set values (a pre-search's readings along the run, say)
     sets: tuple[str, ...] = ()

@@ -136,10 +136,14 @@ def check_presearch_seeds(seeds: Iterable[int], what: str) -> None:
 class ChosenRecipe:
     """The recipe a search chose for an experiment at a scale: its settings (dotted keys, absolute values,
     set after the scale) train every point of the experiment, so the claim's compared formats train at one
-    recipe. `chosen_by` names the `Search` (or the pre-search record) that chose it."""
+    recipe (drawing the paper's sample count at a recipe scale). `chosen_by` names the `Search` (or the
+    pre-search record) that chose it; the shared ones are `experiments.recipes`'."""
 
     scale: str
     settings: Mapping[str, Any]
     chosen_by: str
     #: what the search measured for it (its cost to the gate, its archive)
     evidence: str = ""
+    #: False for a candidate a pre-search tried and did not choose: only the scale's pre-search seeds run
+    #: it (`sweeps.space.resolve` refuses others), so that no judged sweep trains at a rejected recipe
+    chosen: bool = True

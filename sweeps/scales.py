@@ -16,11 +16,12 @@
 - `gpu`: what one lent GPU pays for in a lease (docs/results/gpu_plan.yaml): the paper's digit counts and
   samples, a 6-layer GPT-2 (gpt2-mini), the cpu scale's learning rate and a step budget per task that a
   pre-search on seeds from 100 up chooses, so that the judged seeds never chose their own budget.
-- `cpu_recipe`: the cpu miniature with, for each task that has one, a recipe (`Recipe`: the step
-  budget, the fraction of the paper's sample count, bf16 where the CPU multiplies it natively) chosen by a
-  pre-search on seeds from 100 up so that the compared models *learn* the cells the paper's models learned
-  instead of memorising a small training set. A task without a recipe fails at this scale, naming what
-  its nearest pre-search reached.
+- `cpu_recipe`: the cpu miniature where every grid trains at a recipe (the step budget, the paper's
+  sample count, bf16 where the CPU multiplies it natively) chosen by a pre-search on seeds from 100 up so
+  that the compared models *learn* the cells the paper's models learned instead of memorising a small
+  training set. The recipes are declared with the experiments they serve (`Experiment.recipes`,
+  experiments/recipes.py) and applied by `sweeps.space.recipe_scale`; a grid without one fails at this
+  scale, naming what its task's nearest pre-search reached.
 - `smoke`: seconds a trial, for tests: a nano model, a few hundred samples, 2 epochs, a few test cells.
 
 A scale shrinks proportionally what differs between grids (samples, epochs, evaluation epochs, learning
@@ -41,9 +42,10 @@ from arith.data.tasks import get_task
 
 @dataclass(frozen=True)
 class Recipe:
-    """How one task trains at a scale, chosen by a pre-search: its step budget, the fraction of the paper's
-    sample count it draws (uncapped: distinct lines are what keeps a small model from memorising) and the
-    settings that go with them (precision, batch)."""
+    """How one task trains at a scale, as a pre-search chose it: its step budget, the fraction of the
+    paper's sample count it draws (uncapped: distinct lines are what keeps a small model from memorising)
+    and the settings that go with them (precision, batch). Made from an experiment's `ChosenRecipe`
+    (`sweeps.space.recipe_scale`) or a search's candidate (`sweeps.search`); declared on neither scale."""
 
     steps: int
     sample_fraction: float = 1.0
@@ -90,21 +92,24 @@ class Scale:
     #: the seeds of the pre-search that chose this scale's budgets: its sweeps are tagged with them and
     #: the analysis judges only other seeds
     presearch_seeds: tuple[int, ...] = ()
-    #: per task, the recipe that replaces the step budget, the sample count and the settings above (a
-    #: scale with recipes refuses a task it has none for, saying why: `no_recipe`)
+    #: every task trains here at a recipe its experiment declares (`sweeps.space.recipe_scale` refuses a
+    #: grid without one, saying what its task's nearest pre-search reached)
+    needs_recipe: bool = False
+    #: per task, the recipe given to this scale (`with_recipe`) that replaces the step budget, the sample
+    #: count and the settings above
     recipes: Mapping[str, Recipe] = field(default_factory=dict)
-    #: per task without a recipe, what its nearest pre-search reached and what a recipe would take
-    no_recipe: Mapping[str, str] = field(default_factory=dict)
 
     def recipe(self, task: str) -> Recipe | None:
-        """The task's recipe at this scale (None: the scale has no recipes); a recipe scale refuses a task
-        it has none for."""
-        if not self.recipes:
-            return None
-        if task not in self.recipes:
-            why = self.no_recipe.get(task, "no pre-search has run for it")
-            raise ConfigError(f"scale {self.name!r} has no recipe for task {task!r}: {why}")
-        return self.recipes[task]
+        """The task's recipe at this scale (None: none given); a scale given recipes, or needing them,
+        refuses a task it has none for."""
+        if task in self.recipes:
+            return self.recipes[task]
+        if self.recipes or self.needs_recipe:
+            raise ConfigError(
+                f"scale {self.name!r} has no recipe for task {task!r}: none is given for it "
+                "(an experiment declares its recipes: `Experiment.recipes`)"
+            )
+        return None
 
     def with_recipe(self, task: str, recipe: Recipe) -> Scale:
         """This scale with `recipe` as the task's (an experiment's chosen recipe, a search's candidate)."""
@@ -305,47 +310,16 @@ SCALES: dict[str, Scale] = {
     ]
 }
 
-#: The cpu miniature where it learns: each task's recipe chosen by a pre-search on seeds 100 and up
-#: (docs/RESULTS.md, "A cpu recipe per task"), judged on other seeds.
+#: The cpu miniature where it learns: each grid at the recipe its experiment declares for this scale, chosen
+#: by a pre-search on seeds 100 and up (docs/RESULTS.md, "A cpu recipe per task"; experiments/recipes.py),
+#: judged on other seeds.
 SCALES["cpu_recipe"] = replace(
     SCALES["cpu"],
     name="cpu_recipe",
     description="the cpu miniature at each task's pre-searched recipe: the paper's sample counts, bf16, "
     "a step budget per task chosen on seeds 100+",
     steps=0,
-    recipes={
-        "reverse": Recipe(
-            steps=6000,
-            sample_fraction=1.0,
-            overrides={"train.precision": "bf16"},
-            chosen_by="pre-search seed 100 (docs/results/sweeps/reverse_posembed_recipe__cpu_recipe__seed-100"
-            "__train.eval_epochs=1-2-3.jsonl; 2-core AMD EPYC, 7.5-10 min a trial): read at ~1,900 / 3,750 "
-            "/ 5,600 / 6,000 steps, the weakest in-range regular cell (5 digits) of none at 1e-5 x 50 was "
-            "0.89 / 0.90 / 1.00 / 1.00 and every point's 1.00 at 6,000: the least budget measured with a "
-            "margin over the 0.9 gate",
-        ),
-        # the reversal recipe's settings, tried on scratchpad addition and not chosen: random_embed does not
-        # learn the training range at this budget. At 12,000 steps (grid add_posembed_recipe_long, seed 100)
-        # it read 0.99 there; learned and none at 12,000 are not measured yet, so nothing is chosen
-        "add_scratchpad": Recipe(
-            steps=6000,
-            sample_fraction=1.0,
-            overrides={"train.precision": "bf16"},
-            chosen_by="pre-search seed 100 (docs/results/sweeps/add_posembed_recipe__cpu_recipe__seed-100"
-            "__train.eval_epochs=1-2-3.jsonl; 2-core AMD EPYC, 18-21 min a trial): read at ~1,900 / 3,750 / "
-            "5,600 / 6,000 steps, the 5-digit sums (the top of the training range) of learned 0.00 / 0.77 / "
-            "0.99 / 1.00, none 0.02 / 0.68 / 0.96 / 0.98, random_embed 0.00 / 0.00 / 0.06 / 0.07: "
-            "random_embed has not learned, so the claim cannot be judged at this budget; rejected",
-            chosen=False,
-        ),
-    },
-    no_recipe={
-        "mul": "the nearest measured (issue 35: seed 100, 3-digit factors, tiny model, 300,000 lines, batch "
-        "128, 20,000 bf16 steps, 32-34 min a trial on one core) reached basic 0.92 on 2x2 but padding + "
-        "reversed product only 0.40 on 3x3 (the paper's 5x5: 1.00), still rising",
-        "add": "not pre-searched at the paper's sample count yet",
-        "dialogue": "not pre-searched at the paper's sample count yet",
-    },
+    needs_recipe=True,
     presearch_seeds=(100,),
 )
 

@@ -60,9 +60,9 @@ def search_seeds(search: Search, seeds: int | tuple[int, ...]) -> tuple[int, ...
 
 
 def candidate_scale(scale: Scale, grid: Grid, search: Search, seeds: tuple[int, ...]) -> Scale:
-    """`scale` with the search's configurations standing in for the task's recipe where the scale has
-    recipes: a candidate not chosen, which only the search's seeds run. Other scales as they are."""
-    if not scale.recipes:
+    """`scale` with the search's configurations standing in for the task's recipe where the scale needs
+    one: a candidate not chosen, which only the search's seeds run. Other scales as they are."""
+    if not scale.needs_recipe:
         return scale
     points = grid.points()
     steps = max(int(p.overrides.get("train.max_steps", 0)) for p in points)

@@ -14,6 +14,8 @@ import pytest
 from arith.config import ConfigError, ExperimentConfig
 from arith.data.datasets import train_examples, train_size
 from experiments.grid import Grid, Variant
+from experiments.recipes import ADD_SCRATCHPAD_CANDIDATE, REVERSE_RECIPE
+from experiments.registry import EXPERIMENTS
 from sweeps.grids import GRIDS, get_grid, points
 from sweeps.run import SweepOptions, absolute_uri, build_configs, main, trial_outcomes, trial_table
 from sweeps.scales import SCALES, get_scale
@@ -476,11 +478,26 @@ def test_a_grid_made_for_one_scale_says_so_at_another():
         points("demo", "paper", 1)
 
 
+def test_a_cpu_recipe_is_declared_once_on_the_experiments_it_trains():
+    """The cpu_recipe scale declares no recipe: each is written once in experiments/recipes.py and declared
+    on the experiments that train at it (variants inherit it); a grid with none is refused, saying what its
+    task's nearest pre-search reached."""
+    assert SCALES["cpu_recipe"].needs_recipe and not SCALES["cpu_recipe"].recipes
+    for name in ("reverse_posembed", "reverse_posembed_recipe", "reverse_posembed_replication"):
+        assert EXPERIMENTS[name].recipe("cpu_recipe") is REVERSE_RECIPE
+    for name in ("add_length", "add_posembed", "add_posembed_recipe", "add_posembed_recipe_long"):
+        assert EXPERIMENTS[name].recipe("cpu_recipe") is ADD_SCRATCHPAD_CANDIDATE
+    assert EXPERIMENTS["reverse_posembed"].recipe("cpu") is None
+    (cfg,) = points("reverse_posembed_replication", "cpu_recipe", 1, only={"model.position": "none"})
+    assert (cfg.train.max_steps, cfg.train.precision, cfg.data.train_samples) == (6000, "bf16", 120_000)
+    with pytest.raises(ConfigError, match=r"no recipe for task 'mul': the nearest measured \(issue 35"):
+        points("mul_format", "cpu_recipe", 1)
+
+
 def test_a_rejected_recipe_runs_on_its_presearch_seeds_only():
     """A candidate recipe its pre-search did not choose (scratchpad addition: random_embed did not learn at
     6,000 steps) runs on the scale's pre-search seeds, which judge nothing; a judged sweep is refused."""
-    scale = SCALES["cpu_recipe"]
-    assert scale.recipes["reverse"].chosen and not scale.recipes["add_scratchpad"].chosen
+    assert REVERSE_RECIPE.chosen and not ADD_SCRATCHPAD_CANDIDATE.chosen
     assert {c.train.seed for c in points("add_posembed_recipe", "cpu_recipe", (100,))} == {100}
     with pytest.raises(ConfigError, match=r"did not choose .*pre-search seeds 100 run it, not 0, 1$"):
         points("add_posembed_recipe", "cpu_recipe", 2)

@@ -3,7 +3,8 @@ or random tags; the paper shows them as figures, no tables.
 
 A figure's models are read off the figure as learning their training range, so each claim gates every
 compared model on every cell of it (`FIGURE_GATE`). The `cpu_recipe` variants are the random-init points at
-the scale whose per-task recipe a pre-search on seeds from 100 up chose (sweeps/scales.py).
+that scale, trained at the recipe a pre-search on seeds from 100 up chose for reversal (`REVERSE_RECIPE`)
+and at the candidate it rejected for scratchpad addition (`ADD_SCRATCHPAD_CANDIDATE`, experiments.recipes).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from arith.config import ExperimentConfig
 from arith.tracking.schema import CONTEXT_COLUMN, PAPER_TABLE_TAG
 from experiments.claim import Claim, Experiment
 from experiments.grid import Grid
+from experiments.recipes import ADD_SCRATCHPAD_CANDIDATE, REVERSE_RECIPE
 from experiments.setups import ADD_LENGTH_SETUP, PAPER_POSITIONS, RANDEMBED_TRAINING, REVERSE_SETUP
 from experiments.verdicts import (
     Outcome,
@@ -137,6 +139,7 @@ REVERSE_POSEMBED = Experiment(
             random_embed_fixes_repetitive,
         ),
     ),
+    recipes=(REVERSE_RECIPE,),
 )
 
 #: the random-init points of its two figures at the cpu_recipe scale: the four they compare
@@ -216,6 +219,7 @@ ADD_POSEMBED = Experiment(
             random_embed_extrapolates_addition,
         ),
     ),
+    recipes=(ADD_SCRATCHPAD_CANDIDATE,),
 )
 
 #: its three position schemes on the paper's 120,000 scratchpad lines at the cpu_recipe scale
