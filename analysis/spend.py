@@ -1,19 +1,21 @@
 """What the reproduction's sweeps cost in core-minutes, beside what their plan parts declared before they
 ran.
 
-A trial's cost is its run's wall time (MLflow's start and end times, which the archives keep) times the CPUs
-Tune gave it (the `train.num_threads` param: sweeps/trainable.py sets it to them). A part's spend is the sum
-over its finished trials; what it planned is `Planned.estimate_core_min`, "not declared" where the plan gave
-none before it ran.
+A trial's cost is the wall time it held its CPUs (MLflow's start and end times, which the archives keep,
+less the stops between sessions: `held_minutes`) times the CPUs Tune gave it (the `train.num_threads` param:
+sweeps/trainable.py sets it to them). A part's spend is the sum over its finished trials; what it planned is
+`Planned.estimate_core_min`, "not declared" where the plan gave none before it ran.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 import pandas as pd
 
 from analysis.plan import Planned
+from analysis.sweep import LOSS_METRIC
 from analysis.tables import markdown_table
 from arith.tracking import store
 from arith.tracking.schema import POINT_TAG, SEED_TAG
@@ -34,6 +36,27 @@ class TrialCost:
         return self.minutes * self.cpus
 
 
+#: a silence this long in a trial's loss log (written every `train.log_every_steps` steps, seconds apart on
+#: these models) is a stop: its sweep interrupted and resumed in a later session, not time it computed
+STOP_MINUTES = 10.0
+
+
+def held_minutes(client, run) -> float:
+    """The minutes a finished trial held its CPUs: its run's start to end, less every stop in its loss log
+    longer than STOP_MINUTES (a trial resumed in a later session keeps its run, so its end time also counts
+    the hours between the sessions). The work a stop lost after the last checkpoint is redone and counted.
+    Only a run whose wall time exceeds its training time by more than STOP_MINUTES has its log read."""
+    start, end = run.info.start_time, run.info.end_time
+    wall = (end - start) / 60000
+    trained = run.data.metrics.get("train_seconds", 0.0) / 60
+    if wall - trained <= STOP_MINUTES:
+        return wall
+    stamps = sorted(m.timestamp for m in client.get_metric_history(run.info.run_id, LOSS_METRIC))
+    edges = [start, *(t for t in stamps if start <= t <= end), end]
+    stops = sum(gap for gap in (b - a for a, b in pairwise(edges)) if gap > STOP_MINUTES * 60000)
+    return wall - stops / 60000
+
+
 def trial_costs(client, parent) -> list[TrialCost]:
     """The finished trials of the sweep whose parent run is `parent` (a trial without an end time is still
     running or was killed: it has no measured duration and is left out)."""
@@ -42,7 +65,7 @@ def trial_costs(client, parent) -> list[TrialCost]:
         TrialCost(
             point=run.data.tags.get(POINT_TAG, ""),
             seed=int(run.data.tags.get(SEED_TAG, run.data.params.get("data.seed", 0))),
-            minutes=(run.info.end_time - run.info.start_time) / 60000,
+            minutes=held_minutes(client, run),
             cpus=float(run.data.params.get("train.num_threads", 1) or 1),
             steps=int(float(run.data.params.get("train.max_steps", 0) or 0)),
         )
@@ -62,7 +85,8 @@ def spent_line(plan: Planned, costs: list[TrialCost]) -> str:
     spent = sum(c.core_minutes for c in costs)
     return (
         f"  - core-minutes: planned {planned_text(plan)}, spent {spent:,.0f} ({len(costs)} finished "
-        f"trial{'' if len(costs) == 1 else 's'} x {cpus} CPU each, from their runs' start and end times)"
+        f"trial{'' if len(costs) == 1 else 's'} x {cpus} CPU each, from their runs' start and end times less "
+        "the stops between sessions)"
     )
 
 
@@ -96,7 +120,8 @@ def spend_table(
         "Each part of docs/results/plan.yaml: the core-minutes it declared before it ran "
         '(`estimate_core_min`; "not declared" for the parts run before the plan declared them, rather than '
         "an estimate made after the fact) and what it spent (its finished trials' wall minutes x the CPUs "
-        "each held, from the runs' start and end times in the store and its archive). Spent in all: "
+        "each held, from the runs' start and end times in the store and its archive, less the stops between "
+        "sessions). Spent in all: "
         f"{spent:,.0f} core-minutes over {len(ran)} trials; declared: {sum(declared):,.0f}, of which "
         f"{sum(todo):,.0f} for the parts not yet run.\n\n{markdown_table(pd.DataFrame(rows))}\n"
     )

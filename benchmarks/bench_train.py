@@ -23,6 +23,7 @@ from arith.training.batching import BatchLoader
 from arith.training.evaluate import evaluate
 from arith.training.hardware import (
     autocast_context,
+    backward_context,
     bf16_matmuls,
     cpu_has_native_bf16,
     cpu_threads,
@@ -126,7 +127,8 @@ def bare_loop_tokens_per_s(cfg: ExperimentConfig, steps: int, warmup: int) -> tu
                 loss_mask=batch.loss_mask,
                 logits=not head_on_loss_rows(device, cfg.train),
             ).loss
-        loss.backward()
+        with backward_context(autocast):
+            loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         tokens += batch.n_tokens

@@ -3,6 +3,7 @@ compiled steps and bf16 autocast, each compared step by step with the plain run'
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
@@ -111,13 +112,25 @@ def test_cpu_bf16_runs_its_matmuls_on_fp32_kernels_where_the_cpu_lacks_bf16(monk
     assert isinstance(autocast, hardware.EmulatedBf16Autocast)
     assert hardware.bf16_matmuls(cpu, "bf16") == "fp32 kernels"
     assert hardware.bf16_matmuls(cpu, "fp32") == "none"
+    seen: list[str] = []  # the bf16 products the fp32 kernels computed, forward and backward
+    dispatch = hardware.Bf16MatmulsInFp32.__torch_dispatch__
+
+    def counted(self, func, types, args=(), kwargs=None):
+        if func in hardware._GEMMS and any(getattr(a, "dtype", None) == torch.bfloat16 for a in args):
+            seen.append(func.__name__)
+        return dispatch(self, func, types, args, kwargs)
+
+    monkeypatch.setattr(hardware.Bf16MatmulsInFp32, "__torch_dispatch__", counted)
     torch.manual_seed(0)
     layer, x = torch.nn.Linear(64, 32), torch.randn(16, 64)
     for _ in range(2):  # reusable, as the trainer enters it once a step
         x.grad = layer.weight.grad = None
+        seen.clear()
         with autocast:
             out = layer(x.requires_grad_())
-        out.float().sum().backward()
+        with hardware.backward_context(autocast):  # the backward runs outside autocast, as train_step's
+            out.float().sum().backward()
+        assert sorted(seen) == ["addmm.default", "mm.default", "mm.default"]  # forward; grad of x and of W
         w16, x16 = layer.weight.detach().bfloat16(), x.detach().bfloat16()
         expected = torch.addmm(layer.bias.detach().bfloat16().float(), x16.float(), w16.float().T)
         assert out.dtype == torch.bfloat16 and torch.equal(out, expected.bfloat16())
@@ -130,6 +143,7 @@ def test_cpu_bf16_runs_its_matmuls_on_fp32_kernels_where_the_cpu_lacks_bf16(monk
     native = hardware.autocast_context(cpu, "bf16")
     assert isinstance(native, torch.autocast) and not isinstance(native, hardware.EmulatedBf16Autocast)
     assert hardware.bf16_matmuls(cpu, "bf16") == "native"
+    assert isinstance(hardware.backward_context(native), contextlib.nullcontext)
     assert not isinstance(hardware.autocast_context(cpu, "auto"), torch.autocast)
 
 

@@ -19,6 +19,28 @@ ROOT = Path(__file__).resolve().parent.parent
 MINUTE_MS = 60_000
 
 
+def test_a_trial_resumed_in_a_later_session_is_not_charged_for_the_hours_between(tmp_path: Path) -> None:
+    """A trial's run keeps its start time when its sweep resumes it in a later session: its spend is its
+    wall time less the stops in its loss log, not the hours the machine was off."""
+    from mlflow import MlflowClient
+    from mlflow.entities import Metric
+
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    experiment = client.create_experiment("g", artifact_location=(tmp_path / "art").as_uri())
+    parent = client.create_run(experiment, tags={"sweep": "1", "grid": "g"}, start_time=0)
+    # loss logged each minute: 10 min, a 40-minute stop, 8 more minutes, then 1 min of evaluation
+    t0 = 1_000  # MLflow reads a start time of 0 as "now"
+    stamps = [t0 + m * MINUTE_MS for m in (*range(1, 11), *range(51, 59))]
+    for seed, (end_min, trained_min, log) in enumerate([(59, 17, stamps), (12, 11, stamps[:10])]):
+        tags = {"mlflow.parentRunId": parent.info.run_id, "point": "p", "seed": str(seed)}
+        run = client.create_run(experiment, tags=tags, start_time=t0)
+        losses = [Metric("train/loss", 1.0, t, i) for i, t in enumerate(log)]
+        client.log_batch(run.info.run_id, metrics=[*losses, Metric("train_seconds", trained_min * 60, 0, 0)])
+        client.set_terminated(run.info.run_id, "FINISHED", end_time=t0 + end_min * MINUTE_MS)
+    costs = sorted(trial_costs(client, client.get_run(parent.info.run_id)), key=lambda c: c.seed)
+    assert [c.minutes for c in costs] == [59 - 41, 12]  # the 41 minutes between logs at 10 and 51 are a stop
+
+
 def test_a_part_declares_its_estimate_or_says_it_declared_none(tmp_path: Path) -> None:
     plan = tmp_path / "plan.yaml"
     plan.write_text("- {grid: g, seeds: [20, 21], estimate_core_min: 106}\n- {grid: g, seeds: 1}\n")
@@ -46,7 +68,7 @@ def test_spent_is_each_finished_trials_minutes_times_its_cpus_read_from_the_stor
     plan = Planned("g", (0, 1, 2), estimate_core_min=20)
     assert spent_line(plan, costs) == (
         "  - core-minutes: planned 20, spent 14 (2 finished trials x 1, 2 CPU each, from their runs' start "
-        "and end times)"
+        "and end times less the stops between sessions)"
     )
     assert "spent 6 (1 finished trial x 1 CPU each" in spent_line(plan, costs[:1])
     table = spend_table([(plan, costs), (Planned("h", 1), None), (Planned("u", 1), None)], {"u"})

@@ -76,7 +76,9 @@ def _is_bf16(value) -> bool:
 
 class EmulatedBf16Autocast(torch.autocast):
     """CPU bf16 autocast whose matrix products run on fp32 kernels (`Bf16MatmulsInFp32`): the numbers of
-    bf16 training at about fp32 speed on a CPU without bf16 hardware. Reusable, as `torch.autocast` is."""
+    bf16 training at about fp32 speed on a CPU without bf16 hardware. Reusable, as `torch.autocast` is.
+    The backward runs outside autocast (as PyTorch recommends) but needs the same kernels: see
+    `backward_context`."""
 
     def __init__(self) -> None:
         super().__init__(device_type="cpu", dtype=torch.bfloat16)
@@ -91,6 +93,12 @@ class EmulatedBf16Autocast(torch.autocast):
     def __exit__(self, *exc):
         self._modes.pop().__exit__(*exc)
         return super().__exit__(*exc)
+
+
+def backward_context(autocast) -> Bf16MatmulsInFp32 | nullcontext:
+    """What a step's `loss.backward()` runs in, given the context its forward ran in: fp32 kernels for the
+    backward's bf16 products where the forward had them (`EmulatedBf16Autocast`), else nothing."""
+    return Bf16MatmulsInFp32() if isinstance(autocast, EmulatedBf16Autocast) else nullcontext()
 
 
 def cpu_has_native_bf16() -> bool:

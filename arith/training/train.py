@@ -44,6 +44,7 @@ from arith.training.checkpoints import (
 from arith.training.evaluate import evaluate
 from arith.training.hardware import (
     autocast_context,
+    backward_context,
     bf16_matmuls,
     compile_model,
     cpu_threads,
@@ -360,7 +361,8 @@ def train_step(step_model, optimizer, scheduler, batch, t: TrainConfig, autocast
             loss_mask=batch.loss_mask,
             logits=not head_on_loss_rows(batch.input_ids.device, t),
         ).loss
-    loss.backward()
+    with backward_context(autocast):
+        loss.backward()
     if t.grad_clip > 0:
         torch.nn.utils.clip_grad_norm_(step_model.parameters(), t.grad_clip)
     optimizer.step()
