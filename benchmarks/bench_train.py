@@ -19,6 +19,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from arith.config import ExperimentConfig, parse_set
+from arith.tracking.schema import BF16_MATMULS_TAG
 from arith.training.batching import BatchLoader
 from arith.training.evaluate import evaluate
 from arith.training.hardware import (
@@ -201,7 +202,7 @@ def throughput(
             if device.type == "cuda"
             else f"cpu x{torch.get_num_threads()}",
             "precision": precision_name(device, cfg.train.precision),
-            "bf16_matmuls": bf16_matmuls(device, cfg.train.precision),
+            BF16_MATMULS_TAG: bf16_matmuls(device, cfg.train.precision),
             "batch_size": cfg.train.batch_size,
             "mean_seq_len": round(seq_len, 1),
             "trainer_tokens_per_s": round(trainer),
@@ -287,7 +288,7 @@ def profile_steps(
                 "preset": preset,
                 "device": _device_name(s.device),
                 "precision": precision,
-                "bf16_matmuls": bf16_matmuls(s.device, cfg.train.precision),
+                BF16_MATMULS_TAG: bf16_matmuls(s.device, cfg.train.precision),
                 "batch_size": batch_size,
                 "ms_per_step": round(seconds / steps * 1e3, 1),
                 "tokens_per_s": round(tokens / seconds),
