@@ -60,8 +60,8 @@ def tta_precision(device: str) -> str:
 
 
 def precision_name(device: torch.device, precision: str) -> str:
-    """What a training step computes in: bf16 under autocast, else fp32."""
-    return "bf16" if isinstance(autocast_context(device, precision), torch.autocast) else "fp32"
+    """What a training step computes in: bf16 under autocast (however its products run), else fp32."""
+    return "fp32" if bf16_matmuls(device, precision) == "none" else "bf16"
 
 
 def time_to_accuracy(seeds: list[int], sets: list[str], device: str) -> None:

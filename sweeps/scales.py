@@ -38,6 +38,7 @@ from typing import Any
 from arith.config import ConfigError, ExperimentConfig
 from arith.data.datasets import train_size
 from arith.data.tasks import get_task
+from experiments.recipes import NO_RECIPE
 
 
 @dataclass(frozen=True)
@@ -101,14 +102,12 @@ class Scale:
 
     def recipe(self, task: str) -> Recipe | None:
         """The task's recipe at this scale (None: none given); a scale given recipes, or needing them,
-        refuses a task it has none for."""
+        refuses a task it has none for, saying what its nearest pre-search reached (`NO_RECIPE`)."""
         if task in self.recipes:
             return self.recipes[task]
         if self.recipes or self.needs_recipe:
-            raise ConfigError(
-                f"scale {self.name!r} has no recipe for task {task!r}: none is given for it "
-                "(an experiment declares its recipes: `Experiment.recipes`)"
-            )
+            why = NO_RECIPE.get(task, "no pre-search has run for it")
+            raise ConfigError(f"scale {self.name!r} has no recipe for task {task!r}: {why}")
         return None
 
     def with_recipe(self, task: str, recipe: Recipe) -> Scale:

@@ -17,7 +17,6 @@ from arith.data.datasets import validate_data
 from arith.tracking import schema
 from arith.validation import validate
 from experiments.grid import Grid, Point
-from experiments.recipes import NO_RECIPE
 from experiments.registry import recipe_for
 from sweeps.errors import SweepError
 from sweeps.scales import Recipe, Scale, get_scale
@@ -48,14 +47,11 @@ def scale_note(grid: Grid, scale: Scale | str) -> str | None:
 def recipe_scale(grid: Grid, scale: Scale, task: str) -> Scale:
     """`scale` with the recipe declared for the grid at it as the task's: its experiment's
     (`Experiment.recipes`, chosen by a search or pre-search), or a tuning grid's (`CPU_TUNE_RECIPES`), so
-    every point trains at it. Else the scale as it is; a scale that needs a recipe (cpu_recipe) refuses the
-    task unless it has one already (a search's candidate), saying what its nearest pre-search reached."""
+    every point trains at it. Else the scale as it is (a scale that needs a recipe then refuses the task:
+    `Scale.recipe`)."""
     tuned = (r for r in CPU_TUNE_RECIPES.get(grid.name, ()) if r.scale == scale.name)
     chosen = recipe_for(grid.name, scale.name) or next(tuned, None)
     if chosen is None:
-        if scale.needs_recipe and task not in scale.recipes:
-            why = NO_RECIPE.get(task, "no pre-search has run for it")
-            raise ConfigError(f"scale {scale.name!r} has no recipe for task {task!r}: {why}")
         return scale
     settings = dict(chosen.settings)
     if "train.max_steps" not in settings:
