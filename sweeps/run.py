@@ -365,7 +365,7 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
         print(
             f"sweep {sweep_name}: {len(configs)} trials, MLflow parent run {parent_run_id} at {tracking_uri}"
         )
-        scheduler = options.search.scheduler(res["cpu"]) if options.search else None
+        scheduler = options.search.scheduler() if options.search else None
         axes = grid.declared_axes()
         results = fit(storage, sweep_name, configs, res, axes, options.tune, options.resume, scheduler)
     except BaseException:
@@ -380,7 +380,7 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
             forget_local_ray(options.ray_temp_dir)
 
     search = options.search  # a search's trials its scheduler stopped: KILLED runs, done
-    stopped = search.record(results, configs, tracking_uri, parent_run_id, res["cpu"]) if search else 0
+    stopped = search.record(results, configs, tracking_uri, parent_run_id) if search else 0
     done, errors = results.num_terminated, results.num_errors
     if all(c["tracking"]["enabled"] for c in configs.values()):  # else Tune's count is all there is
         done, errors = trial_outcomes(tracking_uri, parent_run_id, configs, errored_trials(results))

@@ -8,8 +8,10 @@ by the one trainable, `sweeps.trainable.run_trial`, with three additions:
   the digit map, else the search's fallback), on the test problems it was not trained on
   (`train.gate_cells`, `arith.training.metrics.weakest_unseen`);
 - Tune's ASHA scheduler (`ray.tune.schedulers.ASHAScheduler`) reads that metric against the trial's clock,
-  Tune's own `time_total_s` (kept across restores from a checkpoint): a core-minute is 60 / cpus of its
-  seconds, every trial of a search having the same CPUs;
+  the CPU time of its process (`schema.CPU_SECONDS`: setup, steps and evaluations, every thread, kept in
+  its checkpoints across restores): core-seconds, which a machine busy with other work does not inflate
+  as it would Tune's wall clock (`time_total_s`), so that configurations run side by side with a test
+  suite or another sweep are compared fairly. A CPU clock: a search is a CPU scale's;
 - when Tune is done, each trial's MLflow run gets `search/core_minutes` at each evaluated epoch (from
   Tune's results) and a trial ASHA stopped is ended KILLED with the tag `search_stopped` (`rung` or
   `budget`), so that the store alone holds what `analysis.search` builds the cost-to-gate table from.
@@ -132,13 +134,13 @@ class SearchRun:
             out[key] = validate(cfg).to_dict()
         return out
 
-    def scheduler(self, cpus: float):
-        """ASHA over the trials' own clock, its rungs in core-minutes."""
+    def scheduler(self):
+        """ASHA over the trials' CPU clock, its rungs in core-minutes."""
         from ray.tune.schedulers import ASHAScheduler
 
-        asha, seconds = self.search.scheduler, 60.0 / cpus
+        asha, seconds = self.search.scheduler, 60.0
         return ASHAScheduler(
-            time_attr="time_total_s",
+            time_attr=schema.CPU_SECONDS,
             metric=GATE_METRIC,
             mode="max",
             grace_period=asha.grace_core_min * seconds,
@@ -156,15 +158,13 @@ class SearchRun:
             f"~{asha.most_core_min(configurations * len(self.seeds)):.0f} core-minutes in all"
         )
 
-    def record(
-        self, results: Any, configs: dict[str, dict[str, Any]], uri: str, parent_run_id: str, cpus: float
-    ) -> int:
+    def record(self, results: Any, configs: dict[str, dict[str, Any]], uri: str, parent_run_id: str) -> int:
         """Write each trial's core-minutes into its MLflow run and end the runs ASHA stopped (KILLED,
         tagged `search_stopped`); returns how many it stopped."""
         from mlflow.entities import Metric
 
         client, stopped = store.client(uri), 0
-        budget_s = self.search.scheduler.max_core_min * 60.0 / cpus
+        budget_s = self.search.scheduler.max_core_min * 60.0
         for result in results:
             history = result.metrics_dataframe
             if not result.config or history is None or "epoch" not in history:
@@ -176,9 +176,10 @@ class SearchRun:
                 continue
             run = runs[0]
             rows = history.dropna(subset=["epoch"])
+            clock = rows[schema.CPU_SECONDS]
             metrics = [
-                Metric(CORE_MINUTES, float(s) * cpus / 60.0, int(ts) * 1000, int(epoch))
-                for epoch, s, ts in zip(rows["epoch"], rows["time_total_s"], rows["timestamp"], strict=True)
+                Metric(CORE_MINUTES, float(s) / 60.0, int(ts) * 1000, int(epoch))
+                for epoch, s, ts in zip(rows["epoch"], clock, rows["timestamp"], strict=True)
             ]
             client.log_batch(run.info.run_id, metrics=metrics)
             # a trial the scheduler stopped has its last result marked done before its last epoch (one
@@ -187,7 +188,7 @@ class SearchRun:
             cut = last.get("done") and not last.get("nonfinite_loss")
             ended_early = cut and int(rows["epoch"].max()) < cfg["train"]["epochs"]
             if result.error is None and ended_early and run.info.status != "FINISHED":
-                why = "budget" if float(rows["time_total_s"].max()) >= budget_s else "rung"
+                why = "budget" if float(clock.max()) >= budget_s else "rung"
                 client.set_tag(run.info.run_id, STOPPED_TAG, why)
                 store.set_run_status(uri, run.info.run_id, "KILLED")
                 stopped += 1

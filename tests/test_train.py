@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 import torch
@@ -106,7 +107,10 @@ def test_resumed_trial_ends_with_the_same_weights_in_the_same_run(tmp_path, monk
         "train.curriculum": curriculum,
         "data.min_digits": 1,
     }
+    cpu_before = time.process_time()
     straight = train(tiny_cfg(tmp_path, **common, **{"train.checkpoint_dir": str(tmp_path / "a")}))
+    # the CPU clock a search reads: this process's CPU time in the run, kept in the checkpoint
+    assert 0 < load_checkpoint(tmp_path / "a")["cpu_seconds"] <= time.process_time() - cpu_before
 
     cfg = tiny_cfg(tmp_path, **common, **{"train.checkpoint_dir": str(tmp_path / "b")})
     from arith.model.gpt import ArithModel
@@ -123,10 +127,12 @@ def test_resumed_trial_ends_with_the_same_weights_in_the_same_run(tmp_path, monk
         train(cfg)
     saved = load_checkpoint(tmp_path / "b")
     assert saved["epoch"] == 3 and _client(cfg).get_run(saved["run_id"]).info.status == "FAILED"
+    assert saved["cpu_seconds"] > 0
     monkeypatch.setattr(ArithModel, "new_epoch", real_new_epoch)
 
     resumed = train(cfg)
     assert resumed.run_id == saved["run_id"] and resumed.steps == straight.steps
+    assert load_checkpoint(tmp_path / "b")["cpu_seconds"] > saved["cpu_seconds"]  # counted on, not anew
     a = load_checkpoint(tmp_path / "a")["model"]
     b = load_checkpoint(tmp_path / "b")["model"]
     assert a.keys() == b.keys()
@@ -265,6 +271,10 @@ def test_tune_trial_reports_checkpoints_and_resumes_in_the_same_mlflow_run(tmp_p
     assert result.metrics["test_acc"] == pytest.approx(straight.test_acc)
     with result.checkpoint.as_directory() as directory:
         tuned = load_checkpoint(directory)
+    # the CPU clock it reported is its checkpoint's, counted on from the restore (epochs 3-4 on top of 1-2)
+    assert result.metrics["cpu_seconds"] == tuned["cpu_seconds"] > 0
+    history = result.metrics_dataframe
+    assert history["cpu_seconds"].is_monotonic_increasing
     reference = load_checkpoint(tmp_path / "a")["model"]
     for name, tensor in reference.items():
         torch.testing.assert_close(tuned["model"][name], tensor, rtol=0, atol=0, msg=name)

@@ -31,6 +31,9 @@ DIGIT_MAP_TAG, AXES_TAG, PRESEARCH_SEEDS_TAG = "digit_map", "axes", "presearch_s
 VARIANT_OF_TAG = "variant_of"
 #: how a trial's bf16 products were computed: "native", "fp32 kernels" (a CPU without bf16 hardware) or "none"
 BF16_MATMULS_TAG = "bf16_matmuls"
+#: the metric a trial reports after every epoch: its process's CPU seconds so far (every thread, summed
+#: across restores; `arith.training.train.TrainState.cpu_seconds`), the clock of a recipe search
+CPU_SECONDS = "cpu_seconds"
 #: a trial's seed and point (the grid point's name, e.g. "format=basic")
 SEED_TAG, POINT_TAG = "seed", "point"
 #: MLflow's tag of a run's colour in its UI's charts (a hex string; the UI's colour picker writes it too):

@@ -31,7 +31,7 @@ from arith.data.tasks import problem_ids
 from arith.model.gpt import build_model
 from arith.model.tokenizer import tokenizer_for
 from arith.tracking.runs import NullTracker, start_tracker
-from arith.tracking.schema import ACCURACY_COLUMN, BF16_MATMULS_TAG, EXPERIMENT_CONFIG
+from arith.tracking.schema import ACCURACY_COLUMN, BF16_MATMULS_TAG, CPU_SECONDS, EXPERIMENT_CONFIG
 from arith.training.batching import BatchLoader, encode_lines, example_digits, pad_token_id
 from arith.training.checkpoints import (
     CheckpointFolder,
@@ -89,6 +89,9 @@ class TrainState:
     step: int = 0
     tokens: int = 0
     train_seconds: float = 0.0
+    #: CPU time of the trial's process (setup, steps, evaluations; every thread), summed across restores:
+    #: core-seconds that contention for the machine does not inflate, the clock a recipe search reads
+    cpu_seconds: float = 0.0
     seconds_to_target: float | None = None
     #: why training ended: "epochs" (not yet, or all done), "max_steps" or "target_accuracy"
     stopped: str = "epochs"
@@ -96,7 +99,8 @@ class TrainState:
 
     @classmethod
     def of(cls, saved: dict[str, Any]) -> TrainState:
-        return cls(**{k: saved[k] for k in cls.__dataclass_fields__})
+        """The state a checkpoint saved (one from before a counter existed starts that counter at 0)."""
+        return cls(**{k: saved[k] for k in cls.__dataclass_fields__ if k in saved})
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -207,6 +211,7 @@ def train(
     empty); `reporter` gets every epoch's metrics and checkpoint (see the module docstring); `tracker`
     defaults to the config's (MLflow, or none): a machine without MLflow passes an
     `arith.tracking.recorder`."""
+    cpu_start = time.process_time()
     validate(cfg)
     if checkpoints is None and cfg.train.checkpoint_dir:
         checkpoints = CheckpointFolder(cfg.train.checkpoint_dir)
@@ -234,7 +239,7 @@ def train(
             flush=True,
         )
     try:
-        result = _loop(s, state, tracker, reporter, checkpoints, resumed_finished=saved is not None)
+        result = _loop(s, state, tracker, reporter, checkpoints, saved is not None, cpu_start)
     except KeyboardInterrupt:
         tracker.finish("KILLED")
         raise
@@ -247,8 +252,11 @@ def train(
     return result
 
 
-def _loop(s: Setup, state: TrainState, tracker, reporter, checkpoints, resumed_finished: bool) -> TrainResult:
-    """The training loop: epochs of optimiser steps, then probe, evaluation, checkpoint and report."""
+def _loop(
+    s: Setup, state: TrainState, tracker, reporter, checkpoints, resumed_finished: bool, cpu_mark: float
+) -> TrainResult:
+    """The training loop: epochs of optimiser steps, then probe, evaluation, checkpoint and report.
+    `cpu_mark`: the process's CPU time when this run (or restore) began, so setup counts in cpu_seconds."""
     t, device, model = s.cfg.train, s.device, s.model
     # A resumed run that had already finished does no more steps and is just evaluated again.
     done = resumed_finished and (state.step >= s.n_steps or state.stopped != "epochs")
@@ -312,6 +320,9 @@ def _loop(s: Setup, state: TrainState, tracker, reporter, checkpoints, resumed_f
         print(line, flush=True)
         # the scheduler sees test_acc in every report: the latest evaluation's (0 before the first one)
         metrics["evaluated"] = "test_acc" in metrics
+        state.cpu_seconds += time.process_time() - cpu_mark
+        cpu_mark = time.process_time()
+        metrics[CPU_SECONDS] = state.cpu_seconds
         last_test_acc = metrics.setdefault("test_acc", last_test_acc)
         due = final or epoch in t.eval_epochs or (t.checkpoint_every and epoch % t.checkpoint_every == 0)
         path = None
