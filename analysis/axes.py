@@ -46,6 +46,7 @@ def varying(params: pd.DataFrame) -> list[str]:
     """Config keys the trials differ in, leaving out seeds and tracking. A key that runs logged by an
     older config lack counts as its default there (a new setting left at its default splits nothing)."""
     hints, defaults = type_hints(), ExperimentConfig().flat()
+    defaults = {k: tuple(v) if isinstance(v, list) else v for k, v in defaults.items()}  # as typed_value
     keys = []
     for key in params.columns:
         if key in SEED_KEYS or key.startswith("tracking."):

@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 
 from analysis import AnalysisError, analyse, render, report
+from analysis.axes import varying
 from analysis.findings import (
     CANNOT_TELL,
     HELD,
@@ -872,6 +873,17 @@ def test_runs_lacking_an_identity_param_are_read_with_a_note(tmp_path: Path, emp
     uri = write_store(tmp_path, empty_store, drop_param="data.augment")
     text = report("add_posembed", uri, log_artifacts=False)
     assert "lack param data.augment (older config); read as its default 'none'" in text
+
+
+def test_a_list_setting_newer_than_some_trials_is_no_axis_at_its_default() -> None:
+    """Trials logged before `train.gate_cells` existed lack it, a later trial logs its default `[]`: one
+    setting, no axis (it split add_posembed_recipe_long's tables and failed the seed means)."""
+    params = pd.DataFrame(
+        {"model.position": ["learned", "none"], "train.gate_cells": [None, "[]"], "train.lr": ["1e-3"] * 2}
+    )
+    assert varying(params) == ["model.position"]
+    params["train.gate_cells"] = [None, '["main:3x3"]']
+    assert varying(params) == ["model.position", "train.gate_cells"]
 
 
 def test_cells_lacking_a_column(tmp_path: Path, empty_store: Path) -> None:

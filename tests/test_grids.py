@@ -14,7 +14,7 @@ import pytest
 from arith.config import ConfigError, ExperimentConfig
 from arith.data.datasets import train_examples, train_size
 from experiments.grid import Grid, Variant
-from experiments.recipes import ADD_SCRATCHPAD_CANDIDATE, REVERSE_RECIPE
+from experiments.recipes import ADD_SCRATCHPAD_CANDIDATE, ADD_SCRATCHPAD_RECIPE, REVERSE_RECIPE
 from experiments.registry import EXPERIMENTS
 from sweeps.grids import GRIDS, get_grid, points
 from sweeps.run import SweepOptions, absolute_uri, build_configs, main, trial_outcomes, trial_table
@@ -485,8 +485,10 @@ def test_a_cpu_recipe_is_declared_once_on_the_experiments_it_trains():
     assert SCALES["cpu_recipe"].needs_recipe and not SCALES["cpu_recipe"].recipes
     for name in ("reverse_posembed", "reverse_posembed_recipe", "reverse_posembed_replication"):
         assert EXPERIMENTS[name].recipe("cpu_recipe") is REVERSE_RECIPE
-    for name in ("add_length", "add_posembed", "add_posembed_recipe", "add_posembed_recipe_long"):
-        assert EXPERIMENTS[name].recipe("cpu_recipe") is ADD_SCRATCHPAD_CANDIDATE
+    for name in ("add_length", "add_posembed", "add_posembed_recipe_long"):
+        assert EXPERIMENTS[name].recipe("cpu_recipe") is ADD_SCRATCHPAD_RECIPE
+    # the 6,000-step pre-search record keeps the candidate it rejected
+    assert EXPERIMENTS["add_posembed_recipe"].recipe("cpu_recipe") is ADD_SCRATCHPAD_CANDIDATE
     assert EXPERIMENTS["reverse_posembed"].recipe("cpu") is None
     (cfg,) = points("reverse_posembed_replication", "cpu_recipe", 1, only={"model.position": "none"})
     assert (cfg.train.max_steps, cfg.train.precision, cfg.data.train_samples) == (6000, "bf16", 120_000)
@@ -502,3 +504,9 @@ def test_a_rejected_recipe_runs_on_its_presearch_seeds_only():
     with pytest.raises(ConfigError, match=r"did not choose .*pre-search seeds 100 run it, not 0, 1$"):
         points("add_posembed_recipe", "cpu_recipe", 2)
     assert len(points("reverse_posembed_recipe", "cpu_recipe", 2)) == 8
+    # the recipe its pre-search chose (12,000 steps) runs on fresh seeds
+    judged = points("add_posembed_recipe_long", "cpu_recipe", (0, 1, 2, 3, 4))
+    assert len(judged) == 15 and {c.train.seed for c in judged} == {0, 1, 2, 3, 4}
+    assert {(c.train.max_steps, c.train.precision, c.data.train_samples) for c in judged} == {
+        (12_000, "bf16", 120_000)
+    }

@@ -12,7 +12,7 @@ from arith.config import ExperimentConfig
 from arith.tracking.schema import ACCURACY_COLUMN, COL_DIGITS_COLUMN
 from experiments.claim import Claim, Experiment
 from experiments.grid import Grid
-from experiments.recipes import ADD_SCRATCHPAD_CANDIDATE
+from experiments.recipes import ADD_SCRATCHPAD_RECIPE
 from experiments.setups import ADD_LENGTH_SETUP
 from experiments.verdicts import (
     NO_EXTRAPOLATION,
@@ -104,8 +104,8 @@ ADD_LENGTH = Experiment(
             scratchpad_extrapolation_order,
         ),
     ),
-    # at cpu_recipe: the scratchpad candidate add_posembed's pre-search tried (its pre-search seeds only)
-    recipes=(ADD_SCRATCHPAD_CANDIDATE,),
+    # at cpu_recipe: the scratchpad recipe add_posembed's pre-search chose
+    recipes=(ADD_SCRATCHPAD_RECIPE,),
 )
 
 EXPERIMENTS = (ADD_LENGTH,)
