@@ -21,6 +21,7 @@ from analysis.load import find_parent
 from analysis.search import cost_to_gate, search_cost_table, search_evaluations, search_sections
 from arith.config import ConfigError
 from arith.tracking import store
+from arith.tracking.archive import export_sweep, import_sweep
 from arith.training.metrics import weakest_unseen
 from experiments import registry
 from experiments.search import PRESEARCH_FIRST_SEED, STOPPED_TAG, Asha, ChosenRecipe, Search
@@ -213,6 +214,15 @@ def test_a_smoke_search_stops_trials_early_and_tables_their_cost(tmp_path) -> No
     assert "core-min to gate" in proc.stdout  # the table, printed at the end
 
     check_the_toy_search(uri)
+    # archived and imported into a fresh store (as docs/RESULTS.md is rebuilt from docs/results/sweeps/):
+    # the same table, stopped trials, core-minutes and all
+    parent = find_parent(store.client(uri), "toy_reverse_recipe")
+    archive = tmp_path / "toy_reverse_recipe.jsonl"
+    export_sweep(store.client(uri), parent.info.run_id, archive)
+    fresh = f"sqlite:///{tmp_path}/fresh.db"
+    import_sweep(fresh, archive)
+    assert search_cost_table(fresh, "toy_reverse_recipe").equals(search_cost_table(uri, "toy_reverse_recipe"))
+    check_the_toy_search(fresh)
 
 
 def check_the_toy_search(uri: str) -> None:
