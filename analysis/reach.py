@@ -3,7 +3,8 @@
 A judged sweep is 5 fresh seeds x the claim's points. On one core it runs at the steps the pre-search says
 its models need to pass the gate (`analysis.budget.steps_needed`), at the seconds a step the grid's own
 trials measured on one CPU (`analysis.spend.TrialCost`); on a GPU, at what the batches banked from lent GPUs
-(docs/results/gpu/) measured. Both are extrapolations from measured rates, and say so.
+(docs/results/gpu/) measured, else at the seconds a step that the pre-search's trials of the same task and
+model measured on lent GPUs (docs/presearch/). All are extrapolations from measured rates, and say so.
 """
 
 from __future__ import annotations
@@ -132,6 +133,58 @@ def gpu_cost(batches: list[GpuBatch], points: int) -> str:
     return "; ".join(said)
 
 
+@dataclass(frozen=True)
+class GpuRate:
+    """The seconds a training step took in the pre-search's trials of one task, model preset and batch on
+    lent GPUs (each trial's own training time; several shared a GPU)."""
+
+    task: str
+    preset: str
+    batch: int
+    machines: tuple[str, ...]
+    trials: int
+    seconds_per_step: float
+
+
+def gpu_rates(records: Sequence[dict]) -> dict[tuple[str, str], list[GpuRate]]:
+    """The pre-search records (docs/presearch/) run on a GPU, as rates by (task, preset), one per batch."""
+    groups: dict[tuple[str, str, int], list[dict]] = {}
+    for rec in records:
+        cfg = rec.get("config", {})
+        if str(rec.get("machine", "")).startswith("NVIDIA") and rec.get("steps") and rec.get("train_seconds"):
+            key = (
+                str(cfg.get("data.task")),
+                str(cfg.get("model.preset")),
+                int(cfg.get("train.batch_size", 0)),
+            )
+            groups.setdefault(key, []).append(rec)
+    out: dict[tuple[str, str], list[GpuRate]] = {}
+    for (task, preset, batch), recs in sorted(groups.items()):
+        seconds = sum(float(r["train_seconds"]) for r in recs) / sum(int(r["steps"]) for r in recs)
+        machines = tuple(sorted({str(r["machine"]) for r in recs}))
+        out.setdefault((task, preset), []).append(GpuRate(task, preset, batch, machines, len(recs), seconds))
+    return out
+
+
+def presearch_gpu_cost(rates: list[GpuRate], batch: int, points: int, steps: list[float | None]) -> str:
+    """5 fresh seeds x `points` points at `steps` at the seconds a step the pre-search's GPU trials of the
+    same task and model measured (the batch nearest the trials'); "" without a rate or a budget."""
+    usable = sorted(s for s in steps if s is not None and math.isfinite(s))
+    if not rates or not usable:
+        return ""
+    rate = min(rates, key=lambda r: abs(r.batch - batch))
+    minutes = [JUDGED_SEEDS * points * s * rate.seconds_per_step / 60 for s in (usable[0], usable[-1])]
+    budget = ", ".join(dict.fromkeys(f"{float(f'{s:.2g}'):,.0f}" for s in usable))
+    other = "" if rate.batch == batch else f"; the trials judged train at batch {batch}"
+    return (
+        f"{'-'.join(dict.fromkeys(f'{m:,.0f}' for m in minutes))} GPU-minutes of trials: {JUDGED_SEEDS} "
+        f"seeds x {points} points x {budget} steps at {rate.seconds_per_step:.3f} s a step, measured over "
+        f"{rate.trials} pre-search trials of the same model ({rate.preset}, {rate.task}, batch {rate.batch}) "
+        f"on {' and '.join(rate.machines)}{other} (an extrapolation; those trials shared a GPU, so a judged "
+        "sweep run several at a time takes less wall time)"
+    )
+
+
 def judged_cost(
     grid: str,
     parts: list[Planned],
@@ -141,11 +194,12 @@ def judged_cost(
     gpu: dict[str, list[GpuBatch]],
     budget_points: dict[str, list[str]],
     instead: str = "",
+    rates: dict[tuple[str, str], list[GpuRate]] | None = None,
 ) -> dict[str, str]:
     """A judged sweep of a claim (5 fresh seeds x its points): on one core at the steps its pre-search
     points (`budget_points`, "grid: point" keys of `steps`) need, else at the grid's own budget, at the rate
     its own trials measured (`instead` where the cpu model cannot test it); on a GPU, as its grid or its
-    parent's was banked."""
+    parent's was banked, else at those steps at the GPU `rates` of its trials' task and model."""
     points = len(compared_points(grid, parts, claim))
     named = [name for name in budget_points.get(grid, []) if name in steps]
     if named:
@@ -156,7 +210,12 @@ def judged_cost(
         what = "its own budget: no pre-search extrapolation"
     experiment = EXPERIMENTS.get(grid)
     parent = experiment.grid.parent if experiment is not None else ""
+    banked = gpu.get(grid) or gpu.get(parent or "", [])
+    on_gpu = gpu_cost(banked, points)
+    model = next(((c.task, c.preset, c.batch) for c in costs if c.task), None)
+    if not banked and model and not instead:
+        on_gpu = presearch_gpu_cost((rates or {}).get(model[:2], []), model[2], points, needed) or on_gpu
     return {
         "a judged sweep on one core": instead or one_core_cost(costs, points, needed, what),
-        "on a GPU": gpu_cost(gpu.get(grid) or gpu.get(parent or "", []), points),
+        "on a GPU": on_gpu,
     }

@@ -41,7 +41,7 @@ from analysis.plan import (
     part_runs,
     repo_relative,
 )
-from analysis.reach import GpuBatch, gpu_batches, judged_cost
+from analysis.reach import GpuBatch, GpuRate, gpu_batches, gpu_rates, judged_cost
 from analysis.report import Analysis, analyse, render
 from analysis.search import search_sections
 from analysis.spend import TrialCost, planned_text, spend_table, spent_line, trial_costs
@@ -265,6 +265,7 @@ def untestable_table(
     paper_steps: Callable[[str], int] | None = None,
     steps: dict[str, list[float | None]] | None = None,
     gpu: dict[str, list[GpuBatch]] | None = None,
+    rates: dict[tuple[str, str], list[GpuRate]] | None = None,
 ) -> str:
     """Each claim judged not testable: why, its learning curves, the steps the pre-search extrapolates its
     models need, what a judged sweep would cost on one core (at those `steps`, by "grid: point") and on a
@@ -301,7 +302,7 @@ def untestable_table(
         for f in findings:
             instead = ONE_CORE_INSTEAD.get(result.grid, "")
             cost = judged_cost(
-                result.grid, plans, f.claim, costs, steps or {}, gpu or {}, BUDGET_POINTS, instead
+                result.grid, plans, f.claim, costs, steps or {}, gpu or {}, BUDGET_POINTS, instead, rates
             )
             rows.append({"grid": result.grid, "claim": f.claim, "why": f.evidence, **per_grid, **cost})
     if not rows:
@@ -407,6 +408,7 @@ def write_results(
             paper_steps,
             steps_needed(every),
             gpu_batches(GPU_BANK, gpu_plan),
+            gpu_rates(every),
         ),
         spend_table(
             [p for r in results for p in zip((plan for plan, _ in r.parts), r.costs, strict=True)],

@@ -23,13 +23,17 @@ from arith.tracking.schema import POINT_TAG, SEED_TAG
 
 @dataclass(frozen=True)
 class TrialCost:
-    """One finished trial: its point, seed, wall minutes, the CPUs it held and its step budget."""
+    """One finished trial: its point, seed, wall minutes, the CPUs it held and its step budget; its task,
+    model preset and batch (what a rate measured elsewhere must match)."""
 
     point: str
     seed: int
     minutes: float
     cpus: float
     steps: int
+    task: str = ""
+    preset: str = ""
+    batch: int = 0
 
     @property
     def core_minutes(self) -> float:
@@ -68,6 +72,9 @@ def trial_costs(client, parent) -> list[TrialCost]:
             minutes=held_minutes(client, run),
             cpus=float(run.data.params.get("train.num_threads", 1) or 1),
             steps=int(float(run.data.params.get("train.max_steps", 0) or 0)),
+            task=run.data.params.get("data.task", ""),
+            preset=run.data.params.get("model.preset", ""),
+            batch=int(float(run.data.params.get("train.batch_size", 0) or 0)),
         )
         for run in runs
         if run.info.end_time and run.info.start_time

@@ -3,6 +3,7 @@ beside what a plan part declared before it ran, and the cost of a judged sweep o
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -11,7 +12,15 @@ import pytest
 from analysis import results
 from analysis.budget import steps_needed
 from analysis.plan import PLAN, Planned, load_plan
-from analysis.reach import GpuBatch, compared_points, gpu_batches, gpu_cost, judged_cost, one_core_cost
+from analysis.reach import (
+    GpuBatch,
+    compared_points,
+    gpu_batches,
+    gpu_cost,
+    gpu_rates,
+    judged_cost,
+    one_core_cost,
+)
 from analysis.spend import TrialCost, planned_text, spend_table, spent_line, trial_costs
 from experiments.gpu_plan import load_gpu_plan
 
@@ -159,3 +168,30 @@ def test_every_archived_trial_records_what_its_spend_is_read_from() -> None:
         trials = [t for t in trials if t.get("parent_run_id")]
         assert trials and all(t["end_time"] > t["start_time"] > 0 for t in trials), path.name
         assert all(int(t["params"]["train.num_threads"]) >= 1 for t in trials), path.name
+
+
+def test_a_gpu_cost_without_a_banked_batch_is_read_from_the_presearch_gpu_trials() -> None:
+    """The pre-search's records on lent GPUs give seconds a step per task and model: a judged sweep of a
+    grid with no banked batch is costed at its trials' task, model and batch from them."""
+    every = [rec for records in results.presearch_records().values() for rec in records]
+    rates = gpu_rates(every)
+    (scratchpad,) = rates[("add_scratchpad", "tiny")]  # add_posembed_steps (H100) and cpu_tune_steps (H200)
+    assert scratchpad.batch == 64 and scratchpad.machines == ("NVIDIA H100 80GB HBM3", "NVIDIA H200")
+    assert 0.01 < scratchpad.seconds_per_step < 0.1
+    assert ("dialogue", "tiny") not in rates  # nl_mix's pre-search ran on a CPU
+    trial = TrialCost("p", 0, 90.0, 1.0, 12_000, task="add_scratchpad", preset="tiny", batch=64)
+    plan = [p for p in PLAN if p.grid == "add_posembed_recipe_long"]
+    cost = judged_cost(
+        "add_posembed_recipe_long", plan, "... [fig:acc_add_rand]", [trial], {}, {}, {}, rates=rates
+    )
+    minutes = 5 * 3 * 12_000 * scratchpad.seconds_per_step / 60
+    assert cost["on a GPU"].startswith(f"{minutes:,.0f} GPU-minutes of trials: 5 seeds x 3 points x 12,000")
+    assert "pre-search trials of the same model (tiny, add_scratchpad, batch 64)" in cost["on a GPU"]
+    # another batch is said; no rate for the task: no GPU measurement
+    other = dataclasses.replace(trial, batch=128)
+    said = judged_cost("add_posembed_recipe_long", plan, "...", [other], {}, {}, {}, rates=rates)["on a GPU"]
+    assert "the trials judged train at batch 128" in said
+    dialogue = dataclasses.replace(trial, task="dialogue")
+    assert judged_cost("nl_mix", [], "...", [dialogue], {}, {}, {}, rates=rates)["on a GPU"] == (
+        "no GPU measurement"
+    )
