@@ -50,6 +50,15 @@ def test_impossible_config_fails_before_anything_trains(tmp_path) -> None:
     assert not (tmp_path / "mlflow.db").exists()  # no run was even opened
 
 
+def test_lines_longer_than_the_models_positions_fail_before_anything_trains(tmp_path) -> None:
+    """Not an IndexError in the embedding lookup: the setting to change, before a run is opened."""
+    with pytest.raises(
+        ConfigError, match=r"training data: the longest line is \d+ tokens, more than model.n_positions=8"
+    ):
+        train(tiny_cfg(tmp_path, **{"model.n_positions": 8}))
+    assert not (tmp_path / "mlflow.db").exists()
+
+
 def test_trial_is_one_mlflow_run_with_the_schema(tmp_path) -> None:
     cfg = tiny_cfg(
         tmp_path, **{"train.eval_epochs": [2], "tracking.run_name": "t1", "tracking.tags": {"grid": "g"}}

@@ -17,13 +17,13 @@ exception is `random_embed`, whose tags are drawn per padded cell: the same dist
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from arith.config import LOSS_ON
+from arith.config import LOSS_ON, ConfigError
 from arith.model.tokenizer import encode_examples
 
 #: how many batches' worth of shuffled lines are sorted by length together: larger = less padding,
@@ -72,6 +72,21 @@ def pad_token_id(tokenizer) -> int:
     """The tokenizer's pad id; GPT-2's own tokenizer has none, so eos stands in (masked out anyway)."""
     pad = tokenizer.pad_token_id
     return tokenizer.eos_token_id if pad is None else pad
+
+
+def check_fits(
+    lengths: Iterable[int], n_positions: int, what: str, bucket_lengths: Sequence[int] = ()
+) -> None:
+    """Refuse lines that, padded to their batch's width, outgrow the model's positions: past
+    `model.n_positions` the position embedding has no row, and every scheme would fail in its lookup."""
+    longest = max(lengths, default=0)
+    width = bucket_width(longest, bucket_lengths)
+    if width > n_positions:
+        padded = f" (padded to {width} by train.bucket_lengths)" if width > longest else ""
+        raise ConfigError(
+            f"{what}: the longest line is {longest} tokens{padded}, more than model.n_positions="
+            f"{n_positions}; raise model.n_positions (GPT-2's is 1024) or use fewer digits"
+        )
 
 
 def bucket_width(width: int, bucket_lengths: Sequence[int] = ()) -> int:
