@@ -12,6 +12,8 @@ by the one trainable, `sweeps.trainable.run_trial`, with three additions:
   its checkpoints across restores): core-seconds, which a machine busy with other work does not inflate
   as it would Tune's wall clock (`time_total_s`), so that configurations run side by side with a test
   suite or another sweep are compared fairly. A CPU clock: a search is a CPU scale's;
+- ASHA's rungs are kept in the sweep's folder (`sweeps.asha.ResumableAsha`), so that a search stopped
+  and resumed (`--resume`) prunes as one run straight through would;
 - when Tune is done, each trial's MLflow run gets `search/core_minutes` at each evaluated epoch (from
   Tune's results) and a trial ASHA stopped is ended KILLED with the tag `search_stopped` (`rung` or
   `budget`), so that the store alone holds what `analysis.search` builds the cost-to-gate table from.
@@ -38,6 +40,7 @@ from experiments.grid import Grid
 from experiments.registry import SEARCHES
 from experiments.search import CORE_MINUTES, GATE_METRIC, STOPPED_TAG, Search, check_presearch_seeds
 from experiments.verdicts import gated_cells
+from sweeps.asha import ASHA_STATE_FILE, ResumableAsha
 from sweeps.grids import get_grid
 from sweeps.scales import Recipe, Scale, get_scale
 from sweeps.storage import digit_map
@@ -134,12 +137,12 @@ class SearchRun:
             out[key] = validate(cfg).to_dict()
         return out
 
-    def scheduler(self):
-        """ASHA over the trials' CPU clock, its rungs in core-minutes."""
-        from ray.tune.schedulers import ASHAScheduler
-
+    def scheduler(self, sweep_uri: str) -> ResumableAsha:
+        """ASHA over the trials' CPU clock, its rungs in core-minutes, kept in the sweep's folder
+        (`sweep_uri`) so that a --resume goes on with them."""
         asha, seconds = self.search.scheduler, 60.0
-        return ASHAScheduler(
+        return ResumableAsha(
+            f"{sweep_uri}/{ASHA_STATE_FILE}",
             time_attr=schema.CPU_SECONDS,
             metric=GATE_METRIC,
             mode="max",

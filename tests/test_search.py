@@ -251,3 +251,36 @@ def check_the_toy_search(uri: str) -> None:
     assert good["configuration"] in section and "not reached" in section
     # the search's seeds are its parent run's pre-search seeds: no claim is judged on them
     assert parent.data.tags["presearch_seeds"] == "[100]" and parent.info.status == "FINISHED"
+
+
+def test_asha_keeps_its_rungs_across_a_resume(tmp_path) -> None:
+    """Tune pickles the scheduler when a sweep starts (tuner.pkl) and unpickles that copy on --resume:
+    ResumableAsha comes back with the rungs it recorded since, so a trial reporting after the resume is
+    still measured against the ones before it."""
+    import pickle
+    from types import SimpleNamespace
+
+    from ray.tune.schedulers import TrialScheduler
+
+    from sweeps.asha import ASHA_STATE_FILE
+
+    run = SearchRun.of("mul_format_recipe", None, 1)
+    asha = run.scheduler(str(tmp_path))
+    at_start = pickle.dumps(asha)  # what tuner.pkl holds
+    good, bad, later = (SimpleNamespace(trial_id=name) for name in ("good", "bad", "later"))
+    for trial in (good, bad, later):
+        asha.on_trial_add(None, trial)
+    ten = {"cpu_seconds": 10 * 60.0}
+    assert asha.on_trial_result(None, good, {**ten, "gate/weakest_unseen": 0.8}) == TrialScheduler.CONTINUE
+    assert asha.on_trial_result(None, bad, {**ten, "gate/weakest_unseen": 0.1}) == TrialScheduler.STOP
+    assert (tmp_path / ASHA_STATE_FILE).is_file()
+
+    restored = pickle.loads(at_start)  # Tuner.restore
+    (tmp_path / ASHA_STATE_FILE).unlink()
+    forgetful = pickle.loads(at_start)  # what Tune alone would restore: an empty ASHA
+    # after the resume, a weak trial at the first rung is stopped against the rungs recorded before it
+    assert restored.on_trial_result(None, later, {**ten, "gate/weakest_unseen": 0.2}) == TrialScheduler.STOP
+    forgetful.on_trial_add(None, later)
+    assert forgetful.on_trial_result(None, later, {**ten, "gate/weakest_unseen": 0.2}) == (
+        TrialScheduler.CONTINUE
+    )

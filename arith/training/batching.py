@@ -74,7 +74,7 @@ def pad_token_id(tokenizer) -> int:
     return tokenizer.eos_token_id if pad is None else pad
 
 
-def check_fits(
+def check_line_lengths(
     lengths: Iterable[int], n_positions: int, what: str, bucket_lengths: Sequence[int] = ()
 ) -> None:
     """Refuse lines that, padded to their batch's width, outgrow the model's positions: past

@@ -32,7 +32,13 @@ from arith.model.gpt import build_model
 from arith.model.tokenizer import tokenizer_for
 from arith.tracking.runs import NullTracker, start_tracker
 from arith.tracking.schema import ACCURACY_COLUMN, BF16_MATMULS_TAG, CPU_SECONDS, EXPERIMENT_CONFIG
-from arith.training.batching import BatchLoader, check_fits, encode_lines, example_digits, pad_token_id
+from arith.training.batching import (
+    BatchLoader,
+    check_line_lengths,
+    encode_lines,
+    example_digits,
+    pad_token_id,
+)
 from arith.training.checkpoints import (
     CheckpointFolder,
     Checkpoints,
@@ -174,8 +180,8 @@ def setup(cfg: ExperimentConfig) -> Setup:
     tokenizer = tokenizer_for(cfg.model, [example.text for example in train_set])
     loader = train_loader(train_set, tokenizer, t)
     test_set = test_examples(cfg.data)
-    check_fits(map(len, loader.lines), cfg.model.n_positions, "training data", t.bucket_lengths)
-    check_fits(map(len, encode_lines(tokenizer, test_set)), cfg.model.n_positions, "test problems")
+    check_line_lengths(map(len, loader.lines), cfg.model.n_positions, "training data", t.bucket_lengths)
+    check_line_lengths(map(len, encode_lines(tokenizer, test_set)), cfg.model.n_positions, "test problems")
     model = build_model(cfg.model, tokenizer, cfg.data).to(device)
     optimizer = make_optimizer(model, t, device)
     n_steps = total_steps(t, len(loader))
