@@ -27,6 +27,9 @@ from arith.data.datasets import train_size
 from arith.training.train import total_steps
 
 ACCURACY = "test_acc"
+#: a trial Tune ended without its last result marked done: a stopped sweep (Ctrl+C, a session's end) ends
+#: every trial TERMINATED, the unfinished and the never-started ones too, which are not done
+INTERRUPTED = "INTERRUPTED"
 
 
 @dataclass(frozen=True)
@@ -75,16 +78,17 @@ def progress_line(
     trials: Sequence[TrialState], elapsed: float, latest: float | None, best: float | None, slots: int
 ) -> str:
     """The line itself (no newline)."""
-    counts = {"done": 0, "running": 0, "pending": 0, "failed": 0}
+    counts = {"done": 0, "running": 0, "pending": 0, "failed": 0, "interrupted": 0}
     for t in trials:
-        key = {"TERMINATED": "done", "RUNNING": "running", "ERROR": "failed"}.get(t.status, "pending")
-        counts[key] += 1
+        key = {"TERMINATED": "done", "RUNNING": "running", "ERROR": "failed", INTERRUPTED: "interrupted"}
+        counts[key.get(t.status, "pending")] += 1
+    shown = {name: n for name, n in counts.items() if n or name != "interrupted"}
     parts = [
-        f"[{clock(elapsed)}] trials " + ", ".join(f"{n} {name}" for name, n in counts.items()),
+        f"[{clock(elapsed)}] trials " + ", ".join(f"{n} {name}" for name, n in shown.items()),
         f"{ACCURACY} latest {'-' if latest is None else f'{latest:.2f}'} "
         f"best {'-' if best is None else f'{best:.2f}'}",
     ]
-    if counts["done"] + counts["failed"] < len(trials):
+    if counts["running"] + counts["pending"]:
         left = seconds_left(trials, slots)
         parts.append("left ~" + ("?" if left is None else clock(left)))
     return " | ".join(parts)
@@ -125,8 +129,7 @@ class SweepProgress(Callback):
             result = trial.last_result or {}
             out.append(
                 TrialState(
-                    # a NaN loss ends a trial without an error (it is not retried), yet it failed
-                    status="ERROR" if result.get("nonfinite_loss") else trial.status,
+                    status=self.status_of(trial.status, result),
                     steps_done=int(result.get("step", 0) or 0),
                     steps_total=self.steps.get(key, 0),
                     seconds=float(result.get("time_total_s", 0.0) or 0.0),
@@ -134,6 +137,16 @@ class SweepProgress(Callback):
             )
         out += [TrialState("PENDING", 0, n, 0.0) for key, n in self.steps.items() if key not in seen]
         return out
+
+    @staticmethod
+    def status_of(status: str, result: Mapping[str, Any]) -> str:
+        """Tune's status, but a NaN loss (it ends a trial without an error, so that it is not retried) is
+        a failure, and a trial TERMINATED without its last result marked done was interrupted."""
+        if result.get("nonfinite_loss"):
+            return "ERROR"
+        if status == "TERMINATED" and not result.get("done"):
+            return INTERRUPTED
+        return status
 
     def line(self, trials: Sequence[Any]) -> str:
         states = self.states(trials)

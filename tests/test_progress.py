@@ -72,6 +72,7 @@ def test_callback_on_tune_trials_counts_trials_not_created_yet_and_throttles() -
     assert "trials 0 done, 2 running, 1 pending, 0 failed" in line
     assert "test_acc latest 0.40 best 0.40" in line and line.endswith("left ~1:40")
     first.set_status(Trial.TERMINATED)
+    first.update_last_result({**first.last_result, "done": True})  # as Tune marks a trial's end
     progress.on_trial_complete(2, trials, first)  # a finished trial is always shown
     assert "trials 1 done, 1 running, 1 pending" in out.getvalue().splitlines()[-1]
 
@@ -81,10 +82,24 @@ def test_a_trial_ended_by_a_nan_loss_counts_as_failed() -> None:
     steps = {key_of({"point": p, "seed": 0}): 10 for p in ("a", "b")}
     progress = SweepProgress(steps, key_of, stream=io.StringIO(), tty=False)
     trials = [
-        trial("a", Trial.TERMINATED, step=10, time_total_s=5.0),
+        trial("a", Trial.TERMINATED, step=10, time_total_s=5.0, done=True),
         trial("b", Trial.TERMINATED, step=1, time_total_s=1.0, nonfinite_loss=1, error="loss became nan"),
     ]
     assert "trials 1 done, 0 running, 0 pending, 1 failed" in progress.line(trials)
+
+
+def test_a_stopped_sweep_counts_its_unfinished_trials_as_interrupted_not_done() -> None:
+    """Ctrl+C (or a session's end) leaves every trial TERMINATED, the unfinished ones without `done`."""
+    steps = {key_of({"point": p, "seed": 0}): 10 for p in ("a", "b", "c")}
+    progress = SweepProgress(steps, key_of, stream=io.StringIO(), tty=False)
+    trials = [
+        trial("a", Trial.TERMINATED, step=10, time_total_s=5.0, done=True),
+        trial("b", Trial.TERMINATED, step=4, time_total_s=2.0),
+        trial("c", Trial.TERMINATED),  # never started
+    ]
+    line = progress.line(trials)
+    assert "trials 1 done, 0 running, 0 pending, 0 failed, 2 interrupted |" in line
+    assert "left" not in line  # nothing runs or waits
 
 
 def test_terminal_rewrites_one_line() -> None:
@@ -93,6 +108,7 @@ def test_terminal_rewrites_one_line() -> None:
     trials = [trial("a", Trial.RUNNING, step=5, time_total_s=5.0)]
     progress.show(trials, force=True)
     trials[0].set_status(Trial.TERMINATED)
+    trials[0].update_last_result({**trials[0].last_result, "done": True})
     progress.on_experiment_end(trials)
     text = out.getvalue()
     assert text.count("\r") == 2 and text.count("\n") == 1 and text.endswith("\n")
