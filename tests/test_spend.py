@@ -158,7 +158,8 @@ def test_the_steps_a_point_needs_come_from_the_committed_pre_search() -> None:
 @pytest.mark.parametrize("grid", ["add_length"])
 def test_a_claim_the_cpu_model_cannot_test_says_so_instead_of_a_one_core_cost(grid: str) -> None:
     said = judged_cost(grid, [], "... [tb:acc_dataformat]", [], {}, {}, {}, results.ONE_CORE_INSTEAD[grid])
-    assert said["a judged sweep on one core"].startswith("not measured: the claim is about GPT-2 small")
+    assert said["a judged sweep on one core"].startswith("not runnable here: the claim is about GPT-2 small")
+    assert "about 88 core-hours a trial" in said["a judged sweep on one core"]
 
 
 def test_every_archived_trial_records_what_its_spend_is_read_from() -> None:
