@@ -28,6 +28,7 @@ from arith.tracking import store
 from arith.tracking.schema import POINT_TAG, SEED_TAG
 from arith.training.checkpoints import load_checkpoint, save_checkpoint
 from arith.training.train import NonFiniteLossError, train
+from experiments.search import GATE_METRIC
 
 
 class TuneCheckpoints:
@@ -116,4 +117,8 @@ def run_trial(config: dict[str, Any], configs: dict[str, dict[str, Any]]) -> Non
         train(config_on_ray(cfg), reporter=report_to_tune, checkpoints=TuneCheckpoints())
     except NonFiniteLossError as err:
         print(f"not retried: {err}", file=sys.stderr, flush=True)
-        tune.report({"nonfinite_loss": 1, "error": str(err)})
+        # a search's scheduler reads its gate in every report and Tune ends the whole sweep on a report
+        # without it: a model whose loss became NaN passes no cell (without the clock, `schema.CPU_SECONDS`,
+        # ASHA records nothing of it at any rung)
+        gate = {GATE_METRIC: 0.0} if cfg["train"]["gate_cells"] else {}
+        tune.report({"nonfinite_loss": 1, "error": str(err), **gate})

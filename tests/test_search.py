@@ -73,6 +73,12 @@ TOY_SEARCH = textwrap.dedent(
 )
 
 
+#: the toy search again, at a learning rate whose loss becomes NaN within its first steps, beside a sane one
+NAN_SEARCH = TOY_SEARCH.replace('"train.lr": [3e-3, 1e-5, 2e-5]', '"train.lr": [1e30, 3e-3]').replace(
+    '"train.epochs": 25', '"train.epochs": 3'
+)
+
+
 def evaluations(rows: list[tuple[str, int, int, float, float, str]]) -> pd.DataFrame:
     """A search's evaluations: (point, seed, epoch, core-minutes, gate, stopped tag)."""
     frame = pd.DataFrame(rows, columns=["point", "seed", "epoch", "core_minutes", "gate", "stopped"])
@@ -223,6 +229,40 @@ def test_a_smoke_search_stops_trials_early_and_tables_their_cost(tmp_path) -> No
     import_sweep(fresh, archive)
     assert search_cost_table(fresh, "toy_reverse_recipe").equals(search_cost_table(uri, "toy_reverse_recipe"))
     check_the_toy_search(fresh)
+
+
+@pytest.mark.slow
+def test_a_search_trial_whose_loss_becomes_nan_fails_alone(tmp_path) -> None:
+    """A NaN ends its trial without an error (so Tune does not retry it) and with a report that lacks the
+    scheduler's metrics: Tune's strict metric check must not end the whole search for it."""
+    (tmp_path / "nan_search.py").write_text(NAN_SEARCH)
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "MLFLOW_TRACKING_URI")}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(ROOT), env.get("PYTHONPATH", "")]).rstrip(
+        os.pathsep
+    )
+    env[registry.PLUGINS_ENV] = "nan_search"
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    ray_temp = tempfile.mkdtemp(prefix="ray", dir="/tmp")
+    try:
+        proc = subprocess.run(
+            [
+                sys.executable, "sweeps/run.py", "--search", "toy_reverse_recipe", "--cpus-per-trial", "1",
+                "--max-concurrent", "1", "--ray-temp-dir", ray_temp, "--tracking-uri", uri,
+                "--storage-path", str(tmp_path / "ray_results"),
+            ],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+        )  # fmt: skip
+    finally:
+        shutil.rmtree(ray_temp, ignore_errors=True)
+    output = proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "did not include the specified metric" not in proc.stdout + proc.stderr, output
+    parent = find_parent(store.client(uri), "toy_reverse_recipe")
+    trials = store.trial_runs(uri, ["toy_reverse_recipe"], parent.info.run_id)
+    by_lr = {run.data.params["train.lr"]: run for run in trials}
+    assert set(by_lr) == {"1e+30", "0.003"}, output
+    assert by_lr["1e+30"].info.status == "FAILED" and by_lr["1e+30"].data.tags["failure"] == "nonfinite_loss"
+    assert by_lr["0.003"].info.status == "FINISHED", output  # the other trial ran to its end
+    assert proc.returncode == 1, output  # a failed trial: the sweep says so in its exit code
 
 
 def check_the_toy_search(uri: str) -> None:
