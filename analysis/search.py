@@ -81,6 +81,12 @@ def _trial_cost(trial: pd.DataFrame, threshold: float) -> dict[str, float | bool
     }
 
 
+def core_minutes(value: float) -> float:
+    """Core-minutes as the table shows them: to 0.1 from 1 up, to two significant digits below (a toy
+    search's trials reach the gate in seconds of CPU time, which 0.1 would round to 0)."""
+    return round(value, 1) if value >= 1 else float(f"{value:.2g}")
+
+
 def cost_to_gate(evaluations: pd.DataFrame, threshold: float = LEARNED) -> pd.DataFrame:
     """One row per configuration (point): its seeds, how many the scheduler stopped, the core-minutes
     until the weakest gated cell first reached `threshold` on every seed ("not reached" otherwise), the
@@ -98,9 +104,11 @@ def cost_to_gate(evaluations: pd.DataFrame, threshold: float = LEARNED) -> pd.Da
                 "configuration": point,
                 "seeds": ", ".join(map(str, trials)),
                 "stopped early": f"{int(costs['stopped'].sum())} of {len(trials)}",
-                "core-min to gate": f"{to_gate:.1f}" if reached else f"not reached (best {best:.2f})",
+                "core-min to gate": f"{core_minutes(to_gate):g}"
+                if reached
+                else f"not reached (best {best:.2f})",
                 "best weakest cell": round(best, 3),
-                "core-min spent": round(float(costs["spent"].sum()), 1),
+                "core-min spent": core_minutes(float(costs["spent"].sum())),
                 "_order": (0, to_gate) if reached else (1, -best),
             }
         )

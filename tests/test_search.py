@@ -103,9 +103,12 @@ def test_the_cost_to_gate_is_the_first_evaluation_at_the_gate_on_every_seed() ->
     )
     assert list(table["configuration"]) == ["fast", "slow", "never"]  # cheapest first
     fast, slow, never = (table.iloc[i] for i in range(3))
-    assert fast["core-min to gate"] == "10.0"  # the most over its seeds: seed 100 took 10
+    assert fast["core-min to gate"] == "10"  # the most over its seeds: seed 100 took 10
     assert fast["seeds"] == "100, 101" and fast["core-min spent"] == 21.0
-    assert slow["core-min to gate"] == "30.0"
+    assert slow["core-min to gate"] == "30"
+    # seconds of CPU time are not rounded away
+    quick = cost_to_gate(evaluations([("quick", 100, 1, 0.0437, 0.95, "")])).iloc[0]
+    assert quick["core-min to gate"] == "0.044" and quick["core-min spent"] == 0.044
     # one seed never reached it: not reached, with the best its weakest seed read
     assert never["core-min to gate"] == "not reached (best 0.20)"
     assert never["stopped early"] == "1 of 2" and never["best weakest cell"] == 0.2
