@@ -196,16 +196,16 @@ def test_a_recipe_declared_on_an_experiment_trains_both_compared_formats(monkeyp
     assert points(get_grid("mul_format"), "cpu", 1, only=only)[0].train.max_steps == 3000
 
 
-@pytest.mark.slow
-def test_a_smoke_search_stops_trials_early_and_tables_their_cost(tmp_path) -> None:
-    """A real search: ASHA on a local Ray (one trial at a time, the good learning rate first), the real
-    trainer, a SQLite store; the cost-to-gate table read back from the store."""
-    (tmp_path / "toy_search.py").write_text(TOY_SEARCH)
+def run_toy_search(tmp_path: Path, plugin: str, source: str) -> tuple[subprocess.CompletedProcess, str]:
+    """`sweeps/run.py --search toy_reverse_recipe` as a user runs it, the search declared by the plugin
+    module `plugin` (its `source` written into tmp_path), on a local Ray into a SQLite store there, one
+    trial at a time; returns the finished process and the store's URI."""
+    (tmp_path / f"{plugin}.py").write_text(source)
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "MLFLOW_TRACKING_URI")}
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(ROOT), env.get("PYTHONPATH", "")]).rstrip(
         os.pathsep
     )
-    env[registry.PLUGINS_ENV] = "toy_search"
+    env[registry.PLUGINS_ENV] = plugin
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     ray_temp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # Unix socket paths stay short
     try:
@@ -219,6 +219,14 @@ def test_a_smoke_search_stops_trials_early_and_tables_their_cost(tmp_path) -> No
         )  # fmt: skip
     finally:
         shutil.rmtree(ray_temp, ignore_errors=True)
+    return proc, uri
+
+
+@pytest.mark.slow
+def test_a_smoke_search_stops_trials_early_and_tables_their_cost(tmp_path) -> None:
+    """A real search: ASHA on a local Ray (one trial at a time, the good learning rate first), the real
+    trainer, a SQLite store; the cost-to-gate table read back from the store."""
+    proc, uri = run_toy_search(tmp_path, "toy_search", TOY_SEARCH)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "core-min to gate" in proc.stdout  # the table, printed at the end
 
@@ -238,25 +246,7 @@ def test_a_smoke_search_stops_trials_early_and_tables_their_cost(tmp_path) -> No
 def test_a_search_trial_whose_loss_becomes_nan_fails_alone(tmp_path) -> None:
     """A NaN ends its trial without an error (so Tune does not retry it) and with a report that lacks the
     scheduler's metrics: Tune's strict metric check must not end the whole search for it."""
-    (tmp_path / "nan_search.py").write_text(NAN_SEARCH)
-    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "MLFLOW_TRACKING_URI")}
-    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(ROOT), env.get("PYTHONPATH", "")]).rstrip(
-        os.pathsep
-    )
-    env[registry.PLUGINS_ENV] = "nan_search"
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
-    ray_temp = tempfile.mkdtemp(prefix="ray", dir="/tmp")
-    try:
-        proc = subprocess.run(
-            [
-                sys.executable, "sweeps/run.py", "--search", "toy_reverse_recipe", "--cpus-per-trial", "1",
-                "--max-concurrent", "1", "--ray-temp-dir", ray_temp, "--tracking-uri", uri,
-                "--storage-path", str(tmp_path / "ray_results"),
-            ],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
-        )  # fmt: skip
-    finally:
-        shutil.rmtree(ray_temp, ignore_errors=True)
+    proc, uri = run_toy_search(tmp_path, "nan_search", NAN_SEARCH)
     output = proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "did not include the specified metric" not in proc.stdout + proc.stderr, output
     parent = find_parent(store.client(uri), "toy_reverse_recipe")
