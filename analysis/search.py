@@ -27,6 +27,8 @@ from experiments.registry import SEARCHES
 from experiments.search import CORE_MINUTES, GATE_METRIC, STOPPED_TAG
 from experiments.verdicts import LEARNED, TOLERANCE
 
+#: the `search_stopped` tags of a trial ASHA cut before it reached the gate (`passed`: it did, and ended)
+CUT = ("rung", "budget")
 #: one row per trial x evaluation, what `cost_to_gate` reads
 EVALUATION_COLUMNS = [POINT_COLUMN, SEED_COLUMN, "status", "stopped", "epoch", "core_minutes", "gate"]
 COST_COLUMNS = [
@@ -70,14 +72,14 @@ def search_evaluations(tracking_uri: str, parent_run_id: str) -> pd.DataFrame:
 
 def _trial_cost(trial: pd.DataFrame, threshold: float) -> dict[str, float | bool]:
     """One trial's core-minutes to the gate (NaN: not reached), best gate value, core-minutes spent and
-    whether the scheduler stopped it."""
+    whether the scheduler cut it short of the gate."""
     ordered = trial.sort_values("epoch")
     reached = ordered[ordered["gate"] >= threshold - TOLERANCE]
     return {
         "to_gate": float(reached["core_minutes"].iloc[0]) if len(reached) else math.nan,
         "best": float(ordered["gate"].max()),
         "spent": float(ordered["core_minutes"].max()),
-        "stopped": bool(ordered["stopped"].iloc[-1]),
+        "stopped": ordered["stopped"].iloc[-1] in CUT,
     }
 
 
@@ -137,7 +139,8 @@ def cost_markdown(table: pd.DataFrame, budget_core_min: float | None = None) -> 
     note = (
         f"\nCost to the gate: core-minutes (seconds x CPUs / 60) until the weakest gated cell, read on the "
         f"test problems not trained on, first reached {LEARNED:g} on every seed (the most over its seeds); "
-        f"'not reached' gives the best its weakest seed read before it ended or ASHA stopped it{budget}."
+        f"'not reached' gives the best its weakest seed read before it ended or ASHA stopped it{budget}; "
+        f"a trial ends at the gate, so 'core-min spent' is what the search paid, not a full budget."
     )
     return "\n".join(lines) + "\n" + note
 

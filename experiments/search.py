@@ -108,7 +108,9 @@ class Search:
 
     def grid(self, parent: Grid) -> Grid:
         """The search's grid: `parent` (the experiment's) cut to the compared points, times the recipe
-        axes, every search setting after the scale, tagged with the search's pre-search seeds."""
+        axes, every search setting after the scale, tagged with the search's pre-search seeds. The compared
+        points vary fastest, so each configuration's formats are tried side by side, not one format's
+        whole search before the other's."""
         derived = variant(
             parent,
             self.name,
@@ -119,7 +121,7 @@ class Search:
             scale=self.scale,
             presearch_seeds=self.seeds,
         )
-        return dataclasses.replace(derived, axes={**derived.axes, **self.axes}, also=())
+        return dataclasses.replace(derived, axes={**self.axes, **derived.axes}, also=())
 
 
 def check_presearch_seeds(seeds: Iterable[int], what: str) -> None:

@@ -24,7 +24,7 @@ from analysis.results import write_results
 from arith.tracking.store import client as store_client
 from sweeps.grids import points
 from sweeps.progress import trial_steps
-from sweeps.reproduce import run_part
+from sweeps.reproduce import INTERRUPTED, SweepInterrupted, run_part
 
 
 def paper_trial_steps(grid: str) -> int:
@@ -65,7 +65,11 @@ def main(argv: list[str] | None = None) -> int:
                 if run is not None and not args.rerun:
                     print(f"=== {grid}: `{shlex.join(plan.sweep_args())}` is in the store (--rerun: again)")
                     continue
-                run_part(plan, uri, str(store / "ray_results"))
+                try:
+                    run_part(plan, uri, str(store / "ray_results"))
+                except SweepInterrupted as stop:
+                    print(f"=== {stop}; the same command resumes it", flush=True)
+                    return INTERRUPTED
     write_results(uri, ROOT / args.out, paper_steps=paper_trial_steps)
     return 0
 

@@ -5,7 +5,10 @@
 Counts come from Tune's trial states; accuracies from the trials' reports (the trainer reports `test_acc`
 with `evaluated` set when it ran the test grid); the time left for the whole sweep from each trial's
 step rate: a running trial's own (`step` / `time_total_s`), a pending one's at the mean seconds a step of
-the trials seen so far, queued onto as many slots as trials have run at once. On a terminal the line is
+the trials seen so far, queued onto as many slots as trials have run at once. Under a recipe search's
+scheduler a trial ends at its CPU-time budget at the latest (`clock_budget_s`, `schema.CPU_SECONDS`), and
+most end sooner (at a rung, at the gate): there the line says "left at most", each trial's time capped at
+its budget's worth of wall time. On a terminal the line is
 rewritten in place (`\\r`), at most once a second; into a file or pipe it is printed every `every_s`
 seconds, so logs stay short.
 """
@@ -24,6 +27,7 @@ from ray.tune import Callback
 
 from arith.config import ExperimentConfig
 from arith.data.datasets import train_size
+from arith.tracking.schema import CPU_SECONDS
 from arith.training.train import total_steps
 
 ACCURACY = "test_acc"
@@ -34,16 +38,23 @@ INTERRUPTED = "INTERRUPTED"
 
 @dataclass(frozen=True)
 class TrialState:
-    """What the line needs of one trial: its Tune status, steps done of its total, seconds it has run."""
+    """What the line needs of one trial: its Tune status, steps done of its total, seconds it has run (and
+    of them, CPU seconds, `clock`)."""
 
     status: str
     steps_done: int
     steps_total: int
     seconds: float
+    clock: float = 0.0
 
     @property
     def seconds_per_step(self) -> float | None:
         return self.seconds / self.steps_done if self.steps_done > 0 and self.seconds > 0 else None
+
+    @property
+    def seconds_per_clock(self) -> float | None:
+        """Wall seconds per CPU second: above 1 where trials share cores."""
+        return self.seconds / self.clock if self.clock > 0 and self.seconds > 0 else None
 
 
 def clock(seconds: float) -> str:
@@ -53,29 +64,51 @@ def clock(seconds: float) -> str:
     return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
 
 
-def seconds_left(trials: Sequence[TrialState], slots: int) -> float | None:
-    """Wall seconds until every trial is done, or None before any step rate is known.
+def mean(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def seconds_left(
+    trials: Sequence[TrialState], slots: int, clock_budget_s: float | None = None
+) -> float | None:
+    """Wall seconds until every trial is done (at most, with `clock_budget_s`), or None before any step
+    rate is known.
 
     Each running trial needs its remaining steps at its own rate; pending ones take their steps at the mean
-    seconds a step of the trials measured so far, each starting in the slot that frees up first."""
-    rates = [t.seconds_per_step for t in trials if t.status in ("RUNNING", "TERMINATED")]
-    rates = [r for r in rates if r is not None]
-    if not rates:
+    seconds a step of the trials measured so far, each starting in the slot that frees up first. With a
+    CPU-time budget a trial needs no more than what is left of it, in wall seconds at its own ratio of
+    wall to CPU time (pending ones at the mean ratio)."""
+    seen = [t for t in trials if t.status in ("RUNNING", "TERMINATED")]
+    mean_rate = mean([t.seconds_per_step for t in seen])
+    if mean_rate is None:
         return None
-    mean_rate = sum(rates) / len(rates)
+    mean_ratio = mean([t.seconds_per_clock for t in seen]) or 1.0
+
+    def need(t: TrialState) -> float:
+        by_steps = max(0, t.steps_total - t.steps_done) * (t.seconds_per_step or mean_rate)
+        if clock_budget_s is None:
+            return by_steps
+        return min(by_steps, max(0.0, clock_budget_s - t.clock) * (t.seconds_per_clock or mean_ratio))
+
     running = [t for t in trials if t.status == "RUNNING"]
     pending = [t for t in trials if t.status in ("PENDING", "PAUSED")]
     slots = max(1, slots, len(running))
-    finish = [max(0, t.steps_total - t.steps_done) * (t.seconds_per_step or mean_rate) for t in running]
+    finish = [need(t) for t in running]
     finish += [0.0] * (slots - len(finish))
     heapq.heapify(finish)
     for trial in pending:
-        heapq.heappush(finish, heapq.heappop(finish) + trial.steps_total * mean_rate)
+        heapq.heappush(finish, heapq.heappop(finish) + need(trial))
     return max(finish)
 
 
 def progress_line(
-    trials: Sequence[TrialState], elapsed: float, latest: float | None, best: float | None, slots: int
+    trials: Sequence[TrialState],
+    elapsed: float,
+    latest: float | None,
+    best: float | None,
+    slots: int,
+    clock_budget_s: float | None = None,
 ) -> str:
     """The line itself (no newline)."""
     counts = {"done": 0, "running": 0, "pending": 0, "failed": 0, "interrupted": 0}
@@ -89,8 +122,9 @@ def progress_line(
         f"best {'-' if best is None else f'{best:.2f}'}",
     ]
     if counts["running"] + counts["pending"]:
-        left = seconds_left(trials, slots)
-        parts.append("left ~" + ("?" if left is None else clock(left)))
+        left = seconds_left(trials, slots, clock_budget_s)
+        bound = "left at most ~" if clock_budget_s is not None else "left ~"
+        parts.append(bound + ("?" if left is None else clock(left)))
     return " | ".join(parts)
 
 
@@ -99,7 +133,8 @@ class SweepProgress(Callback):
 
     `steps`: every trial of the sweep (by key) and its total steps; `key_of(trial.config)` is a Tune
     trial's key. Tune creates trials only as slots free up, so the ones it has not created yet count as
-    pending from this list."""
+    pending from this list. `clock_budget_s`: a search's most CPU seconds a trial (its scheduler ends
+    every trial there)."""
 
     def __init__(
         self,
@@ -108,7 +143,9 @@ class SweepProgress(Callback):
         stream: TextIO | None = None,
         every_s: float = 30.0,
         tty: bool | None = None,
+        clock_budget_s: float | None = None,
     ) -> None:
+        self.clock_budget_s = clock_budget_s
         self.steps = dict(steps)
         self.key_of = key_of
         self.stream = stream or sys.stdout
@@ -133,6 +170,7 @@ class SweepProgress(Callback):
                     steps_done=int(result.get("step", 0) or 0),
                     steps_total=self.steps.get(key, 0),
                     seconds=float(result.get("time_total_s", 0.0) or 0.0),
+                    clock=float(result.get(CPU_SECONDS, 0.0) or 0.0),
                 )
             )
         out += [TrialState("PENDING", 0, n, 0.0) for key, n in self.steps.items() if key not in seen]
@@ -151,7 +189,8 @@ class SweepProgress(Callback):
     def line(self, trials: Sequence[Any]) -> str:
         states = self.states(trials)
         self.slots = max(self.slots, sum(s.status == "RUNNING" for s in states))
-        return progress_line(states, time.monotonic() - self.start, self.latest, self.best, self.slots)
+        elapsed = time.monotonic() - self.start
+        return progress_line(states, elapsed, self.latest, self.best, self.slots, self.clock_budget_s)
 
     def show(self, trials: Sequence[Any], force: bool = False, end: str = "") -> None:
         now = time.monotonic()
@@ -196,9 +235,12 @@ def tune_output(
     key_of: Callable[[Mapping[str, Any]], str],
     quiet: bool = False,
     verbose: bool = False,
+    clock_budget_s: float | None = None,
 ) -> dict[str, Any]:
     """`tune.RunConfig` arguments for the sweep's output: by default the progress line alone; `quiet`
-    nothing; `verbose` Tune's own per-trial table as before, with the progress line as plain lines."""
+    nothing; `verbose` Tune's own per-trial table as before, with the progress line as plain lines.
+    `clock_budget_s`: a search's CPU-time budget a trial, for the time left."""
     if verbose:
-        return {"callbacks": [SweepProgress(steps, key_of, tty=False)]}
-    return {"verbose": 0, "callbacks": [] if quiet else [SweepProgress(steps, key_of)]}
+        return {"callbacks": [SweepProgress(steps, key_of, tty=False, clock_budget_s=clock_budget_s)]}
+    line = SweepProgress(steps, key_of, clock_budget_s=clock_budget_s)
+    return {"verbose": 0, "callbacks": [] if quiet else [line]}

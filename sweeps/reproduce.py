@@ -10,6 +10,7 @@ and wall time, and archived (arith/tracking/archive.py).
 from __future__ import annotations
 
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -20,6 +21,13 @@ from analysis.plan import ARCHIVES, ROOT, TAG_COMMAND, TAG_MACHINE, TAG_WALL, Pl
 from arith.tracking.archive import export_sweep
 from arith.tracking.store import client as store_client
 from sweeps.storage import SweepStorage, machine
+
+#: sweeps/run.py's exit code after a Ctrl+C (128 + SIGINT): Tune's state saved, the sweep resumable
+INTERRUPTED = 130
+
+
+class SweepInterrupted(Exception):
+    """A part's sweep was stopped (Ctrl+C, a signal) after saving its state: the same command resumes it."""
 
 
 def run_part(plan: Planned, uri: str, storage: str, archives: Path = ARCHIVES) -> None:
@@ -38,11 +46,13 @@ def run_part(plan: Planned, uri: str, storage: str, archives: Path = ARCHIVES) -
             code = sweep.wait()
         except KeyboardInterrupt:  # Ctrl-C reached the sweep too: let Tune save its state and stop
             sweep.wait()
-            raise
+            raise SweepInterrupted(f"{plan.grid}: stopped, its trials' checkpoints kept") from None
     finally:
         name = stopped or folders.stopped(plan.grid, plan.scale, plan.sweep_args())
         if name:
             wall, machines = folders.add_session(name, time.perf_counter() - start, machine()[0])
+    if code == INTERRUPTED or code == -signal.SIGINT:
+        raise SweepInterrupted(f"{plan.grid}: stopped, its trials' checkpoints kept")
     if code:
         raise subprocess.CalledProcessError(code, cmd)
     client = store_client(uri)

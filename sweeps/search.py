@@ -12,11 +12,15 @@ by the one trainable, `sweeps.trainable.run_trial`, with three additions:
   its checkpoints across restores): core-seconds, which a machine busy with other work does not inflate
   as it would Tune's wall clock (`time_total_s`), so that configurations run side by side with a test
   suite or another sweep are compared fairly. A CPU clock: a search is a CPU scale's;
-- ASHA's rungs are kept in the sweep's folder (`sweeps.asha.ResumableAsha`), so that a search stopped
-  and resumed (`--resume`) prunes as one run straight through would;
+- ASHA runs once per compared point (`sweeps.asha.SearchAsha`): a configuration is measured against
+  the configurations of its own format only (an easy format would otherwise fill every rung and stop the
+  hard one, which decides the recipe, at its first); a trial whose weakest gated cell reached the gate
+  ends there (its cost to the gate is known); the rungs are kept in the sweep's folder, so that a search
+  stopped and resumed (`--resume`) prunes as one run straight through would;
 - when Tune is done, each trial's MLflow run gets `search/core_minutes` at each evaluated epoch (from
-  Tune's results) and a trial ASHA stopped is ended KILLED with the tag `search_stopped` (`rung` or
-  `budget`), so that the store alone holds what `analysis.search` builds the cost-to-gate table from.
+  Tune's results) and a trial the scheduler ended before its last epoch is ended KILLED with the tag
+  `search_stopped`: `passed` (it reached the gate), `rung` or `budget` (ASHA cut it), so that the store
+  alone holds what `analysis.search` builds the cost-to-gate table from.
 
 At a recipe scale (cpu_recipe) the configurations stand in for the task's recipe: a candidate that no
 claim's seeds may run (`sweeps.space` refuses them), and the search's seeds are from 100 up.
@@ -39,12 +43,15 @@ from experiments.cells import CELL_KEYS
 from experiments.grid import Grid
 from experiments.registry import SEARCHES
 from experiments.search import CORE_MINUTES, GATE_METRIC, STOPPED_TAG, Search, check_presearch_seeds
-from experiments.verdicts import gated_cells
-from sweeps.asha import ASHA_STATE_FILE, ResumableAsha
+from experiments.verdicts import LEARNED, TOLERANCE, gated_cells
+from sweeps.asha import ASHA_STATE_FILE, SearchAsha
 from sweeps.grids import get_grid
 from sweeps.scales import Recipe, Scale, get_scale
 from sweeps.storage import digit_map
 from sweeps.trainable import trial_key
+
+#: the gate's weakest cell at which a search's trial has passed (and its scheduler ends it)
+PASSED = LEARNED - TOLERANCE
 
 
 def get_search(name: str) -> Search:
@@ -137,17 +144,20 @@ class SearchRun:
             out[key] = validate(cfg).to_dict()
         return out
 
-    def scheduler(self, sweep_uri: str) -> ResumableAsha:
-        """ASHA over the trials' CPU clock, its rungs in core-minutes, kept in the sweep's folder
-        (`sweep_uri`) so that a --resume goes on with them."""
-        asha, seconds = self.search.scheduler, 60.0
-        return ResumableAsha(
+    def scheduler(self, sweep_uri: str) -> SearchAsha:
+        """ASHA over the trials' CPU clock, its rungs in core-minutes, one per compared point; a trial at
+        the gate stopped; the rungs kept in the sweep's folder (`sweep_uri`) so that a --resume goes on
+        with them."""
+        asha = self.search.scheduler
+        return SearchAsha(
             f"{sweep_uri}/{ASHA_STATE_FILE}",
+            group_by=tuple(self.search.compared),
+            stop_at=PASSED,
             time_attr=schema.CPU_SECONDS,
             metric=GATE_METRIC,
             mode="max",
-            grace_period=asha.grace_core_min * seconds,
-            max_t=asha.max_core_min * seconds,
+            grace_period=asha.grace_core_min * 60.0,
+            max_t=asha.max_core_min * 60.0,
             reduction_factor=asha.reduction_factor,
         )
 
@@ -162,8 +172,8 @@ class SearchRun:
         )
 
     def record(self, results: Any, configs: dict[str, dict[str, Any]], uri: str, parent_run_id: str) -> int:
-        """Write each trial's core-minutes into its MLflow run and end the runs ASHA stopped (KILLED,
-        tagged `search_stopped`); returns how many it stopped."""
+        """Write each trial's core-minutes into its MLflow run and end the runs the scheduler stopped
+        (KILLED, tagged `search_stopped`: passed, rung or budget); returns how many it stopped."""
         from mlflow.entities import Metric
 
         client, stopped = store.client(uri), 0
@@ -191,7 +201,8 @@ class SearchRun:
             cut = last.get("done") and not last.get("nonfinite_loss")
             ended_early = cut and int(rows["epoch"].max()) < cfg["train"]["epochs"]
             if result.error is None and ended_early and run.info.status != "FINISHED":
-                why = "budget" if float(clock.max()) >= budget_s else "rung"
+                passed = float(last.get(GATE_METRIC, 0.0)) >= PASSED
+                why = "passed" if passed else "budget" if float(clock.max()) >= budget_s else "rung"
                 client.set_tag(run.info.run_id, STOPPED_TAG, why)
                 store.set_run_status(uri, run.info.run_id, "KILLED")
                 stopped += 1

@@ -13,6 +13,7 @@ import pandas as pd
 from analysis.report import report
 from arith.config import ExperimentConfig
 from arith.tracking.schema import POINT_TAG, SEED_TAG
+from sweeps.asha import SearchAsha
 from sweeps.progress import trial_steps, tune_output
 from sweeps.storage import SweepStorage
 from sweeps.trainable import run_trial, trial_key
@@ -115,8 +116,9 @@ def fit(
         )
         return tuner.fit()
     steps = {k: trial_steps(c) for k, c in configs.items()}
+    budget = scheduler.clock_budget_s if isinstance(scheduler, SearchAsha) else None
     output = tune_output(
-        steps, lambda c: trial_key(c[POINT_TAG], c[SEED_TAG]), settings.quiet, settings.verbose
+        steps, lambda c: trial_key(c[POINT_TAG], c[SEED_TAG]), settings.quiet, settings.verbose, budget
     )
     tuner = tune.Tuner(
         trainable,

@@ -41,6 +41,18 @@ def test_time_left_queues_pending_trials_onto_the_free_slots() -> None:
     assert seconds_left([TrialState("TERMINATED", 50, 50, 25.0)], slots=1) == 0.0
 
 
+def test_a_search_caps_each_trial_at_its_cpu_budget_and_says_at_most() -> None:
+    """Under a search's scheduler a trial ends at its CPU-time budget at the latest: 20,000 steps at a
+    second each would be 5.6 h, but 60 CPU seconds at 2 wall seconds each is 2 min."""
+    running = TrialState("RUNNING", 10, 20_000, 20.0, clock=10.0)  # 2 wall s per CPU s
+    pending = TrialState("PENDING", 0, 20_000, 0.0)
+    assert seconds_left([running, pending], slots=1) == pytest.approx(19_990 * 2.0 + 20_000 * 2.0)
+    # running: (60 - 10) CPU s x 2; pending: 60 x the mean ratio 2, queued after it on the one slot
+    assert seconds_left([running, pending], slots=1, clock_budget_s=60.0) == pytest.approx(100.0 + 120.0)
+    line = progress_line([running, pending], 5.0, None, None, slots=1, clock_budget_s=60.0)
+    assert line.endswith("left at most ~3:40")
+
+
 def test_line_counts_states_and_shows_accuracies() -> None:
     states = [
         TrialState("TERMINATED", 10, 10, 10.0),

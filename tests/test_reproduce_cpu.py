@@ -322,6 +322,9 @@ def test_a_part_stopped_mid_trial_resumes_in_the_next_session(tmp_path: Path, re
         end_session(first.pid)
         log.close()
     assert first.returncode != 0
+    said = (tmp_path / "session1.log").read_text()
+    # a stop, not a failure: scripts/reproduce_cpu.py says so and exits 130, without a traceback
+    assert "SweepInterrupted" in said and "CalledProcessError" not in said, said[-3000:]
     folders = SweepStorage(str(storage))
     (name,) = [p.name for p in storage.iterdir() if p.is_dir()]
     assert folders.stopped(part.grid, part.scale, part.sweep_args()) == name

@@ -22,6 +22,7 @@ from analysis.search import cost_to_gate, search_cost_table, search_evaluations,
 from arith.config import ConfigError
 from arith.tracking import store
 from arith.tracking.archive import export_sweep, import_sweep
+from arith.tracking.schema import POINT_TAG
 from arith.training.metrics import weakest_unseen
 from experiments import registry
 from experiments.search import PRESEARCH_FIRST_SEED, STOPPED_TAG, Asha, ChosenRecipe, Search
@@ -140,9 +141,11 @@ def test_the_mul_search_declares_both_formats_at_every_recipe_on_presearch_seeds
     points = run.grid.points()
     formats = {p.overrides["data.format"] for p in points}
     assert formats == {"basic", "padding_reverse"}
-    # every recipe (model x batch-and-steps x lr) once per compared format
-    recipes = {p.name.split(",", 2)[2] for p in points}
-    assert len(points) == 2 * len(recipes) == 24
+    # every recipe (model x batch-and-steps x lr) once per compared format, the two side by side
+    recipes = [p.name.rsplit(",", 2)[0] for p in points]
+    assert len(points) == 2 * len(set(recipes)) == 24
+    assert recipes[0::2] == recipes[1::2] and points[0].overrides["data.format"] == "basic"
+    assert points[1].overrides["data.format"] == "padding_reverse"
     assert run.seeds == (100,) and run.grid.presearch_seeds == (100,)
     assert run.scale.name == "cpu_recipe" and run.scale.recipe("mul").chosen is False
     # what a recipe sets is set after the scale: the peak lr as declared, not x 50
@@ -162,7 +165,7 @@ def test_seeds_below_100_are_refused() -> None:
 def test_the_dry_run_prints_the_search_configurations(capsys) -> None:
     assert main(["--search", "mul_format_recipe", "--seeds", "100,101", "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "format=padding_reverse,max_digits=5,model=gpt2-mini,batch=512x6000,lr=0.003" in out
+    assert "model=gpt2-mini,batch=512x6000,lr=0.003,format=padding_reverse,max_digits=5" in out
     assert "48 trials" in out and "24 configurations x seeds [100, 101]" in out
     assert "ASHA on gate/weakest_unseen at 10 / 30 / 90 core-minutes" in out
 
@@ -254,13 +257,15 @@ def test_a_search_trial_whose_loss_becomes_nan_fails_alone(tmp_path) -> None:
     by_lr = {run.data.params["train.lr"]: run for run in trials}
     assert set(by_lr) == {"1e+30", "0.003"}, output
     assert by_lr["1e+30"].info.status == "FAILED" and by_lr["1e+30"].data.tags["failure"] == "nonfinite_loss"
-    assert by_lr["0.003"].info.status == "FINISHED", output  # the other trial ran to its end
+    # the other trial ran to its end, or to its first evaluation at the gate
+    sane = by_lr["0.003"]
+    assert sane.info.status == "FINISHED" or sane.data.tags.get(STOPPED_TAG) == "passed", output
     assert proc.returncode == 1, output  # a failed trial: the sweep says so in its exit code
 
 
 def check_the_toy_search(uri: str) -> None:
     """What the smoke search left in its store: a cost row per configuration, the good learning rate at
-    the gate, the others stopped early by ASHA (KILLED, tagged, fewer evaluations)."""
+    the gate and ended there, the others stopped early by ASHA (KILLED, tagged, fewer evaluations)."""
     table = search_cost_table(uri, "toy_reverse_recipe")
     assert len(table) == 3  # one row per configuration
     good = table.iloc[0]
@@ -275,9 +280,15 @@ def check_the_toy_search(uri: str) -> None:
     stopped = [run for run in trials if run.data.tags.get(STOPPED_TAG)]
     assert len(trials) == 3 and len(stopped) >= 1
     assert {run.info.status for run in stopped} == {"KILLED"}
-    epochs = search_evaluations(uri, parent.info.run_id).groupby("point")["epoch"].max()
-    assert epochs[good["configuration"]] == 25
-    assert (epochs.drop(good["configuration"]) < 25).any()
+    by_point = {run.data.tags[POINT_TAG]: run for run in trials}
+    assert by_point[good["configuration"]].data.tags[STOPPED_TAG] == "passed"
+    evaluations = search_evaluations(uri, parent.info.run_id)
+    mine = evaluations[evaluations["point"] == good["configuration"]].sort_values("epoch")
+    # it ended at its first evaluation at the gate, not at its 25th epoch
+    assert mine["gate"].iloc[-1] >= 0.9 and (mine["gate"].iloc[:-1] < 0.9).all()
+    assert mine["epoch"].max() < 25
+    cut = [run for run in stopped if run.data.tags[STOPPED_TAG] in ("rung", "budget")]
+    assert cut and all(run.data.tags[POINT_TAG] != good["configuration"] for run in cut)
     # docs/RESULTS.md's section, from the store alone
     section = search_sections(uri, ["toy_reverse_recipe", "mul_format_recipe"])
     assert "### Recipe search toy_reverse_recipe" in section and "mul_format_recipe" not in section
@@ -288,7 +299,7 @@ def check_the_toy_search(uri: str) -> None:
 
 def test_asha_keeps_its_rungs_across_a_resume(tmp_path) -> None:
     """Tune pickles the scheduler when a sweep starts (tuner.pkl) and unpickles that copy on --resume:
-    ResumableAsha comes back with the rungs it recorded since, so a trial reporting after the resume is
+    SearchAsha comes back with the rungs it recorded since, so a trial reporting after the resume is
     still measured against the ones before it."""
     import pickle
     from types import SimpleNamespace
@@ -300,7 +311,8 @@ def test_asha_keeps_its_rungs_across_a_resume(tmp_path) -> None:
     run = SearchRun.of("mul_format_recipe", None, 1)
     asha = run.scheduler(str(tmp_path))
     at_start = pickle.dumps(asha)  # what tuner.pkl holds
-    good, bad, later = (SimpleNamespace(trial_id=name) for name in ("good", "bad", "later"))
+    basic = {"data.format": "basic", "data.max_digits": 3}
+    good, bad, later = (SimpleNamespace(trial_id=name, config=basic) for name in ("good", "bad", "later"))
     for trial in (good, bad, later):
         asha.on_trial_add(None, trial)
     ten = {"cpu_seconds": 10 * 60.0}
@@ -317,3 +329,35 @@ def test_asha_keeps_its_rungs_across_a_resume(tmp_path) -> None:
     assert forgetful.on_trial_result(None, later, {**ten, "gate/weakest_unseen": 0.2}) == (
         TrialScheduler.CONTINUE
     )
+
+
+def test_asha_compares_a_configuration_with_its_own_format_only_and_ends_it_at_the_gate(tmp_path) -> None:
+    """The easy format must not fill the rungs the hard one is measured at (the recipe must serve both),
+    and a trial whose weakest gated cell reached the gate has nothing left to show the search."""
+    from types import SimpleNamespace
+
+    from ray.tune.schedulers import TrialScheduler
+
+    asha = SearchRun.of("mul_format_recipe", None, 1).scheduler(str(tmp_path))
+    trials = {
+        name: SimpleNamespace(trial_id=name, config={"data.format": fmt, "data.max_digits": 3})
+        for name, fmt in [("b1", "basic"), ("b2", "basic"), ("b3", "basic"), ("b4", "basic"),
+                          ("p1", "padding_reverse"), ("p2", "padding_reverse")]
+    }  # fmt: skip
+    for trial in trials.values():
+        asha.on_trial_add(None, trial)
+
+    def report(name: str, minutes: float, gate: float) -> str:
+        return asha.on_trial_result(
+            None, trials[name], {"cpu_seconds": minutes * 60, "gate/weakest_unseen": gate}
+        )
+
+    for name, gate in [("b1", 0.6), ("b2", 0.65), ("b3", 0.7)]:
+        assert report(name, 10, gate) == TrialScheduler.CONTINUE
+    assert report("b4", 10, 0.2) == TrialScheduler.STOP  # below its own format's rung
+    # padding + reversed product, far below every basic trial, meets its own format's rung only
+    assert report("p1", 10, 0.05) == TrialScheduler.CONTINUE
+    assert report("p2", 10, 0.12) == TrialScheduler.CONTINUE
+    # at the gate (0.9, less the verdicts' rounding tolerance), a trial ends there, wherever it stands
+    assert report("b1", 12, 0.9) == TrialScheduler.STOP and asha.passed == {"b1"}
+    assert report("p1", 15, 0.5) == TrialScheduler.CONTINUE

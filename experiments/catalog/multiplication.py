@@ -254,9 +254,11 @@ EXPERIMENTS = (MUL_FORMAT, MUL_ONE_DIGIT_WEIGHT, MUL_SIMPLE_CASE, MUL_FORMAT_LON
 # on a GPU), the tiny model at batch 128 does not within 5M. The search tries the three shapes at two
 # batches, each with a step budget of about 2.5-3M lines, and two peak learning rates (the cpu scale's
 # 1e-3 and 3e-3); warmup (5%) and linear decay are laid over each configuration's own steps. ASHA stops
-# at 10 and 30 core-minutes the configurations whose weakest gated cell (unseen problems) lags, and every
-# one at 90 (the issue's bound for "no affordable configuration passes"). 24 configurations on one seed:
-# at most ~560 core-minutes (`Asha.most_core_min`), ~4.7 h on two cores.
+# at 10 and 30 core-minutes the configurations whose weakest gated cell (unseen problems) lags behind
+# those of the same format, and every one at 90 (the issue's bound for "no affordable configuration
+# passes"); a configuration ends at the gate. 24 configurations on one seed: at most ~560 core-minutes
+# (`Asha.most_core_min`) were the rungs read exactly; they are read at the evaluations, one an epoch of
+# 300,000 lines (measured on the 2-core AMD EPYC: ~8 core-minutes for tiny, ~38 for gpt2-mini), so more.
 
 MUL_FORMAT_RECIPE = Search(
     name="mul_format_recipe",
