@@ -17,6 +17,7 @@ import argparse
 import math
 import sys
 from collections.abc import Iterable
+from typing import Any
 
 import pandas as pd
 
@@ -24,7 +25,7 @@ from analysis.load import AnalysisError, find_parent, require_store
 from arith.tracking import store
 from arith.tracking.schema import POINT_COLUMN, POINT_TAG, SEED_COLUMN, SEED_TAG
 from experiments.registry import SEARCHES
-from experiments.search import CORE_MINUTES, GATE_METRIC, STOPPED_TAG
+from experiments.search import CORE_MINUTES, GATE_METRIC, MACHINES_TAG, STOPPED_TAG
 from experiments.verdicts import LEARNED, TOLERANCE
 
 #: the `search_stopped` tags of a trial ASHA cut before it reached the gate (`passed`: it did, and ended)
@@ -154,6 +155,14 @@ def cost_report(tracking_uri: str, parent_run_id: str, budget_core_min: float | 
     return cost_markdown(cost_to_gate(evaluations), budget_core_min)
 
 
+def machines(parent: Any) -> str:
+    """Where a search's sessions ran (`search_machines` on its parent run), as the section says it."""
+    names = [m for m in parent.data.tags.get(MACHINES_TAG, "").split("; ") if m]
+    if len(names) > 1:
+        return f", on {' and '.join(names)} (its core-minutes mix processors: compare within one)"
+    return f", on {names[0]}" if names else ""
+
+
 def search_sections(tracking_uri: str, names: Iterable[str] | None = None) -> str:
     """docs/RESULTS.md's section of the recipe searches: for each declared search (default: every one)
     with a sweep in the store (its latest), the cost-to-gate table ("" when none has run)."""
@@ -167,7 +176,7 @@ def search_sections(tracking_uri: str, names: Iterable[str] | None = None) -> st
         what = f"{search.description} ({search.experiment}'s compared points)" if search else name
         run_id = runs[0].info.run_id
         table = cost_markdown(cost_to_gate(search_evaluations(tracking_uri, run_id)), budget)
-        parts.append(f"### Recipe search {name}\n\n{what}; sweep {run_id}.\n\n{table}\n")
+        parts.append(f"### Recipe search {name}\n\n{what}; sweep {run_id}{machines(runs[0])}.\n\n{table}\n")
     return "## Recipe searches: the cost to the gate\n\n" + "\n".join(parts) if parts else ""
 
 

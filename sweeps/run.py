@@ -365,7 +365,8 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
         print(
             f"sweep {sweep_name}: {len(configs)} trials, MLflow parent run {parent_run_id} at {tracking_uri}"
         )
-        scheduler = options.search.scheduler(storage.uri(sweep_name)) if options.search else None
+        search = options.search
+        scheduler = search.session(storage.uri(sweep_name), tracking_uri, parent_run_id) if search else None
         axes = grid.declared_axes()
         results = fit(storage, sweep_name, configs, res, axes, options.tune, options.resume, scheduler)
     except BaseException:

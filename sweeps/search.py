@@ -42,12 +42,19 @@ from arith.validation import validate
 from experiments.cells import CELL_KEYS
 from experiments.grid import Grid
 from experiments.registry import SEARCHES
-from experiments.search import CORE_MINUTES, GATE_METRIC, STOPPED_TAG, Search, check_presearch_seeds
+from experiments.search import (
+    CORE_MINUTES,
+    GATE_METRIC,
+    MACHINES_TAG,
+    STOPPED_TAG,
+    Search,
+    check_presearch_seeds,
+)
 from experiments.verdicts import LEARNED, TOLERANCE, gated_cells
 from sweeps.asha import ASHA_STATE_FILE, SearchAsha
 from sweeps.grids import get_grid
 from sweeps.scales import Recipe, Scale, get_scale
-from sweeps.storage import digit_map
+from sweeps.storage import digit_map, machine
 from sweeps.trainable import trial_key
 
 #: the gate's weakest cell at which a search's trial has passed (and its scheduler ends it)
@@ -160,6 +167,17 @@ class SearchRun:
             max_t=asha.max_core_min * 60.0,
             reduction_factor=asha.reduction_factor,
         )
+
+    def session(self, sweep_uri: str, tracking_uri: str, parent_run_id: str) -> SearchAsha:
+        """This session of the search (its start, or a --resume): the machine it runs on added to the
+        parent run's `search_machines`, and the scheduler (`scheduler`)."""
+        client = store.client(tracking_uri)
+        known = client.get_run(parent_run_id).data.tags.get(MACHINES_TAG, "")
+        machines = [m for m in known.split("; ") if m]
+        here = machine()[0]
+        if here not in machines:
+            client.set_tag(parent_run_id, MACHINES_TAG, "; ".join([*machines, here]))
+        return self.scheduler(sweep_uri)
 
     def describe(self, configurations: int) -> str:
         """The scheduler's line under the dry run's table."""

@@ -29,11 +29,14 @@ from experiments.search import PRESEARCH_FIRST_SEED, STOPPED_TAG, Asha, ChosenRe
 from sweeps.grids import get_grid, points
 from sweeps.run import main
 from sweeps.search import SearchRun
+from sweeps.storage import machine
 
 ROOT = Path(__file__).resolve().parent.parent
 
 #: a search of one's own, outside the repository: digit reversal (learned in seconds at smoke scale) at
-#: three peak learning rates, the good one first, so that ASHA has something to stop
+#: three peak learning rates, the good one first, so that ASHA has something to stop: its rungs are dense
+#: (0.01 core-minutes x 2^k), so the good trial, which ends at the gate within a few seconds of CPU time
+#: on any machine, is recorded at one of them before it ends, and the slow two are cut when they reach it
 TOY_SEARCH = textwrap.dedent(
     """
     from experiments.claim import Experiment
@@ -66,7 +69,7 @@ TOY_SEARCH = textwrap.dedent(
             axes={"train.lr": [3e-3, 1e-5, 2e-5]},
             base={"train.epochs": 25, "train.loss_on": "answer", "data.test_per_cell": 20},
             scale="smoke",
-            scheduler=Asha(grace_core_min=0.05, max_core_min=1.0, reduction_factor=2),
+            scheduler=Asha(grace_core_min=0.01, max_core_min=1.0, reduction_factor=2),
             fallback=regular,
         ),
     )
@@ -293,6 +296,7 @@ def check_the_toy_search(uri: str) -> None:
     section = search_sections(uri, ["toy_reverse_recipe", "mul_format_recipe"])
     assert "### Recipe search toy_reverse_recipe" in section and "mul_format_recipe" not in section
     assert good["configuration"] in section and "not reached" in section
+    assert f", on {machine()[0]}." in section  # the processor its core-minutes were measured on
     # the search's seeds are its parent run's pre-search seeds: no claim is judged on them
     assert parent.data.tags["presearch_seeds"] == "[100]" and parent.info.status == "FINISHED"
 
@@ -361,3 +365,18 @@ def test_asha_compares_a_configuration_with_its_own_format_only_and_ends_it_at_t
     # at the gate (0.9, less the verdicts' rounding tolerance), a trial ends there, wherever it stands
     assert report("b1", 12, 0.9) == TrialScheduler.STOP and asha.passed == {"b1"}
     assert report("p1", 15, 0.5) == TrialScheduler.CONTINUE
+
+
+def test_a_search_section_names_every_processor_its_sessions_ran_on() -> None:
+    from types import SimpleNamespace
+
+    from analysis.search import machines
+    from experiments.search import MACHINES_TAG
+
+    def parent(tag: str) -> SimpleNamespace:
+        return SimpleNamespace(data=SimpleNamespace(tags={MACHINES_TAG: tag} if tag else {}))
+
+    assert machines(parent("")) == ""
+    assert machines(parent("AMD EPYC (no native bf16)")) == ", on AMD EPYC (no native bf16)"
+    both = machines(parent("AMD EPYC (no native bf16); Intel Xeon (native bf16)"))
+    assert "AMD EPYC (no native bf16) and Intel Xeon (native bf16)" in both and "mix processors" in both
