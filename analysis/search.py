@@ -25,11 +25,13 @@ from analysis.load import AnalysisError, find_parent, require_store
 from arith.tracking import store
 from arith.tracking.schema import POINT_COLUMN, POINT_TAG, SEED_COLUMN, SEED_TAG
 from experiments.registry import SEARCHES
-from experiments.search import CORE_MINUTES, GATE_METRIC, MACHINES_TAG, STOPPED_TAG
+from experiments.search import CORE_MINUTES, GATE_METRIC, MACHINES_TAG, STOPPED_TAG, Search
 from experiments.verdicts import LEARNED, TOLERANCE
 
 #: the `search_stopped` tags of a trial ASHA cut before it reached the gate (`passed`: it did, and ended)
 CUT = ("rung", "budget")
+#: the recipe table's column of a recipe's cost: the most any compared point of the claim needed at it
+RECIPE_COST = "core-min to gate, every compared point"
 #: one row per trial x evaluation, what `cost_to_gate` reads
 EVALUATION_COLUMNS = [POINT_COLUMN, SEED_COLUMN, "status", "stopped", "epoch", "core_minutes", "gate"]
 COST_COLUMNS = [
@@ -121,6 +123,32 @@ def cost_to_gate(evaluations: pd.DataFrame, threshold: float = LEARNED) -> pd.Da
     return table.drop(columns="_order").reset_index(drop=True)
 
 
+def recipe_costs(table: pd.DataFrame, search: Search) -> pd.DataFrame:
+    """The cost table by recipe: one row per recipe with what each compared point (a column) cost to the
+    gate at it, and the recipe's own cost, the most of them: a claim's formats all train at one recipe,
+    so it serves the claim only where every one reached the gate. Cheapest first."""
+    by_recipe: dict[str, dict[str, str]] = {}
+    for row in table.to_dict("records"):
+        recipe, compared = search.split_point(row["configuration"])
+        by_recipe.setdefault(recipe, {})[compared] = row["core-min to gate"]
+    columns = sorted({c for costs in by_recipe.values() for c in costs})
+    rows = []
+    for recipe, costs in by_recipe.items():
+        missing = [c for c in columns if c not in costs]
+        short = [c for c in columns if c in costs and costs[c].startswith("not reached")]
+        if missing or short:
+            cost, order = f"not reached by {', '.join(short) or 'no run of ' + ', '.join(missing)}", math.inf
+        else:
+            order = max(float(costs[c]) for c in columns)
+            cost = f"{order:g}"
+        rows.append({"recipe": recipe, **{c: costs.get(c, "not run") for c in columns}, RECIPE_COST: cost,
+                     "_order": order})  # fmt: skip
+    if not rows:
+        return pd.DataFrame(columns=["recipe", *columns, RECIPE_COST])
+    frame = pd.DataFrame(rows).sort_values("_order", kind="stable")
+    return frame.drop(columns="_order").reset_index(drop=True)
+
+
 def search_cost_table(tracking_uri: str, grid: str, parent_run_id: str | None = None) -> pd.DataFrame:
     """The cost-to-gate table of a search's sweep: the given parent run, else the latest sweep of `grid`
     (the search's name)."""
@@ -129,13 +157,22 @@ def search_cost_table(tracking_uri: str, grid: str, parent_run_id: str | None = 
     return cost_to_gate(search_evaluations(tracking_uri, parent.info.run_id))
 
 
-def cost_markdown(table: pd.DataFrame, budget_core_min: float | None = None) -> str:
-    """The table as docs/RESULTS.md shows it, with what its columns mean."""
-    if table.empty:
-        return "No evaluation of the search is in the store yet."
+def markdown(table: pd.DataFrame) -> str:
     header = "| " + " | ".join(table.columns) + " |"
     lines = [header, "|" + " --- |" * len(table.columns)]
-    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in table.itertuples(index=False)]
+    return "\n".join(
+        lines + ["| " + " | ".join(str(v) for v in row) + " |" for row in table.itertuples(index=False)]
+    )
+
+
+def cost_markdown(
+    table: pd.DataFrame, budget_core_min: float | None = None, search: Search | None = None
+) -> str:
+    """The table as docs/RESULTS.md shows it, with what its columns mean; given its `search`, the table by
+    recipe after it."""
+    if table.empty:
+        return "No evaluation of the search is in the store yet."
+    lines = [markdown(table)]
     budget = f", at most {budget_core_min:g} core-minutes a trial" if budget_core_min else ""
     note = (
         f"\nCost to the gate: core-minutes (seconds x CPUs / 60) until the weakest gated cell, read on the "
@@ -143,16 +180,22 @@ def cost_markdown(table: pd.DataFrame, budget_core_min: float | None = None) -> 
         f"'not reached' gives the best its weakest seed read before it ended or ASHA stopped it{budget}; "
         f"a trial ends at the gate, so 'core-min spent' is what the search paid, not a full budget."
     )
-    return "\n".join(lines) + "\n" + note
+    if search is None:
+        return "\n".join(lines) + "\n" + note
+    recipes = (
+        "By recipe: a claim's compared points all train at one recipe, which serves it only where every one "
+        "reached the gate; its cost is the most of theirs (cheapest first)."
+    )
+    return "\n".join([*lines, note, "", recipes, "", markdown(recipe_costs(table, search))])
 
 
-def cost_report(tracking_uri: str, parent_run_id: str, budget_core_min: float | None = None) -> str:
-    """The table of one search sweep, for the end of `sweeps/run.py --search`."""
+def cost_report(tracking_uri: str, parent_run_id: str, search: Search) -> str:
+    """The tables of one search sweep, for the end of `sweeps/run.py --search`."""
     try:
         evaluations = search_evaluations(tracking_uri, parent_run_id)
     except AnalysisError as err:
         return f"no cost-to-gate table: {err}"
-    return cost_markdown(cost_to_gate(evaluations), budget_core_min)
+    return cost_markdown(cost_to_gate(evaluations), search.scheduler.max_core_min, search)
 
 
 def machines(parent: Any) -> str:
@@ -175,7 +218,7 @@ def search_sections(tracking_uri: str, names: Iterable[str] | None = None) -> st
         budget = search.scheduler.max_core_min if search else None
         what = f"{search.description} ({search.experiment}'s compared points)" if search else name
         run_id = runs[0].info.run_id
-        table = cost_markdown(cost_to_gate(search_evaluations(tracking_uri, run_id)), budget)
+        table = cost_markdown(cost_to_gate(search_evaluations(tracking_uri, run_id)), budget, search)
         parts.append(f"### Recipe search {name}\n\n{what}; sweep {run_id}{machines(runs[0])}.\n\n{table}\n")
     return "## Recipe searches: the cost to the gate\n\n" + "\n".join(parts) if parts else ""
 

@@ -109,6 +109,14 @@ class Search:
             keys += [k for v in values if isinstance(v, Variant) for k in v.overrides]
         return tuple(dict.fromkeys(keys))
 
+    def split_point(self, point: str) -> tuple[str, str]:
+        """A configuration's name (a point of `grid`, `model=tiny,...,format=basic,max_digits=5`) as
+        (its recipe, its compared point): the `compared` axes' `key=value` parts apart from the rest."""
+        compared = {key.rpartition(".")[2] for key in self.compared}
+        parts = point.split(",")
+        mine = [part for part in parts if part.partition("=")[0] in compared]
+        return ",".join(p for p in parts if p not in mine), ",".join(mine)
+
     def grid(self, parent: Grid) -> Grid:
         """The search's grid: `parent` (the experiment's) cut to the compared points, times the recipe
         axes, every search setting after the scale, tagged with the search's pre-search seeds. The compared

@@ -102,8 +102,11 @@ def gate_cells(cfg: ExperimentConfig, digits: dict[int, int], search: Search) ->
     cells = sorted({example.cell for example in test_examples(cfg.data)}, key=str)
     frame = pd.DataFrame([(c, r, d) for c, r, d in cells], columns=CELL_KEYS)
     point = {k: v for k, v in cfg.flat().items() if k.startswith(("data.", "model.", "train."))}
-    tags = cfg.tracking.tags
-    paper = {schema.PAPER_TABLE_TAG: tags.get(schema.PAPER_TABLE_TAG, ""), schema.PAPER_EPOCHS_TAG: ""}
+    # the labels as the analysis frames hold them (a tuple): the tag's string would leave the paper's table
+    # to be found by the point's scaled settings (3-digit factors where the paper's table is of 5), which
+    # finds none and gates on the fallback's cells
+    labels = schema.paper_labels(cfg.tracking.tags.get(schema.PAPER_TABLE_TAG, ""))
+    paper = {schema.PAPER_TABLE_TAG: labels, schema.PAPER_EPOCHS_TAG: ""}
     for key, value in {**point, **paper}.items():
         frame[key] = [value] * len(frame)
     frame[schema.FINAL_EPOCH_COLUMN] = cfg.train.epochs
@@ -228,4 +231,4 @@ class SearchRun:
 
     def report(self, uri: str, parent_run_id: str) -> str:
         """The cost-to-gate table of this search's sweep, as the end of the run prints it."""
-        return cost_report(uri, parent_run_id, self.search.scheduler.max_core_min)
+        return cost_report(uri, parent_run_id, self.search)

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from analysis.load import find_parent
-from analysis.search import cost_to_gate, search_cost_table, search_evaluations, search_sections
+from analysis.search import cost_to_gate, recipe_costs, search_cost_table, search_evaluations, search_sections
 from arith.config import ConfigError
 from arith.tracking import store
 from arith.tracking.archive import export_sweep, import_sweep
@@ -28,15 +28,15 @@ from experiments import registry
 from experiments.search import PRESEARCH_FIRST_SEED, STOPPED_TAG, Asha, ChosenRecipe, Search
 from sweeps.grids import get_grid, points
 from sweeps.run import main
-from sweeps.search import SearchRun
-from sweeps.storage import machine
+from sweeps.search import SearchRun, gate_cells
+from sweeps.storage import digit_map, machine
 
 ROOT = Path(__file__).resolve().parent.parent
 
 #: a search of one's own, outside the repository: digit reversal (learned in seconds at smoke scale) at
-#: three peak learning rates, the good one first, so that ASHA has something to stop: its rungs are dense
-#: (0.01 core-minutes x 2^k), so the good trial, which ends at the gate within a few seconds of CPU time
-#: on any machine, is recorded at one of them before it ends, and the slow two are cut when they reach it
+#: three peak learning rates, the good one first. The good one ends at the gate after ~0.04 core-minutes;
+#: the slow two read 0.00 alike at every rung (so the rungs cannot rank them) and would need ~0.3 for their
+#: 25 epochs, so the scheduler's budget (0.1) stops them: a ratio of CPU times, the same on any machine
 TOY_SEARCH = textwrap.dedent(
     """
     from experiments.claim import Experiment
@@ -69,7 +69,7 @@ TOY_SEARCH = textwrap.dedent(
             axes={"train.lr": [3e-3, 1e-5, 2e-5]},
             base={"train.epochs": 25, "train.loss_on": "answer", "data.test_per_cell": 20},
             scale="smoke",
-            scheduler=Asha(grace_core_min=0.01, max_core_min=1.0, reduction_factor=2),
+            scheduler=Asha(grace_core_min=0.01, max_core_min=0.1, reduction_factor=2),
             fallback=regular,
         ),
     )
@@ -202,10 +202,12 @@ def test_a_recipe_declared_on_an_experiment_trains_both_compared_formats(monkeyp
     assert points(get_grid("mul_format"), "cpu", 1, only=only)[0].train.max_steps == 3000
 
 
-def run_toy_search(tmp_path: Path, plugin: str, source: str) -> tuple[subprocess.CompletedProcess, str]:
+def toy_search_command(
+    tmp_path: Path, plugin: str, source: str, ray_temp: str
+) -> tuple[list[str], dict[str, str], str]:
     """`sweeps/run.py --search toy_reverse_recipe` as a user runs it, the search declared by the plugin
     module `plugin` (its `source` written into tmp_path), on a local Ray into a SQLite store there, one
-    trial at a time; returns the finished process and the store's URI."""
+    trial at a time: (command, environment, the store's URI)."""
     (tmp_path / f"{plugin}.py").write_text(source)
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "MLFLOW_TRACKING_URI")}
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(ROOT), env.get("PYTHONPATH", "")]).rstrip(
@@ -213,16 +215,21 @@ def run_toy_search(tmp_path: Path, plugin: str, source: str) -> tuple[subprocess
     )
     env[registry.PLUGINS_ENV] = plugin
     uri = f"sqlite:///{tmp_path}/mlflow.db"
+    command = [
+        sys.executable, "sweeps/run.py", "--search", "toy_reverse_recipe", "--cpus-per-trial", "1",
+        "--max-concurrent", "1", "--ray-temp-dir", ray_temp, "--tracking-uri", uri,
+        "--storage-path", str(tmp_path / "ray_results"),
+    ]  # fmt: skip
+    return command, env, uri
+
+
+def run_toy_search(tmp_path: Path, plugin: str, source: str) -> tuple[subprocess.CompletedProcess, str]:
+    """The toy search run to its end (`toy_search_command`); returns the finished process and the store's
+    URI."""
     ray_temp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # Unix socket paths stay short
+    command, env, uri = toy_search_command(tmp_path, plugin, source, ray_temp)
     try:
-        proc = subprocess.run(
-            [
-                sys.executable, "sweeps/run.py", "--search", "toy_reverse_recipe", "--cpus-per-trial", "1",
-                "--max-concurrent", "1", "--ray-temp-dir", ray_temp, "--tracking-uri", uri,
-                "--storage-path", str(tmp_path / "ray_results"),
-            ],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
-        )  # fmt: skip
+        proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     finally:
         shutil.rmtree(ray_temp, ignore_errors=True)
     return proc, uri
@@ -380,3 +387,96 @@ def test_a_search_section_names_every_processor_its_sessions_ran_on() -> None:
     assert machines(parent("AMD EPYC (no native bf16)")) == ", on AMD EPYC (no native bf16)"
     both = machines(parent("AMD EPYC (no native bf16); Intel Xeon (native bf16)"))
     assert "AMD EPYC (no native bf16) and Intel Xeon (native bf16)" in both and "mix processors" in both
+
+
+@pytest.mark.slow
+def test_a_search_stopped_part_way_resumes_with_its_rungs(tmp_path) -> None:
+    """A real search stopped (Ctrl+C to its session) once its good trial has ended at the gate and the next
+    one has a checkpoint, then resumed: the trial left at a checkpoint goes on from it, the one not yet
+    started is cut against the rungs recorded before the stop (the slow two read alike, so only the good
+    trial's record can cut it), and every trial is one run with each epoch once."""
+    import pickle
+    import signal
+
+    from test_faults import end_session, wait_for
+
+    from sweeps.asha import ASHA_STATE_FILE
+
+    ray_temp = tempfile.mkdtemp(prefix="ray", dir="/tmp")
+    command, env, uri = toy_search_command(tmp_path, "toy_search", TOY_SEARCH, ray_temp)
+    results = tmp_path / "ray_results"
+
+    def second_trial_checkpointed() -> bool:
+        return len({c.parent for c in results.glob("*/*/checkpoint_*")}) >= 2
+
+    try:
+        with (tmp_path / "session1.log").open("w") as log:
+            first = subprocess.Popen(
+                command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+            try:
+                wait_for(second_trial_checkpointed, first, 600, "the second trial's checkpoint")
+                os.killpg(first.pid, signal.SIGINT)
+                first.wait(timeout=600)
+            finally:
+                end_session(first.pid)
+        said = (tmp_path / "session1.log").read_text()
+        assert first.returncode == 130, said[-3000:]
+        (sweep,) = [p for p in results.iterdir() if p.is_dir()]
+        assert (sweep / "asha_state.pkl").is_file()
+        second = subprocess.run(
+            [*command, "--resume"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900
+        )
+    finally:
+        shutil.rmtree(ray_temp, ignore_errors=True)
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    check_the_toy_search(uri)
+    parent = find_parent(store.client(uri), "toy_reverse_recipe")
+    trials = store.trial_runs(uri, ["toy_reverse_recipe"], parent.info.run_id)
+    by_lr = {run.data.params["train.lr"]: run for run in trials}
+    assert len(trials) == 3 and set(by_lr) == {"0.003", "1e-05", "2e-05"}
+    assert by_lr["2e-05"].data.tags.get(STOPPED_TAG) in ("rung", "budget")
+    # the scheduler came back with what it had recorded: the good trial's rungs, from before the stop, are
+    # beside those the trials recorded after it
+    state = pickle.loads((sweep / ASHA_STATE_FILE).read_bytes())
+    (asha,) = state["_groups"].values()
+    recorded = {trial for _, rung in asha._brackets[0]._rungs for trial in rung}
+    assert len(recorded) == 3, recorded  # every trial, the one that ended before the stop too
+    evaluations = search_evaluations(uri, parent.info.run_id)
+    assert not evaluations.duplicated(["point", "seed", "epoch"]).any()  # no epoch twice after the resume
+
+
+def test_a_recipe_costs_the_most_its_compared_points_needed_and_serves_only_where_all_passed() -> None:
+    search = registry.SEARCHES["mul_format_recipe"]
+    assert search.split_point("model=tiny,batch=128x20000,lr=0.001,format=basic,max_digits=5") == (
+        "model=tiny,batch=128x20000,lr=0.001",
+        "format=basic,max_digits=5",
+    )
+    tiny, mini = "model=tiny,batch=128x20000,lr=0.001", "model=gpt2-mini,batch=512x6000,lr=0.003"
+    rows = [
+        (f"{tiny},format=basic,max_digits=5", 100, 1, 16.0, 0.95, "passed"),
+        (f"{tiny},format=padding_reverse,max_digits=5", 100, 1, 30.0, 0.40, "rung"),
+        (f"{mini},format=basic,max_digits=5", 100, 1, 20.0, 0.92, "passed"),
+        (f"{mini},format=padding_reverse,max_digits=5", 100, 1, 50.0, 0.50, ""),
+        (f"{mini},format=padding_reverse,max_digits=5", 100, 2, 70.0, 0.91, "passed"),
+    ]
+    recipes = recipe_costs(cost_to_gate(evaluations(rows)), search)
+    assert list(recipes["recipe"]) == [mini, tiny]  # the one both formats passed at, first
+    both = "core-min to gate, every compared point"
+    assert recipes.iloc[0][both] == "70"  # padding_reverse's 70 > basic's 20
+    assert recipes.iloc[0]["format=basic,max_digits=5"] == "20"
+    assert recipes.iloc[1][both] == "not reached by format=padding_reverse,max_digits=5"
+
+
+def test_the_mul_search_gates_each_format_on_the_cells_its_paper_table_learned() -> None:
+    """Through the cpu scales' digit map (the paper's 5 digits read as 3: each 3-digit cell stands for the
+    paper's 5-digit one), tb:basic-5's model reached 0.9 on 1x1-1x5, 2x1-2x3 (2x5 0.86 is not), 3x1 and
+    5x1, and tb:padding-5's padding + reversed product on every cell: the search's gate is the verdict's,
+    not the fallback's small products."""
+    run = SearchRun.of("mul_format_recipe", None, 1)
+    digits = digit_map(run.grid, run.scale)
+    by_format = {
+        cfg.data.format: gate_cells(cfg, digits, run.search) for cfg in points(run.grid, run.scale, (100,))
+    }
+    assert by_format["basic"] == ["main:1x1", "main:1x2", "main:1x3", "main:2x1", "main:2x2", "main:3x1"]
+    assert by_format["padding_reverse"] == [f"main:{r}x{c}" for r in (1, 2, 3) for c in (1, 2, 3)]
