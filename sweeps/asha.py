@@ -2,12 +2,11 @@
 ended there, and rungs that outlive a stopped sweep.
 
 - **One ASHA per compared point.** A claim's recipe must serve every format it compares, and the formats do
-  not learn alike: at the first rung mul_format's basic trials read ~0.6 on their weakest gated cell where
-  padding + reversed product reads ~0.1. One ASHA over all trials would keep the top third of that mixed
-  rung, every one of them basic, and stop the harder format everywhere at its first rung: the search would
-  say nothing about the format that decides. So each compared point (`group_by`: its config keys, such as
-  `data.format`) has its own `ASHAScheduler`, and a configuration is measured against the configurations
-  of its own point only.
+  not learn alike: one ASHA over all trials would keep the top third of a rung where the easy format's
+  trials read high and the hard one's low, every one of them easy, and stop the harder format everywhere
+  at its first rung: the search would say nothing about the format that decides. So each compared point
+  (`groups`: a trial's point name -> its compared point, such as `format=basic,max_digits=5`) has its own
+  `ASHAScheduler`, and a configuration is measured against the configurations of its own point only.
 - **A trial that passed the gate ends there** (`stop_at`: the gate's threshold): its cost to the gate is
   known, and the rest of its budget would buy nothing the cost table reads.
 - **Rungs kept beside the sweep.** Tune pickles the scheduler once, when a sweep starts (the experiment's
@@ -21,14 +20,18 @@ from __future__ import annotations
 
 import os
 import pickle
-from collections.abc import Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import pyarrow.fs
 from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler
 
-#: the file, in the sweep's folder, that holds the rungs between sessions
-ASHA_STATE_FILE = "asha_state.pkl"
+from arith.tracking.schema import POINT_TAG
+
+#: the file, in the sweep's folder, that holds the rungs between sessions. Not a .json or .pkl: on a
+#: restore Tune copies every such file of the experiment's folder into its driver staging folder and
+#: uploads them back at each sync, which would put the copy from the session before over this one
+ASHA_STATE_FILE = "asha_state.rungs"
 
 
 class SearchAsha(FIFOScheduler):
@@ -37,38 +40,38 @@ class SearchAsha(FIFOScheduler):
     the state is kept at `state_uri` (a local path or a URI pyarrow opens, as the sweep's storage is)."""
 
     def __init__(
-        self, state_uri: str, group_by: Sequence[str] = (), stop_at: float | None = None, **asha: Any
+        self, state_uri: str, groups: Mapping[str, str], stop_at: float | None = None, **asha: Any
     ) -> None:
         super().__init__()
         ASHAScheduler(**asha)  # its arguments checked now, not at the first trial
         self._state_uri = state_uri
-        self._group_by = tuple(group_by)
+        self._point_groups = dict(groups)
         self._stop_at = stop_at
         self._asha = dict(asha)
         self._metric = asha["metric"]
         #: the most CPU seconds (the clock ASHA reads) a trial may run
         self.clock_budget_s = float(asha["max_t"])
-        self._groups: dict[tuple, ASHAScheduler] = {}
-        self._group_of: dict[str, tuple] = {}
+        self._groups: dict[str, ASHAScheduler] = {}
+        self._group_of: dict[str, str] = {}
         #: trials stopped because they passed (`stop_at`), by the rungs, at the budget
         self.passed: set[str] = set()
 
-    def group(self, trial: Any) -> tuple:
-        """The compared point a trial belongs to (its `group_by` values)."""
-        return tuple(str(trial.config.get(key)) for key in self._group_by)
+    def group(self, trial: Any) -> str:
+        """The compared point a trial belongs to, looked up by its point's name: the one value of its
+        param space a restore keeps (the axes, `tune.sample_from` of the point, come back from Tune's
+        restore as placeholders, `('__fn_ph', ...)`)."""
+        return self._point_groups.get(str(trial.config.get(POINT_TAG)), "")
 
-    def _scheduler(self, trial: Any) -> ASHAScheduler:
-        group = self._group_of.setdefault(trial.trial_id, self.group(trial))
-        if group not in self._groups:
-            self._groups[group] = ASHAScheduler(**self._asha)
-        return self._groups[group]
-
-    def on_trial_add(self, tune_controller: Any, trial: Any) -> None:
-        self._scheduler(trial).on_trial_add(tune_controller, trial)
-        self._keep()
+    def _scheduler(self, tune_controller: Any, trial: Any) -> ASHAScheduler:
+        """The trial's group's ASHA, the trial added to it on first use."""
+        if trial.trial_id not in self._group_of:
+            self._group_of[trial.trial_id] = self.group(trial)
+            asha = self._groups.setdefault(self._group_of[trial.trial_id], ASHAScheduler(**self._asha))
+            asha.on_trial_add(tune_controller, trial)
+        return self._groups[self._group_of[trial.trial_id]]
 
     def on_trial_result(self, tune_controller: Any, trial: Any, result: dict) -> str:
-        action = self._scheduler(trial).on_trial_result(tune_controller, trial, result)
+        action = self._scheduler(tune_controller, trial).on_trial_result(tune_controller, trial, result)
         value = result.get(self._metric)
         if self._stop_at is not None and value is not None and value >= self._stop_at:
             self.passed.add(trial.trial_id)
@@ -77,16 +80,17 @@ class SearchAsha(FIFOScheduler):
         return action
 
     def on_trial_complete(self, tune_controller: Any, trial: Any, result: dict) -> None:
-        self._scheduler(trial).on_trial_complete(tune_controller, trial, result)
+        self._scheduler(tune_controller, trial).on_trial_complete(tune_controller, trial, result)
         self._keep()
 
     def on_trial_remove(self, tune_controller: Any, trial: Any) -> None:
-        self._scheduler(trial).on_trial_remove(tune_controller, trial)
-        self._keep()
+        if trial.trial_id in self._group_of:  # a trial that never reported is in no ASHA
+            self._groups[self._group_of[trial.trial_id]].on_trial_remove(tune_controller, trial)
+            self._keep()
 
     def debug_string(self) -> str:
-        groups = "; ".join(f"{'/'.join(g)}: {s.debug_string()}" for g, s in self._groups.items())
-        return f"SearchAsha by {', '.join(self._group_by) or 'nothing'} ({len(self.passed)} passed); {groups}"
+        groups = "; ".join(f"{g or 'all'}: {s.debug_string()}" for g, s in self._groups.items())
+        return f"SearchAsha ({len(self.passed)} passed); {groups}"
 
     def _keep(self) -> None:
         """Write the state through a temporary file, so a kill mid-write leaves the last whole one."""

@@ -161,7 +161,7 @@ class SearchRun:
         asha = self.search.scheduler
         return SearchAsha(
             f"{sweep_uri}/{ASHA_STATE_FILE}",
-            group_by=tuple(self.search.compared),
+            groups={p.name: self.search.split_point(p.name)[1] for p in self.grid.points()},
             stop_at=PASSED,
             time_attr=schema.CPU_SECONDS,
             metric=GATE_METRIC,

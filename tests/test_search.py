@@ -322,7 +322,7 @@ def test_asha_keeps_its_rungs_across_a_resume(tmp_path) -> None:
     run = SearchRun.of("mul_format_recipe", None, 1)
     asha = run.scheduler(str(tmp_path))
     at_start = pickle.dumps(asha)  # what tuner.pkl holds
-    basic = {"data.format": "basic", "data.max_digits": 3}
+    basic = {"point": "model=tiny,batch=128x20000,lr=0.001,format=basic,max_digits=5"}
     good, bad, later = (SimpleNamespace(trial_id=name, config=basic) for name in ("good", "bad", "later"))
     for trial in (good, bad, later):
         asha.on_trial_add(None, trial)
@@ -350,13 +350,18 @@ def test_asha_compares_a_configuration_with_its_own_format_only_and_ends_it_at_t
     from ray.tune.schedulers import TrialScheduler
 
     asha = SearchRun.of("mul_format_recipe", None, 1).scheduler(str(tmp_path))
-    trials = {
-        name: SimpleNamespace(trial_id=name, config={"data.format": fmt, "data.max_digits": 3})
-        for name, fmt in [("b1", "basic"), ("b2", "basic"), ("b3", "basic"), ("b4", "basic"),
-                          ("p1", "padding_reverse"), ("p2", "padding_reverse")]
-    }  # fmt: skip
-    for trial in trials.values():
-        asha.on_trial_add(None, trial)
+    recipes = ["model=tiny,batch=128x20000,lr=0.001", "model=tiny,batch=128x20000,lr=0.003",
+               "model=tiny,batch=512x6000,lr=0.001", "model=tiny,batch=512x6000,lr=0.003"]  # fmt: skip
+
+    def trial(name: str, recipe: str, fmt: str) -> SimpleNamespace:
+        # as a restored sweep's trials are: the point's name, its axes Tune's placeholders
+        point = f"{recipe},format={fmt},max_digits=5"
+        return SimpleNamespace(trial_id=name, config={"point": point, "data.format": ("__fn_ph", "85")})
+
+    trials = {f"b{i + 1}": trial(f"b{i + 1}", r, "basic") for i, r in enumerate(recipes)}
+    trials |= {f"p{i + 1}": trial(f"p{i + 1}", r, "padding_reverse") for i, r in enumerate(recipes[:2])}
+    for t in trials.values():
+        asha.on_trial_add(None, t)
 
     def report(name: str, minutes: float, gate: float) -> str:
         return asha.on_trial_result(
@@ -372,6 +377,7 @@ def test_asha_compares_a_configuration_with_its_own_format_only_and_ends_it_at_t
     # at the gate (0.9, less the verdicts' rounding tolerance), a trial ends there, wherever it stands
     assert report("b1", 12, 0.9) == TrialScheduler.STOP and asha.passed == {"b1"}
     assert report("p1", 15, 0.5) == TrialScheduler.CONTINUE
+    assert set(asha._groups) == {"format=basic,max_digits=5", "format=padding_reverse,max_digits=5"}
 
 
 def test_a_search_section_names_every_processor_its_sessions_ran_on() -> None:
@@ -423,7 +429,7 @@ def test_a_search_stopped_part_way_resumes_with_its_rungs(tmp_path) -> None:
         said = (tmp_path / "session1.log").read_text()
         assert first.returncode == 130, said[-3000:]
         (sweep,) = [p for p in results.iterdir() if p.is_dir()]
-        assert (sweep / "asha_state.pkl").is_file()
+        assert (sweep / ASHA_STATE_FILE).is_file()
         second = subprocess.run(
             [*command, "--resume"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900
         )
@@ -441,7 +447,9 @@ def test_a_search_stopped_part_way_resumes_with_its_rungs(tmp_path) -> None:
     state = pickle.loads((sweep / ASHA_STATE_FILE).read_bytes())
     (asha,) = state["_groups"].values()
     recorded = {trial for _, rung in asha._brackets[0]._rungs for trial in rung}
-    assert len(recorded) == 3, recorded  # every trial, the one that ended before the stop too
+    # every trial, the one that ended before the stop too (Tune's sync had put the first session's state
+    # back over this one's when it was a .pkl)
+    assert len(recorded) == 3, recorded
     evaluations = search_evaluations(uri, parent.info.run_id)
     assert not evaluations.duplicated(["point", "seed", "epoch"]).any()  # no epoch twice after the resume
 
