@@ -35,9 +35,10 @@ ASHA_STATE_FILE = "asha_state.rungs"
 
 
 class SearchAsha(FIFOScheduler):
-    """One `ASHAScheduler` (`asha`: its arguments, metric and mode among them) per group of trials, a group
-    being the values of `group_by` in a trial's config; a trial whose metric reached `stop_at` is stopped;
-    the state is kept at `state_uri` (a local path or a URI pyarrow opens, as the sweep's storage is)."""
+    """One `ASHAScheduler` (`asha`: its arguments, metric and mode among them) per group of trials, a
+    trial's group read from `groups` by its point's name; a trial whose metric reached `stop_at` is
+    stopped; the state is kept at `state_uri` (a local path or a URI pyarrow opens, as the sweep's
+    storage is)."""
 
     def __init__(
         self, state_uri: str, groups: Mapping[str, str], stop_at: float | None = None, **asha: Any
@@ -53,7 +54,7 @@ class SearchAsha(FIFOScheduler):
         self.clock_budget_s = float(asha["max_t"])
         self._groups: dict[str, ASHAScheduler] = {}
         self._group_of: dict[str, str] = {}
-        #: trials stopped because they passed (`stop_at`), by the rungs, at the budget
+        #: trials stopped because they reached `stop_at`
         self.passed: set[str] = set()
 
     def group(self, trial: Any) -> str:
@@ -65,9 +66,10 @@ class SearchAsha(FIFOScheduler):
     def _scheduler(self, tune_controller: Any, trial: Any) -> ASHAScheduler:
         """The trial's group's ASHA, the trial added to it on first use."""
         if trial.trial_id not in self._group_of:
-            self._group_of[trial.trial_id] = self.group(trial)
-            asha = self._groups.setdefault(self._group_of[trial.trial_id], ASHAScheduler(**self._asha))
-            asha.on_trial_add(tune_controller, trial)
+            group = self._group_of[trial.trial_id] = self.group(trial)
+            if group not in self._groups:
+                self._groups[group] = ASHAScheduler(**self._asha)
+            self._groups[group].on_trial_add(tune_controller, trial)
         return self._groups[self._group_of[trial.trial_id]]
 
     def on_trial_result(self, tune_controller: Any, trial: Any, result: dict) -> str:
