@@ -158,6 +158,14 @@ class SweepProgress(Callback):
         self.slots = 1
         self.width = 0
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """A resumed sweep gets back the callback its first session pickled (Tune restores the run config
+        from its saved state): settings added to this class since then take their defaults, and the
+        clock starts again with this session."""
+        self.__dict__.update(clock_budget_s=None, slots=1, width=0, latest=None, best=None)
+        self.__dict__.update(state)
+        self.start, self.last_shown = time.monotonic(), -math.inf
+
     def states(self, trials: Sequence[Any]) -> list[TrialState]:
         out, seen = [], set()
         for trial in trials:

@@ -114,6 +114,21 @@ def test_a_stopped_sweep_counts_its_unfinished_trials_as_interrupted_not_done() 
     assert "left" not in line  # nothing runs or waits
 
 
+def test_a_callback_pickled_by_an_older_version_runs_after_a_resume() -> None:
+    """`--resume` gets back the callback Tune saved in the first session (found when a sweep started
+    before `clock_budget_s` existed died at its first step on the resume): later settings take their
+    defaults, and the clock restarts with the new session."""
+    import cloudpickle
+
+    progress = SweepProgress({"a|seed=0": 10}, key_of, stream=io.StringIO(), tty=False)
+    progress.start -= 3600.0  # the first session ran an hour
+    del progress.__dict__["clock_budget_s"]  # as the older class saved it
+    resumed = cloudpickle.loads(cloudpickle.dumps(progress))
+    line = resumed.line([trial("a", Trial.RUNNING, step=5, time_total_s=5.0)])
+    assert resumed.clock_budget_s is None and line.startswith("[0:00] trials 0 done, 1 running")
+    assert line.endswith("left ~0:05")
+
+
 def test_terminal_rewrites_one_line() -> None:
     out = io.StringIO()
     progress = SweepProgress({"a|seed=0": 10}, key_of, stream=out, tty=True)
