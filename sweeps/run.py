@@ -365,10 +365,10 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
         print(
             f"sweep {sweep_name}: {len(configs)} trials, MLflow parent run {parent_run_id} at {tracking_uri}"
         )
-        search = options.search
-        scheduler = search.session(storage.uri(sweep_name), tracking_uri, parent_run_id) if search else None
-        axes = grid.declared_axes()
-        results = fit(storage, sweep_name, configs, res, axes, options.tune, options.resume, scheduler)
+        search, sweep_uri = options.search, storage.uri(sweep_name)
+        extras = search.session(sweep_uri, tracking_uri, parent_run_id, configs) if search else ()
+        axes = grid.declared_axes()  # extras: a search's scheduler and callbacks
+        results = fit(storage, sweep_name, configs, res, axes, options.tune, options.resume, *extras)
     except BaseException:
         if parent_run_id:
             store.set_run_status(tracking_uri, parent_run_id, "KILLED")

@@ -28,10 +28,13 @@ claim's seeds may run (`sweeps.space` refuses them), and the search's seeds are 
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
+from ray.tune import Callback
 
 from analysis.search import cost_report
 from arith.config import ConfigError, ExperimentConfig
@@ -114,6 +117,46 @@ def gate_cells(cfg: ExperimentConfig, digits: dict[int, int], search: Search) ->
     return [gate_cell_name(r.context, r.row_digits, r.col_digits) for r in gated.itertuples(index=False)]
 
 
+def stopped_why(last: Mapping[str, Any], epochs: int, budget_s: float) -> str:
+    """Why the scheduler ended a trial before its last epoch, read from the trial's last result: `passed`
+    (it reached the gate), `budget` (its CPU time spent) or `rung` (ASHA cut it); "" for a trial that was
+    not cut. A stopped trial's last result is marked done before its last epoch; one cut short by an
+    interrupted sweep is not marked done, and a NaN loss ends a trial with its own flag."""
+    if not last.get("done") or last.get("nonfinite_loss") or int(last.get("epoch", epochs)) >= epochs:
+        return ""
+    if float(last.get(GATE_METRIC, 0.0)) >= PASSED:
+        return "passed"
+    return "budget" if float(last.get(schema.CPU_SECONDS, 0.0)) >= budget_s else "rung"
+
+
+def end_stopped_run(uri: str, run_id: str, why: str) -> None:
+    """A stopped trial's MLflow run ended: KILLED, tagged `search_stopped` with why."""
+    store.client(uri).set_tag(run_id, STOPPED_TAG, why)
+    store.set_run_status(uri, run_id, "KILLED")
+
+
+class EndStoppedRuns(Callback):
+    """Ends a trial's MLflow run as Tune completes the trial, when the scheduler stopped it: otherwise the
+    MLflow UI shows it running until the search's session ends (`SearchRun.record`, which also writes the
+    core-minutes). A store it cannot reach only warns: the search goes on, and its end records the run."""
+
+    def __init__(self, configs: dict[str, dict[str, Any]], uri: str, parent_run_id: str, budget_s: float):
+        self.configs, self.uri, self.parent_run_id, self.budget_s = configs, uri, parent_run_id, budget_s
+
+    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        cfg = self.configs.get(trial_key(trial.config[schema.POINT_TAG], trial.config[schema.SEED_TAG]))
+        why = stopped_why(trial.last_result or {}, cfg["train"]["epochs"], self.budget_s) if cfg else ""
+        if not why:
+            return
+        t = cfg["tracking"]
+        try:
+            runs = store.trial_runs(self.uri, [t["experiment"]], self.parent_run_id, t["run_name"])
+            if runs and runs[0].info.status != "FINISHED":
+                end_stopped_run(self.uri, runs[0].info.run_id, why)
+        except Exception as err:  # a callback that raises ends the whole Tune run
+            print(f"warning: {t['run_name']} stays RUNNING until the search ends: {err}", file=sys.stderr)
+
+
 @dataclass(frozen=True)
 class SearchRun:
     """One run of a search: the search, its grid and scale, the seeds; what the sweep asks of it."""
@@ -171,16 +214,25 @@ class SearchRun:
             reduction_factor=asha.reduction_factor,
         )
 
-    def session(self, sweep_uri: str, tracking_uri: str, parent_run_id: str) -> SearchAsha:
+    def session(
+        self, sweep_uri: str, tracking_uri: str, parent_run_id: str, configs: dict[str, dict[str, Any]]
+    ) -> tuple[SearchAsha, list[Callback]]:
         """This session of the search (its start, or a --resume): the machine it runs on added to the
-        parent run's `search_machines`, and the scheduler (`scheduler`)."""
+        parent run's `search_machines`; the scheduler (`scheduler`) and the callback that ends a stopped
+        trial's MLflow run at once (`EndStoppedRuns`), for `sweeps.tuner.fit`."""
         client = store.client(tracking_uri)
         known = client.get_run(parent_run_id).data.tags.get(MACHINES_TAG, "")
         machines = [m for m in known.split("; ") if m]
         here = machine()[0]
         if here not in machines:
             client.set_tag(parent_run_id, MACHINES_TAG, "; ".join([*machines, here]))
-        return self.scheduler(sweep_uri)
+        ends = EndStoppedRuns(configs, tracking_uri, parent_run_id, self.budget_s)
+        return self.scheduler(sweep_uri), [ends]
+
+    @property
+    def budget_s(self) -> float:
+        """The most CPU seconds a trial runs (ASHA's last rung)."""
+        return self.search.scheduler.max_core_min * 60.0
 
     def describe(self, configurations: int) -> str:
         """The scheduler's line under the dry run's table."""
@@ -198,7 +250,7 @@ class SearchRun:
         from mlflow.entities import Metric
 
         client, stopped = store.client(uri), 0
-        budget_s = self.search.scheduler.max_core_min * 60.0
+        budget_s = self.budget_s
         for result in results:
             history = result.metrics_dataframe
             if not result.config or history is None or "epoch" not in history:
@@ -216,16 +268,9 @@ class SearchRun:
                 for epoch, s, ts in zip(rows["epoch"], clock, rows["timestamp"], strict=True)
             ]
             client.log_batch(run.info.run_id, metrics=metrics)
-            # a trial the scheduler stopped has its last result marked done before its last epoch (one
-            # cut short by an interrupted sweep is not marked done; a NaN loss ends it with a flag)
-            last = result.metrics or {}
-            cut = last.get("done") and not last.get("nonfinite_loss")
-            ended_early = cut and int(rows["epoch"].max()) < cfg["train"]["epochs"]
-            if result.error is None and ended_early and run.info.status != "FINISHED":
-                passed = float(last.get(GATE_METRIC, 0.0)) >= PASSED
-                why = "passed" if passed else "budget" if float(clock.max()) >= budget_s else "rung"
-                client.set_tag(run.info.run_id, STOPPED_TAG, why)
-                store.set_run_status(uri, run.info.run_id, "KILLED")
+            why = stopped_why(result.metrics or {}, cfg["train"]["epochs"], budget_s)
+            if result.error is None and why and run.info.status != "FINISHED":
+                end_stopped_run(uri, run.info.run_id, why)
                 stopped += 1
         return stopped
 

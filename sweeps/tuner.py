@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,10 +104,13 @@ def fit(
     settings: TuneSettings = TuneSettings(),
     resume: bool = False,
     scheduler: Any = None,
+    callbacks: Sequence[Any] = (),
 ):
     """Hand the trials to Tune (or, with `resume`, restore the interrupted Tune experiment, its param space
     and scheduler with it) and wait for them; returns Tune's `ResultGrid`. `scheduler`: a Tune trial
-    scheduler (a recipe search's ASHA, `sweeps.search`), else Tune's default (every trial runs to its end)."""
+    scheduler (a recipe search's ASHA, `sweeps.search`), else Tune's default (every trial runs to its end).
+    `callbacks`: Tune callbacks beside the progress line (a search's `sweeps.search.EndStoppedRuns`). A
+    restored experiment keeps the scheduler and callbacks it was started with (Tune pickles them)."""
     from ray import tune
 
     trainable = make_trainable(configs, res)
@@ -133,7 +137,7 @@ def fit(
             storage_path=storage.location,
             failure_config=tune.FailureConfig(max_failures=settings.max_failures),
             checkpoint_config=tune.CheckpointConfig(num_to_keep=2),
-            **output,
+            **{**output, "callbacks": [*output["callbacks"], *callbacks]},
         ),
     )
     return tuner.fit()

@@ -22,13 +22,13 @@ from analysis.search import cost_to_gate, recipe_costs, search_cost_table, searc
 from arith.config import ConfigError
 from arith.tracking import store
 from arith.tracking.archive import export_sweep, import_sweep
-from arith.tracking.schema import POINT_TAG
+from arith.tracking.schema import CPU_SECONDS, POINT_TAG
 from arith.training.metrics import weakest_unseen
 from experiments import registry
-from experiments.search import PRESEARCH_FIRST_SEED, STOPPED_TAG, Asha, ChosenRecipe, Search
+from experiments.search import GATE_METRIC, PRESEARCH_FIRST_SEED, STOPPED_TAG, Asha, ChosenRecipe, Search
 from sweeps.grids import get_grid, points
 from sweeps.run import main
-from sweeps.search import SearchRun, gate_cells
+from sweeps.search import PASSED, SearchRun, gate_cells, stopped_why
 from sweeps.storage import digit_map, machine
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -380,6 +380,19 @@ def test_asha_compares_a_configuration_with_its_own_format_only_and_ends_it_at_t
     assert set(asha._groups) == {"format=basic,max_digits=5", "format=padding_reverse,max_digits=5"}
 
 
+def test_a_trial_is_stopped_by_the_scheduler_only_when_its_last_result_is_done_before_its_last_epoch() -> (
+    None
+):
+
+    cut = {"done": True, "epoch": 3, GATE_METRIC: 0.4, CPU_SECONDS: 100.0}
+    assert stopped_why(cut, epochs=10, budget_s=600.0) == "rung"
+    assert stopped_why({**cut, CPU_SECONDS: 600.0}, 10, 600.0) == "budget"
+    assert stopped_why({**cut, GATE_METRIC: PASSED}, 10, 600.0) == "passed"
+    assert stopped_why({**cut, "epoch": 10}, 10, 600.0) == ""  # it ran to its end
+    assert stopped_why({**cut, "done": False}, 10, 600.0) == ""  # an interrupted sweep left it unfinished
+    assert stopped_why({**cut, "nonfinite_loss": 1}, 10, 600.0) == ""  # its NaN loss ended it
+
+
 def test_a_search_section_names_every_processor_its_sessions_ran_on() -> None:
     from types import SimpleNamespace
 
@@ -422,12 +435,18 @@ def test_a_search_stopped_part_way_resumes_with_its_rungs(tmp_path) -> None:
             )
             try:
                 wait_for(second_trial_checkpointed, first, 600, "the second trial's checkpoint")
+                # the good trial, stopped at the gate, is ended in the store while the search runs (not
+                # left RUNNING in the MLflow UI until the session ends)
+                running = find_parent(store.client(uri), "toy_reverse_recipe").info.run_id
+                runs = store.trial_runs(uri, ["toy_reverse_recipe"], running)
+                (good,) = [run for run in runs if run.data.params["train.lr"] == "0.003"]
                 os.killpg(first.pid, signal.SIGINT)
                 first.wait(timeout=600)
             finally:
                 end_session(first.pid)
         said = (tmp_path / "session1.log").read_text()
         assert first.returncode == 130, said[-3000:]
+        assert (good.info.status, good.data.tags.get(STOPPED_TAG)) == ("KILLED", "passed"), said[-3000:]
         (sweep,) = [p for p in results.iterdir() if p.is_dir()]
         assert (sweep / ASHA_STATE_FILE).is_file()
         second = subprocess.run(

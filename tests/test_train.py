@@ -155,6 +155,21 @@ def test_resumed_trial_ends_with_the_same_weights_in_the_same_run(tmp_path, monk
     assert len(runs) == 2  # the straight run and the one resumed run, not a third
 
 
+def test_a_run_asked_to_exit_is_killed_not_failed(tmp_path) -> None:
+    """Ray Tune ends a trial its scheduler stopped by raising SystemExit inside its next report: the run
+    reads KILLED (stopped), as after Ctrl+C, not FAILED."""
+
+    def exit_at_first_report(metrics: dict, checkpoint) -> None:
+        raise SystemExit(0)
+
+    cfg = tiny_cfg(tmp_path)
+    with pytest.raises(SystemExit):
+        train(cfg, reporter=exit_at_first_report)
+    client = _client(cfg)
+    (run,) = client.search_runs([client.get_experiment_by_name("test-train").experiment_id])
+    assert run.info.status == "KILLED" and "failure" not in run.data.tags
+
+
 def test_checkpoint_from_another_config_is_refused(tmp_path) -> None:
     cfg = tiny_cfg(tmp_path, **{"train.epochs": 1, "train.checkpoint_dir": str(tmp_path / "c")})
     train(cfg)
