@@ -195,11 +195,13 @@ def judged_cost(
     budget_points: dict[str, list[str]],
     instead: str = "",
     rates: dict[tuple[str, str], list[GpuRate]] | None = None,
+    gpu_instead: str = "",
 ) -> dict[str, str]:
     """A judged sweep of a claim (5 fresh seeds x its points): on one core at the steps its pre-search
     points (`budget_points`, "grid: point" keys of `steps`) need, else at the grid's own budget, at the rate
-    its own trials measured (`instead` where the cpu model cannot test it); on a GPU, as its grid or its
-    parent's was banked, else at those steps at the GPU `rates` of its trials' task and model."""
+    its own trials measured (`instead` where the cpu model gives no cost); on a GPU, as its grid or its
+    parent's was banked, else at those steps at the GPU `rates` of its trials' task and model, else
+    `gpu_instead` (a GPU measurement made otherwise, at the paper's scale)."""
     points = len(compared_points(grid, parts, claim))
     named = [name for name in budget_points.get(grid, []) if name in steps]
     if named:
@@ -215,6 +217,8 @@ def judged_cost(
     model = next(((c.task, c.preset, c.batch) for c in costs if c.task), None)
     if not banked and model and not instead:
         on_gpu = presearch_gpu_cost((rates or {}).get(model[:2], []), model[2], points, needed) or on_gpu
+    if not banked and gpu_instead and on_gpu == gpu_cost([], points):
+        on_gpu = gpu_instead
     return {
         "a judged sweep on one core": instead or one_core_cost(costs, points, needed, what),
         "on a GPU": on_gpu,

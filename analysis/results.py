@@ -69,8 +69,10 @@ BUDGET_NOTE = _NOTES["budget_note"]
 UNTESTABLE_NOTE = _NOTES["untestable_note"]
 #: per grid, the pre-search points (`grid: point`) whose step budgets stand for its models
 BUDGET_POINTS: dict[str, list[str]] = _NOTES["budget_points"]
-#: per grid whose claim the cpu model cannot test at any budget, what its one-core cost says instead
+#: per grid where the cpu model gives no one-core cost (it cannot test the claim, or no budget of it is
+#: known), and per grid without a GPU rate of its own trials: what the cost columns say instead
 ONE_CORE_INSTEAD: dict[str, str] = _NOTES.get("one_core_instead", {})
+GPU_INSTEAD: dict[str, str] = _NOTES.get("gpu_instead", {})
 #: each claim's verdict in the report before the rules of experiments/verdicts.py took their present form
 VERDICTS_BEFORE: list[dict[str, str]] = _NOTES["verdicts_before"]
 BEFORE_AFTER_NOTE = _NOTES["before_after_note"]
@@ -302,7 +304,16 @@ def untestable_table(
         for f in findings:
             instead = ONE_CORE_INSTEAD.get(result.grid, "")
             cost = judged_cost(
-                result.grid, plans, f.claim, costs, steps or {}, gpu or {}, BUDGET_POINTS, instead, rates
+                result.grid,
+                plans,
+                f.claim,
+                costs,
+                steps or {},
+                gpu or {},
+                BUDGET_POINTS,
+                instead,
+                rates,
+                GPU_INSTEAD.get(result.grid, ""),
             )
             rows.append({"grid": result.grid, "claim": f.claim, "why": f.evidence, **per_grid, **cost})
     if not rows:

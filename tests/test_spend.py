@@ -162,6 +162,29 @@ def test_a_claim_the_cpu_model_cannot_test_says_so_instead_of_a_one_core_cost(gr
     assert "about 88 core-hours a trial" in said["a judged sweep on one core"]
 
 
+def test_a_claim_without_a_cpu_budget_or_a_gpu_rate_shows_its_costs_measured_at_the_paper_scale() -> None:
+    """nl_mix: no budget of the cpu model passes its gate and no GPU rate of its trials is banked, so both
+    cost columns read the measurements made at the paper's scale (a one-core rate, an H100 grid total);
+    a GPU batch banked for the grid would be read first."""
+    said = judged_cost(
+        "nl_mix",
+        [],
+        "... [tb:acc_nldia_a]",
+        [],
+        {},
+        {},
+        {},
+        results.ONE_CORE_INSTEAD["nl_mix"],
+        gpu_instead=results.GPU_INSTEAD["nl_mix"],
+    )
+    assert said["a judged sweep on one core"].startswith("no budget of the cpu model is known")
+    assert "151 tokens/s on one core" in said["a judged sweep on one core"]
+    assert said["on a GPU"].startswith("measured once on an H100") and "19.5 H100-hours" in said["on a GPU"]
+    banked = {"nl_mix": [GpuBatch("b9", "NVIDIA H200", 10, 5, 30.0, "tiny, batch 64, 3000 steps")]}
+    on_gpu = judged_cost("nl_mix", [], "...", [], {}, banked, {}, gpu_instead="x")["on a GPU"]
+    assert on_gpu.startswith("b9: 10 trials")
+
+
 def test_every_archived_trial_records_what_its_spend_is_read_from() -> None:
     """The archives keep each trial's start and end time and the CPUs it held (`train.num_threads`)."""
     for path in sorted((ROOT / "docs" / "results" / "sweeps").glob("*.jsonl")):
