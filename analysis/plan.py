@@ -27,6 +27,8 @@ TEXTS = ROOT / "docs" / "results"
 #: each part's latest sweep as a portable file, restored into the store before the report is written
 ARCHIVES = TEXTS / "sweeps"
 TAG_COMMAND, TAG_MACHINE, TAG_WALL = "reproduce.command", "reproduce.machine", "reproduce.wall_s"
+#: the commits a part's sessions ran under ("; "-separated, in order): the sweep's start, then each resume's
+TAG_COMMITS = "reproduce.commits"
 
 
 @dataclass(frozen=True)

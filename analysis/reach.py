@@ -194,8 +194,8 @@ def judged_cost(
     gpu: dict[str, list[GpuBatch]],
     budget_points: dict[str, list[str]],
     instead: str = "",
-    rates: dict[tuple[str, str], list[GpuRate]] | None = None,
     gpu_instead: str = "",
+    rates: dict[tuple[str, str], list[GpuRate]] | None = None,
 ) -> dict[str, str]:
     """A judged sweep of a claim (5 fresh seeds x its points): on one core at the steps its pre-search
     points (`budget_points`, "grid: point" keys of `steps`) need, else at the grid's own budget, at the rate

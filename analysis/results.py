@@ -33,6 +33,7 @@ from analysis.plan import (
     ARCHIVES,
     ROOT,
     TAG_COMMAND,
+    TAG_COMMITS,
     TAG_MACHINE,
     TAG_WALL,
     TEXTS,
@@ -161,14 +162,7 @@ def section(result: GridResult, curves: str = "") -> str:
             if plan.estimate_core_min is not None:
                 lines.append(f"  - core-minutes: planned {planned_text(plan)}")
             continue
-        tags = run.data.tags
-        started = datetime.fromtimestamp(run.info.start_time / 1000, tz=timezone.utc)
-        lines += [
-            f"- command: `{repo_relative(tags[TAG_COMMAND])}`",
-            f"  - wall time: {int(tags[TAG_WALL]) / 60:.1f} min on {tags[TAG_MACHINE]} "
-            f"(two 1-CPU trials at a time), started {started:%Y-%m-%d %H:%M} UTC",
-            f"  - seeds: {', '.join(map(str, plan.seed_values))}",
-        ]
+        lines += ran_lines(plan, run.data.tags, run.info.start_time)
         if (ARCHIVES / plan.archive_name).exists():
             lines.append(f"  - archived runs: `{(ARCHIVES / plan.archive_name).relative_to(ROOT)}`")
         if plan.note:
@@ -182,6 +176,25 @@ def section(result: GridResult, curves: str = "") -> str:
         )
     lines.append("\nEvery number below is the mean over the seeds each point has.")
     return "\n".join(lines) + "\n" + body
+
+
+def ran_lines(plan: Planned, tags: dict[str, str], start_ms: int) -> list[str]:
+    """How a part ran, from its parent run's tags: the command, wall time and machine, the seeds, and the
+    commits where a session resumed it under other code (a reader may check what changed between them)."""
+    started = datetime.fromtimestamp(start_ms / 1000, tz=timezone.utc)
+    lines = [
+        f"- command: `{repo_relative(tags[TAG_COMMAND])}`",
+        f"  - wall time: {int(tags[TAG_WALL]) / 60:.1f} min on {tags[TAG_MACHINE]} "
+        f"(two 1-CPU trials at a time), started {started:%Y-%m-%d %H:%M} UTC",
+        f"  - seeds: {', '.join(map(str, plan.seed_values))}",
+    ]
+    commits = tags.get(TAG_COMMITS, "").split("; ")
+    if len(commits) > 1:
+        lines.append(
+            f"  - commits: started under {commits[0][:12]}, resumed under "
+            f"{', '.join(c[:12] for c in commits[1:])} (a trial resumed trained on under that code)"
+        )
+    return lines
 
 
 def _command(plan: Planned) -> str:
@@ -301,19 +314,10 @@ def untestable_table(
             per_grid["a trial at paper scale"] = f"{paper_steps(result.grid):,} steps (GPT-2 small)"
         costs = [c for part in result.costs if part for c in part]
         plans = [plan for plan, _ in result.parts]
+        instead = ONE_CORE_INSTEAD.get(result.grid, ""), GPU_INSTEAD.get(result.grid, "")
         for f in findings:
-            instead = ONE_CORE_INSTEAD.get(result.grid, "")
             cost = judged_cost(
-                result.grid,
-                plans,
-                f.claim,
-                costs,
-                steps or {},
-                gpu or {},
-                BUDGET_POINTS,
-                instead,
-                rates,
-                GPU_INSTEAD.get(result.grid, ""),
+                result.grid, plans, f.claim, costs, steps or {}, gpu or {}, BUDGET_POINTS, *instead, rates
             )
             rows.append({"grid": result.grid, "claim": f.claim, "why": f.evidence, **per_grid, **cost})
     if not rows:

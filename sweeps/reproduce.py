@@ -17,10 +17,20 @@ import time
 from pathlib import Path
 
 from analysis.load import find_parent
-from analysis.plan import ARCHIVES, ROOT, TAG_COMMAND, TAG_MACHINE, TAG_WALL, Planned, repo_relative
+from analysis.plan import (
+    ARCHIVES,
+    ROOT,
+    TAG_COMMAND,
+    TAG_COMMITS,
+    TAG_MACHINE,
+    TAG_WALL,
+    Planned,
+    repo_relative,
+)
 from arith.tracking.archive import export_sweep
+from arith.tracking.schema import COMMIT_TAG
 from arith.tracking.store import client as store_client
-from sweeps.storage import SweepStorage, machine
+from sweeps.storage import SweepStorage, git_commit, machine
 
 #: sweeps/run.py's exit code after a Ctrl+C (128 + SIGINT): Tune's state saved, the sweep resumable
 INTERRUPTED = 130
@@ -50,7 +60,9 @@ def run_part(plan: Planned, uri: str, storage: str, archives: Path = ARCHIVES) -
     finally:
         name = stopped or folders.stopped(plan.grid, plan.scale, plan.sweep_args())
         if name:
-            wall, machines = folders.add_session(name, time.perf_counter() - start, machine()[0])
+            wall, machines, commits = folders.add_session(
+                name, time.perf_counter() - start, machine()[0], git_commit()
+            )
     if code == INTERRUPTED or code == -signal.SIGINT:
         raise SweepInterrupted(f"{plan.grid}: stopped, its trials' checkpoints kept")
     if code:
@@ -60,6 +72,10 @@ def run_part(plan: Planned, uri: str, storage: str, archives: Path = ARCHIVES) -
     client.set_tag(parent.info.run_id, TAG_COMMAND, shown)
     client.set_tag(parent.info.run_id, TAG_MACHINE, machines)
     client.set_tag(parent.info.run_id, TAG_WALL, f"{wall:.0f}")
+    # the commit the sweep started under, then each session's: a trial resumed in a later session trained on
+    # under that session's code
+    every = [parent.data.tags.get(COMMIT_TAG, ""), *commits.split("; ")]
+    client.set_tag(parent.info.run_id, TAG_COMMITS, "; ".join(dict.fromkeys(filter(None, every))))
     archive = archives / plan.archive_name
     export_sweep(client, parent.info.run_id, archive)
     print(f"=== {plan.grid}: archived in {archive}", flush=True)

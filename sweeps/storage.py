@@ -96,14 +96,17 @@ class SweepStorage:
             return None
         return name if self.state(name).get("args") == list(args) else None
 
-    def add_session(self, name: str, wall_s: float, machine: str) -> tuple[float, str]:
-        """Note one session's wall time and machine in the sweep's sweep.json (`sessions`); returns every
-        session's wall time together and their machines (each once, in order), for the sweep's record."""
+    def add_session(self, name: str, wall_s: float, machine: str, commit: str = "") -> tuple[float, str, str]:
+        """Note one session's wall time, machine and commit in the sweep's sweep.json (`sessions`); returns
+        every session's wall time together, their machines and their commits (each once, in order; a
+        session noted before commits were kept names none), for the sweep's record."""
         state = self.state(name)
-        state["sessions"] = [*state.get("sessions", []), {"wall_s": round(wall_s, 1), "machine": machine}]
+        session = {"wall_s": round(wall_s, 1), "machine": machine, **({"commit": commit} if commit else {})}
+        state["sessions"] = [*state.get("sessions", []), session]
         self.save(name, state)
         machines = dict.fromkeys(s["machine"] for s in state["sessions"])
-        return sum(s["wall_s"] for s in state["sessions"]), "; ".join(machines)
+        commits = dict.fromkeys(s["commit"] for s in state["sessions"] if s.get("commit"))
+        return sum(s["wall_s"] for s in state["sessions"]), "; ".join(machines), "; ".join(commits)
 
 
 def check_tracking(uri: str) -> None:

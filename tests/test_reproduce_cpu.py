@@ -13,7 +13,17 @@ from pathlib import Path
 import pytest
 
 from analysis import results
-from analysis.plan import PLAN, TAG_COMMAND, TAG_WALL, Planned, grids, part_runs, sweep_args_of
+from analysis.plan import (
+    PLAN,
+    TAG_COMMAND,
+    TAG_COMMITS,
+    TAG_MACHINE,
+    TAG_WALL,
+    Planned,
+    grids,
+    part_runs,
+    sweep_args_of,
+)
 from arith.config import parse_set
 from sweeps.grids import points
 from sweeps.run import parse_args
@@ -196,6 +206,18 @@ def test_the_randembed_replication_runs_its_two_points_on_seeds_fixed_before_it_
     assert used and not used & set(part.seed_values)
 
 
+def test_a_part_resumed_under_other_code_names_its_commits() -> None:
+    (part,) = [p for p in PLAN if p.grid == "reverse_posembed_replication"]
+    tags = {TAG_COMMAND: "python sweeps/run.py --grid x", TAG_WALL: "600", TAG_MACHINE: "AMD EPYC"}
+    one = results.ran_lines(part, {**tags, TAG_COMMITS: "a" * 40}, 0)
+    assert [line.split(":")[0] for line in one] == ["- command", "  - wall time", "  - seeds"]
+    both = results.ran_lines(part, {**tags, TAG_COMMITS: f"{'a' * 40}; {'b' * 40}-dirty"}, 0)
+    assert both[-1] == (
+        f"  - commits: started under {'a' * 12}, resumed under {'b' * 12} (a trial resumed trained on under "
+        "that code)"
+    )
+
+
 def test_a_grid_not_yet_run_shows_its_command_and_planned_core_minutes() -> None:
     (part,) = [p for p in PLAN if p.grid == "reverse_posembed_replication"]
     text = results.section(results.GridResult(part.grid, [(part, None)], None, [None]))
@@ -240,15 +262,19 @@ def test_a_stopped_part_is_found_again_by_its_command_and_its_sessions_add_up(tm
     other = [*part.sweep_args()[:-2], "--set", "train.precision=bf16"]
     assert folders.stopped(part.grid, part.scale, other) is None  # another part's command: a sweep of its own
 
-    assert folders.add_session(name, 3000.0, "AMD EPYC (no native bf16), 2 CPU cores, Linux") == (
+    assert folders.add_session(name, 3000.0, "AMD EPYC (no native bf16), 2 CPU cores, Linux", "a1") == (
         3000.0,
         "AMD EPYC (no native bf16), 2 CPU cores, Linux",
+        "a1",
     )
-    wall, machines = folders.add_session(name, 1200.0, "Intel Xeon (native bf16), 2 CPU cores, Linux")
+    wall, machines, commits = folders.add_session(
+        name, 1200.0, "Intel Xeon (native bf16), 2 CPU cores, Linux", "b2"
+    )
     assert wall == 4200.0 and machines.split("; ") == [
         "AMD EPYC (no native bf16), 2 CPU cores, Linux",
         "Intel Xeon (native bf16), 2 CPU cores, Linux",
     ]
+    assert commits == "a1; b2"  # the code each session ran, in order
     assert folders.state(name)["args"] == part.sweep_args()  # the sessions keep what identifies the sweep
 
 
@@ -346,5 +372,7 @@ def test_a_part_stopped_mid_trial_resumes_in_the_next_session(tmp_path: Path, re
         if r.data.tags.get("sweep") == "1"
     ]
     assert float(parent.data.tags[TAG_WALL]) == pytest.approx(sum(s["wall_s"] for s in sessions), abs=1)
+    # both sessions ran this checkout: one commit on record, the sweep's own
+    assert sessions[0]["commit"] == sessions[1]["commit"] == parent.data.tags[TAG_COMMITS]
     assert sweep_args_of(parent.data.tags[TAG_COMMAND]) == part.sweep_args()  # its part's, without --resume
     assert (tmp_path / part.archive_name).exists()
