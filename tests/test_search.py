@@ -393,6 +393,23 @@ def test_a_trial_is_stopped_by_the_scheduler_only_when_its_last_result_is_done_b
     assert stopped_why({**cut, "nonfinite_loss": 1}, 10, 600.0) == ""  # its NaN loss ended it
 
 
+def test_ending_a_stopped_trials_run_never_ends_the_search(tmp_path, capsys) -> None:
+    """A Tune callback that raises ends the whole Tune run (as a stale progress callback did on a resume):
+    a store that cannot be reached only warns, and the search's end records the run."""
+    from ray.tune.experiment import Trial
+
+    from sweeps.search import EndStoppedRuns
+
+    configs = {"p|seed=100": {"train": {"epochs": 10}, "tracking": {"experiment": "x", "run_name": "p"}}}
+    (tmp_path / "a_file").write_text("")
+    unreachable = f"sqlite:///{tmp_path}/a_file/mlflow.db"  # no store can be made there
+    callback = EndStoppedRuns(configs, unreachable, "parent", budget_s=600.0)
+    stopped = Trial("run_trial", config={"point": "p", "seed": 100}, stub=True)
+    stopped.update_last_result({"done": True, "epoch": 3, GATE_METRIC: 0.2, CPU_SECONDS: 60.0})
+    callback.on_trial_complete(0, [stopped], stopped)
+    assert "warning: p stays RUNNING until the search ends" in capsys.readouterr().err
+
+
 def test_a_search_section_names_every_processor_its_sessions_ran_on() -> None:
     from types import SimpleNamespace
 
