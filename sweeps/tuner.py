@@ -4,7 +4,6 @@ for `--resume`) over the one trainable `sweeps.trainable.run_trial`, and the end
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -115,11 +114,6 @@ def fit(
     from ray import tune
 
     trainable = make_trainable(configs, res)
-    if isinstance(scheduler, SearchAsha):
-        # one trial waiting for its actor at a time, so that trials start in the scheduler's order (Tune
-        # otherwise asks actors for every pending trial at once, in its own list's order, which a restore
-        # scrambles)
-        os.environ.setdefault("TUNE_MAX_PENDING_TRIALS_PG", "1")
     if resume and tune.Tuner.can_restore(storage.uri(sweep_name)):
         tuner = tune.Tuner.restore(
             storage.uri(sweep_name), trainable=trainable, resume_unfinished=True, resume_errored=True
