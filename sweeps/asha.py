@@ -14,10 +14,6 @@ ended there, and rungs that outlive a stopped sweep.
   a `--resume`, and the first trials to report afterwards would pass every rung unopposed. Tune never calls
   a scheduler's own `save` / `restore`, so `SearchAsha` writes its state beside the sweep whenever a trial
   reports or ends, and reads it back when Tune unpickles it on a restore.
-- **Trials in the search's order after a restore too.** Tune's saved experiment lists its trials in no
-  particular order, and its FIFO start would take the restored ones in that order (a resumed search started
-  a gpt2-mini trial with its basic twin last in line). The next trial to run is the first waiting one by
-  trial id, the order Tune created them in: the grid's, each configuration's compared points side by side.
 """
 
 from __future__ import annotations
@@ -28,7 +24,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import pyarrow.fs
-from ray.tune.experiment import Trial
 from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler
 
 from arith.tracking.schema import POINT_TAG
@@ -94,15 +89,6 @@ class SearchAsha(FIFOScheduler):
         if trial.trial_id in self._group_of:  # a trial that never reported is in no ASHA
             self._groups[self._group_of[trial.trial_id]].on_trial_remove(tune_controller, trial)
             self._keep()
-
-    def choose_trial_to_run(self, tune_controller: Any) -> Any:
-        """The first pending trial by trial id, else the first paused one: FIFO's, in creation order."""
-        trials = sorted(tune_controller.get_trials(), key=lambda trial: trial.trial_id)
-        for status in (Trial.PENDING, Trial.PAUSED):
-            waiting = [trial for trial in trials if trial.status == status]
-            if waiting:
-                return waiting[0]
-        return None
 
     def debug_string(self) -> str:
         groups = "; ".join(f"{g or 'all'}: {s.debug_string()}" for g, s in self._groups.items())

@@ -393,28 +393,6 @@ def test_a_trial_is_stopped_by_the_scheduler_only_when_its_last_result_is_done_b
     assert stopped_why({**cut, "nonfinite_loss": 1}, 10, 600.0) == ""  # its NaN loss ended it
 
 
-def test_a_restored_search_starts_its_waiting_trials_in_the_grids_order(tmp_path) -> None:
-    """Tune's restored experiment lists its trials in no particular order (seen: a resumed search started
-    trial 19, a gpt2-mini one, before trial 2): the scheduler takes them by trial id, the grid's order."""
-    import random
-    from types import SimpleNamespace
-
-    from ray.tune.experiment import Trial
-
-    asha = SearchRun.of("mul_format_recipe", None, 1).scheduler(str(tmp_path))
-    trials = [Trial("run_trial", config={}, trial_id=f"09b55_{i:05d}", stub=True) for i in range(24)]
-    trials[0].set_status(Trial.TERMINATED)
-    trials[1].set_status(Trial.RUNNING)
-    trials[3].set_status(Trial.PAUSED)
-    random.Random(0).shuffle(trials)
-    controller = SimpleNamespace(get_trials=lambda: trials)
-    assert asha.choose_trial_to_run(controller).trial_id == "09b55_00002"
-    for trial in trials:
-        if trial.status == Trial.PENDING:
-            trial.set_status(Trial.TERMINATED)
-    assert asha.choose_trial_to_run(controller).trial_id == "09b55_00003"  # then the paused one
-
-
 def test_ending_a_stopped_trials_run_never_ends_the_search(tmp_path, capsys) -> None:
     """A Tune callback that raises ends the whole Tune run (as a stale progress callback did on a resume):
     a store that cannot be reached only warns, and the search's end records the run."""
