@@ -213,13 +213,11 @@ def judged_cost(
     experiment = EXPERIMENTS.get(grid)
     parent = experiment.grid.parent if experiment is not None else ""
     banked = gpu.get(grid) or gpu.get(parent or "", [])
-    on_gpu = gpu_cost(banked, points)
+    on_gpu = gpu_cost(banked, points) if banked else ""
     model = next(((c.task, c.preset, c.batch) for c in costs if c.task), None)
-    if not banked and model and not instead:
-        on_gpu = presearch_gpu_cost((rates or {}).get(model[:2], []), model[2], points, needed) or on_gpu
-    if not banked and gpu_instead and on_gpu == gpu_cost([], points):
-        on_gpu = gpu_instead
+    if not on_gpu and model and not instead:
+        on_gpu = presearch_gpu_cost((rates or {}).get(model[:2], []), model[2], points, needed)
     return {
         "a judged sweep on one core": instead or one_core_cost(costs, points, needed, what),
-        "on a GPU": on_gpu,
+        "on a GPU": on_gpu or gpu_instead or gpu_cost([], points),
     }

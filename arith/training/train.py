@@ -249,8 +249,8 @@ def train(
         )
     try:
         result = _loop(s, state, tracker, reporter, checkpoints, saved is not None, cpu_start)
-    except (KeyboardInterrupt, SystemExit):  # stopped, not failed: Ctrl+C, or an exit asked of the
-        tracker.finish("KILLED")  # process or thread (Ray Tune ends a trial its scheduler stops so)
+    except (KeyboardInterrupt, SystemExit):  # stopped, not failed: Ctrl+C, or Ray Tune stopping a trial
+        tracker.finish("KILLED")
         raise
     except BaseException as err:
         if isinstance(err, NonFiniteLossError):
