@@ -29,6 +29,8 @@ ARCHIVES = TEXTS / "sweeps"
 TAG_COMMAND, TAG_MACHINE, TAG_WALL = "reproduce.command", "reproduce.machine", "reproduce.wall_s"
 #: the commits a part's sessions ran under ("; "-separated, in order): the sweep's start, then each resume's
 TAG_COMMITS = "reproduce.commits"
+#: on a part the plan ended before all its trials ran (`Planned.ended_early`): why
+TAG_ENDED_EARLY = "reproduce.ended_early"
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,9 @@ class Planned:
     #: the core-minutes it is expected to cost (its trials' minutes x CPUs a trial), declared before it
     #: runs; None where none was (the report says "not declared" rather than state one after the fact)
     estimate_core_min: float | None = None
+    #: why the part's sweep was stopped for good before all its trials ran (what the rest could not change);
+    #: its stopped sweep is then archived as it stands, never resumed (`sweeps.reproduce.end_part`)
+    ended_early: str = ""
 
     @property
     def seed_values(self) -> list[int]:
@@ -114,7 +119,17 @@ def sweep_args_of(command: str) -> list[str]:
 
 #: the fields of a part of docs/results/plan.yaml (the file's header says what each means); only `grid` is
 #: required
-PLAN_FIELDS = ("grid", "seeds", "only", "scale", "set", "note", "why_not_run", "estimate_core_min")
+PLAN_FIELDS = (
+    "grid",
+    "seeds",
+    "only",
+    "scale",
+    "set",
+    "note",
+    "why_not_run",
+    "estimate_core_min",
+    "ended_early",
+)
 
 
 def load_plan(path: Path) -> tuple[Planned, ...]:
@@ -141,6 +156,7 @@ def load_plan(path: Path) -> tuple[Planned, ...]:
             note=part.get("note", ""),
             why_not_run=part.get("why_not_run", ""),
             estimate_core_min=part.get("estimate_core_min"),
+            ended_early=part.get("ended_early", ""),
         )
         for part in parts
     )

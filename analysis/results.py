@@ -34,6 +34,7 @@ from analysis.plan import (
     ROOT,
     TAG_COMMAND,
     TAG_COMMITS,
+    TAG_ENDED_EARLY,
     TAG_MACHINE,
     TAG_WALL,
     TEXTS,
@@ -188,6 +189,8 @@ def ran_lines(plan: Planned, tags: dict[str, str], start_ms: int) -> list[str]:
         f"(two 1-CPU trials at a time), started {started:%Y-%m-%d %H:%M} UTC",
         f"  - seeds: {', '.join(map(str, plan.seed_values))}",
     ]
+    if why := tags.get(TAG_ENDED_EARLY):
+        lines.append(f"  - **ended early**, its other trials not run: {why}")
     commits = tags.get(TAG_COMMITS, "").split("; ")
     if len(commits) > 1:
         lines.append(

@@ -24,7 +24,7 @@ from analysis.results import write_results
 from arith.tracking.store import client as store_client
 from sweeps.grids import points
 from sweeps.progress import trial_steps
-from sweeps.reproduce import INTERRUPTED, SweepInterrupted, run_part
+from sweeps.reproduce import INTERRUPTED, SweepInterrupted, end_part, run_part
 
 
 def paper_trial_steps(grid: str) -> int:
@@ -64,6 +64,9 @@ def main(argv: list[str] | None = None) -> int:
             for plan, run in part_runs(client, grid):
                 if run is not None and not args.rerun:
                     print(f"=== {grid}: `{shlex.join(plan.sweep_args())}` is in the store (--rerun: again)")
+                    continue
+                if plan.ended_early:  # stopped for good: archived as it stands, not resumed
+                    end_part(plan, uri, str(store / "ray_results"))
                     continue
                 try:
                     run_part(plan, uri, str(store / "ray_results"))

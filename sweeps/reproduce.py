@@ -4,7 +4,9 @@ stops (Ctrl-C, a machine shut down) leaves its sweep folder, and the next sessio
 finds it by the command line it recorded (`SweepStorage.stopped`) and resumes it (`--resume`: ended trials
 kept, the others continued from their last checkpoint, into the same MLflow runs), never starting a second
 sweep of the part. When the sweep ends its parent run is tagged with its command, every session's machine
-and wall time, and archived (arith/tracking/archive.py).
+and wall time, and archived (arith/tracking/archive.py). A part the plan says was ended early (`ended_early`:
+its remaining trials cannot change what it can show) is not resumed: its stopped sweep is recorded and
+archived as it stands, its finished trials counted, the others marked KILLED.
 """
 
 from __future__ import annotations
@@ -22,13 +24,15 @@ from analysis.plan import (
     ROOT,
     TAG_COMMAND,
     TAG_COMMITS,
+    TAG_ENDED_EARLY,
     TAG_MACHINE,
     TAG_WALL,
     Planned,
     repo_relative,
 )
+from arith.tracking import store
 from arith.tracking.archive import export_sweep
-from arith.tracking.schema import COMMIT_TAG
+from arith.tracking.schema import COMMIT_TAG, PARENT_RUN_TAG
 from arith.tracking.store import client as store_client
 from sweeps.storage import SweepStorage, git_commit, machine
 
@@ -68,7 +72,41 @@ def run_part(plan: Planned, uri: str, storage: str, archives: Path = ARCHIVES) -
     if code:
         raise subprocess.CalledProcessError(code, cmd)
     client = store_client(uri)
-    parent = find_parent(client, plan.grid)
+    record(client, find_parent(client, plan.grid), plan, shown, wall, machines, commits, archives)
+
+
+def end_part(plan: Planned, uri: str, storage: str, archives: Path = ARCHIVES) -> None:
+    """A part the plan ended early: its stopped sweep recorded and archived as it stands (not resumed); its
+    trial runs a stopped session left RUNNING marked KILLED, so that the report counts them unfinished."""
+    folders = SweepStorage(storage)
+    name = folders.stopped(plan.grid, plan.scale, plan.sweep_args())
+    if name is None:
+        print(f"=== {plan.grid}: ended early ({plan.ended_early}); no stopped sweep of it to archive")
+        return
+    state = folders.state(name)
+    sessions = state.get("sessions", [])
+    client = store_client(uri)
+    parent = find_parent(client, plan.grid, state["parent_run_id"])
+    trials = f"tags.{PARENT_RUN_TAG} = '{parent.info.run_id}'"
+    for run in store.search_runs(client, [parent.info.experiment_id], trials):
+        if run.info.status == "RUNNING":
+            client.set_terminated(run.info.run_id, "KILLED")
+    if parent.info.status == "RUNNING":
+        client.set_terminated(parent.info.run_id, "KILLED")
+    client.set_tag(parent.info.run_id, TAG_ENDED_EARLY, plan.ended_early)
+    wall = sum(s["wall_s"] for s in sessions)
+    machines = "; ".join(dict.fromkeys(s["machine"] for s in sessions))
+    commits = "; ".join(dict.fromkeys(s["commit"] for s in sessions if s.get("commit")))
+    print(f"=== {plan.grid}: ended early ({plan.ended_early}): archived as it stands", flush=True)
+    shown = repo_relative("python " + shlex.join(plan.command(uri, storage)))
+    record(client, client.get_run(parent.info.run_id), plan, shown, wall, machines, commits, archives)
+
+
+def record(
+    client, parent, plan: Planned, shown: str, wall: float, machines: str, commits: str, archives: Path
+) -> None:
+    """Tag a part's parent run with its command (`shown`), machines, wall time and commits, then archive
+    it."""
     client.set_tag(parent.info.run_id, TAG_COMMAND, shown)
     client.set_tag(parent.info.run_id, TAG_MACHINE, machines)
     client.set_tag(parent.info.run_id, TAG_WALL, f"{wall:.0f}")

@@ -319,7 +319,7 @@ SCALES["cpu_recipe"] = replace(
     "a step budget per task chosen on seeds 100+",
     steps=0,
     needs_recipe=True,
-    presearch_seeds=(100,),
+    presearch_seeds=(100, 101, 102),
 )
 
 

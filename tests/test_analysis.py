@@ -175,9 +175,10 @@ EXPECTED_TABLES = {
     "reverse_posembed_recipe": 2,
     # fig:randembed's two points of it on fresh seeds: one table per test context (regular, repetitive)
     "reverse_posembed_replication": 2,
-    # add_posembed's three schemes at the cpu_recipe scale, and at twice its step budget
+    # add_posembed's three schemes at the cpu_recipe scale, at twice its step budget and at four times
     "add_posembed_recipe": 1,
     "add_posembed_recipe_long": 1,
+    "add_posembed_recipe_24k": 1,
     "add_posembed": 1,
     "nl_mix": 4,
     # add (basic and padded-reversed rows), mul under six schemes

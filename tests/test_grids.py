@@ -14,7 +14,12 @@ import pytest
 from arith.config import ConfigError, ExperimentConfig
 from arith.data.datasets import train_examples, train_size
 from experiments.grid import Grid, Variant
-from experiments.recipes import ADD_SCRATCHPAD_CANDIDATE, ADD_SCRATCHPAD_RECIPE, REVERSE_RECIPE
+from experiments.recipes import (
+    ADD_SCRATCHPAD_12K,
+    ADD_SCRATCHPAD_24K,
+    ADD_SCRATCHPAD_CANDIDATE,
+    REVERSE_RECIPE,
+)
 from experiments.registry import EXPERIMENTS
 from sweeps.grids import GRIDS, get_grid, points
 from sweeps.run import SweepOptions, absolute_uri, build_configs, main, trial_outcomes, trial_table
@@ -485,10 +490,11 @@ def test_a_cpu_recipe_is_declared_once_on_the_experiments_it_trains():
     assert SCALES["cpu_recipe"].needs_recipe and not SCALES["cpu_recipe"].recipes
     for name in ("reverse_posembed", "reverse_posembed_recipe", "reverse_posembed_replication"):
         assert EXPERIMENTS[name].recipe("cpu_recipe") is REVERSE_RECIPE
-    for name in ("add_length", "add_posembed", "add_posembed_recipe_long"):
-        assert EXPERIMENTS[name].recipe("cpu_recipe") is ADD_SCRATCHPAD_RECIPE
-    # the 6,000-step pre-search record keeps the candidate it rejected
+    for name in ("add_length", "add_posembed", "add_posembed_recipe_24k"):
+        assert EXPERIMENTS[name].recipe("cpu_recipe") is ADD_SCRATCHPAD_24K
+    # the 6,000- and 12,000-step pre-search records keep the candidates they rejected
     assert EXPERIMENTS["add_posembed_recipe"].recipe("cpu_recipe") is ADD_SCRATCHPAD_CANDIDATE
+    assert EXPERIMENTS["add_posembed_recipe_long"].recipe("cpu_recipe") is ADD_SCRATCHPAD_12K
     assert EXPERIMENTS["reverse_posembed"].recipe("cpu") is None
     (cfg,) = points("reverse_posembed_replication", "cpu_recipe", 1, only={"model.position": "none"})
     assert (cfg.train.max_steps, cfg.train.precision, cfg.data.train_samples) == (6000, "bf16", 120_000)
@@ -498,15 +504,21 @@ def test_a_cpu_recipe_is_declared_once_on_the_experiments_it_trains():
 
 def test_a_rejected_recipe_runs_on_its_presearch_seeds_only():
     """A candidate recipe its pre-search did not choose (scratchpad addition: random_embed did not learn at
-    6,000 steps) runs on the scale's pre-search seeds, which judge nothing; a judged sweep is refused."""
+    6,000 steps, nor on a judged seed at 12,000) runs on the scale's pre-search seeds, which judge nothing; a
+    judged sweep is refused."""
     assert REVERSE_RECIPE.chosen and not ADD_SCRATCHPAD_CANDIDATE.chosen
     assert {c.train.seed for c in points("add_posembed_recipe", "cpu_recipe", (100,))} == {100}
-    with pytest.raises(ConfigError, match=r"did not choose .*pre-search seeds 100 run it, not 0, 1$"):
+    with pytest.raises(
+        ConfigError, match=r"did not choose .*pre-search seeds 100, 101, 102 run it, not 0, 1$"
+    ):
         points("add_posembed_recipe", "cpu_recipe", 2)
     assert len(points("reverse_posembed_recipe", "cpu_recipe", 2)) == 8
-    # the recipe its pre-search chose (12,000 steps) runs on fresh seeds
-    judged = points("add_posembed_recipe_long", "cpu_recipe", (0, 1, 2, 3, 4))
-    assert len(judged) == 15 and {c.train.seed for c in judged} == {0, 1, 2, 3, 4}
-    assert {(c.train.max_steps, c.train.precision, c.data.train_samples) for c in judged} == {
-        (12_000, "bf16", 120_000)
-    }
+    # 12,000 steps, chosen on seed 100, rejected when a judged seed missed the gate: no fresh seed runs it
+    assert not ADD_SCRATCHPAD_12K.chosen
+    with pytest.raises(ConfigError, match=r"did not choose .*not 5, 6$"):
+        points("add_posembed_recipe_long", "cpu_recipe", (5, 6))
+    # its successor runs on the pre-search seeds 101 and 102 until they choose it
+    only = {"model.position": "random_embed"}
+    presearch = points("add_posembed_recipe_24k", "cpu_recipe", (101, 102), only=only)
+    settings = {(c.train.seed, c.train.max_steps, c.train.precision, c.data.train_samples) for c in presearch}
+    assert settings == {(101, 24_000, "bf16", 120_000), (102, 24_000, "bf16", 120_000)}

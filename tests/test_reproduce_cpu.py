@@ -24,7 +24,7 @@ from analysis.plan import (
     part_runs,
     sweep_args_of,
 )
-from arith.config import parse_set
+from arith.config import ConfigError, parse_set
 from sweeps.grids import points
 from sweeps.run import parse_args
 
@@ -40,8 +40,12 @@ def test_every_part_is_a_valid_sweep_that_selects_points(plan: Planned) -> None:
     args = parse_args(plan.command("sqlite:///x.db", "/tmp/ray")[1:])
     assert args.grid == plan.grid and args.scale == plan.scale in ("cpu", "cpu_recipe")
     overrides = parse_set(args.sets) if args.sets else None
-    selected = points(plan.grid, plan.scale, args.seeds, overrides, only=parse_set(args.only))
-    assert {c.train.seed for c in selected} == set(plan.seed_values)
+    try:
+        selected = points(plan.grid, plan.scale, args.seeds, overrides, only=parse_set(args.only))
+    except ConfigError:  # only a record may have a recipe rejected since: a part ended early, never rerun
+        assert plan.ended_early
+    else:
+        assert {c.train.seed for c in selected} == set(plan.seed_values)
     # the part is found again from the command it is tagged with, wherever its store was
     assert sweep_args_of(shown(plan)) == plan.sweep_args()
 
@@ -276,6 +280,60 @@ def test_a_stopped_part_is_found_again_by_its_command_and_its_sessions_add_up(tm
     ]
     assert commits == "a1; b2"  # the code each session ran, in order
     assert folders.state(name)["args"] == part.sweep_args()  # the sessions keep what identifies the sweep
+
+
+def test_a_part_ended_early_is_archived_as_it_stands_and_never_resumed(tmp_path: Path) -> None:
+    """The plan ends a stopped part for good (`ended_early`: what its other trials could not change): the
+    reproduction records and archives its sweep as the stopped session left it, its finished trials kept,
+    the one a session left RUNNING marked KILLED, and the part counts as run (its section says why)."""
+    import dataclasses
+
+    from mlflow import MlflowClient
+
+    from arith.tracking.archive import read_archive
+    from sweeps.grids import get_grid
+    from sweeps.reproduce import end_part
+    from sweeps.scales import get_scale
+    from sweeps.storage import SweepStorage, sweep_state
+
+    uri, storage = f"sqlite:///{tmp_path / 'mlflow.db'}", tmp_path / "ray_results"
+    (judged,) = [p for p in PLAN if p.grid == "add_posembed_recipe_long" and p.seeds == (0, 1, 2, 3, 4)]
+    part = dataclasses.replace(judged, ended_early="seed 0 of random_embed missed the gate")
+    client = MlflowClient(uri)
+    experiment = client.create_experiment(part.grid, artifact_location=(tmp_path / "art").as_uri())
+    parent = client.create_run(experiment, tags={"sweep": "1", "grid": part.grid, "git_commit": "c0"})
+    client.set_terminated(parent.info.run_id, "KILLED")  # a Ctrl+C ended the session
+    trial = {"mlflow.parentRunId": parent.info.run_id}
+    done = client.create_run(experiment, tags={**trial, "seed": "0"}, run_name="position=random_embed,seed=0")
+    client.log_metric(done.info.run_id, "test_acc/in_range", 0.73)
+    client.set_terminated(done.info.run_id, "FINISHED")
+    lost = client.create_run(experiment, tags={**trial, "seed": "1"}, run_name="position=learned,seed=1")
+
+    folders = SweepStorage(str(storage))
+    end_part(part, uri, str(storage), archives=tmp_path)  # nothing stopped yet: nothing to archive
+    assert not (tmp_path / part.archive_name).exists()
+    name = f"{part.grid}-{part.scale}-20261129-072717"
+    grid, scale = get_grid(part.grid), get_scale(part.scale)
+    folders.create(
+        name, sweep_state(grid, scale, uri, parent.info.run_id, {"CPU": 1.0}, {}, part.sweep_args())
+    )
+    folders.add_session(name, 3000.0, "AMD EPYC (no native bf16), 2 CPU cores, Linux", "c1")
+    folders.add_session(name, 600.0, "AMD EPYC (no native bf16), 2 CPU cores, Linux", "c2")
+    end_part(part, uri, str(storage), archives=tmp_path)
+
+    assert client.get_run(done.info.run_id).info.status == "FINISHED"
+    assert client.get_run(lost.info.run_id).info.status == "KILLED"
+    tags = client.get_run(parent.info.run_id).data.tags
+    assert tags["reproduce.ended_early"] == part.ended_early
+    assert tags[TAG_WALL] == "3600" and tags[TAG_COMMITS] == "c0; c1; c2"
+    assert sweep_args_of(tags[TAG_COMMAND]) == part.sweep_args()
+    ((_, found),) = part_runs(client, part.grid, (part,))
+    assert found.info.run_id == parent.info.run_id
+    header, (_parent, *runs) = read_archive(tmp_path / part.archive_name)
+    assert header["trials"] == 2 and {r["status"] for r in runs} == {"KILLED", "FINISHED"}
+    assert len(folders.state(name)["sessions"]) == 2  # not resumed: no session added
+    lines = results.ran_lines(part, tags, 0)
+    assert f"  - **ended early**, its other trials not run: {part.ended_early}" in lines
 
 
 def test_the_machine_names_its_processor_and_whether_it_has_native_bf16(tmp_path: Path) -> None:

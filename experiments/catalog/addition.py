@@ -12,7 +12,7 @@ from arith.config import ExperimentConfig
 from arith.tracking.schema import ACCURACY_COLUMN, COL_DIGITS_COLUMN
 from experiments.claim import Claim, Experiment
 from experiments.grid import Grid
-from experiments.recipes import ADD_SCRATCHPAD_RECIPE
+from experiments.recipes import ADD_SCRATCHPAD_24K
 from experiments.setups import ADD_LENGTH_SETUP
 from experiments.verdicts import (
     NO_EXTRAPOLATION,
@@ -104,8 +104,8 @@ ADD_LENGTH = Experiment(
             scratchpad_extrapolation_order,
         ),
     ),
-    # at cpu_recipe: the scratchpad recipe add_posembed's pre-search chose
-    recipes=(ADD_SCRATCHPAD_RECIPE,),
+    # at cpu_recipe: the scratchpad budget add_posembed's pre-search is choosing (its candidate until then)
+    recipes=(ADD_SCRATCHPAD_24K,),
 )
 
 EXPERIMENTS = (ADD_LENGTH,)

@@ -4,8 +4,10 @@ or random tags; the paper shows them as figures, no tables.
 A figure's models are read off the figure as learning their training range, so each claim gates every
 compared model on every cell of it (`FIGURE_GATE`). The `cpu_recipe` variants are the random-init points at
 that scale, trained at the recipe a pre-search on seeds from 100 up chose for reversal (`REVERSE_RECIPE`)
-and for scratchpad addition at the 12,000-step recipe its pre-search chose (`ADD_SCRATCHPAD_RECIPE`), apart
-from add_posembed_recipe, the record of the 6,000-step candidate it rejected (`ADD_SCRATCHPAD_CANDIDATE`).
+and for scratchpad addition at the step budget its pre-search is choosing: the 6,000-step candidate
+(`ADD_SCRATCHPAD_CANDIDATE`, add_posembed_recipe) and the 12,000-step recipe (`ADD_SCRATCHPAD_12K`,
+add_posembed_recipe_long) rejected, the 24,000-step candidate (`ADD_SCRATCHPAD_24K`, add_posembed_recipe_24k)
+pre-searched.
 """
 
 from __future__ import annotations
@@ -18,7 +20,12 @@ from arith.config import ExperimentConfig
 from arith.tracking.schema import CONTEXT_COLUMN, PAPER_TABLE_TAG
 from experiments.claim import Claim, Experiment
 from experiments.grid import Grid
-from experiments.recipes import ADD_SCRATCHPAD_CANDIDATE, ADD_SCRATCHPAD_RECIPE, REVERSE_RECIPE
+from experiments.recipes import (
+    ADD_SCRATCHPAD_12K,
+    ADD_SCRATCHPAD_24K,
+    ADD_SCRATCHPAD_CANDIDATE,
+    REVERSE_RECIPE,
+)
 from experiments.setups import ADD_LENGTH_SETUP, PAPER_POSITIONS, RANDEMBED_TRAINING, REVERSE_SETUP
 from experiments.verdicts import (
     Outcome,
@@ -220,7 +227,7 @@ ADD_POSEMBED = Experiment(
             random_embed_extrapolates_addition,
         ),
     ),
-    recipes=(ADD_SCRATCHPAD_RECIPE,),
+    recipes=(ADD_SCRATCHPAD_24K,),
 )
 
 #: its three position schemes on the paper's 120,000 scratchpad lines at the cpu_recipe scale, at the
@@ -237,18 +244,30 @@ ADD_POSEMBED_RECIPE = dataclasses.replace(
 )
 
 #: the same at twice the step budget: random_embed did not learn the training range at the candidate's
-#: 6,000 steps (pre-search seed 100: 0.07 on the 5-digit sums) while its loss still fell. Pre-searched on
-#: seed 100, where all three schemes learned it, so the chosen recipe (`ADD_SCRATCHPAD_RECIPE`); the
-#: claim is judged here on fresh seeds
+#: 6,000 steps (pre-search seed 100: 0.07 on the 5-digit sums) while its loss still fell. Chosen on seed 100,
+#: where all three schemes learned it, then rejected (`ADD_SCRATCHPAD_12K`): on the judged sweep's seed 0
+#: random_embed did not
 ADD_POSEMBED_RECIPE_LONG = dataclasses.replace(
     ADD_POSEMBED_RECIPE.variant(
         "add_posembed_recipe_long",
-        "add_posembed at the cpu_recipe scale's scratchpad recipe (the paper's 120,000 lines, 12,000 bf16 "
-        "steps), pre-searched on seed 100, judged on fresh seeds.",
+        "add_posembed at the cpu_recipe scale's 12,000-step scratchpad recipe (the paper's 120,000 lines, "
+        "bf16), pre-searched on seed 100, its judged sweep ended early when a fresh seed missed the gate.",
         {"train.max_steps": 12_000},
         over_scale=("train.max_steps",),
     ),
-    recipes=(ADD_SCRATCHPAD_RECIPE,),
+    recipes=(ADD_SCRATCHPAD_12K,),
+)
+
+#: at twice that again, 24,000 steps: the candidate pre-searched on seeds 101 and 102 (`ADD_SCRATCHPAD_24K`)
+ADD_POSEMBED_RECIPE_24K = dataclasses.replace(
+    ADD_POSEMBED_RECIPE.variant(
+        "add_posembed_recipe_24k",
+        "add_posembed at 24,000 steps of the cpu_recipe scale's scratchpad recipe (the paper's 120,000 "
+        "lines, bf16): the budget pre-searched after random_embed missed the gate at 12,000.",
+        {"train.max_steps": 24_000},
+        over_scale=("train.max_steps",),
+    ),
+    recipes=(ADD_SCRATCHPAD_24K,),
 )
 
 EXPERIMENTS = (
@@ -258,4 +277,5 @@ EXPERIMENTS = (
     REVERSE_POSEMBED_REPLICATION,
     ADD_POSEMBED_RECIPE,
     ADD_POSEMBED_RECIPE_LONG,
+    ADD_POSEMBED_RECIPE_24K,
 )
