@@ -171,6 +171,22 @@ def grids(plan: tuple[Planned, ...] = PLAN) -> list[str]:
     return list(dict.fromkeys(part.grid for part in plan))
 
 
+def seeds_of(ran: list[tuple[Planned, object]], finished: set[int] | None = None) -> str:
+    """The seeds of a grid's run parts: "0, 1, 2", or per set of points where they differ ("0, 1, 2
+    (data.max_digits=3); 0 (data.max_digits=5)"); of a part ended early, only those of its `finished`
+    trials."""
+    by_points: dict[str, set[int]] = {}
+    for plan, _ in ran:
+        seeds = set(plan.seed_values)
+        if plan.ended_early and finished is not None:
+            seeds &= finished
+        by_points.setdefault(" ".join(plan.only), set()).update(seeds)
+    shown = {only: ", ".join(map(str, sorted(seeds))) for only, seeds in by_points.items()}
+    if len(set(shown.values())) == 1:
+        return next(iter(shown.values()))
+    return "; ".join(f"{seeds} ({only})" if only else seeds for only, seeds in shown.items())
+
+
 def repo_relative(command: str) -> str:
     """A command with this machine's folders dropped from its store paths (sqlite:////x/y/runs/cpu/... ->
     sqlite:///runs/cpu/...), so that RESULTS.md reads the same on every clone."""

@@ -42,9 +42,10 @@ from analysis.plan import (
     grids,
     part_runs,
     repo_relative,
+    seeds_of,
 )
 from analysis.reach import GpuBatch, GpuRate, gpu_batches, gpu_rates, judged_cost
-from analysis.report import Analysis, analyse, render
+from analysis.report import FINISHED, Analysis, analyse, render
 from analysis.search import search_sections
 from analysis.spend import TrialCost, planned_text, spend_table, spent_line, trial_costs
 from analysis.tables import markdown_table as markdown
@@ -187,7 +188,7 @@ def ran_lines(plan: Planned, tags: dict[str, str], start_ms: int) -> list[str]:
         f"- command: `{repo_relative(tags[TAG_COMMAND])}`",
         f"  - wall time: {int(tags[TAG_WALL]) / 60:.1f} min on {tags[TAG_MACHINE]} "
         f"(two 1-CPU trials at a time), started {started:%Y-%m-%d %H:%M} UTC",
-        f"  - seeds: {', '.join(map(str, plan.seed_values))}",
+        f"  - seeds: {', '.join(map(str, plan.seed_values))}{' planned' if plan.ended_early else ''}",
     ]
     if why := tags.get(TAG_ENDED_EARLY):
         lines.append(f"  - **ended early**, its other trials not run: {why}")
@@ -225,7 +226,9 @@ def summary(results: list[GridResult], unarchived: set[str] = frozenset()) -> st
         if result.analysis is not None:
             ran = [(plan, run) for plan, run in result.parts if run is not None]
             minutes = sum(int(run.data.tags[TAG_WALL]) for _, run in ran) / 60
-            measured = f"{seeds_of(ran)} | {minutes:.0f}"
+            trials = result.analysis.sweep.trials
+            finished = {int(s) for s in trials.loc[trials["status"] == FINISHED, SEED_COLUMN]}
+            measured = f"{seeds_of(ran, finished)} | {minutes:.0f}"
             lines += [
                 f"| {result.grid} | {f.claim} | **{f.status}** | {_numbers(f)} | {measured} |"
                 for f in result.analysis.findings
@@ -262,18 +265,6 @@ def _short_why(finding: Finding) -> str:
     """The first clause of a verdict's reason (its full evidence is in the grid's section)."""
     first = finding.evidence.split("; ")[0]
     return first if len(first) <= 220 else first[:217] + "..."
-
-
-def seeds_of(ran: list[tuple[Planned, object]]) -> str:
-    """The seeds of a grid's run parts: "0, 1, 2", or per set of points where they differ ("0, 1, 2
-    (data.max_digits=3); 0 (data.max_digits=5)")."""
-    by_points: dict[str, set[int]] = {}
-    for plan, _ in ran:
-        by_points.setdefault(" ".join(plan.only), set()).update(plan.seed_values)
-    shown = {only: ", ".join(map(str, sorted(seeds))) for only, seeds in by_points.items()}
-    if len(set(shown.values())) == 1:
-        return next(iter(shown.values()))
-    return "; ".join(f"{seeds} ({only})" if only else seeds for only, seeds in shown.items())
 
 
 def untestable_table(

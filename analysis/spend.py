@@ -34,6 +34,8 @@ class TrialCost:
     task: str = ""
     preset: str = ""
     batch: int = 0
+    #: False for a trial stopped before its end (a part ended early leaves them): its minutes were spent
+    finished: bool = True
 
     @property
     def core_minutes(self) -> float:
@@ -62,8 +64,8 @@ def held_minutes(client, run) -> float:
 
 
 def trial_costs(client, parent) -> list[TrialCost]:
-    """The finished trials of the sweep whose parent run is `parent` (a trial without an end time is still
-    running or was killed: it has no measured duration and is left out)."""
+    """The ended trials of the sweep whose parent run is `parent`, finished or stopped for good (a trial
+    without an end time is still running or was lost: it has no measured duration and is left out)."""
     runs = store.search_runs(client, [parent.info.experiment_id], store.trials_filter(parent.info.run_id))
     return [
         TrialCost(
@@ -75,6 +77,7 @@ def trial_costs(client, parent) -> list[TrialCost]:
             task=run.data.params.get("data.task", ""),
             preset=run.data.params.get("model.preset", ""),
             batch=int(float(run.data.params.get("train.batch_size", 0) or 0)),
+            finished=run.info.status == "FINISHED",
         )
         for run in runs
         if run.info.end_time and run.info.start_time
@@ -90,10 +93,14 @@ def spent_line(plan: Planned, costs: list[TrialCost]) -> str:
     """One line of a run part in its grid's section: core-minutes planned and spent."""
     cpus = ", ".join(dict.fromkeys(f"{c.cpus:g}" for c in costs)) or "-"
     spent = sum(c.core_minutes for c in costs)
+    finished = sum(c.finished for c in costs)
+    word = "trial" if len(costs) == 1 else "trials"
+    ended = f"{finished} finished {word}"
+    if finished < len(costs):  # a part ended early: its stopped trials' minutes were spent too
+        ended = f"{len(costs)} {word}, {finished} finished"
     return (
-        f"  - core-minutes: planned {planned_text(plan)}, spent {spent:,.0f} ({len(costs)} finished "
-        f"trial{'' if len(costs) == 1 else 's'} x {cpus} CPU each, from their runs' start and end times less "
-        "the stops between sessions)"
+        f"  - core-minutes: planned {planned_text(plan)}, spent {spent:,.0f} ({ended} x {cpus} CPU each, "
+        "from their runs' start and end times less the stops between sessions)"
     )
 
 

@@ -30,6 +30,7 @@ from analysis.plan import (
     Planned,
     repo_relative,
 )
+from analysis.sweep import LOSS_METRIC
 from arith.tracking import store
 from arith.tracking.archive import export_sweep
 from arith.tracking.schema import COMMIT_TAG, PARENT_RUN_TAG
@@ -89,8 +90,9 @@ def end_part(plan: Planned, uri: str, storage: str, archives: Path = ARCHIVES) -
     parent = find_parent(client, plan.grid, state["parent_run_id"])
     trials = f"tags.{PARENT_RUN_TAG} = '{parent.info.run_id}'"
     for run in store.search_runs(client, [parent.info.experiment_id], trials):
-        if run.info.status == "RUNNING":
-            client.set_terminated(run.info.run_id, "KILLED")
+        if run.info.status == "RUNNING":  # ended when it last logged, not now: its minutes stay its own
+            logged = [m.timestamp for m in client.get_metric_history(run.info.run_id, LOSS_METRIC)]
+            client.set_terminated(run.info.run_id, "KILLED", max(logged, default=run.info.start_time))
     if parent.info.status == "RUNNING":
         client.set_terminated(parent.info.run_id, "KILLED")
     client.set_tag(parent.info.run_id, TAG_ENDED_EARLY, plan.ended_early)

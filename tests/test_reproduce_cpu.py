@@ -22,6 +22,7 @@ from analysis.plan import (
     Planned,
     grids,
     part_runs,
+    seeds_of,
     sweep_args_of,
 )
 from arith.config import ConfigError, parse_set
@@ -155,12 +156,10 @@ def test_the_glance_names_the_seeds_each_set_of_points_ran_with() -> None:
         Planned("mul_format", 3, ("data.max_digits=3",)),
         Planned("mul_format", 1, ("data.max_digits=5",)),
     )
-    assert results.seeds_of([(three, None), (one, None)]) == (
-        "0, 1, 2 (data.max_digits=3); 0 (data.max_digits=5)"
-    )
+    assert seeds_of([(three, None), (one, None)]) == ("0, 1, 2 (data.max_digits=3); 0 (data.max_digits=5)")
     first, added = Planned("mul_one_digit_weight", 1), Planned("mul_one_digit_weight", (1, 2))
-    assert results.seeds_of([(first, None), (added, None)]) == "0, 1, 2"
-    assert results.seeds_of([(first, None)]) == "0"
+    assert seeds_of([(first, None), (added, None)]) == "0, 1, 2"
+    assert seeds_of([(first, None)]) == "0"
 
 
 def test_the_script_is_a_command_line_over_the_analysis() -> None:
@@ -333,7 +332,11 @@ def test_a_part_ended_early_is_archived_as_it_stands_and_never_resumed(tmp_path:
     assert header["trials"] == 2 and {r["status"] for r in runs} == {"KILLED", "FINISHED"}
     assert len(folders.state(name)["sessions"]) == 2  # not resumed: no session added
     lines = results.ran_lines(part, tags, 0)
+    assert "  - seeds: 0, 1, 2, 3, 4 planned" in lines
     assert f"  - **ended early**, its other trials not run: {part.ended_early}" in lines
+    whole = dataclasses.replace(part, ended_early="")
+    # the findings' "sweeps' seeds" name only the seeds its finished trials ran
+    assert seeds_of([(part, None)], {0, 7}) == "0" and seeds_of([(whole, None)], {0}) == "0, 1, 2, 3, 4"
 
 
 def test_the_machine_names_its_processor_and_whether_it_has_native_bf16(tmp_path: Path) -> None:

@@ -80,6 +80,9 @@ def test_spent_is_each_finished_trials_minutes_times_its_cpus_read_from_the_stor
         "and end times less the stops between sessions)"
     )
     assert "spent 6 (1 finished trial x 1 CPU each" in spent_line(plan, costs[:1])
+    # a trial stopped for good (its part ended early) spent its minutes: counted, and said to be unfinished
+    stopped = dataclasses.replace(costs[1], finished=False)
+    assert "spent 14 (2 trials, 1 finished x 1, 2 CPU each" in spent_line(plan, [costs[0], stopped])
     table = spend_table([(plan, costs), (Planned("h", 1), None), (Planned("u", 1), None)], {"u"})
     assert "| g | cpu | 0, 1, 2 |  | 2 | 20 | 14 |" in table
     assert "| h | cpu | 0 |  |  | not declared | not yet run |" in table
