@@ -11,6 +11,7 @@ the measured gate readings (the lowest gated cell) with the fit `analysis.budget
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import matplotlib
 import numpy as np
@@ -18,6 +19,7 @@ import pandas as pd
 
 matplotlib.use("Agg")
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from analysis.budget import budget_series, fit_budgets, gate_budgets
 from analysis.sweep import LOSS_METRIC, Sweep
@@ -27,6 +29,7 @@ from arith.tracking.schema import (
     POINT_COLOURS,
     POINT_COLUMN,
     RUN_ID_COLUMN,
+    SEED_COLUMN,
 )
 from experiments.verdicts import LEARNED, gated_cells, in_range, measured
 
@@ -158,6 +161,56 @@ def budget_figure(records: list[dict], target: float = LEARNED, budget: int = 30
     ax.set_title(f"The gate's reading by step budget; dotted: the fit followed to {target:g}", fontsize=10)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+    figure.tight_layout()
+    return figure
+
+
+def search_figure(
+    evaluations: pd.DataFrame,
+    split: Callable[[str], tuple[str, str]],
+    rungs: list[float],
+    threshold: float = LEARNED,
+) -> Figure | None:
+    """A recipe search as it ran: one panel per compared point (a claim's format), the gate's weakest cell
+    of each configuration (a recipe, one colour in every panel) against the core-minutes it had spent, one
+    line a trial; its end marked: a star where it passed the gate, a cross where ASHA cut it, an open
+    circle while it runs. `evaluations`: `analysis.search.search_evaluations`; `split`: a point's name as
+    (recipe, compared point), `Search.split_point`; `rungs`: where ASHA compares, drawn as verticals."""
+    if evaluations.empty:
+        return None
+    names = evaluations[POINT_COLUMN].map(split)
+    named = evaluations.assign(recipe=names.str[0], compared=names.str[1])
+    recipes, panels = sorted(named["recipe"].unique()), sorted(named["compared"].unique())
+    colour = {r: POINT_COLOURS[i % len(POINT_COLOURS)] for i, r in enumerate(recipes)}
+    figure = Figure(figsize=(6 * len(panels) + 3.5, 4.6))
+    axes = np.atleast_1d(figure.subplots(1, len(panels), sharey=True, squeeze=False)[0])
+    ends = {"passed": ("*", 12), "rung": ("x", 8), "budget": ("x", 8)}
+    for ax, compared in zip(axes, panels, strict=True):
+        panel = named[named["compared"] == compared]
+        for (recipe, _seed), trial in panel.groupby(["recipe", SEED_COLUMN]):
+            trial = trial.sort_values("epoch")
+            ax.plot(trial["core_minutes"], trial["gate"], color=colour[recipe], lw=1.2, marker=".", ms=4)
+            last = trial.iloc[-1]
+            marker, size = ends.get(last["stopped"], ("o", 7) if last["status"] == "RUNNING" else (".", 4))
+            ax.plot([last["core_minutes"]], [last["gate"]], marker=marker, ms=size, ls="", zorder=3,
+                    color=colour[recipe], mfc="none" if marker == "o" else colour[recipe])  # fmt: skip
+        ax.axhline(threshold, color="k", ls="--", lw=1)
+        for rung in rungs:
+            ax.axvline(rung, color="grey", lw=0.8, ls=":")
+        ax.set_title(compared, fontsize=10)
+        ax.set_xlabel("core-minutes spent (the trial's own CPU time)")
+        ax.set_ylim(-0.03, 1.03)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("weakest gated cell (unseen problems)")
+    handles = [Line2D([], [], color=colour[r], lw=1.5, label=r) for r in recipes]
+    handles += [
+        Line2D([], [], color="grey", marker="*", ls="", ms=9, label="passed the gate"),
+        Line2D([], [], color="grey", marker="x", ls="", label="cut by ASHA"),
+        Line2D([], [], color="grey", marker="o", ls="", mfc="none", label="running"),
+    ]
+    axes[-1].legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+    rungs_said = "; dotted, ASHA's rungs" if rungs else ""
+    figure.suptitle(f"Cost to the gate ({threshold:g}, dashed){rungs_said}", fontsize=10)
     figure.tight_layout()
     return figure
 

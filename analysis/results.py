@@ -46,7 +46,7 @@ from analysis.plan import (
 )
 from analysis.reach import GpuBatch, GpuRate, gpu_batches, gpu_rates, judged_cost
 from analysis.report import FINISHED, Analysis, analyse, render
-from analysis.search import search_sections
+from analysis.search import search_evidence, search_sections
 from analysis.spend import TrialCost, planned_text, spend_table, spent_line, trial_costs
 from analysis.tables import markdown_table as markdown
 from arith.tracking.archive import SOURCE_TAG
@@ -275,11 +275,13 @@ def untestable_table(
     steps: dict[str, list[float | None]] | None = None,
     gpu: dict[str, list[GpuBatch]] | None = None,
     rates: dict[tuple[str, str], list[GpuRate]] | None = None,
+    searched: dict[str, str] | None = None,
 ) -> str:
     """Each claim judged not testable: why, its learning curves, the steps the pre-search extrapolates its
-    models need, what a judged sweep would cost on one core (at those `steps`, by "grid: point") and on a
-    GPU (the banked `gpu` batches of the grid or its parent), and how long a trial is at paper scale
-    (`paper_steps(grid)`, where given); empty when none is."""
+    models need, what a recipe search for it found (`searched`, by grid, where one has run), what a judged
+    sweep would cost on one core (at those `steps`, by "grid: point") and on a GPU (the banked `gpu` batches
+    of the grid or its parent), and how long a trial is at paper scale (`paper_steps(grid)`, where given);
+    empty when none is."""
     steps_to = next((c for c in budgets.columns if c.startswith("steps to ")), "")
     rows = []
     for result in results:
@@ -304,6 +306,8 @@ def untestable_table(
             "learning curves": f"[figure]({curves[result.grid]})" if result.grid in curves else "",
             "steps to pass the gate (pre-search, cpu model)": "; ".join(estimates) or "no budget series",
         }
+        if searched:
+            per_grid["recipe search (pre-search seeds)"] = searched.get(result.grid, "none run")
         if paper_steps is not None:
             per_grid["a trial at paper scale"] = f"{paper_steps(result.grid):,} steps (GPT-2 small)"
         costs = [c for part in result.costs if part for c in part]
@@ -418,6 +422,7 @@ def write_results(
             steps_needed(every),
             gpu_batches(GPU_BANK, gpu_plan),
             gpu_rates(every),
+            {r.grid: found for r in results if (found := search_evidence(uri, r.grid))},
         ),
         spend_table(
             [p for r in results for p in zip((plan for plan, _ in r.parts), r.costs, strict=True)],
@@ -430,7 +435,7 @@ def write_results(
         intro.rstrip() + "\n",
         *filter(None, head),
         presearch_tables(files, budgets, budget_curves),
-        *filter(None, [search_sections(uri)]),  # none until a recipe search has run
+        *filter(None, [search_sections(uri, figures=figures, link=FIGURES.as_posix())]),  # once one has run
         *sections,
         gpu,
     ]

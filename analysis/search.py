@@ -8,7 +8,10 @@ the most over its seeds (the gate asks it of every seed); where a seed never did
 best the configuration read (its weakest seed's best). `search_cost_table` builds it from the store (for
 docs/RESULTS.md and the end of a search), `cost_to_gate` from the evaluations alone.
 
-    python -m analysis.search --grid mul_format_recipe --tracking-uri sqlite:///mlflow.db
+    python -m analysis.search --grid mul_format_recipe --tracking-uri sqlite:///mlflow.db [--figure f.png]
+
+The figure (`analysis.curves.search_figure`) draws each configuration's weakest gated cell against the
+core-minutes it had spent, a panel per compared format, with ASHA's rungs: how it learned, where it was cut.
 """
 
 from __future__ import annotations
@@ -17,17 +20,22 @@ import argparse
 import math
 import sys
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from matplotlib.figure import Figure
 
+from analysis.curves import save, search_figure
 from analysis.load import AnalysisError, find_parent, require_store
 from arith.tracking import store
 from arith.tracking.schema import POINT_COLUMN, POINT_TAG, SEED_COLUMN, SEED_TAG
-from experiments.registry import SEARCHES
+from experiments.registry import EXPERIMENTS, SEARCHES, claims_for
 from experiments.search import CORE_MINUTES, GATE_METRIC, MACHINES_TAG, STOPPED_TAG, Search
 from experiments.verdicts import LEARNED, TOLERANCE
 
+#: the folder of the parent run's artifacts a search logs at its end (its tables and figure)
+ARTIFACT_DIR = "search"
 #: the `search_stopped` tags of a trial ASHA cut before it reached the gate (`passed`: it did, and ended)
 CUT = ("rung", "budget")
 #: the recipe table's column of a recipe's cost: the most any compared point of the claim needed at it
@@ -190,12 +198,70 @@ def cost_markdown(
 
 
 def cost_report(tracking_uri: str, parent_run_id: str, search: Search) -> str:
-    """The tables of one search sweep, for the end of `sweeps/run.py --search`."""
+    """The tables of one search sweep, for the end of `sweeps/run.py --search`, also logged on its parent
+    run (`search/cost_to_gate.md` and the figure, `search/cost_to_gate.png`) for the MLflow UI."""
+    from mlflow.exceptions import MlflowException
+
     try:
         evaluations = search_evaluations(tracking_uri, parent_run_id)
     except AnalysisError as err:
         return f"no cost-to-gate table: {err}"
-    return cost_markdown(cost_to_gate(evaluations), search.scheduler.max_core_min, search)
+    text = cost_markdown(cost_to_gate(evaluations), search.scheduler.max_core_min, search)
+    try:
+        client = store.client(tracking_uri)
+        client.log_text(parent_run_id, text, f"{ARTIFACT_DIR}/cost_to_gate.md")
+        if (figure := figure_of(evaluations, search)) is not None:
+            client.log_figure(parent_run_id, figure, f"{ARTIFACT_DIR}/cost_to_gate.png")
+    except (MlflowException, OSError) as err:  # the table is printed whether or not the store takes it
+        text += f"\n\n(could not log it on run {parent_run_id}: {err})"
+    return text
+
+
+def figure_of(evaluations: pd.DataFrame, search: Search | None) -> Figure | None:
+    """The search's figure (`analysis.curves.search_figure`), None without evaluations; a sweep of no
+    declared search (a plugin's, read elsewhere) in one panel, a line per configuration, without rungs."""
+    if search is None:
+        return search_figure(evaluations, lambda point: (point, "every configuration"), [])
+    return search_figure(evaluations, search.split_point, search.scheduler.rungs())
+
+
+def search_evidence(tracking_uri: str, grid: str) -> str:
+    """What the latest recipe search for `grid`'s claims found, for its not-testable row ("" where none
+    has run): per compared point, the cheapest configuration to the gate, or that none of those it read got
+    there and the best any did; whether the search has ended and how many configurations it read."""
+    client, said = store.client(tracking_uri), []
+    for name, search in SEARCHES.items():
+        if not set(claims_for(grid)) & set(claims_for(search.experiment)):
+            continue
+        runs = store.sweep_runs(client, name)
+        table = cost_to_gate(search_evaluations(tracking_uri, runs[0].info.run_id)) if runs else None
+        if table is None or table.empty:
+            continue
+        by_point: dict[str, list[dict]] = {}
+        for row in table.to_dict("records"):  # cheapest first
+            recipe, compared = search.split_point(row["configuration"])
+            by_point.setdefault(compared, []).append({**row, "recipe": recipe})
+        found = []
+        for compared, rows in by_point.items():
+            passed = [r for r in rows if not r["core-min to gate"].startswith("not reached")]
+            if passed:
+                cheapest = passed[0]
+                found.append(
+                    f"{compared} passed at {cheapest['core-min to gate']} core-min ({cheapest['recipe']})"
+                )
+                continue
+            best = max(rows, key=lambda r: r["best weakest cell"])
+            read = f"{len(rows)} configuration{'' if len(rows) == 1 else 's'} read"
+            found.append(
+                f"{compared}: none of {read} passed (best {best['best weakest cell']:.2f}, {best['recipe']})"
+            )
+        ended = "ended" if runs[0].info.status == "FINISHED" else "not ended"
+        configurations = len(search.grid(EXPERIMENTS[search.experiment].grid).points())
+        said.append(
+            f"{name} ({ended}; {len(table)} of {configurations} configurations read, at most "
+            f"{search.scheduler.max_core_min:g} core-min a trial): " + "; ".join(found)
+        )
+    return " ".join(said)
 
 
 def machines(parent: Any) -> str:
@@ -206,9 +272,12 @@ def machines(parent: Any) -> str:
     return f", on {names[0]}" if names else ""
 
 
-def search_sections(tracking_uri: str, names: Iterable[str] | None = None) -> str:
+def search_sections(
+    tracking_uri: str, names: Iterable[str] | None = None, figures: Path | None = None, link: str = ""
+) -> str:
     """docs/RESULTS.md's section of the recipe searches: for each declared search (default: every one)
-    with a sweep in the store (its latest), the cost-to-gate table ("" when none has run)."""
+    with a sweep in the store (its latest), the cost-to-gate table ("" when none has run), and its figure
+    saved in `figures` (as `search_<name>.png`, linked as `link`/that name) where given."""
     client, parts = store.client(tracking_uri), []
     for name in SEARCHES if names is None else names:
         runs = store.sweep_runs(client, name)
@@ -218,7 +287,11 @@ def search_sections(tracking_uri: str, names: Iterable[str] | None = None) -> st
         budget = search.scheduler.max_core_min if search else None
         what = f"{search.description} ({search.experiment}'s compared points)" if search else name
         run_id = runs[0].info.run_id
-        table = cost_markdown(cost_to_gate(search_evaluations(tracking_uri, run_id)), budget, search)
+        evaluations = search_evaluations(tracking_uri, run_id)
+        table = cost_markdown(cost_to_gate(evaluations), budget, search)
+        if figures is not None and (figure := figure_of(evaluations, search)) is not None:
+            save(figure, figures / f"search_{name}.png")
+            table += f"\n\n![{name}: the gate by core-minutes]({link}/search_{name}.png)"
         parts.append(f"### Recipe search {name}\n\n{what}; sweep {run_id}{machines(runs[0])}.\n\n{table}\n")
     return "## Recipe searches: the cost to the gate\n\n" + "\n".join(parts) if parts else ""
 
@@ -228,9 +301,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--grid", required=True, help="the search's name (its sweep's grid)")
     p.add_argument("--run", default=None, help="the sweep's parent run id (default: the latest)")
     p.add_argument("--tracking-uri", default="sqlite:///mlflow.db")
+    p.add_argument("--figure", type=Path, help="also draw the gate by core-minutes to this PNG")
     args = p.parse_args(argv)
     try:
-        print(cost_markdown(search_cost_table(args.tracking_uri, args.grid, args.run)))
+        require_store(args.tracking_uri)
+        parent = find_parent(store.client(args.tracking_uri), args.grid, args.run)
+        evaluations = search_evaluations(args.tracking_uri, parent.info.run_id)
+        print(cost_markdown(cost_to_gate(evaluations)))
+        if args.figure and (figure := figure_of(evaluations, SEARCHES.get(args.grid))) is not None:
+            save(figure, args.figure)
+            print(f"wrote {args.figure}")
     except AnalysisError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

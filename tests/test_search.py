@@ -118,6 +118,37 @@ def test_the_cost_to_gate_is_the_first_evaluation_at_the_gate_on_every_seed() ->
     assert never["stopped early"] == "1 of 2" and never["best weakest cell"] == 0.2
 
 
+def test_the_search_figure_draws_each_format_apart_and_marks_how_each_trial_ended() -> None:
+    """One panel per compared format; in each, a line per trial of every configuration (its colour the
+    same in both panels) and its end: a star at the gate, a cross where ASHA cut it, a ring while it runs;
+    ASHA's rungs and the gate drawn across."""
+    from analysis.curves import search_figure
+
+    rows = evaluations(
+        [
+            ("model=a,format=basic", 100, 1, 10.0, 0.5, ""),
+            ("model=a,format=basic", 100, 2, 20.0, 0.95, "passed"),
+            ("model=b,format=basic", 100, 1, 12.0, 0.0, "rung"),
+            ("model=a,format=reverse", 100, 1, 11.0, 0.1, ""),
+            ("model=a,format=reverse", 100, 2, 22.0, 0.3, ""),
+        ]
+    )
+    rows.loc[rows["point"] == "model=a,format=reverse", "status"] = "RUNNING"
+    split = lambda point: tuple(point.split(","))  # noqa: E731 (recipe, format)
+    assert search_figure(rows.iloc[:0], split, [10, 30, 90]) is None
+    figure = search_figure(rows, split, [10, 30, 90])
+    basic, reverse = figure.axes
+    assert (basic.get_title(), reverse.get_title()) == ("format=basic", "format=reverse")
+    colour = {line.get_label(): line.get_color() for line in reverse.get_legend().get_lines()}
+    ends = {(line.get_marker(), line.get_color()) for line in basic.lines if line.get_linestyle() == "None"}
+    assert ends == {("*", colour["model=a"]), ("x", colour["model=b"])}
+    ring = [line for line in reverse.lines if line.get_marker() == "o"]
+    assert len(ring) == 1 and ring[0].get_markerfacecolor() == "none"
+    verticals = [line for line in basic.lines if list(line.get_xdata()) in ([10, 10], [30, 30], [90, 90])]
+    assert len(verticals) == 3
+    assert any(list(line.get_ydata()) == [0.9, 0.9] for line in basic.lines)  # the gate
+
+
 def test_the_cost_table_of_no_evaluations_is_empty_with_its_columns() -> None:
     assert cost_to_gate(evaluations([])).empty
     assert "core-min to gate" in cost_to_gate(evaluations([])).columns
@@ -242,6 +273,13 @@ def test_a_smoke_search_stops_trials_early_and_tables_their_cost(tmp_path) -> No
     proc, uri = run_toy_search(tmp_path, "toy_search", TOY_SEARCH)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "core-min to gate" in proc.stdout  # the table, printed at the end
+    # ... and logged on the search's parent run, with its figure, for the MLflow UI
+    client = store.client(uri)
+    parent = find_parent(client, "toy_reverse_recipe")
+    logged = {f.path for f in client.list_artifacts(parent.info.run_id, "search")}
+    assert logged == {"search/cost_to_gate.md", "search/cost_to_gate.png"}
+    table = Path(client.download_artifacts(parent.info.run_id, "search/cost_to_gate.md", str(tmp_path)))
+    assert "core-min to gate" in table.read_text()
 
     check_the_toy_search(uri)
     # archived and imported into a fresh store (as docs/RESULTS.md is rebuilt from docs/results/sweeps/):
@@ -300,8 +338,12 @@ def check_the_toy_search(uri: str) -> None:
     cut = [run for run in stopped if run.data.tags[STOPPED_TAG] in ("rung", "budget")]
     assert cut and all(run.data.tags[POINT_TAG] != good["configuration"] for run in cut)
     # docs/RESULTS.md's section, from the store alone
-    section = search_sections(uri, ["toy_reverse_recipe", "mul_format_recipe"])
+    figures = Path(uri.removeprefix("sqlite:///")).parent / "figures"
+    figures.mkdir(exist_ok=True)
+    section = search_sections(uri, ["toy_reverse_recipe", "mul_format_recipe"], figures, "results/figures")
     assert "### Recipe search toy_reverse_recipe" in section and "mul_format_recipe" not in section
+    assert "(results/figures/search_toy_reverse_recipe.png)" in section
+    assert (figures / "search_toy_reverse_recipe.png").stat().st_size > 0
     assert good["configuration"] in section and "not reached" in section
     assert f", on {machine()[0]}." in section  # the processor its core-minutes were measured on
     # the search's seeds are its parent run's pre-search seeds: no claim is judged on them
@@ -408,6 +450,52 @@ def test_ending_a_stopped_trials_run_never_ends_the_search(tmp_path, capsys) -> 
     stopped.update_last_result({"done": True, "epoch": 3, GATE_METRIC: 0.2, CPU_SECONDS: 60.0})
     callback.on_trial_complete(0, [stopped], stopped)
     assert "warning: p stays RUNNING until the search ends" in capsys.readouterr().err
+
+
+def test_a_claim_not_testable_names_what_its_recipe_search_found(tmp_path) -> None:
+    """The not-testable row of a grid whose claims a search serves (mul_format and its variant
+    mul_format_long share its claim) reads the search's store: per compared format the cheapest
+    configuration at the gate, or that none of those read passed and the best; none for other grids."""
+    from mlflow import MlflowClient
+    from mlflow.entities import Metric
+
+    from analysis.search import search_evidence
+    from experiments.search import CORE_MINUTES
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert search_evidence(uri, "mul_format") == ""  # no search has run
+    client = MlflowClient(uri)
+    experiment = client.create_experiment("mul_format_recipe", artifact_location=(tmp_path / "a").as_uri())
+    parent = client.create_run(experiment, tags={"sweep": "1", "grid": "mul_format_recipe"})
+    trials = {  # configuration -> (gate, core-minutes) at each epoch
+        "model=tiny,batch=128x20000,lr=0.001,format=basic,max_digits=5": [(0.65, 16.0), (0.93, 30.5)],
+        "model=4x256,batch=128x20000,lr=0.003,format=basic,max_digits=5": [(0.0, 20.2)],
+        "model=tiny,batch=128x20000,lr=0.001,format=padding_reverse,max_digits=5": [
+            (0.1, 12.0),
+            (0.25, 61.2),
+        ],
+        "model=gpt2-mini,batch=512x6000,lr=0.001,format=padding_reverse,max_digits=5": [(0.05, 38.0)],
+    }
+    for point, readings in trials.items():
+        tags = {"mlflow.parentRunId": parent.info.run_id, POINT_TAG: point, "seed": "100"}
+        run = client.create_run(experiment, tags=tags)
+        metrics = [
+            Metric(name, value, 0, epoch)
+            for epoch, (gate, spent) in enumerate(readings, 1)
+            for name, value in ((GATE_METRIC, gate), (CORE_MINUTES, spent))
+        ]
+        client.log_batch(run.info.run_id, metrics=metrics)
+    found = search_evidence(uri, "mul_format")
+    assert found.startswith("mul_format_recipe (not ended; 4 of 24 configurations read, at most 90 core-min")
+    assert "format=basic,max_digits=5 passed at 30.5 core-min (model=tiny,batch=128x20000,lr=0.001)" in found
+    assert (
+        "format=padding_reverse,max_digits=5: none of 2 configurations read passed (best 0.25, "
+        "model=tiny,batch=128x20000,lr=0.001)"
+    ) in found
+    assert search_evidence(uri, "mul_format_long") == found  # its variant: the same claim
+    assert search_evidence(uri, "add_posembed") == ""
+    client.set_terminated(parent.info.run_id, "FINISHED")
+    assert search_evidence(uri, "mul_format").startswith("mul_format_recipe (ended; ")
 
 
 def test_a_search_section_names_every_processor_its_sessions_ran_on() -> None:
