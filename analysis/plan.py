@@ -173,8 +173,8 @@ def grids(plan: tuple[Planned, ...] = PLAN) -> list[str]:
 
 def seeds_of(ran: list[tuple[Planned, object]], finished: set[int] | None = None) -> str:
     """The seeds of a grid's run parts: "0, 1, 2", or per set of points where they differ ("0, 1, 2
-    (data.max_digits=3); 0 (data.max_digits=5)"); of a part ended early, only those of its `finished`
-    trials."""
+    (data.max_digits=3); 0 (data.max_digits=5)"), the sets that ran the same seeds together; of a part
+    ended early, only those of its `finished` trials."""
     by_points: dict[str, set[int]] = {}
     for plan, _ in ran:
         seeds = set(plan.seed_values)
@@ -184,7 +184,13 @@ def seeds_of(ran: list[tuple[Planned, object]], finished: set[int] | None = None
     shown = {only: ", ".join(map(str, sorted(seeds))) for only, seeds in by_points.items()}
     if len(set(shown.values())) == 1:
         return next(iter(shown.values()))
-    return "; ".join(f"{seeds} ({only})" if only else seeds for only, seeds in shown.items())
+    groups: dict[str, list[str]] = {}  # the sets of points that ran the same seeds, named once
+    for only, seeds in shown.items():
+        groups.setdefault(seeds, []).append(only or "every point")
+    return "; ".join(
+        seeds if onlys == ["every point"] else f"{seeds} ({', '.join(onlys)})"
+        for seeds, onlys in groups.items()
+    )
 
 
 def repo_relative(command: str) -> str:

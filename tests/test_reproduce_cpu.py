@@ -160,6 +160,12 @@ def test_the_glance_names_the_seeds_each_set_of_points_ran_with() -> None:
     first, added = Planned("mul_one_digit_weight", 1), Planned("mul_one_digit_weight", (1, 2))
     assert seeds_of([(first, None), (added, None)]) == "0, 1, 2"
     assert seeds_of([(first, None)]) == "0"
+    # points run apart on the same seeds are named together
+    grid = "add_posembed_recipe_long"
+    apart = [Planned(grid, (100,), (f"model.position={p}",)) for p in ("none", "learned")]
+    assert seeds_of([(part, None) for part in [*apart, Planned(grid, (0, 1))]]) == (
+        "100 (model.position=none, model.position=learned); 0, 1"
+    )
 
 
 def test_the_script_is_a_command_line_over_the_analysis() -> None:
