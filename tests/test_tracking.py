@@ -162,6 +162,33 @@ def test_restored_run_logs_nothing_it_already_has(tmp_path) -> None:
     assert len(Path(failures).read_text().splitlines()) == 1
 
 
+def test_metrics_wait_for_a_full_batch_or_a_minute_whichever_comes_first(tmp_path, monkeypatch) -> None:
+    """A slow trial (a CPU model logging every few seconds) fills a batch in most of an hour: its values
+    are sent once the oldest has waited FLUSH_AFTER_S, so the MLflow UI's curves follow the trial."""
+    import time
+
+    import arith.tracking.outbox as outbox
+
+    monkeypatch.setattr(outbox, "FLUSH_AFTER_S", 0.5)
+    cfg = _cfg(tmp_path)
+    tracker = MlflowTracker(cfg)
+    client = mlflow.MlflowClient(cfg.tracking.tracking_uri)
+
+    def stored() -> list[int]:
+        return sorted(m.step for m in client.get_metric_history(tracker.run_id, "train/loss"))
+
+    tracker.log_metrics({"train/loss": 1.0}, 1)
+    tracker.log_metrics({"train/loss": 0.9}, 2)
+    assert stored() == []  # batched: nothing sent yet
+    time.sleep(0.6)
+    tracker.log_metrics({"train/loss": 0.8}, 3)
+    assert stored() == [1, 2, 3]  # the oldest waited long enough: the whole batch went
+    tracker.log_metrics({"train/loss": 0.7}, 4)
+    assert stored() == [1, 2, 3]  # a new batch starts its own wait
+    tracker.finish()
+    assert stored() == [1, 2, 3, 4]
+
+
 @pytest.mark.slow
 def test_store_outage_keeps_metrics_and_unsent_ones_are_sent_later(tmp_path, monkeypatch, capsys) -> None:
     """A real MLflow server stops mid-trial: sends fail without an error and keep the buffer (one warning),

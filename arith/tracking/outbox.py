@@ -31,6 +31,9 @@ from arith.tracking import store
 MAX_METRICS_PER_BATCH = 1000
 #: buffered metric values are sent once this many are waiting (and before every checkpoint, and at the end)
 FLUSH_EVERY = 500
+#: ... or once the oldest has waited this long: a slow trial (a CPU model logging every few seconds) would
+#: otherwise show the MLflow UI no curve for most of an hour; one batch a minute is still one call
+FLUSH_AFTER_S = 60.0
 #: at most this many values wait in memory while the store is down; older ones go to the trial's folder
 MAX_BUFFERED = 200_000
 #: pauses between tries while the store is down: first, doubling up to the last
@@ -55,14 +58,18 @@ class Outbox:
         self.texts: dict[str, str] = {}
         self.files: list[tuple[str, str]] = []
         self._retry_at, self._pause, self._down_since = 0.0, RETRY_FIRST_S, None
+        self._waiting_since: float | None = None  # when the oldest value still in memory was queued
 
     def add_metrics(self, values: list[Value]) -> None:
-        """Queue metric values (past MAX_BUFFERED the oldest go to the trial's folder); send a full batch."""
+        """Queue metric values (past MAX_BUFFERED the oldest go to the trial's folder); send them once a
+        batch is full or the oldest has waited FLUSH_AFTER_S."""
+        if self._waiting_since is None:
+            self._waiting_since = time.monotonic()
         self.metrics.extend(values)
         if len(self.metrics) > MAX_BUFFERED:
             self._spill(self.metrics[: len(self.metrics) - MAX_BUFFERED // 2])
             del self.metrics[: len(self.metrics) - MAX_BUFFERED // 2]
-        if len(self.metrics) >= FLUSH_EVERY:
+        if len(self.metrics) >= FLUSH_EVERY or time.monotonic() - self._waiting_since >= FLUSH_AFTER_S:
             self.flush()
 
     def retry_now(self) -> None:
@@ -116,6 +123,7 @@ class Outbox:
         while self.metrics:
             send_metrics(self.client, self.run_id, self.metrics[:MAX_METRICS_PER_BATCH])
             del self.metrics[:MAX_METRICS_PER_BATCH]
+        self._waiting_since = None
         if self.tags:
             self.client.log_batch(self.run_id, tags=[RunTag(k, v) for k, v in self.tags.items()])
             self.tags.clear()
