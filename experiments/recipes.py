@@ -58,7 +58,7 @@ ADD_SCRATCHPAD_12K = ChosenRecipe(
 ADD_SCRATCHPAD_24K = ChosenRecipe(
     scale="cpu_recipe",
     settings={**REVERSE_RECIPE.settings, "train.max_steps": 24_000},
-    chosen_by="pre-search seeds 101, 102 (add_posembed_recipe_24k, docs/results/plan.yaml), not run yet",
+    chosen_by="pre-search seeds 101, 102 (add_posembed_recipe_24k, docs/results/plan.yaml), running",
     evidence="random_embed learned the 5-digit sums late at 12,000 steps (seed 100: 0.97 at 11,250, 0.99 at "
     "the end; seed 0: 0.73 at the end) while learned and none read 1.00 on seeds 0, 1 and 100: twice the "
     "steps, for a margin on every seed",
