@@ -26,6 +26,7 @@ from analysis.sweep import LOSS_METRIC, Sweep
 from arith.tracking.schema import (
     ACCURACY_COLUMN,
     COLOUR_COLUMN,
+    EPOCH_COLUMN,
     POINT_COLOURS,
     POINT_COLUMN,
     RUN_ID_COLUMN,
@@ -188,7 +189,7 @@ def search_figure(
     for ax, compared in zip(axes, panels, strict=True):
         panel = named[named["compared"] == compared]
         for (recipe, _seed), trial in panel.groupby(["recipe", SEED_COLUMN]):
-            trial = trial.sort_values("epoch")
+            trial = trial.sort_values(EPOCH_COLUMN)
             ax.plot(trial["core_minutes"], trial["gate"], color=colour[recipe], lw=1.2, marker=".", ms=4)
             last = trial.iloc[-1]
             marker, size = ends.get(last["stopped"], ("o", 7) if last["status"] == "RUNNING" else (".", 4))

@@ -78,7 +78,8 @@ def run_part(plan: Planned, uri: str, storage: str, archives: Path = ARCHIVES) -
 
 def end_part(plan: Planned, uri: str, storage: str, archives: Path = ARCHIVES) -> None:
     """A part the plan ended early: its stopped sweep recorded and archived as it stands (not resumed); its
-    trial runs a stopped session left RUNNING marked KILLED, so that the report counts them unfinished."""
+    trial runs a stopped session left RUNNING marked KILLED, so that the report counts them unfinished, or
+    deleted where they logged nothing (as `sweeps.trainable.discard_lost_attempts` does on a restart)."""
     folders = SweepStorage(storage)
     name = folders.stopped(plan.grid, plan.scale, plan.sweep_args())
     if name is None:
@@ -90,9 +91,13 @@ def end_part(plan: Planned, uri: str, storage: str, archives: Path = ARCHIVES) -
     parent = find_parent(client, plan.grid, state["parent_run_id"])
     trials = f"tags.{PARENT_RUN_TAG} = '{parent.info.run_id}'"
     for run in store.search_runs(client, [parent.info.experiment_id], trials):
-        if run.info.status == "RUNNING":  # ended when it last logged, not now: its minutes stay its own
-            logged = [m.timestamp for m in client.get_metric_history(run.info.run_id, LOSS_METRIC)]
-            client.set_terminated(run.info.run_id, "KILLED", max(logged, default=run.info.start_time))
+        if run.info.status != "RUNNING":
+            continue
+        logged = [m.timestamp for m in client.get_metric_history(run.info.run_id, LOSS_METRIC)]
+        if logged:  # ended when it last logged, not now: its minutes stay its own
+            client.set_terminated(run.info.run_id, "KILLED", max(logged))
+        else:  # an attempt that logged nothing (stopped at its start): no trial to keep, as on a restart
+            client.delete_run(run.info.run_id)
     if parent.info.status == "RUNNING":
         client.set_terminated(parent.info.run_id, "KILLED")
     client.set_tag(parent.info.run_id, TAG_ENDED_EARLY, plan.ended_early)

@@ -312,7 +312,10 @@ def test_a_part_ended_early_is_archived_as_it_stands_and_never_resumed(tmp_path:
     done = client.create_run(experiment, tags={**trial, "seed": "0"}, run_name="position=random_embed,seed=0")
     client.log_metric(done.info.run_id, "test_acc/in_range", 0.73)
     client.set_terminated(done.info.run_id, "FINISHED")
-    lost = client.create_run(experiment, tags={**trial, "seed": "1"}, run_name="position=learned,seed=1")
+    stopped = client.create_run(experiment, tags={**trial, "seed": "1"}, run_name="position=learned,seed=1")
+    a_minute_in = stopped.info.start_time + 60_000
+    client.log_metric(stopped.info.run_id, "train/loss", 2.5, step=20, timestamp=a_minute_in)
+    lost = client.create_run(experiment, tags={**trial, "seed": "2"}, run_name="position=learned,seed=2")
 
     folders = SweepStorage(str(storage))
     end_part(part, uri, str(storage), archives=tmp_path)  # nothing stopped yet: nothing to archive
@@ -327,7 +330,10 @@ def test_a_part_ended_early_is_archived_as_it_stands_and_never_resumed(tmp_path:
     end_part(part, uri, str(storage), archives=tmp_path)
 
     assert client.get_run(done.info.run_id).info.status == "FINISHED"
-    assert client.get_run(lost.info.run_id).info.status == "KILLED"
+    # stopped after training a while: KILLED when it last logged; stopped at its start: no run left
+    assert client.get_run(stopped.info.run_id).info.status == "KILLED"
+    assert client.get_run(stopped.info.run_id).info.end_time == a_minute_in
+    assert client.get_run(lost.info.run_id).info.lifecycle_stage == "deleted"
     tags = client.get_run(parent.info.run_id).data.tags
     assert tags["reproduce.ended_early"] == part.ended_early
     assert tags[TAG_WALL] == "3600" and tags[TAG_COMMITS] == "c0; c1; c2"
