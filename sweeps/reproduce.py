@@ -33,7 +33,7 @@ from analysis.plan import (
 from analysis.sweep import LOSS_METRIC
 from arith.tracking import store
 from arith.tracking.archive import export_sweep
-from arith.tracking.schema import COMMIT_TAG, PARENT_RUN_TAG
+from arith.tracking.schema import COMMIT_TAG
 from arith.tracking.store import client as store_client
 from sweeps.storage import SweepStorage, git_commit, machine
 
@@ -85,12 +85,11 @@ def end_part(plan: Planned, uri: str, storage: str, archives: Path = ARCHIVES) -
     if name is None:
         print(f"=== {plan.grid}: ended early ({plan.ended_early}); no stopped sweep of it to archive")
         return
-    state = folders.state(name)
-    sessions = state.get("sessions", [])
     client = store_client(uri)
-    parent = find_parent(client, plan.grid, state["parent_run_id"])
-    trials = f"tags.{PARENT_RUN_TAG} = '{parent.info.run_id}'"
-    for run in store.search_runs(client, [parent.info.experiment_id], trials):
+    parent = find_parent(client, plan.grid, folders.state(name)["parent_run_id"])
+    for run in store.search_runs(
+        client, [parent.info.experiment_id], store.trials_filter(parent.info.run_id)
+    ):
         if run.info.status != "RUNNING":
             continue
         logged = [m.timestamp for m in client.get_metric_history(run.info.run_id, LOSS_METRIC)]
@@ -101,9 +100,7 @@ def end_part(plan: Planned, uri: str, storage: str, archives: Path = ARCHIVES) -
     if parent.info.status == "RUNNING":
         client.set_terminated(parent.info.run_id, "KILLED")
     client.set_tag(parent.info.run_id, TAG_ENDED_EARLY, plan.ended_early)
-    wall = sum(s["wall_s"] for s in sessions)
-    machines = "; ".join(dict.fromkeys(s["machine"] for s in sessions))
-    commits = "; ".join(dict.fromkeys(s["commit"] for s in sessions if s.get("commit")))
+    wall, machines, commits = folders.sessions(name)
     print(f"=== {plan.grid}: ended early ({plan.ended_early}): archived as it stands", flush=True)
     shown = repo_relative("python " + shlex.join(plan.command(uri, storage)))
     record(client, client.get_run(parent.info.run_id), plan, shown, wall, machines, commits, archives)

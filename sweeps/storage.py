@@ -104,9 +104,14 @@ class SweepStorage:
         session = {"wall_s": round(wall_s, 1), "machine": machine, **({"commit": commit} if commit else {})}
         state["sessions"] = [*state.get("sessions", []), session]
         self.save(name, state)
-        machines = dict.fromkeys(s["machine"] for s in state["sessions"])
-        commits = dict.fromkeys(s["commit"] for s in state["sessions"] if s.get("commit"))
-        return sum(s["wall_s"] for s in state["sessions"]), "; ".join(machines), "; ".join(commits)
+        return self.sessions(name)
+
+    def sessions(self, name: str) -> tuple[float, str, str]:
+        """Every session's wall time together, their machines and their commits, as `add_session` returns."""
+        sessions = self.state(name).get("sessions", [])
+        machines = dict.fromkeys(s["machine"] for s in sessions)
+        commits = dict.fromkeys(s["commit"] for s in sessions if s.get("commit"))
+        return sum(s["wall_s"] for s in sessions), "; ".join(machines), "; ".join(commits)
 
 
 def check_tracking(uri: str) -> None:
