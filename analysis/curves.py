@@ -32,7 +32,8 @@ from arith.tracking.schema import (
     RUN_ID_COLUMN,
     SEED_COLUMN,
 )
-from experiments.verdicts import LEARNED, gated_cells, in_range, measured
+from experiments.search import CUT
+from experiments.verdicts import LEARNED, TOLERANCE, gated_cells, in_range, measured
 
 #: the loss is one batch's: each trial's curve is a rolling mean over this many logged values
 SMOOTH = 5
@@ -166,6 +167,27 @@ def budget_figure(records: list[dict], target: float = LEARNED, budget: int = 30
     return figure
 
 
+#: how a search's trial ended, as the figure marks it: (marker, size)
+TRIAL_ENDS = {"passed": ("*", 12), "cut": ("x", 8), "spent": ("s", 6), "running": ("o", 7)}
+TRIAL_END_LABELS = {
+    "passed": "passed the gate",
+    "cut": "cut by ASHA",
+    "spent": "whole budget, short of the gate",
+    "running": "running, or paused to resume",
+}
+
+
+def trial_end(last: pd.Series, threshold: float) -> str:
+    """How a search's trial ended, from its last evaluation: it passed (tagged so by the search, or its
+    last epoch read the gate), ASHA cut it, it ran every epoch short of the gate (FINISHED), or it has
+    not ended (RUNNING, or KILLED with no tag: stopped with its session, it resumes)."""
+    if last["stopped"] == "passed" or last["gate"] >= threshold - TOLERANCE:
+        return "passed"
+    if last["stopped"] in CUT:
+        return "cut"
+    return "spent" if last["status"] == "FINISHED" else "running"
+
+
 def search_figure(
     evaluations: pd.DataFrame,
     split: Callable[[str], tuple[str, str]],
@@ -174,8 +196,9 @@ def search_figure(
 ) -> Figure | None:
     """A recipe search as it ran: one panel per compared point (a claim's format), the gate's weakest cell
     of each configuration (a recipe, one colour in every panel) against the core-minutes it had spent, one
-    line a trial; its end marked: a star where it passed the gate, a cross where ASHA cut it, an open
-    circle while it runs. `evaluations`: `analysis.search.search_evaluations`; `split`: a point's name as
+    line a trial; its end marked: a star where it passed the gate, a cross where ASHA cut it, a square
+    where it ran its whole budget short of the gate, an open circle while it runs (or waits, stopped with
+    its session, to resume). `evaluations`: `analysis.search.search_evaluations`; `split`: a point's name as
     (recipe, compared point), `Search.split_point`; `rungs`: where ASHA compares, drawn as verticals."""
     if evaluations.empty:
         return None
@@ -185,14 +208,13 @@ def search_figure(
     colour = {r: POINT_COLOURS[i % len(POINT_COLOURS)] for i, r in enumerate(recipes)}
     figure = Figure(figsize=(6 * len(panels) + 3.5, 4.6))
     axes = np.atleast_1d(figure.subplots(1, len(panels), sharey=True, squeeze=False)[0])
-    ends = {"passed": ("*", 12), "rung": ("x", 8), "budget": ("x", 8)}
     for ax, compared in zip(axes, panels, strict=True):
         panel = named[named["compared"] == compared]
         for (recipe, _seed), trial in panel.groupby(["recipe", SEED_COLUMN]):
             trial = trial.sort_values(EPOCH_COLUMN)
             ax.plot(trial["core_minutes"], trial["gate"], color=colour[recipe], lw=1.2, marker=".", ms=4)
+            marker, size = TRIAL_ENDS[trial_end(trial.iloc[-1], threshold)]
             last = trial.iloc[-1]
-            marker, size = ends.get(last["stopped"], ("o", 7) if last["status"] == "RUNNING" else (".", 4))
             ax.plot([last["core_minutes"]], [last["gate"]], marker=marker, ms=size, ls="", zorder=3,
                     color=colour[recipe], mfc="none" if marker == "o" else colour[recipe])  # fmt: skip
         ax.axhline(threshold, color="k", ls="--", lw=1)
@@ -204,11 +226,12 @@ def search_figure(
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("weakest gated cell (unseen problems)")
     handles = [Line2D([], [], color=colour[r], lw=1.5, label=r) for r in recipes]
-    handles += [
-        Line2D([], [], color="grey", marker="*", ls="", ms=9, label="passed the gate"),
-        Line2D([], [], color="grey", marker="x", ls="", label="cut by ASHA"),
-        Line2D([], [], color="grey", marker="o", ls="", mfc="none", label="running"),
-    ]
+    for end, label in TRIAL_END_LABELS.items():
+        marker, size = TRIAL_ENDS[end]
+        hollow = "none" if end == "running" else None
+        handles.append(
+            Line2D([], [], color="grey", marker=marker, ms=size * 0.75, ls="", mfc=hollow, label=label)
+        )
     axes[-1].legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
     rungs_said = "; dotted, ASHA's rungs" if rungs else ""
     figure.suptitle(f"Cost to the gate ({threshold:g}, dashed){rungs_said}", fontsize=10)

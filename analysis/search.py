@@ -2,7 +2,8 @@
 
 A search's sweep (`python sweeps/run.py --search NAME`, `sweeps.search`) leaves in each trial's MLflow run
 the gate's weakest cell at each evaluation (`gate/weakest_unseen`, step = epoch) and the core-minutes spent
-by then (`search/core_minutes`). A configuration is a point of the search's grid (compared format x recipe);
+by then (`cpu_seconds`, which the trainer logs each epoch, so a running search reads live; at its end
+`search/core_minutes`). A configuration is a point of the search's grid (compared format x recipe);
 its *cost to the gate* is the core-minutes at which the weakest gated cell first reached `LEARNED` (0.9),
 the most over its seeds (the gate asks it of every seed); where a seed never did, "not reached" with the
 best the configuration read (its weakest seed's best). `search_cost_table` builds it from the store (for
@@ -29,15 +30,13 @@ from matplotlib.figure import Figure
 from analysis.curves import save, search_figure
 from analysis.load import AnalysisError, find_parent, require_store
 from arith.tracking import store
-from arith.tracking.schema import POINT_COLUMN, POINT_TAG, SEED_COLUMN, SEED_TAG
+from arith.tracking.schema import CPU_SECONDS, POINT_COLUMN, POINT_TAG, SEED_COLUMN, SEED_TAG
 from experiments.registry import EXPERIMENTS, SEARCHES, claims_for
-from experiments.search import CORE_MINUTES, GATE_METRIC, MACHINES_TAG, STOPPED_TAG, Search
+from experiments.search import CORE_MINUTES, CUT, GATE_METRIC, MACHINES_TAG, STOPPED_TAG, Search
 from experiments.verdicts import LEARNED, TOLERANCE
 
 #: the folder of the parent run's artifacts a search logs at its end (its tables and figure)
 ARTIFACT_DIR = "search"
-#: the `search_stopped` tags of a trial ASHA cut before it reached the gate (`passed`: it did, and ended)
-CUT = ("rung", "budget")
 #: the recipe table's column of a recipe's cost: the most any compared point of the claim needed at it
 RECIPE_COST = "core-min to gate, every compared point"
 #: one row per trial x evaluation, what `cost_to_gate` reads
@@ -65,7 +64,7 @@ def search_evaluations(tracking_uri: str, parent_run_id: str) -> pd.DataFrame:
     for run in runs:
         tags = run.data.tags
         gate = {m.step: m.value for m in client.get_metric_history(run.info.run_id, GATE_METRIC)}
-        spent = {m.step: m.value for m in client.get_metric_history(run.info.run_id, CORE_MINUTES)}
+        spent = core_minutes_by_epoch(client, run.info.run_id)
         for epoch in sorted(set(gate) & set(spent)):
             rows.append(
                 {
@@ -79,6 +78,14 @@ def search_evaluations(tracking_uri: str, parent_run_id: str) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows, columns=EVALUATION_COLUMNS)
+
+
+def core_minutes_by_epoch(client: Any, run_id: str) -> dict[int, float]:
+    """A trial's core-minutes at each epoch: the CPU clock its trainer logs each epoch (`cpu_seconds`, so
+    a running search's are live), overwritten by the search's record at its end (`search/core_minutes`,
+    the same clock as Tune received it; the only one in stores from before the trainer logged it)."""
+    live = {m.step: m.value / 60.0 for m in client.get_metric_history(run_id, CPU_SECONDS)}
+    return live | {m.step: m.value for m in client.get_metric_history(run_id, CORE_MINUTES)}
 
 
 def _trial_cost(trial: pd.DataFrame, threshold: float) -> dict[str, float | bool]:

@@ -25,7 +25,15 @@ from arith.tracking.archive import export_sweep, import_sweep
 from arith.tracking.schema import CPU_SECONDS, POINT_TAG
 from arith.training.metrics import weakest_unseen
 from experiments import registry
-from experiments.search import GATE_METRIC, PRESEARCH_FIRST_SEED, STOPPED_TAG, Asha, ChosenRecipe, Search
+from experiments.search import (
+    CORE_MINUTES,
+    GATE_METRIC,
+    PRESEARCH_FIRST_SEED,
+    STOPPED_TAG,
+    Asha,
+    ChosenRecipe,
+    Search,
+)
 from sweeps.grids import get_grid, points
 from sweeps.run import main
 from sweeps.search import PASSED, SearchRun, gate_cells, stopped_why
@@ -120,8 +128,9 @@ def test_the_cost_to_gate_is_the_first_evaluation_at_the_gate_on_every_seed() ->
 
 def test_the_search_figure_draws_each_format_apart_and_marks_how_each_trial_ended() -> None:
     """One panel per compared format; in each, a line per trial of every configuration (its colour the
-    same in both panels) and its end: a star at the gate, a cross where ASHA cut it, a ring while it runs;
-    ASHA's rungs and the gate drawn across."""
+    same in both panels) and its end: a star at the gate (tagged so, or its last epoch read it), a cross
+    where ASHA cut it, a square where it ran every epoch short of the gate, a ring while it runs or waits
+    to resume; ASHA's rungs and the gate drawn across."""
     from analysis.curves import search_figure
 
     rows = evaluations(
@@ -129,11 +138,15 @@ def test_the_search_figure_draws_each_format_apart_and_marks_how_each_trial_ende
             ("model=a,format=basic", 100, 1, 10.0, 0.5, ""),
             ("model=a,format=basic", 100, 2, 20.0, 0.95, "passed"),
             ("model=b,format=basic", 100, 1, 12.0, 0.0, "rung"),
+            ("model=c,format=basic", 100, 1, 9.0, 0.2, ""),  # stopped with its session: it resumes
             ("model=a,format=reverse", 100, 1, 11.0, 0.1, ""),
             ("model=a,format=reverse", 100, 2, 22.0, 0.3, ""),
+            ("model=b,format=reverse", 100, 1, 30.0, 0.4, ""),  # its whole budget, short of the gate
+            ("model=c,format=reverse", 100, 1, 25.0, 0.95, ""),  # passed at its last epoch: no tag
         ]
     )
     rows.loc[rows["point"] == "model=a,format=reverse", "status"] = "RUNNING"
+    rows.loc[rows["point"] == "model=c,format=basic", "status"] = "KILLED"
     split = lambda point: tuple(point.split(","))  # noqa: E731 (recipe, format)
     assert search_figure(rows.iloc[:0], split, [10, 30, 90]) is None
     figure = search_figure(rows, split, [10, 30, 90])
@@ -141,9 +154,15 @@ def test_the_search_figure_draws_each_format_apart_and_marks_how_each_trial_ende
     assert (basic.get_title(), reverse.get_title()) == ("format=basic", "format=reverse")
     colour = {line.get_label(): line.get_color() for line in reverse.get_legend().get_lines()}
     ends = {(line.get_marker(), line.get_color()) for line in basic.lines if line.get_linestyle() == "None"}
-    assert ends == {("*", colour["model=a"]), ("x", colour["model=b"])}
+    assert ends == {("*", colour["model=a"]), ("x", colour["model=b"]), ("o", colour["model=c"])}
+    ends = {(line.get_marker(), line.get_color()) for line in reverse.lines if line.get_linestyle() == "None"}
+    assert ends == {("o", colour["model=a"]), ("s", colour["model=b"]), ("*", colour["model=c"])}
     ring = [line for line in reverse.lines if line.get_marker() == "o"]
     assert len(ring) == 1 and ring[0].get_markerfacecolor() == "none"
+    said = [text.get_text() for text in reverse.get_legend().get_texts()]
+    assert said[-4:] == [
+        "passed the gate", "cut by ASHA", "whole budget, short of the gate", "running, or paused to resume"
+    ]  # fmt: skip
     verticals = [line for line in basic.lines if list(line.get_xdata()) in ([10, 10], [30, 30], [90, 90])]
     assert len(verticals) == 3
     assert any(list(line.get_ydata()) == [0.9, 0.9] for line in basic.lines)  # the gate
@@ -311,7 +330,7 @@ def test_a_search_trial_whose_loss_becomes_nan_fails_alone(tmp_path) -> None:
     assert proc.returncode == 1, output  # a failed trial: the sweep says so in its exit code
 
 
-def check_the_toy_search(uri: str) -> None:
+def check_the_toy_search(uri: str, resumed: bool = False) -> None:
     """What the smoke search left in its store: a cost row per configuration, the good learning rate at
     the gate and ended there, the others stopped early by ASHA (KILLED, tagged, fewer evaluations)."""
     table = search_cost_table(uri, "toy_reverse_recipe")
@@ -331,6 +350,14 @@ def check_the_toy_search(uri: str) -> None:
     by_point = {run.data.tags[POINT_TAG]: run for run in trials}
     assert by_point[good["configuration"]].data.tags[STOPPED_TAG] == "passed"
     evaluations = search_evaluations(uri, parent.info.run_id)
+    client = store.client(uri)
+    for run in trials:  # the trainer's CPU clock, logged each epoch: a running search's core-minutes
+        live = {m.step: m.value for m in client.get_metric_history(run.info.run_id, CPU_SECONDS)}
+        recorded = {m.step: m.value for m in client.get_metric_history(run.info.run_id, CORE_MINUTES)}
+        assert recorded and set(recorded) <= set(live)
+        assert list(pd.Series(live).sort_index()) == sorted(live.values())  # a clock: it only goes on
+        if not resumed:  # the clock Tune received; an epoch re-run after a restore keeps its first value
+            assert all(math.isclose(live[epoch] / 60, value) for epoch, value in recorded.items())
     mine = evaluations[evaluations["point"] == good["configuration"]].sort_values("epoch")
     # it ended at its first evaluation at the gate, not at its 25th epoch
     assert mine["gate"].iloc[-1] >= 0.9 and (mine["gate"].iloc[:-1] < 0.9).all()
@@ -560,7 +587,7 @@ def test_a_search_stopped_part_way_resumes_with_its_rungs(tmp_path) -> None:
     finally:
         shutil.rmtree(ray_temp, ignore_errors=True)
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
-    check_the_toy_search(uri)
+    check_the_toy_search(uri, resumed=True)
     parent = find_parent(store.client(uri), "toy_reverse_recipe")
     trials = store.trial_runs(uri, ["toy_reverse_recipe"], parent.info.run_id)
     by_lr = {run.data.params["train.lr"]: run for run in trials}

@@ -332,6 +332,7 @@ def _loop(
         state.cpu_seconds += time.process_time() - cpu_mark
         cpu_mark = time.process_time()
         metrics[CPU_SECONDS] = state.cpu_seconds
+        tracker.log_metrics({CPU_SECONDS: state.cpu_seconds}, epoch)  # a search's clock, live in MLflow
         last_test_acc = metrics.setdefault("test_acc", last_test_acc)
         due = final or epoch in t.eval_epochs or (t.checkpoint_every and epoch % t.checkpoint_every == 0)
         path = None
