@@ -3,9 +3,11 @@
     [2:41] trials 2 done, 2 running, 2 pending, 0 failed | test_acc latest 0.49 best 0.61 | left ~3:05
 
 Counts come from Tune's trial states; accuracies from the trials' reports (the trainer reports `test_acc`
-with `evaluated` set when it ran the test grid); the time left for the whole sweep from each trial's
-step rate: a running trial's own (`step` / `time_total_s`), a pending one's at the mean seconds a step of
-the trials seen so far, queued onto as many slots as trials have run at once. Under a recipe search's
+with `evaluated` set when it ran the test grid; a recipe search shows the metric its scheduler reads, the
+gate's weakest cell, as `gate`), from the trials' last reports after a resume; the time left for the
+whole sweep from each trial's step rate: a running trial's own (`step` / `time_total_s`), less the time it
+has run since its last report, a pending one's at the mean seconds a step of the trials seen so far,
+queued onto as many slots as trials have run at once. Under a recipe search's
 scheduler a trial ends at its CPU-time budget at the latest (`clock_budget_s`, `schema.CPU_SECONDS`), and
 most end sooner (at a rung, at the gate): there the line says "left at most", each trial's time capped at
 its budget's worth of wall time. On a terminal the line is
@@ -39,13 +41,15 @@ INTERRUPTED = "INTERRUPTED"
 @dataclass(frozen=True)
 class TrialState:
     """What the line needs of one trial: its Tune status, steps done of its total, seconds it has run (and
-    of them, CPU seconds, `clock`)."""
+    of them, CPU seconds, `clock`) by its last report, and wall seconds since that report, in this session
+    (`since_report`: a trial reports at its epochs' ends, which may be an hour apart)."""
 
     status: str
     steps_done: int
     steps_total: int
     seconds: float
     clock: float = 0.0
+    since_report: float = 0.0
 
     @property
     def seconds_per_step(self) -> float | None:
@@ -87,9 +91,10 @@ def seconds_left(
 
     def need(t: TrialState) -> float:
         by_steps = max(0, t.steps_total - t.steps_done) * (t.seconds_per_step or mean_rate)
-        if clock_budget_s is None:
-            return by_steps
-        return min(by_steps, max(0.0, clock_budget_s - t.clock) * (t.seconds_per_clock or mean_ratio))
+        if clock_budget_s is not None:
+            by_clock = max(0.0, clock_budget_s - t.clock) * (t.seconds_per_clock or mean_ratio)
+            by_steps = min(by_steps, by_clock)
+        return max(0.0, by_steps - t.since_report)
 
     running = [t for t in trials if t.status == "RUNNING"]
     pending = [t for t in trials if t.status in ("PENDING", "PAUSED")]
@@ -109,8 +114,9 @@ def progress_line(
     best: float | None,
     slots: int,
     clock_budget_s: float | None = None,
+    label: str = ACCURACY,
 ) -> str:
-    """The line itself (no newline)."""
+    """The line itself (no newline); `label`: the metric's name as the line shows it."""
     counts = {"done": 0, "running": 0, "pending": 0, "failed": 0, "interrupted": 0}
     for t in trials:
         key = {"TERMINATED": "done", "RUNNING": "running", "ERROR": "failed", INTERRUPTED: "interrupted"}
@@ -118,7 +124,7 @@ def progress_line(
     shown = {name: n for name, n in counts.items() if n or name != "interrupted"}
     parts = [
         f"[{clock(elapsed)}] trials " + ", ".join(f"{n} {name}" for name, n in shown.items()),
-        f"{ACCURACY} latest {'-' if latest is None else f'{latest:.2f}'} "
+        f"{label} latest {'-' if latest is None else f'{latest:.2f}'} "
         f"best {'-' if best is None else f'{best:.2f}'}",
     ]
     if counts["running"] + counts["pending"]:
@@ -134,7 +140,8 @@ class SweepProgress(Callback):
     `steps`: every trial of the sweep (by key) and its total steps; `key_of(trial.config)` is a Tune
     trial's key. Tune creates trials only as slots free up, so the ones it has not created yet count as
     pending from this list. `clock_budget_s`: a search's most CPU seconds a trial (its scheduler ends
-    every trial there)."""
+    every trial there). `metric`: the reported value to show, as `label` (a search's `gate/weakest_unseen`,
+    as `gate`)."""
 
     def __init__(
         self,
@@ -144,14 +151,17 @@ class SweepProgress(Callback):
         every_s: float = 30.0,
         tty: bool | None = None,
         clock_budget_s: float | None = None,
+        metric: str = ACCURACY,
+        label: str | None = None,
     ) -> None:
         self.clock_budget_s = clock_budget_s
+        self.metric, self.label = metric, label or metric
         self.steps = dict(steps)
         self.key_of = key_of
         self.stream = stream or sys.stdout
         self.tty = self.stream.isatty() if tty is None else tty
         self.every_s = 1.0 if self.tty else every_s
-        self.start = time.monotonic()
+        self.start, self.started_at = time.monotonic(), time.time()
         self.last_shown = -math.inf
         self.latest: float | None = None
         self.best: float | None = None
@@ -162,16 +172,20 @@ class SweepProgress(Callback):
         """A resumed sweep gets back the callback its first session pickled (Tune restores the run config
         from its saved state): settings added to this class since then take their defaults, and the
         clock starts again with this session."""
-        self.__dict__.update(clock_budget_s=None, slots=1, width=0, latest=None, best=None)
+        self.__dict__.update(clock_budget_s=None, metric=ACCURACY, label=ACCURACY, slots=1, width=0)
         self.__dict__.update(state)
-        self.start, self.last_shown = time.monotonic(), -math.inf
+        self.start, self.started_at, self.last_shown = time.monotonic(), time.time(), -math.inf
+        self.latest = self.best = None  # read again from the trials' last reports
 
     def states(self, trials: Sequence[Any]) -> list[TrialState]:
         out, seen = [], set()
+        now = time.time()
         for trial in trials:
             key = self.key_of(trial.config)
             seen.add(key)
             result = trial.last_result or {}
+            reported = float(result.get("timestamp", 0) or 0)
+            running = trial.status == "RUNNING" and reported >= self.started_at
             out.append(
                 TrialState(
                     status=self.status_of(trial.status, result),
@@ -179,6 +193,7 @@ class SweepProgress(Callback):
                     steps_total=self.steps.get(key, 0),
                     seconds=float(result.get("time_total_s", 0.0) or 0.0),
                     clock=float(result.get(CPU_SECONDS, 0.0) or 0.0),
+                    since_report=max(0.0, now - reported) if running else 0.0,
                 )
             )
         out += [TrialState("PENDING", 0, n, 0.0) for key, n in self.steps.items() if key not in seen]
@@ -194,11 +209,23 @@ class SweepProgress(Callback):
             return INTERRUPTED
         return status
 
+    def remember(self, results: Sequence[Mapping[str, Any]]) -> None:
+        """Take the metric from evaluated reports: the latest shown, the best kept."""
+        for result in results:
+            if result.get("evaluated") and self.metric in result:
+                self.latest = float(result[self.metric])
+                self.best = self.latest if self.best is None else max(self.best, self.latest)
+
     def line(self, trials: Sequence[Any]) -> str:
+        if self.best is None:  # a resumed sweep: what its trials last reported, oldest first
+            last = [t.last_result for t in trials if t.last_result]
+            self.remember(sorted(last, key=lambda r: r.get("timestamp", 0)))
         states = self.states(trials)
         self.slots = max(self.slots, sum(s.status == "RUNNING" for s in states))
         elapsed = time.monotonic() - self.start
-        return progress_line(states, elapsed, self.latest, self.best, self.slots, self.clock_budget_s)
+        return progress_line(
+            states, elapsed, self.latest, self.best, self.slots, self.clock_budget_s, self.label
+        )
 
     def show(self, trials: Sequence[Any], force: bool = False, end: str = "") -> None:
         now = time.monotonic()
@@ -214,9 +241,7 @@ class SweepProgress(Callback):
         self.stream.flush()
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info) -> None:
-        if result.get("evaluated") and ACCURACY in result:
-            self.latest = float(result[ACCURACY])
-            self.best = self.latest if self.best is None else max(self.best, self.latest)
+        self.remember([result])
 
     def on_step_end(self, iteration: int, trials: list, **info) -> None:
         self.show(trials)
@@ -244,11 +269,15 @@ def tune_output(
     quiet: bool = False,
     verbose: bool = False,
     clock_budget_s: float | None = None,
+    metric: str = ACCURACY,
+    label: str | None = None,
 ) -> dict[str, Any]:
     """`tune.RunConfig` arguments for the sweep's output: by default the progress line alone; `quiet`
     nothing; `verbose` Tune's own per-trial table as before, with the progress line as plain lines.
-    `clock_budget_s`: a search's CPU-time budget a trial, for the time left."""
+    `clock_budget_s`: a search's CPU-time budget a trial, for the time left; `metric`, `label`: the value
+    the line shows."""
+    shown = {"clock_budget_s": clock_budget_s, "metric": metric, "label": label}
     if verbose:
-        return {"callbacks": [SweepProgress(steps, key_of, tty=False, clock_budget_s=clock_budget_s)]}
-    line = SweepProgress(steps, key_of, clock_budget_s=clock_budget_s)
+        return {"callbacks": [SweepProgress(steps, key_of, tty=False, **shown)]}
+    line = SweepProgress(steps, key_of, **shown)
     return {"verbose": 0, "callbacks": [] if quiet else [line]}

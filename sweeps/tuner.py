@@ -120,10 +120,11 @@ def fit(
         )
         return tuner.fit()
     steps = {k: trial_steps(c) for k, c in configs.items()}
-    budget = scheduler.clock_budget_s if isinstance(scheduler, SearchAsha) else None
-    output = tune_output(
-        steps, lambda c: trial_key(c[POINT_TAG], c[SEED_TAG]), settings.quiet, settings.verbose, budget
-    )
+    key_of = lambda c: trial_key(c[POINT_TAG], c[SEED_TAG])  # noqa: E731
+    shown = {}  # a search's line shows what its scheduler reads, and its trials' CPU budget
+    if isinstance(scheduler, SearchAsha):
+        shown = {"clock_budget_s": scheduler.clock_budget_s, "metric": scheduler.metric, "label": "gate"}
+    output = tune_output(steps, key_of, settings.quiet, settings.verbose, **shown)
     tuner = tune.Tuner(
         trainable,
         param_space=param_space(configs, list(axes)),

@@ -4,6 +4,7 @@ the callback inside a real (tiny) Tune run."""
 from __future__ import annotations
 
 import io
+import time
 
 import pytest
 from ray.tune.experiment import Trial
@@ -122,11 +123,46 @@ def test_a_callback_pickled_by_an_older_version_runs_after_a_resume() -> None:
 
     progress = SweepProgress({"a|seed=0": 10}, key_of, stream=io.StringIO(), tty=False)
     progress.start -= 3600.0  # the first session ran an hour
-    del progress.__dict__["clock_budget_s"]  # as the older class saved it
+    for added in ("clock_budget_s", "metric", "label", "started_at"):
+        del progress.__dict__[added]  # as the older class saved it
     resumed = cloudpickle.loads(cloudpickle.dumps(progress))
     line = resumed.line([trial("a", Trial.RUNNING, step=5, time_total_s=5.0)])
     assert resumed.clock_budget_s is None and line.startswith("[0:00] trials 0 done, 1 running")
     assert line.endswith("left ~0:05")
+
+
+def test_a_running_trial_has_run_since_its_last_report_in_this_session() -> None:
+    """A trial reports at its epochs' ends (an hour apart at paper scale): the time left counts down
+    between them. 5 steps left at 1 s a step, reported 3 s ago: 2 s; a report from before this session
+    (a resumed sweep: the trial restarted from its checkpoint) takes nothing off."""
+    assert seconds_left([TrialState("RUNNING", 5, 10, 5.0, since_report=3.0)], slots=1) == pytest.approx(2.0)
+    assert seconds_left([TrialState("RUNNING", 5, 10, 5.0, since_report=9.0)], slots=1) == 0.0
+    progress = SweepProgress({"a|seed=0": 10}, key_of, stream=io.StringIO(), tty=False)
+    progress.started_at -= 10.0  # the session began 10 s ago; the trial reported 3 s ago
+    fresh = trial("a", Trial.RUNNING, step=5, time_total_s=5.0, timestamp=time.time() - 3.0)
+    (state,) = progress.states([fresh])
+    assert 3.0 <= state.since_report < 4.0
+    assert progress.line([fresh]).endswith("left ~0:02")
+    old = trial("a", Trial.RUNNING, step=5, time_total_s=5.0, timestamp=progress.started_at - 60.0)
+    assert progress.states([old])[0].since_report == 0.0
+
+
+def test_a_search_shows_the_gate_and_a_resumed_sweep_its_trials_last_reports() -> None:
+    """The line shows the metric given (a search's scheduler metric, as `gate`); a sweep resumed shows at
+    once what its trials last reported: the newest as latest, the best of them as best."""
+    import cloudpickle
+
+    steps = {key_of({"point": p, "seed": 0}): 10 for p in ("a", "b")}
+    progress = SweepProgress(steps, key_of, stream=io.StringIO(), tty=False, metric="gate/w", label="gate")
+    trials = [
+        trial("a", Trial.RUNNING, step=5, time_total_s=5.0, evaluated=True, timestamp=2, **{"gate/w": 0.6}),
+        trial("b", Trial.RUNNING, step=5, time_total_s=5.0, evaluated=True, timestamp=1, **{"gate/w": 0.8}),
+    ]
+    progress.on_trial_result(0, trials, trials[1], trials[1].last_result)
+    assert "| gate latest 0.80 best 0.80 |" in progress.line(trials)
+    resumed = cloudpickle.loads(cloudpickle.dumps(progress))
+    assert "| gate latest 0.60 best 0.80 |" in resumed.line(trials)  # a's report is the newer
+    assert "| test_acc latest - best - |" in SweepProgress(steps, key_of, tty=False).line(trials)
 
 
 def test_terminal_rewrites_one_line() -> None:
