@@ -2,7 +2,8 @@
 
 A judged sweep is 5 fresh seeds x the claim's points. On one core it runs at the steps the pre-search says
 its models need to pass the gate (`analysis.budget.steps_needed`), at the seconds a step the grid's own
-trials measured on one CPU (`analysis.spend.TrialCost`); on a GPU, at what the batches banked from lent GPUs
+finished trials measured on one CPU (`analysis.spend.TrialCost`: their CPU time where the trainer logged
+it, else the wall time they held, which trials sharing cores inflate); on a GPU, at what the batches banked from lent GPUs
 (docs/results/gpu/) measured, else at the seconds a step that the pre-search's trials of the same task and
 model measured on lent GPUs (docs/presearch/). All are extrapolations from measured rates, and say so.
 """
@@ -51,12 +52,16 @@ def compared_points(grid: str, parts: list[Planned], claim: str) -> list[str]:
 
 def one_core_cost(costs: list[TrialCost], points: int, steps: list[float | None], what: str) -> str:
     """5 fresh seeds x `points` points at each of `steps` (an extrapolated or measured budget, `what` says
-    which), at the seconds a step the sweep's own trials measured on one core."""
-    one = [c for c in costs if c.steps and c.cpus == 1]
+    which), at the seconds a step the sweep's own finished trials measured on one core: their CPU time
+    where every one logged it, else the wall time they held (which trials sharing cores inflate)."""
+    one = [c for c in costs if c.steps and c.cpus == 1 and c.finished]
     if not one:
         return "no one-core measurement"
-    per_step = sum(c.minutes for c in one) / sum(c.steps for c in one)  # core-minutes a step
-    rate = f"{per_step * 60:.2f} s a step measured over its sweep's {len(one)} one-CPU trials"
+    clocked = all(c.cpu_minutes is not None for c in one)
+    minutes = sum((c.cpu_minutes or 0.0) if clocked else c.minutes for c in one)
+    per_step = minutes / sum(c.steps for c in one)  # core-minutes a step
+    clock = "CPU time" if clocked else "wall time held (slower where trials shared cores)"
+    rate = f"{per_step * 60:.2f} s a step of {clock}, measured over its sweep's {len(one)} one-CPU trials"
     usable = sorted(s for s in steps if s is not None and math.isfinite(s))
     if not usable:
         return f"no estimate: the pre-search gives no budget that passes the gate ({rate})"
@@ -65,8 +70,8 @@ def one_core_cost(costs: list[TrialCost], points: int, steps: list[float | None]
     # an extrapolated budget to two significant figures, as "Steps to competence" shows it
     budget = ", ".join(dict.fromkeys(f"{float(f'{s:.2g}'):,.0f}" for s in usable))
     return (
-        f"{span} core-hours: {JUDGED_SEEDS} seeds x {points} points x {budget} steps ({what}) at {rate} "
-        "(an extrapolation)"
+        f"{span} core-hours: {JUDGED_SEEDS} seeds x {points} points x {budget} steps ({what}) at {rate}; "
+        "an extrapolation"
     )
 
 

@@ -18,7 +18,7 @@ from analysis.plan import Planned
 from analysis.sweep import LOSS_METRIC
 from analysis.tables import markdown_table
 from arith.tracking import store
-from arith.tracking.schema import POINT_TAG, SEED_TAG
+from arith.tracking.schema import CPU_SECONDS, POINT_TAG, SEED_TAG
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,9 @@ class TrialCost:
     batch: int = 0
     #: False for a trial stopped before its end (a part ended early leaves them): its minutes were spent
     finished: bool = True
+    #: the trial's own CPU time, where its trainer logged it (`cpu_seconds`): trials sharing cores do not
+    #: inflate it as they do the wall minutes it held
+    cpu_minutes: float | None = None
 
     @property
     def core_minutes(self) -> float:
@@ -78,6 +81,7 @@ def trial_costs(client, parent) -> list[TrialCost]:
             preset=run.data.params.get("model.preset", ""),
             batch=int(float(run.data.params.get("train.batch_size", 0) or 0)),
             finished=run.info.status == "FINISHED",
+            cpu_minutes=run.data.metrics[CPU_SECONDS] / 60 if CPU_SECONDS in run.data.metrics else None,
         )
         for run in runs
         if run.info.end_time and run.info.start_time

@@ -103,13 +103,23 @@ def test_a_judged_sweep_costs_its_seeds_times_its_points_at_the_measured_rate_on
     said = one_core_cost(costs, 2, [6000.0, None, 12000.0], "the pre-search's steps")
     # 5 seeds x 2 points x 6,000 (or 12,000) steps x 0.002 min = 120 (240) min
     assert said.startswith("2.0-4.0 core-hours: 5 seeds x 2 points x 6,000, 12,000 steps (the pre-search's")
-    assert "0.12 s a step measured over its sweep's 2 one-CPU trials" in said and "an extrapolation" in said
+    assert "0.12 s a step of wall time held (slower where trials shared cores), measured over" in said
+    assert said.endswith("; an extrapolation")
     # an extrapolated budget shown to two significant figures, one number where the seeds agree
     assert one_core_cost(costs, 1, [46_629.0, 46_629.0], "x").startswith(
         "7.8 core-hours: 5 seeds x 1 points x 47,000"
     )
     assert one_core_cost(costs, 2, [None], "x").startswith("no estimate: the pre-search gives no budget")
     assert one_core_cost([], 2, [6000.0], "x") == "no one-core measurement"
+    # a trial stopped part-way (a part ended early) spent its minutes on fewer steps than its budget
+    stopped = TrialCost("q", 2, 1.0, 1.0, 3000, finished=False)
+    assert "over its sweep's 2 one-CPU trials" in one_core_cost([*costs, stopped], 2, [6000.0], "x")
+    # where every trial logged its CPU time, the rate is read from it (two trials sharing a core each
+    # held 10 wall minutes for 5 of CPU time)
+    clocked = [TrialCost("p", s, 10.0, 1.0, 3000, cpu_minutes=5.0) for s in (0, 1)]
+    said = one_core_cost(clocked, 2, [6000.0], "x")
+    assert said.startswith("1.7 core-hours") and "0.10 s a step of CPU time, measured over" in said
+    assert "wall time" in one_core_cost([*clocked, costs[0]], 2, [6000.0], "x")  # one without: wall time
 
 
 def test_a_gpu_cost_is_what_the_banked_batches_measured() -> None:
