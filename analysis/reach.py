@@ -3,9 +3,10 @@
 A judged sweep is 5 fresh seeds x the claim's points. On one core it runs at the steps the pre-search says
 its models need to pass the gate (`analysis.budget.steps_needed`), at the seconds a step the grid's own
 finished trials measured on one CPU (`analysis.spend.TrialCost`: their CPU time where the trainer logged
-it, else the wall time they held, which trials sharing cores inflate); on a GPU, at what the batches banked from lent GPUs
-(docs/results/gpu/) measured, else at the seconds a step that the pre-search's trials of the same task and
-model measured on lent GPUs (docs/presearch/). All are extrapolations from measured rates, and say so.
+it, else the wall time they held, which trials sharing cores inflate); on a GPU, at what the batches
+banked from lent GPUs (docs/results/gpu/) measured, else at the seconds a step that the pre-search's
+trials of the same task and model measured on lent GPUs (docs/presearch/). All are extrapolations from
+measured rates, and say so.
 """
 
 from __future__ import annotations

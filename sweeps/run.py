@@ -389,6 +389,8 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
     unfinished = len(configs) - done - errors
     if unfinished:
         store.set_run_status(tracking_uri, parent_run_id, "KILLED")
+        if search:  # what it found so far: printed, and logged on its parent run for the MLflow UI
+            print("\nSo far:\n" + search.report(tracking_uri, parent_run_id))
         which = f"--search {search.search.name}" if search else f"--grid {grid.name} --scale {scale.name}"
         print(
             f"\nInterrupted with {unfinished} trial(s) unfinished. Continue with:\n  python sweeps/run.py "

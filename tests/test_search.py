@@ -579,6 +579,10 @@ def test_a_search_stopped_part_way_resumes_with_its_rungs(tmp_path) -> None:
                 end_session(first.pid)
         said = (tmp_path / "session1.log").read_text()
         assert first.returncode == 130, said[-3000:]
+        # a stopped search says what it found so far, and logs it for the MLflow UI
+        assert "So far:" in said and "core-min to gate" in said, said[-3000:]
+        logged = {f.path for f in store.client(uri).list_artifacts(running, "search")}
+        assert "search/cost_to_gate.md" in logged
         assert (good.info.status, good.data.tags.get(STOPPED_TAG)) == ("KILLED", "passed"), said[-3000:]
         (sweep,) = [p for p in results.iterdir() if p.is_dir()]
         assert (sweep / ASHA_STATE_FILE).is_file()
