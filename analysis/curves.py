@@ -207,7 +207,7 @@ def search_figure(
     recipes, panels = sorted(named["recipe"].unique()), sorted(named["compared"].unique())
     colour = {r: POINT_COLOURS[i % len(POINT_COLOURS)] for i, r in enumerate(recipes)}
     figure = Figure(figsize=(6 * len(panels) + 3.5, 4.6))
-    axes = np.atleast_1d(figure.subplots(1, len(panels), sharey=True, squeeze=False)[0])
+    axes = np.atleast_1d(figure.subplots(1, len(panels), sharex=True, sharey=True, squeeze=False)[0])
     for ax, compared in zip(axes, panels, strict=True):
         panel = named[named["compared"] == compared]
         for (recipe, _seed), trial in panel.groupby(["recipe", SEED_COLUMN]):
