@@ -58,6 +58,9 @@ class Planned:
     #: why the part's sweep was stopped for good before all its trials ran (what the rest could not change);
     #: its stopped sweep is then archived as it stands, never resumed (`sweeps.reproduce.end_part`)
     ended_early: str = ""
+    #: a pre-search's choice rule (`analysis.choice`): its grid's recipe is chosen only if every in-range
+    #: cell of every seed reads at least this at the last evaluation; None where the part chooses nothing
+    choose_if_at_least: float | None = None
 
     @property
     def seed_values(self) -> list[int]:
@@ -129,6 +132,7 @@ PLAN_FIELDS = (
     "why_not_run",
     "estimate_core_min",
     "ended_early",
+    "choose_if_at_least",
 )
 
 
@@ -157,6 +161,7 @@ def load_plan(path: Path) -> tuple[Planned, ...]:
             why_not_run=part.get("why_not_run", ""),
             estimate_core_min=part.get("estimate_core_min"),
             ended_early=part.get("ended_early", ""),
+            choose_if_at_least=part.get("choose_if_at_least"),
         )
         for part in parts
     )

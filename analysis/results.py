@@ -25,6 +25,7 @@ import pandas as pd
 import yaml
 
 from analysis.budget import budget_table, steps_needed
+from analysis.choice import part_choice
 from analysis.curves import budget_figure, learning_curves_figure, save
 from analysis.findings import NOT_TESTABLE, Finding, rejudge
 from analysis.gpu import gpu_section
@@ -169,6 +170,8 @@ def section(result: GridResult, curves: str = "") -> str:
             lines.append(f"  - archived runs: `{(ARCHIVES / plan.archive_name).relative_to(ROOT)}`")
         if plan.note:
             lines.append(f"  - note: {plan.note}")
+        if plan.choose_if_at_least is not None:
+            lines.append(part_choice(plan, result.analysis.sweep.tracking_uri, run.info.run_id))
         lines.append(spent_line(plan, cost or []))
     if curves:
         lines.append(
