@@ -22,11 +22,12 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from analysis.budget import budget_series, fit_budgets, gate_budgets
-from analysis.sweep import LOSS_METRIC, Sweep
+from analysis.sweep import Sweep
 from arith.tracking.schema import (
     ACCURACY_COLUMN,
     COLOUR_COLUMN,
     EPOCH_COLUMN,
+    LOSS_METRIC,
     POINT_COLOURS,
     POINT_COLUMN,
     RUN_ID_COLUMN,

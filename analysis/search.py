@@ -29,6 +29,7 @@ from matplotlib.figure import Figure
 
 from analysis.curves import save, search_figure
 from analysis.load import AnalysisError, find_parent, require_store
+from analysis.ui_view import share_search_view
 from arith.tracking import store
 from arith.tracking.schema import CPU_SECONDS, POINT_COLUMN, POINT_TAG, SEED_COLUMN, SEED_TAG
 from experiments.registry import EXPERIMENTS, SEARCHES, claims_for
@@ -309,6 +310,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--run", default=None, help="the sweep's parent run id (default: the latest)")
     p.add_argument("--tracking-uri", default="sqlite:///mlflow.db")
     p.add_argument("--figure", type=Path, help="also draw the gate by core-minutes to this PNG")
+    p.add_argument(
+        "--ui-url",
+        metavar="URL",
+        help="also store a ready-made MLflow UI view of the search and print its link under this `mlflow ui` "
+        "address (e.g. http://127.0.0.1:5000)",
+    )
     args = p.parse_args(argv)
     try:
         require_store(args.tracking_uri)
@@ -318,6 +325,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.figure and (figure := figure_of(evaluations, SEARCHES.get(args.grid))) is not None:
             save(figure, args.figure)
             print(f"wrote {args.figure}")
+        if args.ui_url:
+            link = share_search_view(args.tracking_uri, parent.info.run_id, args.ui_url)
+            print(f"MLflow UI view of this search: {link}")
     except AnalysisError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

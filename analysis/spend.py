@@ -15,10 +15,9 @@ from itertools import pairwise
 import pandas as pd
 
 from analysis.plan import Planned
-from analysis.sweep import LOSS_METRIC
 from analysis.tables import markdown_table
 from arith.tracking import store
-from arith.tracking.schema import CPU_SECONDS, POINT_TAG, SEED_TAG
+from arith.tracking.schema import CPU_SECONDS, LOSS_METRIC, POINT_TAG, SEED_TAG
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from arith.tracking.schema import (
     CONTEXT_COLUMN,
     EPOCH_COLUMN,
     FINAL_EPOCH_COLUMN,
+    LOSS_METRIC,
     N_COLUMN,
     N_SEEN_COLUMN,
     PAPER_EPOCHS_TAG,
@@ -52,8 +53,6 @@ TAG_COLUMNS: tuple[str, ...] = (PAPER_TABLE_TAG, PAPER_EPOCHS_TAG)
 #: the seed aggregate's column of the trials behind each row (a sorted tuple of run ids): what joins a
 #: table's points back to their trials' cells and wrong answers, whatever type the config values took
 RUN_IDS = "run_ids"
-#: the training loss each trial logs (arith.training.train), on the answer tokens at `cpu` scale
-LOSS_METRIC = "train/loss"
 #: metrics plotted by epoch, when the trials logged them (arith.training.metrics.summary_metrics)
 EPOCH_METRICS: tuple[str, ...] = ("test_acc/in_range", "test_acc/beyond", "test_acc")
 #: the metric histories a sweep is read with: what the report's curves draw

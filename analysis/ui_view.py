@@ -31,7 +31,8 @@ import json
 
 from analysis.load import FINISHED, Sweep
 from arith.tracking import store
-from arith.tracking.schema import CONTEXT_COLUMN, RUN_ID_COLUMN, SWEEP_TAG
+from arith.tracking.schema import CONTEXT_COLUMN, CPU_SECONDS, POINT_TAG, RUN_ID_COLUMN, SWEEP_TAG
+from experiments.search import CORE_MINUTES, GATE_METRIC, STOPPED_TAG
 
 VIEW_TAG = "mlflow.sharedViewState."
 #: the UI's query parameter that opens an experiment in its "Model training" workflow: without it MLflow
@@ -97,8 +98,8 @@ def view_filter(sweep: Sweep) -> str:
 CLAIM_SECTION = "claim-accuracies"
 
 
-def claim_charts(metrics: list[str]) -> dict:
-    """The UI's chart-view state: one section with a bar chart per headline accuracy (MLflow's
+def claim_charts(metrics: list[str], name: str = "Accuracy by the sweep's axes") -> dict:
+    """The UI's chart-view state: one section (`name`) with a bar chart per headline accuracy (MLflow's
     `RunsChartsBarCardConfig` fields)."""
     headline = [m for m in LEADING_METRICS if m in metrics] or metrics[:1]
     card = dict(metricSectionId=CLAIM_SECTION, runsCountToCompare=10, deleted=False, isGenerated=False)
@@ -108,7 +109,7 @@ def claim_charts(metrics: list[str]) -> dict:
     ]
     section = {
         "uuid": CLAIM_SECTION,
-        "name": "Accuracy by the sweep's axes",
+        "name": name,
         "display": True,
         "isReordered": False,
         "deleted": False,
@@ -132,5 +133,37 @@ def share_view(sweep: Sweep, ui_url: str = "http://127.0.0.1:5000") -> str:
     key = f"sweep-{sweep.parent_run_id[:12]}"
     state = view_state(sweep, logged_metrics(sweep) or None)
     client.set_experiment_tag(experiment_id, VIEW_TAG + key, json.dumps(state))
+    runs_page = f"{ui_url.rstrip('/')}/#/experiments/{experiment_id}/runs"
+    return f"{runs_page}?{TRAINING_WORKFLOW}&viewStateShareKey={key}"
+
+
+def search_view_state(parent_run_id: str) -> dict:
+    """The UI view of a recipe search's trials (`sweeps.search`): each configuration (its `point` tag,
+    recipe and compared format) with the gate's weakest cell, the core-minutes it spent and how ASHA
+    ended it, best first; the chart view opens on a bar of the gate per trial."""
+    columns = [
+        _quoted("tags", POINT_TAG),
+        _quoted("metrics", GATE_METRIC),
+        _quoted("metrics", CORE_MINUTES),
+        _quoted("metrics", CPU_SECONDS),
+        _quoted("tags", STOPPED_TAG),
+    ]
+    return {
+        "searchFilter": store.trials_filter(parent_run_id),
+        "orderByKey": _quoted("metrics", GATE_METRIC),
+        "orderByAsc": False,
+        "selectedColumns": columns,
+        "useGroupedValuesInCharts": False,
+        "hideEmptyCharts": True,
+        **claim_charts([GATE_METRIC], "The gate's weakest cell (unseen problems), each configuration"),
+    }
+
+
+def share_search_view(tracking_uri: str, parent_run_id: str, ui_url: str = "http://127.0.0.1:5000") -> str:
+    """Store a search's view on its experiment; return the UI address that opens it."""
+    client = store.client(tracking_uri)
+    experiment_id = client.get_run(parent_run_id).info.experiment_id
+    key = f"search-{parent_run_id[:12]}"
+    client.set_experiment_tag(experiment_id, VIEW_TAG + key, json.dumps(search_view_state(parent_run_id)))
     runs_page = f"{ui_url.rstrip('/')}/#/experiments/{experiment_id}/runs"
     return f"{runs_page}?{TRAINING_WORKFLOW}&viewStateShareKey={key}"

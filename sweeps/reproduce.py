@@ -30,7 +30,6 @@ from analysis.plan import (
     Planned,
     repo_relative,
 )
-from analysis.sweep import LOSS_METRIC
 from arith.tracking import store
 from arith.tracking.archive import export_sweep
 from arith.tracking.schema import COMMIT_TAG
@@ -87,16 +86,7 @@ def end_part(plan: Planned, uri: str, storage: str, archives: Path = ARCHIVES) -
         return
     client = store_client(uri)
     parent = find_parent(client, plan.grid, folders.state(name)["parent_run_id"])
-    for run in store.search_runs(
-        client, [parent.info.experiment_id], store.trials_filter(parent.info.run_id)
-    ):
-        if run.info.status != "RUNNING":
-            continue
-        logged = [m.timestamp for m in client.get_metric_history(run.info.run_id, LOSS_METRIC)]
-        if logged:  # ended when it last logged, not now: its minutes stay its own
-            client.set_terminated(run.info.run_id, "KILLED", max(logged))
-        else:  # an attempt that logged nothing (stopped at its start): no trial to keep, as on a restart
-            client.delete_run(run.info.run_id)
+    store.end_stopped_trials(client, parent.info.run_id)
     if parent.info.status == "RUNNING":
         client.set_terminated(parent.info.run_id, "KILLED")
     client.set_tag(parent.info.run_id, TAG_ENDED_EARLY, plan.ended_early)

@@ -389,6 +389,7 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
     unfinished = len(configs) - done - errors
     if unfinished:
         store.set_run_status(tracking_uri, parent_run_id, "KILLED")
+        store.end_stopped_trials(store.client(tracking_uri), parent_run_id)  # none left RUNNING in the UI
         if search:  # what it found so far: printed, and logged on its parent run for the MLflow UI
             print("\nSo far:\n" + search.report(tracking_uri, parent_run_id))
         which = f"--search {search.search.name}" if search else f"--grid {grid.name} --scale {scale.name}"

@@ -16,8 +16,8 @@ from analysis.budget import budget_table
 from analysis.curves import budget_figure, gated_by_trial, learning_curves_figure, save
 from analysis.load import read_sweep
 from analysis.report import analyse
-from analysis.sweep import LOSS_METRIC
 from arith.tracking.archive import import_sweep
+from arith.tracking.schema import LOSS_METRIC
 from experiments.verdicts import LEARNED
 from sweeps.grids import points
 from sweeps.progress import trial_steps

@@ -4,7 +4,10 @@ Tune's ASHA on a local Ray into a SQLite MLflow store."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
+import json
 import math
 import os
 import shutil
@@ -19,6 +22,7 @@ import pytest
 
 from analysis.load import find_parent
 from analysis.search import cost_to_gate, recipe_costs, search_cost_table, search_evaluations, search_sections
+from analysis.search import main as search_main
 from arith.config import ConfigError
 from arith.tracking import store
 from arith.tracking.archive import export_sweep, import_sweep
@@ -365,6 +369,25 @@ def check_the_toy_search(uri: str, resumed: bool = False) -> None:
     assert mine["epoch"].max() < 25
     cut = [run for run in stopped if run.data.tags[STOPPED_TAG] in ("rung", "budget")]
     assert cut and all(run.data.tags[POINT_TAG] != good["configuration"] for run in cut)
+    # a ready-made MLflow UI view of the search: its trials, best gate first, with their core-minutes
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said):
+        assert (
+            search_main(["--grid", "toy_reverse_recipe", "--tracking-uri", uri, "--ui-url", "http://h:5000"])
+            == 0
+        )
+    (link,) = [
+        line for line in said.getvalue().splitlines() if line.startswith("MLflow UI view of this search")
+    ]
+    key = link.rsplit("viewStateShareKey=", 1)[1]
+    assert "workflowType=machine_learning" in link and key == f"search-{parent.info.run_id[:12]}"
+    experiment = client.get_experiment(parent.info.experiment_id)
+    view = json.loads(experiment.tags[f"mlflow.sharedViewState.{key}"])
+    assert view["orderByKey"] == f"metrics.`{GATE_METRIC}`" and not view["orderByAsc"]
+    assert (
+        f"metrics.`{CORE_MINUTES}`" in view["selectedColumns"] and "tags.`point`" in view["selectedColumns"]
+    )
+    assert view["searchFilter"] == store.trials_filter(parent.info.run_id)
     # docs/RESULTS.md's section, from the store alone
     figures = Path(uri.removeprefix("sqlite:///")).parent / "figures"
     figures.mkdir(exist_ok=True)
@@ -579,10 +602,13 @@ def test_a_search_stopped_part_way_resumes_with_its_rungs(tmp_path) -> None:
                 end_session(first.pid)
         said = (tmp_path / "session1.log").read_text()
         assert first.returncode == 130, said[-3000:]
-        # a stopped search says what it found so far, and logs it for the MLflow UI
+        # a stopped search says what it found so far, and logs it for the MLflow UI, where no trial is
+        # left running
         assert "So far:" in said and "core-min to gate" in said, said[-3000:]
         logged = {f.path for f in store.client(uri).list_artifacts(running, "search")}
         assert "search/cost_to_gate.md" in logged
+        stopped = store.trial_runs(uri, ["toy_reverse_recipe"], running)
+        assert stopped and "RUNNING" not in {run.info.status for run in stopped}
         assert (good.info.status, good.data.tags.get(STOPPED_TAG)) == ("KILLED", "passed"), said[-3000:]
         (sweep,) = [p for p in results.iterdir() if p.is_dir()]
         assert (sweep / ASHA_STATE_FILE).is_file()

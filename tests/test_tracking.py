@@ -243,3 +243,26 @@ def test_store_outage_keeps_metrics_and_unsent_ones_are_sent_later(tmp_path, mon
             "eval/cells.csv",
             "eval/heatmap_main_epoch1.png",
         }
+
+
+def test_a_stopped_sweep_leaves_no_trial_running(tmp_path) -> None:
+    """`store.end_stopped_trials`: a trial run a stopped session left RUNNING is ended KILLED when it last
+    logged its loss, or deleted where it logged none (an attempt stopped in its setup); others are kept."""
+    from mlflow.entities import Metric
+
+    from arith.tracking import schema, store
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = store.client(uri)
+    experiment = store.experiment_id(client, "unit", uri)
+    parent = client.create_run(experiment, tags={schema.SWEEP_TAG: "1"}).info.run_id
+    child = {schema.PARENT_RUN_TAG: parent}
+    trained, empty, done = (client.create_run(experiment, tags=child).info.run_id for _ in range(3))
+    client.log_batch(trained, metrics=[Metric(schema.LOSS_METRIC, 1.0, ts, ts) for ts in (1_000, 2_000)])
+    client.set_terminated(done, "FINISHED")
+    assert store.end_stopped_trials(client, parent) == (1, 1)
+    run = client.get_run(trained)
+    assert (run.info.status, run.info.end_time) == ("KILLED", 2_000)  # when it last computed, not now
+    assert client.get_run(empty).info.lifecycle_stage == "deleted"
+    assert client.get_run(done).info.status == "FINISHED"
+    assert store.end_stopped_trials(client, parent) == (0, 0)  # nothing left running

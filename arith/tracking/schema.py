@@ -122,3 +122,5 @@ ERROR_COLUMNS: tuple[str, ...] = (
     *CELL_KEYS,
     *(A_COLUMN, B_COLUMN, PROMPT_COLUMN, EXPECTED_COLUMN, REPLY_COLUMN),
 )
+#: the training loss each trial logs every few steps (arith.training.train): when a run last computed
+LOSS_METRIC = "train/loss"

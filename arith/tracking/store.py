@@ -322,3 +322,24 @@ def trial_runs(
     if run_name is not None:
         query += f" and tags.mlflow.runName = '{run_name}'"
     return search_runs(mlflow_client, experiment_ids(mlflow_client, experiments), query)
+
+
+def end_stopped_trials(mlflow_client, parent_run_id: str) -> tuple[int, int]:
+    """End the trial runs a stopped sweep left RUNNING (a trial stopped in its setup, before its trainer
+    could end its run): KILLED at their last logged loss, so that their minutes stay their own, or
+    deleted where they logged none (no trial to keep, as a restart's `discard_lost_attempts` does). A
+    trial resumed later reopens its run from its checkpoint, or, without one, starts a new run. Call it
+    only once no process trains them. Returns (ended, deleted)."""
+    parent = mlflow_client.get_run(parent_run_id)
+    ended = deleted = 0
+    for run in search_runs(mlflow_client, [parent.info.experiment_id], trials_filter(parent_run_id)):
+        if run.info.status != "RUNNING":
+            continue
+        logged = [m.timestamp for m in mlflow_client.get_metric_history(run.info.run_id, schema.LOSS_METRIC)]
+        if logged:
+            mlflow_client.set_terminated(run.info.run_id, "KILLED", max(logged))
+            ended += 1
+        else:
+            mlflow_client.delete_run(run.info.run_id)
+            deleted += 1
+    return ended, deleted
