@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
@@ -139,6 +141,14 @@ def rejudge(findings: list[Finding]) -> list[Finding]:
         Finding(f.grid, f.claim, status, evidence, f.outcome, p)
         for f, (status, evidence, p) in zip(findings, verdicts, strict=True)
     ]
+
+
+def one_family(holders: Sequence[Any]) -> None:
+    """Holm's correction over the findings of several reports read as one page (each holder has a
+    `findings` list: a grid's analysis, a banked GPU batch): each gets its own findings back, rejudged."""
+    every = rejudge([f for h in holders for f in h.findings])
+    for holder in holders:
+        holder.findings, every = every[: len(holder.findings)], every[len(holder.findings) :]
 
 
 FINDING_COLUMNS = ["grid", "claim", "status", "effect", "95% CI", "p", "p (Holm)", "seeds", "evidence"]

@@ -7,6 +7,11 @@ the code that judges a Ray Tune sweep. The section gives, per batch, its device,
 command; per point, each seed's final accuracy and whether every seed learned the cells the paper's own
 model learned (the competence rule of `experiments.verdicts`); and the claims' verdicts, where a pre-search's
 seeds never judge the budget they chose.
+
+A claim compares points that a batch may run as separate parts (one archive per format, say): the parts of
+one grid at one setting (the same scale and `--set` values, differing only in which points they `--only`)
+are analysed as one sweep, so both sides of a comparison are read together and parts at different settings
+are never mixed.
 """
 
 from __future__ import annotations
@@ -21,17 +26,25 @@ import pandas as pd
 from analysis.findings import Finding
 from analysis.load import read_sweep
 from analysis.report import analyse
+from analysis.sweep import FINISHED
 from analysis.tables import markdown_table
 from arith.tracking.archive import import_sweep, read_archive
-from arith.tracking.schema import COMMIT_TAG, GRID_TAG, POINT_COLUMN, POINT_TAG, RUN_ID_COLUMN, SEED_TAG
-from experiments.gpu_plan import PlannedBatch
+from arith.tracking.schema import (
+    COMMIT_TAG,
+    GRID_TAG,
+    POINT_COLUMN,
+    POINT_TAG,
+    RUN_ID_COLUMN,
+    SEED_TAG,
+)
+from experiments.gpu_plan import PlannedBatch, PlannedPart
 from experiments.verdicts import competence, in_range, measured
 
 
 @dataclass
 class PartResult:
-    """One banked part: its archive's records, the final cells of the imported sweep (with each trial's
-    point) and the claims' findings."""
+    """One banked part: its archive's records, its parent run in the store, and the final cells of the
+    imported sweep (with each trial's point)."""
 
     batch: str
     name: str
@@ -39,18 +52,74 @@ class PartResult:
     trials: list[dict[str, Any]]
     cells: pd.DataFrame
     digit_map: dict[int, int] | None
+    parent_id: str = ""
+    #: what the part ran with: its grid, scale and `--set` values (`setting_key`)
+    setting: tuple = ()
+
+
+@dataclass
+class BatchResult:
+    """One banked batch: its parts, and the claims judged on them (parts of one setting read together)."""
+
+    batch: PlannedBatch
+    parts: list[PartResult]
     findings: list[Finding]
 
+    @property
+    def minutes(self) -> float:
+        """Wall minutes from the first trial's start to the last one's end."""
+        start = min(t["start_time"] for p in self.parts for t in p.trials)
+        end = max(t["end_time"] or 0 for p in self.parts for t in p.trials)
+        return (end - start) / 60000
 
-def read_part(uri: str, batch: str, path: Path) -> PartResult:
-    """Import one archive into the store at `uri` (once) and analyse it."""
+    @property
+    def seeds(self) -> list[int]:
+        """The seeds of its finished trials."""
+        return sorted(
+            {int(t["tags"][SEED_TAG]) for p in self.parts for t in p.trials if t["status"] == FINISHED}
+        )
+
+
+def setting_key(part: PlannedPart) -> tuple:
+    """Parts with equal keys ran one grid at one setting: they differ only in the points they picked."""
+    return (part.grid, part.scale, tuple(sorted(part.sets.items())))
+
+
+def read_part(uri: str, batch: str, path: Path, setting: tuple = ()) -> PartResult:
+    """Import one archive into the store at `uri` (once) and read its final cells."""
     _, records = read_archive(path)
     parent_id, _ = import_sweep(uri, path)
     sweep = read_sweep(records[0]["tags"][GRID_TAG], uri, parent_id)
-    analysis = analyse(sweep)
-    digit_map = sweep.digit_map
     cells = measured(sweep.cells).merge(sweep.trials[[RUN_ID_COLUMN, POINT_COLUMN]], on=RUN_ID_COLUMN)
-    return PartResult(batch, path.stem, records[0], records[1:], cells, digit_map, analysis.findings)
+    return PartResult(batch, path.stem, records[0], records[1:], cells, sweep.digit_map, parent_id, setting)
+
+
+def read_batch(bank: Path, batch: PlannedBatch, uri: str) -> BatchResult:
+    """A banked batch's archives imported into the store at `uri`, and its claims judged: each group of
+    parts at one setting analysed as one sweep (a part the plan no longer names is read on its own)."""
+    settings = {part.label: setting_key(part) for part in batch.parts}
+    parts = [
+        read_part(uri, batch.name, path, settings.get(path.stem, (path.stem,)))
+        for path in sorted((bank / batch.name).glob("*.jsonl"))
+    ]
+    groups: dict[tuple, list[PartResult]] = {}
+    for part in parts:
+        groups.setdefault(part.setting, []).append(part)
+    findings = []
+    for group in groups.values():
+        grid = group[0].parent["tags"][GRID_TAG]
+        findings += analyse(read_sweep(grid, uri, [p.parent_id for p in group])).findings
+    return BatchResult(batch, parts, findings)
+
+
+def gpu_results(bank: Path, plan: Sequence[PlannedBatch], uri: str) -> list[BatchResult]:
+    """Every batch of the plan with an archive in `bank`, read into the store at `uri`."""
+    return [read_batch(bank, b, uri) for b in plan if any((bank / b.name).glob("*.jsonl"))]
+
+
+def judged_findings(result: BatchResult) -> list[Finding]:
+    """The batch's findings that carry a verdict (held, not held, or the seeds cannot tell)."""
+    return [f for f in result.findings if f.outcome.contrasts and not f.outcome.untestable]
 
 
 def _setting(trial: dict[str, Any]) -> str:
@@ -101,9 +170,20 @@ def competence_rows(part: PartResult) -> list[dict[str, Any]]:
     return rows
 
 
-def gpu_section(bank: Path, plan: Sequence[PlannedBatch], uri: str) -> str:
-    """The markdown section of docs/RESULTS.md for the `gpu` scale, from the banked archives of the plan's
-    batches (`experiments.gpu_plan`)."""
+def summary_rows(results: Sequence[BatchResult]) -> list[str]:
+    """The findings-at-a-glance rows of the claims judged on banked `gpu` batches: grid (and batch), claim,
+    verdict, its numbers, the batch's finished seeds and wall minutes."""
+    return [
+        f"| {f.grid} (gpu: {r.batch.name}) | {f.claim} | **{f.status}** | "
+        f"{' | '.join(f.numbers.values())} | {', '.join(map(str, r.seeds))} | {r.minutes:.0f} |"
+        for r in results
+        for f in judged_findings(r)
+    ]
+
+
+def gpu_section(results: Sequence[BatchResult]) -> str:
+    """The markdown section of docs/RESULTS.md for the `gpu` scale, from the banked batches read by
+    `gpu_results` (their findings Holm-corrected with the rest of the report's by the caller)."""
     lines = [
         "## The `gpu` scale: banked from lent GPUs",
         "",
@@ -115,18 +195,16 @@ def gpu_section(bank: Path, plan: Sequence[PlannedBatch], uri: str) -> str:
         "100 up, so the seeds that judge a claim never chose its budget. A model has learned when every "
         "seed reaches 0.9 on each cell where the paper's own model did (`experiments.verdicts.competence`); "
         "a part run on 3-digit factors is read against the paper's 5-digit model's cells up to 3 x 3 (the "
-        "paper ran no 3-digit model), a question of whether the lease pays for fewer digits.",
+        "paper ran no 3-digit model), a question of whether the lease pays for fewer digits. Parts of one "
+        "grid at one setting are judged together (both formats of a comparison, say).",
         "",
     ]
-    banked = [b for b in plan if any((bank / b.name).glob("*.jsonl"))]
-    if not banked:
+    if not results:
         return "\n".join([*lines, "No batch is banked yet.", ""])
-    findings: list[Finding] = []
-    for batch in banked:
-        parts = [read_part(uri, batch.name, path) for path in sorted((bank / batch.name).glob("*.jsonl"))]
+    judged: list[tuple[BatchResult, Finding]] = []
+    for result in results:
+        parts, batch = result.parts, result.batch
         tags = parts[0].parent["tags"]
-        start = min(t["start_time"] for p in parts for t in p.trials)
-        end = max(t["end_time"] or 0 for p in parts for t in p.trials)
         n = sum(len(p.trials) for p in parts)
         lines += [
             f"### {batch.name}",
@@ -134,7 +212,7 @@ def gpu_section(bank: Path, plan: Sequence[PlannedBatch], uri: str) -> str:
             batch.what,
             "",
             f"Ran on one {tags.get('machine', '?')} ({tags.get('precision', '?')}), {n} trials, "
-            f"{batch.procs} at a time, {(end - start) / 60000:.1f} min from the first trial's start "
+            f"{batch.procs} at a time, {result.minutes:.1f} min from the first trial's start "
             f"to the last one's end; commit {tags.get(COMMIT_TAG, '?')[:12]}; command "
             f"`python -m sweeps.bank next --out DIR` (each part's own command is its parent run's "
             "`command` tag).",
@@ -142,18 +220,32 @@ def gpu_section(bank: Path, plan: Sequence[PlannedBatch], uri: str) -> str:
             markdown_table(pd.DataFrame([row for p in parts for row in competence_rows(p)])),
             "",
         ]
-        findings += [f for p in parts for f in p.findings]
-    judged = [f for f in findings if f.outcome.contrasts and not f.outcome.untestable]
+        judged += [(result, f) for f in judged_findings(result)]
+    lines += ["### Claims at the `gpu` scale", ""]
+    if not judged:
+        lines += [
+            "None judged yet: every banked batch is a pre-search, whose seeds chose the budget and so never "
+            "judge it (analysis.findings), or a compared model did not learn. The judged batch runs on "
+            "fresh seeds once a pre-search finds a model and budget at which every compared model learns "
+            "the paper's competent cells.",
+            "",
+        ]
+        return "\n".join(lines)
+    rows = [
+        {
+            "batch": r.batch.name,
+            "claim": f.claim,
+            "status": f"**{f.status}**",
+            **f.numbers,
+            "evidence": f.evidence,
+        }
+        for r, f in judged
+    ]
     lines += [
-        "### Claims at the `gpu` scale",
+        f"{len(judged)} claim(s) judged, each on the fresh seeds of one batch (Holm's correction over every "
+        "claim of this page):",
         "",
-        (
-            f"{len(judged)} claim(s) judged."
-            if judged
-            else "None judged yet: every banked batch is a pre-search, whose seeds chose the budget and "
-            "so never judge it (analysis.findings). The judged batch runs on fresh seeds once a pre-search "
-            "finds a model and budget at which every compared model learns the paper's competent cells."
-        ),
+        markdown_table(pd.DataFrame(rows)),
         "",
     ]
     return "\n".join(lines)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import shlex
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,8 +27,8 @@ import yaml
 from analysis.budget import budget_table, steps_needed
 from analysis.choice import part_choice
 from analysis.curves import budget_figure, learning_curves_figure, save
-from analysis.findings import NOT_TESTABLE, Finding, rejudge
-from analysis.gpu import gpu_section
+from analysis.findings import NOT_TESTABLE, Finding, one_family
+from analysis.gpu import BatchResult, gpu_results, gpu_section, summary_rows
 from analysis.load import read_sweep
 from analysis.plan import (
     ARCHIVES,
@@ -117,10 +117,7 @@ def grid_results(uri: str) -> list[GridResult]:
         costs = [trial_costs(client, run) if run is not None else None for _, run in parts]
         out.append(GridResult(grid, parts, analyse(read_sweep(grid, uri, ids)) if ids else None, costs))
     # one report, one family: Holm's correction over every claim judged in it, sections and summary alike
-    analysed = [r.analysis for r in out if r.analysis is not None]
-    every = rejudge([f for a in analysed for f in a.findings])
-    for a in analysed:
-        a.findings, every = every[: len(a.findings)], every[len(a.findings) :]
+    one_family([r.analysis for r in out if r.analysis is not None])
     return out
 
 
@@ -212,9 +209,12 @@ def _command(plan: Planned) -> str:
     )
 
 
-def summary(results: list[GridResult], unarchived: set[str] = frozenset()) -> str:
+def summary(
+    results: list[GridResult], unarchived: set[str] = frozenset(), gpu: Sequence[BatchResult] = ()
+) -> str:
     """One line per claim of the paper: its verdict on the grid's reported sweeps, "not re-judged" for a
-    grid whose section was measured before the sweeps were archived, or that it was not run."""
+    grid whose section was measured before the sweeps were archived, or that it was not run; then each
+    claim judged on a banked `gpu` batch."""
     lines = [
         "## Findings at a glance",
         "",
@@ -242,7 +242,7 @@ def summary(results: list[GridResult], unarchived: set[str] = frozenset()) -> st
             )
         elif claims_for(result.grid):
             lines.append(f"| {result.grid} | all of its claims | not yet run |{blank}| |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + summary_rows(gpu)) + "\n"
 
 
 def _numbers(finding: Finding) -> str:
@@ -395,6 +395,10 @@ def write_results(
     is the optimiser steps of the grid's longest trial at paper scale (the not-testable table shows it;
     the sweeps' grids are not the analysis's to read)."""
     results = grid_results(uri)
+    gpu_plan = load_gpu_plan()
+    with tempfile.TemporaryDirectory() as tmp:  # a store of its own: gpu sweeps never mix with cpu ones
+        gpu = gpu_results(GPU_BANK, gpu_plan, f"sqlite:///{tmp}/gpu.db")
+    one_family([*(r.analysis for r in results if r.analysis is not None), *gpu])  # one page, one family
     kept = unarchived_sections()
     unarchived = {r.grid: kept[r.grid] for r in results if r.analysis is None and r.grid in kept}
     figures = out.parent / FIGURES
@@ -412,10 +416,9 @@ def write_results(
         save(figure, figures / "budget.png")
         budget_curves = (FIGURES / "budget.png").as_posix()
     sections = [unarchived.get(r.grid) or section(r, curves.get(r.grid, "")) for r in results]
-    gpu_plan = load_gpu_plan()
     # the not-testable table also reads points pre-searched at one budget: whether it was reached
     head = [
-        summary(results, set(unarchived)),
+        summary(results, set(unarchived), gpu),
         before_after(results),
         untestable_table(
             results,
@@ -432,15 +435,13 @@ def write_results(
             set(unarchived),
         ),
     ]
-    with tempfile.TemporaryDirectory() as tmp:  # a store of its own: gpu sweeps never mix with cpu ones
-        gpu = gpu_section(GPU_BANK, gpu_plan, f"sqlite:///{tmp}/gpu.db")
     parts = [
         intro.rstrip() + "\n",
         *filter(None, head),
         presearch_tables(files, budgets, budget_curves),
         *filter(None, [search_sections(uri, figures=figures, link=FIGURES.as_posix())]),  # once one has run
         *sections,
-        gpu,
+        gpu_section(gpu),
     ]
     out.write_text("\n".join(parts))
     print(f"wrote {out}")
