@@ -297,6 +297,9 @@ def profile_steps(
                 "model_gflops": round(flops / 1e9, 1),
                 "roofline_gflops": round(matmul_roofline_flops(s.device, cfg.train.precision) / 1e9, 1),
                 "shares": {k: round(v, 3) for k, v in sorted(shares.items(), key=lambda kv: -kv[1])},
+                # the most any change outside the matrix products can give, their speed kept: the step
+                # if nothing but its matmuls remained (near the roofline, only fewer FLOPs go further)
+                "ceiling_outside_matmuls": round(1 / shares["matmul"], 2) if shares.get("matmul") else None,
                 "top": [[e.key, round(e.self_cpu_time_total / total, 3), e.count // steps] for e in top],
             }
         )

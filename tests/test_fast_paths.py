@@ -198,7 +198,8 @@ def test_paper_gpu_settings_train_the_same_curve_on_cuda(monkeypatch) -> None:
 
 def test_the_profile_mode_says_where_a_training_step_goes(capsys) -> None:
     """`bench_train.py profile`: one record a preset, its step time split by kind of operator (the shares
-    sum to 1, matmuls among them) and the model's GFLOP/s beside the matmul roofline it measured."""
+    sum to 1, matmuls among them), the speed-up ceiling outside the matmuls, and the model's GFLOP/s beside
+    the matmul roofline it measured."""
     from benchmarks import bench_train as bench
 
     args = ["profile", "--device", "cpu", "--presets", "nano", "--batch-size", "16", "--steps", "2"]
@@ -208,6 +209,9 @@ def test_the_profile_mode_says_where_a_training_step_goes(capsys) -> None:
     record = records[0]
     assert abs(sum(record["shares"].values()) - 1) < 0.01
     assert record["shares"]["matmul"] > 0
+    # what a change outside the matmuls can give at most: the step reduced to its matrix products
+    ceiling = record["ceiling_outside_matmuls"]  # from the unrounded share
+    assert ceiling > 1 and ceiling == pytest.approx(1 / record["shares"]["matmul"], rel=0.02)
     assert record["model_gflops"] > 0 and record["roofline_gflops"] > 0
     assert record["top"] and all(0 < share <= 1 for _, share, _ in record["top"])
     assert bench.op_kind("aten::addmm") == "matmul" and bench.op_kind("aten::gelu_backward") == "activation"
