@@ -17,7 +17,7 @@ are never mixed.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +25,9 @@ import pandas as pd
 
 from analysis.findings import Finding
 from analysis.load import read_sweep
-from analysis.report import analyse
+from analysis.report import Analysis, analyse
 from analysis.sweep import FINISHED
-from analysis.tables import markdown_table
+from analysis.tables import markdown_table, render_tables
 from arith.tracking.archive import import_sweep, read_archive
 from arith.tracking.schema import (
     COMMIT_TAG,
@@ -64,6 +64,8 @@ class BatchResult:
     batch: PlannedBatch
     parts: list[PartResult]
     findings: list[Finding]
+    #: one analysis per group of parts at one setting
+    analyses: list[Analysis] = field(default_factory=list)
 
     @property
     def minutes(self) -> float:
@@ -105,11 +107,11 @@ def read_batch(bank: Path, batch: PlannedBatch, uri: str) -> BatchResult:
     groups: dict[tuple, list[PartResult]] = {}
     for part in parts:
         groups.setdefault(part.setting, []).append(part)
-    findings = []
-    for group in groups.values():
-        grid = group[0].parent["tags"][GRID_TAG]
-        findings += analyse(read_sweep(grid, uri, [p.parent_id for p in group])).findings
-    return BatchResult(batch, parts, findings)
+    analyses = [
+        analyse(read_sweep(group[0].parent["tags"][GRID_TAG], uri, [p.parent_id for p in group]))
+        for group in groups.values()
+    ]
+    return BatchResult(batch, parts, [f for a in analyses for f in a.findings], analyses)
 
 
 def gpu_results(bank: Path, plan: Sequence[PlannedBatch], uri: str) -> list[BatchResult]:
@@ -170,6 +172,22 @@ def competence_rows(part: PartResult) -> list[dict[str, Any]]:
     return rows
 
 
+def judged_tables(result: BatchResult) -> list[str]:
+    """The cell tables (each point beside the paper's; seen and unseen problems apart) of each group of the
+    batch that judged a claim: what its verdict reads."""
+    lines = []
+    for analysis in result.analyses:
+        if any(f.outcome.contrasts and not f.outcome.untestable for f in analysis.findings):
+            tables = render_tables(analysis.tables, "markdown")
+            lines += [
+                f"Its cells, every seed's mean (`{analysis.sweep.grid}`, the parts read as one sweep):",
+                "",
+                "\n".join("#" + line if line.startswith("#") else line for line in tables.split("\n")),
+                "",
+            ]
+    return lines
+
+
 def summary_rows(results: Sequence[BatchResult]) -> list[str]:
     """The findings-at-a-glance rows of the claims judged on banked `gpu` batches: grid (and batch), claim,
     verdict, its numbers, the batch's finished seeds and wall minutes."""
@@ -220,6 +238,7 @@ def gpu_section(results: Sequence[BatchResult]) -> str:
             markdown_table(pd.DataFrame([row for p in parts for row in competence_rows(p)])),
             "",
         ]
+        lines += judged_tables(result)
         judged += [(result, f) for f in judged_findings(result)]
     lines += ["### Claims at the `gpu` scale", ""]
     if not judged:

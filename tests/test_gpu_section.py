@@ -58,6 +58,11 @@ def test_the_verdict_reaches_the_section_and_the_findings_at_a_glance(banked) ->
     results = [banked[PRESEARCH], banked[JUDGED]]
     text = gpu_section(results)
     assert f"### {JUDGED}" in text and f"### {PRESEARCH}" in text
+    # the judged batch shows its cells beside the paper's, unseen problems apart; a pre-search does not
+    judged_part = text.split(f"### {JUDGED}", 1)[1].split("### Claims", 1)[0]
+    assert "#### mul: format=basic" in judged_part and "#### mul: format=padding_reverse" in judged_part
+    assert "**unseen problems only (not in the training set)**" in judged_part and "**paper**" in judged_part
+    assert "#### mul:" not in text.split(f"### {PRESEARCH}", 1)[1].split(f"### {JUDGED}", 1)[0]
     claims = text.split("### Claims at the `gpu` scale", 1)[1]
     assert "1 claim(s) judged" in claims and "**held**" in claims and JUDGED in claims
     (row,) = summary_rows(results)
