@@ -4,7 +4,7 @@ seeds, as `make demo` runs three: the wrong answers were once lost whenever a sw
 seed, and tests whose frames were built by hand did not see it. Then MLflow as its users expect it: a
 training experiment whose trials' models are logged models, loaded by MLflow's loader and by arith.ask,
 and whose trials carry their point's colour.
-The demo's 450 steps a trial take minutes on a shared 2-core machine: hence the longer timeout."""
+The demo's 600 steps a trial take minutes on a shared 2-core machine: hence the longer timeout."""
 
 from __future__ import annotations
 
