@@ -78,6 +78,23 @@ def points_of(sweep: Sweep, table: Table) -> list[PointErrors]:
     return out
 
 
+def clean_points(sweep: Sweep, table: Table) -> list[str]:
+    """The labels of `table`'s points whose trials kept no wrong answer (every test answer right), where
+    the sweep kept wrong answers at all: the report names them instead of leaving them out unsaid."""
+    if sweep.errors.empty or table.points.empty or RUN_IDS not in table.points:
+        return []
+    errors = sweep.errors[sweep.errors[CONTEXT_COLUMN].astype(str).isin(table.contexts)]
+    out = []
+    for point in table.points.to_dict("records"):
+        runs = set(point.pop(RUN_IDS))
+        if errors[RUN_ID_COLUMN].isin(runs).any():
+            continue
+        trials = sweep.trials[sweep.trials[RUN_ID_COLUMN].isin(runs)]
+        named = str(trials[POINT_COLUMN].iloc[0]) if len(trials) else ""
+        out.append(named or ", ".join(f"{k}={v}" for k, v in point.items()))
+    return out
+
+
 def _cell_key(row) -> tuple:
     return (str(row.context), -1 if pd.isna(row.row_digits) else int(row.row_digits), int(row.col_digits))
 
