@@ -26,7 +26,7 @@ from analysis.findings import HELD, NOT_HELD, Finding
 from analysis.plots import heatmap
 from analysis.sweep import EPOCH_METRICS, Sweep
 from analysis.tables import Table, render_tables
-from analysis.wrong_answers import clean_points, points_of, wrong_answers_html
+from analysis.wrong_answers import points_of, wrong_answers_html
 from arith.tracking.schema import ACCURACY_COLUMN, EPOCH_COLUMN, POINT_COLUMN, RUN_ID_COLUMN, SEED_COLUMN
 
 STYLE = """
@@ -147,7 +147,7 @@ def wrong_answers_section(sweep: Sweep, table: Table, anchor: str = "wrong-answe
     """Beside a table: per point, where its wrong answers err (by answer digit and carry chain) and a
     few wrong answers of each cell (`analysis.wrong_answers`); `anchor` is its heading's id, a link
     (report.html#wrong-answers) straight to it."""
-    points, clean = points_of(sweep, table), clean_points(sweep, table)
+    points, clean = points_of(sweep, table)
     if not points and not clean:
         if sweep.errors.empty:
             return '<p class="meta">No wrong answers kept (trials from before eval/errors.csv).</p>'

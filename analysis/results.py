@@ -108,7 +108,8 @@ class GridResult:
 
 
 def grid_results(uri: str) -> list[GridResult]:
-    """Every grid of the plan, analysed once (the summary and its section both read the analysis)."""
+    """Every grid of the plan, analysed once (the summary and its section both read the analysis); Holm's
+    correction is the page's to apply, over these and the GPU batches together (`write_results`)."""
     client = store_client(uri)
     out = []
     for grid in grids():
@@ -116,8 +117,6 @@ def grid_results(uri: str) -> list[GridResult]:
         ids = [run.info.run_id for _, run in parts if run is not None]
         costs = [trial_costs(client, run) if run is not None else None for _, run in parts]
         out.append(GridResult(grid, parts, analyse(read_sweep(grid, uri, ids)) if ids else None, costs))
-    # one report, one family: Holm's correction over every claim judged in it, sections and summary alike
-    one_family([r.analysis for r in out if r.analysis is not None])
     return out
 
 

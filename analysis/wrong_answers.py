@@ -49,24 +49,29 @@ class PointErrors:
         return digit_errors.figure(rows, f"{self.label}: where the wrong answers err")
 
 
-def points_of(sweep: Sweep, table: Table) -> list[PointErrors]:
-    """The points of `table` that kept wrong answers, in the table's order: each point's trials are its
-    run ids (`Table.points`), so errors and cells join their trials by run id and cell, never by config
-    values (which a frame may hold as 3, 3.0 or "3", False or 0.0)."""
+def points_of(sweep: Sweep, table: Table) -> tuple[list[PointErrors], list[str]]:
+    """The points of `table`, in its order, where the sweep kept wrong answers at all: those whose trials
+    kept some (with their cells), and the labels of those whose trials kept none (every test answer
+    right: the report names them instead of leaving them out unsaid). Each point's trials are its run ids
+    (`Table.points`), so errors and cells join their trials by run id and cell, never by config values
+    (which a frame may hold as 3, 3.0 or "3", False or 0.0)."""
     errors = sweep.errors
     if errors.empty or table.points.empty or RUN_IDS not in table.points:
-        return []
+        return [], []
     errors = errors[errors[CONTEXT_COLUMN].astype(str).isin(table.contexts)]
     cells = sweep.cells[sweep.cells[CONTEXT_COLUMN].astype(str).isin(table.contexts)]
     cells = cells[cells[EPOCH_COLUMN] == cells[FINAL_EPOCH_COLUMN]]
-    out = []
+    erring, clean = [], []
     for point in table.points.to_dict("records"):
         runs = set(point.pop(RUN_IDS))
+        trials = sweep.trials[sweep.trials[RUN_ID_COLUMN].isin(runs)]
+        named = str(trials[POINT_COLUMN].iloc[0]) if len(trials) else ""
+        label = named or ", ".join(f"{k}={v}" for k, v in point.items())
         kept = errors[errors[RUN_ID_COLUMN].isin(runs)]
         if kept.empty:
+            clean.append(label)
             continue
-        label = str(kept[POINT_COLUMN].iloc[0]) or ", ".join(f"{k}={v}" for k, v in point.items())
-        out.append(
+        erring.append(
             PointErrors(
                 label=label,
                 task=str(kept["data.task"].iloc[0]),
@@ -75,24 +80,7 @@ def points_of(sweep: Sweep, table: Table) -> list[PointErrors]:
                 cells=cells[cells[RUN_ID_COLUMN].isin(runs)],
             )
         )
-    return out
-
-
-def clean_points(sweep: Sweep, table: Table) -> list[str]:
-    """The labels of `table`'s points whose trials kept no wrong answer (every test answer right), where
-    the sweep kept wrong answers at all: the report names them instead of leaving them out unsaid."""
-    if sweep.errors.empty or table.points.empty or RUN_IDS not in table.points:
-        return []
-    errors = sweep.errors[sweep.errors[CONTEXT_COLUMN].astype(str).isin(table.contexts)]
-    out = []
-    for point in table.points.to_dict("records"):
-        runs = set(point.pop(RUN_IDS))
-        if errors[RUN_ID_COLUMN].isin(runs).any():
-            continue
-        trials = sweep.trials[sweep.trials[RUN_ID_COLUMN].isin(runs)]
-        named = str(trials[POINT_COLUMN].iloc[0]) if len(trials) else ""
-        out.append(named or ", ".join(f"{k}={v}" for k, v in point.items()))
-    return out
+    return erring, clean
 
 
 def _cell_key(row) -> tuple:
@@ -144,7 +132,7 @@ def write_figures(sweep: Sweep, tables: list[Table], out_dir: Path) -> list[Path
     paths = []
     folder = Path(out_dir) / "digit_errors"
     for table in tables:
-        for point in points_of(sweep, table):
+        for point in points_of(sweep, table)[0]:
             figure = point.figure()
             if figure is None:
                 continue
