@@ -19,7 +19,7 @@ from pathlib import Path
 
 from analysis.plan import Planned
 from analysis.spend import TrialCost
-from arith.config import ExperimentConfig, parse_set
+from arith.config import ExperimentConfig, parse_only
 from arith.tracking.archive import read_archive
 from arith.tracking.schema import GRID_TAG
 from experiments.gpu_plan import PlannedBatch
@@ -39,8 +39,8 @@ def compared_points(grid: str, parts: list[Planned], claim: str) -> list[str]:
     kept = []
     for point in experiment.grid.points():
         shown = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in point.overrides.items()}
-        wanted = [parse_set(part.only) for part in parts] or [{}]
-        if any(all(shown.get(k, v) == v for k, v in only.items()) for only in wanted):
+        wanted = [parse_only(part.only) for part in parts] or [{}]
+        if any(all(k not in shown or shown[k] in values for k, values in only.items()) for only in wanted):
             tables = experiment.grid.table_of(ExperimentConfig().with_overrides(point.overrides))
             kept.append((point.name, tables))
     found = re.search(r"\[([^\]]+)\]$", claim)

@@ -63,7 +63,7 @@ def runnable(part: PlannedPart) -> SweepPart:
         grid=part.grid,
         scale=part.scale,
         seeds=part.seeds,
-        only=dict(part.only),
+        only={key: (value,) for key, value in part.only.items()},
         sets=dict(part.sets),
         presearch_seeds=part.presearch_seeds,
         label=part.label,

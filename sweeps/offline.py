@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from arith.config import ConfigError, ExperimentConfig, parse_set
+from arith.config import ConfigError, ExperimentConfig, parse_only, parse_set
 from arith.tracking.archive import FORMAT, VERSION, read_archive
 from arith.tracking.recorder import RunRecorder, new_run_id, now_ms, run_record, write_json
 from arith.training.checkpoints import CheckpointFolder, load_checkpoint
@@ -65,7 +65,7 @@ class SweepPart:
     grid: str
     scale: str
     seeds: int | tuple[int, ...]
-    only: dict[str, str] = field(default_factory=dict)
+    only: dict[str, tuple[str, ...]] = field(default_factory=dict)
     sets: dict[str, str] = field(default_factory=dict)
     #: the seeds of the pre-search that chose this part's budget (for a pre-search: its own seeds)
     presearch_seeds: tuple[int, ...] = ()
@@ -97,7 +97,7 @@ class SweepPart:
             f"--scale {self.scale}",
             f"--seeds {seeds}",
         ]
-        words += [f"--only {shlex.quote(f'{k}={v}')}" for k, v in self.only.items()]
+        words += [f"--only {shlex.quote(f'{k}={v}')}" for k, values in self.only.items() for v in values]
         words += [f"--set {shlex.quote(f'{k}={v}')}" for k, v in self.sets.items()]
         if self.presearch_seeds:
             words.append(f"--presearch-seeds {','.join(map(str, self.presearch_seeds))}")
@@ -373,7 +373,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--grid", required=True)
     p.add_argument("--scale", default="gpu")
     p.add_argument("--seeds", default="1", help="a count K, or the seeds: 100,101")
-    p.add_argument("--only", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument(
+        "--only", action="append", default=[], metavar="KEY=VALUE", help="as sweeps/run.py's --only"
+    )
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--presearch-seeds", default="", help="seeds of the pre-search that chose the budget")
     p.add_argument("--procs", type=int, default=4, help="trials at a time (default 4)")
@@ -395,7 +397,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.grid,
             args.scale,
             parse_seeds(args.seeds),
-            parse_set(args.only),
+            parse_only(args.only),
             parse_set(args.sets),
             presearch,
             args.out.name.removesuffix(".jsonl"),

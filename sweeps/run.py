@@ -27,7 +27,7 @@ from typing import Any
 
 import pandas as pd
 
-from arith.config import ConfigError, ExperimentConfig, parse_set
+from arith.config import ConfigError, ExperimentConfig, parse_only, parse_set
 from arith.tracking import schema, store
 from arith.tracking.store import absolute_uri
 from experiments.grid import Grid
@@ -105,7 +105,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=[],
         metavar="KEY=VALUE",
         help="run only the grid's points whose config has this value at the scale, before any --set, e.g. "
-        "--only model.init=random (repeatable)",
+        "--only model.init=random (repeatable: settings apart must all match, one setting named twice "
+        "keeps either value)",
     )
     p.add_argument(
         "--address",
@@ -237,7 +238,7 @@ def build_configs(
     (once the parent run is open) each config is written nested under the sweep, as it is kept."""
     overrides = absolute_paths(parse_set(list(options.sets)))
     overrides["tracking.tracking_uri"] = tracking_uri
-    configs = points(grid, scale, options.seeds, overrides, parse_set(list(options.only)), link)
+    configs = points(grid, scale, options.seeds, overrides, parse_only(options.only), link)
     out = {trial_key(c.tracking.tags[schema.POINT_TAG], c.train.seed): c.to_dict() for c in configs}
     return options.search.prepare(out) if options.search else out
 

@@ -8,7 +8,7 @@ over_scale keys < --set < seed); `resolve(grid, scale, seeds)` gives every trial
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,13 +141,14 @@ def resolve(
     scale: Scale | str = "paper",
     seeds: int | Iterable[int] = 1,
     overrides: Mapping[str, Any] | None = None,
-    only: Mapping[str, str] | None = None,
+    only: Mapping[str, str | Sequence[str]] | None = None,
     link: SweepLink | None = None,
 ) -> list[ExperimentConfig]:
     """Every trial of `grid` at `scale`: `trial_config` of each point and seed (its docstring gives the
     order of precedence), each linked to its sweep by `link` when given. `seeds` is a count K (seeds
     base, base+1, ..., with base = the configured train.seed, after `overrides`) or explicit seed values.
-    `only` (`--only key=value`) keeps the points whose config at the scale has every value, read before
+    `only` (`--only key=value`, `arith.config.parse_only`) keeps the points whose config at the scale has,
+    for every key, one of its values, read before
     `overrides`: a `--set` moves a kept point without dropping it, and is applied (and validated) only on
     the points kept."""
     scale = get_scale(scale) if isinstance(scale, str) else scale
@@ -186,8 +187,11 @@ def _seed_list(seeds: list[int]) -> str:
     return ", ".join(map(str, seeds)) if len(seeds) <= 6 else f"{seeds[0]}, {seeds[1]}, ..., {seeds[-1]}"
 
 
-def select(configs: list[ExperimentConfig], only: Mapping[str, str]) -> list[ExperimentConfig]:
-    """The configs that have every `--only key=value` (e.g. model.init=random); fails when none do."""
+def select(
+    configs: list[ExperimentConfig], only: Mapping[str, str | Sequence[str]]
+) -> list[ExperimentConfig]:
+    """The configs that have, for every `--only` key, its value or one of its values
+    (`arith.config.parse_only`; e.g. model.init=random); fails when none do."""
     if not only:
         return configs
     unknown = set(only) - set(ExperimentConfig.keys())
@@ -195,7 +199,8 @@ def select(configs: list[ExperimentConfig], only: Mapping[str, str]) -> list[Exp
         raise ConfigError(
             f"--only: unknown key(s) {sorted(unknown)}; valid keys: {', '.join(ExperimentConfig.keys())}"
         )
-    kept = [c for c in configs if all(str(c.flat()[k]) == v for k, v in only.items())]
+    wanted = {k: (v,) if isinstance(v, str) else tuple(v) for k, v in only.items()}
+    kept = [c for c in configs if all(str(c.flat()[k]) in values for k, values in wanted.items())]
     if not kept:
         raise SweepError(f"--only {dict(only)} matches none of the grid's {len(configs)} points")
     return kept

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from arith.config import ConfigError, ExperimentConfig
+from arith.config import ConfigError, ExperimentConfig, parse_only
 from arith.data.datasets import train_examples, train_size
 from experiments.grid import Grid, Variant
 from experiments.recipes import (
@@ -21,6 +21,7 @@ from experiments.recipes import (
     REVERSE_RECIPE,
 )
 from experiments.registry import EXPERIMENTS
+from sweeps.errors import SweepError
 from sweeps.grids import GRIDS, get_grid, points
 from sweeps.run import SweepOptions, absolute_uri, build_configs, main, trial_outcomes, trial_table
 from sweeps.scales import SCALES, get_scale
@@ -390,6 +391,35 @@ def test_only_picks_points_before_set_moves_them(capsys, tmp_path):
     )
     assert len(moved) == len(points("mul_format", "cpu", only={"data.format": "basic"})) > 0
     assert all(c.data.format == "padding_reverse" and "format=basic" in c.tracking.run_name for c in moved)
+
+
+def test_one_setting_named_twice_in_only_keeps_either_value(capsys, tmp_path):
+    """`--only k=a --only k=b` keeps the points with a or b (a plan part of two schemes); settings apart must
+    all match. It once kept b alone, silently: the second value overwrote the first."""
+    assert parse_only(["model.position=none", "model.position=learned", "data.max_digits=5"]) == {
+        "model.position": ("none", "learned"),
+        "data.max_digits": ("5",),
+    }
+    with pytest.raises(ConfigError, match="key=value"):
+        parse_only(["model.position"])
+    two = points(
+        "add_posembed_recipe_24k",
+        "cpu_recipe",
+        (101,),
+        only=parse_only(["model.position=none", "model.position=random_embed"]),
+    )
+    assert sorted(c.model.position for c in two) == ["none", "random_embed"]
+    # a str value is one value, never matched as a substring of the config's ("learned" is no "learnedx")
+    assert points("add_posembed_recipe_24k", "cpu_recipe", (101,), only={"model.position": "learned"})
+    with pytest.raises(SweepError, match="matches none"):
+        points("add_posembed_recipe_24k", "cpu_recipe", (101,), only={"model.position": "learnedx"})
+    # the command line: the dry run lists both schemes' trials and no other
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    args = ["--grid", "add_posembed_recipe_24k", "--scale", "cpu_recipe", "--seeds", "101,102", "--dry-run"]
+    only = ["--only", "model.position=none", "--only", "model.position=learned"]
+    assert main([*args, *only, "--tracking-uri", uri]) == 0
+    out = capsys.readouterr().out
+    assert "4 trials" in out and "random_embed" not in out
 
 
 def test_trial_table_shows_config_and_resources(tmp_path):

@@ -25,7 +25,7 @@ from analysis.plan import (
     seeds_of,
     sweep_args_of,
 )
-from arith.config import ConfigError, parse_set
+from arith.config import ConfigError, parse_only, parse_set
 from sweeps.grids import points
 from sweeps.run import parse_args
 
@@ -42,7 +42,7 @@ def test_every_part_is_a_valid_sweep_that_selects_points(plan: Planned) -> None:
     assert args.grid == plan.grid and args.scale == plan.scale in ("cpu", "cpu_recipe")
     overrides = parse_set(args.sets) if args.sets else None
     try:
-        selected = points(plan.grid, plan.scale, args.seeds, overrides, only=parse_set(args.only))
+        selected = points(plan.grid, plan.scale, args.seeds, overrides, only=parse_only(args.only))
     except ConfigError:  # only a record may have a recipe rejected since: a part ended early, never rerun
         assert plan.ended_early
     else:
