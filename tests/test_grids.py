@@ -547,8 +547,10 @@ def test_a_rejected_recipe_runs_on_its_presearch_seeds_only():
     assert not ADD_SCRATCHPAD_12K.chosen
     with pytest.raises(ConfigError, match=r"did not choose .*not 5, 6$"):
         points("add_posembed_recipe_long", "cpu_recipe", (5, 6))
-    # its successor runs on the pre-search seeds 101 and 102 until they choose it
+    # its successor ran on the pre-search seeds 101 and 102, which chose it: fresh seeds run it now
     only = {"model.position": "random_embed"}
     presearch = points("add_posembed_recipe_24k", "cpu_recipe", (101, 102), only=only)
     settings = {(c.train.seed, c.train.max_steps, c.train.precision, c.data.train_samples) for c in presearch}
     assert settings == {(101, 24_000, "bf16", 120_000), (102, 24_000, "bf16", 120_000)}
+    assert ADD_SCRATCHPAD_24K.chosen
+    assert {c.train.seed for c in points("add_posembed_recipe_24k", "cpu_recipe", (5, 6))} == {5, 6}

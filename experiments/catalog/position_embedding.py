@@ -4,10 +4,10 @@ or random tags; the paper shows them as figures, no tables.
 A figure's models are read off the figure as learning their training range, so each claim gates every
 compared model on every cell of it (`FIGURE_GATE`). The `cpu_recipe` variants are the random-init points at
 that scale, trained at the recipe a pre-search on seeds from 100 up chose for reversal (`REVERSE_RECIPE`)
-and for scratchpad addition at the step budget its pre-search is choosing: the 6,000-step candidate
+and for scratchpad addition at the step budget its pre-searches chose: the 6,000-step candidate
 (`ADD_SCRATCHPAD_CANDIDATE`, add_posembed_recipe) and the 12,000-step recipe (`ADD_SCRATCHPAD_12K`,
-add_posembed_recipe_long) rejected, the 24,000-step candidate (`ADD_SCRATCHPAD_24K`, add_posembed_recipe_24k)
-pre-searched.
+add_posembed_recipe_long) rejected, 24,000 steps (`ADD_SCRATCHPAD_24K`, add_posembed_recipe_24k) chosen on
+seeds 101 and 102, fig:acc_add_rand judged at it on seeds 5-9.
 """
 
 from __future__ import annotations
@@ -258,7 +258,7 @@ ADD_POSEMBED_RECIPE_LONG = dataclasses.replace(
     recipes=(ADD_SCRATCHPAD_12K,),
 )
 
-#: at twice that again, 24,000 steps: the candidate pre-searched on seeds 101 and 102 (`ADD_SCRATCHPAD_24K`)
+#: at twice that again, 24,000 steps: chosen by its pre-search on seeds 101 and 102 (`ADD_SCRATCHPAD_24K`)
 ADD_POSEMBED_RECIPE_24K = dataclasses.replace(
     ADD_POSEMBED_RECIPE.variant(
         "add_posembed_recipe_24k",
