@@ -37,9 +37,9 @@ def compared_points(grid: str, parts: list[Planned], claim: str) -> list[str]:
     if experiment is None:
         return []
     kept = []
+    wanted = [parse_only(part.only) for part in parts] or [{}]
     for point in experiment.grid.points():
         shown = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in point.overrides.items()}
-        wanted = [parse_only(part.only) for part in parts] or [{}]
         if any(all(k not in shown or shown[k] in values for k, values in only.items()) for only in wanted):
             tables = experiment.grid.table_of(ExperimentConfig().with_overrides(point.overrides))
             kept.append((point.name, tables))
