@@ -1,6 +1,6 @@
 """docs/RESULTS.md from a store: the cpu reproduction's sweeps judged, the pre-search, the gpu scale.
 
-    write_results(uri, out, paper_steps=...)   # the page, its figures in out.parent/results/figures/
+    write_results(uri, out, paper_trial=...)   # the page, its figures in out.parent/results/figures/
 
 The page is composed here from the store alone (every archive of docs/results/sweeps/ imported into it
 first: `analysis.plan.restore_archives`), the pre-search records (docs/presearch/), the gpu scale's banked
@@ -273,7 +273,7 @@ def untestable_table(
     results: list[GridResult],
     budgets: pd.DataFrame,
     curves: dict[str, str],
-    paper_steps: Callable[[str], int] | None = None,
+    paper_trial: Callable[[str], str] | None = None,
     steps: dict[str, list[float | None]] | None = None,
     gpu: dict[str, list[GpuBatch]] | None = None,
     rates: dict[tuple[str, str], list[GpuRate]] | None = None,
@@ -282,7 +282,7 @@ def untestable_table(
     """Each claim judged not testable: why, its learning curves, the steps the pre-search extrapolates its
     models need, what a recipe search for it found (`searched`, by grid, where one has run), what a judged
     sweep would cost on one core (at those `steps`, by "grid: point") and on a GPU (the banked `gpu` batches
-    of the grid or its parent), and how long a trial is at paper scale (`paper_steps(grid)`, where given);
+    of the grid or its parent), and how long a trial is at paper scale (`paper_trial(grid)`, where given);
     empty when none is."""
     steps_to = next((c for c in budgets.columns if c.startswith("steps to ")), "")
     rows = []
@@ -310,8 +310,8 @@ def untestable_table(
         }
         if searched:
             per_grid["recipe search (pre-search seeds)"] = searched.get(result.grid, "none run")
-        if paper_steps is not None:
-            per_grid["a trial at paper scale"] = f"{paper_steps(result.grid):,} steps (GPT-2 small)"
+        if paper_trial is not None:
+            per_grid["a trial at paper scale"] = paper_trial(result.grid)
         costs = [c for part in result.costs if part for c in part]
         plans = [plan for plan, _ in result.parts]
         instead = ONE_CORE_INSTEAD.get(result.grid, ""), GPU_INSTEAD.get(result.grid, "")
@@ -388,10 +388,10 @@ def write_results(
     uri: str,
     out: Path,
     intro: str = INTRO,
-    paper_steps: Callable[[str], int] | None = None,
+    paper_trial: Callable[[str], str] | None = None,
 ) -> None:
-    """Write the page to `out` (and its figures beside it) from the store at `uri`; `paper_steps(grid)`
-    is the optimiser steps of the grid's longest trial at paper scale (the not-testable table shows it;
+    """Write the page to `out` (and its figures beside it) from the store at `uri`; `paper_trial(grid)`
+    says how long the grid's trials are at paper scale (the not-testable table shows it;
     the sweeps' grids are not the analysis's to read)."""
     results = grid_results(uri)
     gpu_plan = load_gpu_plan()
@@ -423,7 +423,7 @@ def write_results(
             results,
             budget_table(every, single=True),
             curves,
-            paper_steps,
+            paper_trial,
             steps_needed(every),
             gpu_batches(GPU_BANK, gpu_plan),
             gpu_rates(every),

@@ -22,14 +22,8 @@ import sys
 from analysis.plan import ROOT, archive_store, grids, part_runs, restore_archives
 from analysis.results import write_results
 from arith.tracking.store import client as store_client
-from sweeps.grids import points
-from sweeps.progress import trial_steps
+from sweeps.grids import paper_trial
 from sweeps.reproduce import INTERRUPTED, SweepInterrupted, end_part, run_part
-
-
-def paper_trial_steps(grid: str) -> int:
-    """Optimiser steps of the grid's longest trial at `paper` scale (sweeps.progress.trial_steps)."""
-    return max(trial_steps(cfg.to_dict()) for cfg in points(grid, "paper"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
                 except SweepInterrupted as stop:
                     print(f"=== {stop}; the same command resumes it", flush=True)
                     return INTERRUPTED
-    write_results(uri, ROOT / args.out, paper_steps=paper_trial_steps)
+    write_results(uri, ROOT / args.out, paper_trial=paper_trial)
     return 0
 
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, MutableMapping
 from typing import Any
 
 from arith.config import ConfigError, ExperimentConfig
+from arith.training.optim import run_steps
 from experiments.grid import Grid
 from experiments.registry import EXPERIMENTS, Lazy, claims_for
 from sweeps.scales import SCALES, Scale
@@ -51,6 +52,23 @@ def points(
     under their sweep's parent run (`space.resolve`)."""
     grid = get_grid(grid) if isinstance(grid, str) else grid
     return resolve(grid, scale, seeds, overrides, only, link)
+
+
+def longest_trial(grid: Grid | str, scale: Scale | str = "paper") -> int:
+    """Optimiser steps of the grid's longest trial at `scale` (`arith.training.optim.run_steps`)."""
+    return max(run_steps(cfg) for cfg in points(grid, scale))
+
+
+def paper_trial(name: str) -> str:
+    """How long a trial of grid `name` is at `paper` scale, where the paper's numbers were made. A variant
+    that fixes its steps at every scale (`Grid.over_scale`) runs its own steps there, so the paper's own
+    trial, its parent's, is named beside them rather than passed off as the variant's."""
+    steps = longest_trial(name)
+    text = f"{steps:,} steps (GPT-2 small)"
+    parent = get_grid(name).parent
+    if parent and (paper := longest_trial(parent)) != steps:
+        text += f"; the variant fixes its steps at every scale: the paper's own trial ({parent}) is {paper:,}"
+    return text
 
 
 def list_grids() -> str:

@@ -28,9 +28,8 @@ from typing import Any, TextIO
 from ray.tune import Callback
 
 from arith.config import ExperimentConfig
-from arith.data.datasets import train_size
 from arith.tracking.schema import CPU_SECONDS
-from arith.training.train import total_steps
+from arith.training.optim import run_steps
 
 ACCURACY = "test_acc"
 #: a trial Tune ended without its last result marked done: a stopped sweep (Ctrl+C, a session's end) ends
@@ -259,8 +258,7 @@ class SweepProgress(Callback):
 def trial_steps(config: Mapping[str, Any]) -> int:
     """Optimiser steps a trial's config will take (epochs x batches, capped by train.max_steps); the same
     sum the trainer does, without building the data (a run that reaches its target accuracy stops early)."""
-    cfg = ExperimentConfig.from_dict(dict(config))
-    return total_steps(cfg.train, math.ceil(train_size(cfg.data) / cfg.train.batch_size))
+    return run_steps(ExperimentConfig.from_dict(dict(config)))
 
 
 def tune_output(

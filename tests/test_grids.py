@@ -22,7 +22,7 @@ from experiments.recipes import (
 )
 from experiments.registry import EXPERIMENTS
 from sweeps.errors import SweepError
-from sweeps.grids import GRIDS, get_grid, points
+from sweeps.grids import GRIDS, get_grid, longest_trial, paper_trial, points
 from sweeps.run import SweepOptions, absolute_uri, build_configs, main, trial_outcomes, trial_table
 from sweeps.scales import SCALES, get_scale
 from sweeps.space import parse_seeds, trial_config
@@ -228,6 +228,21 @@ def test_over_scale_keys_beat_the_scale_and_the_rest_is_scaled():
     # without over_scale the scale's tag width wins over the point's
     plain = Grid(name="plain", description="", base=dict(grid.base), axes={"model.n_hash": [4]})
     assert points(plain, "cpu")[0].model.n_hash == 8
+
+
+def test_a_variant_that_fixes_its_steps_names_the_papers_own_trial_beside_them():
+    # add_posembed_recipe_24k runs 24,000 steps at every scale, paper included; the paper's own
+    # add_posembed trial is far longer, and the report's "a trial at paper scale" must not hide it
+    assert longest_trial("add_posembed_recipe_24k") == 24_000
+    paper = longest_trial("add_posembed")
+    assert paper > 24_000
+    assert paper_trial("add_posembed_recipe_24k") == (
+        f"24,000 steps (GPT-2 small); the variant fixes its steps at every scale: the paper's own trial "
+        f"(add_posembed) is {paper:,}"
+    )
+    assert paper_trial("add_posembed") == f"{paper:,} steps (GPT-2 small)"
+    # a variant that keeps the paper's steps says nothing more
+    assert paper_trial("add_posembed_recipe") == f"{paper:,} steps (GPT-2 small)"
 
 
 def test_one_function_builds_a_trial_in_the_documented_order():

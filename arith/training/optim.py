@@ -7,13 +7,20 @@ import math
 
 import torch
 
-from arith.config import TrainConfig
+from arith.config import ExperimentConfig, TrainConfig
+from arith.data.datasets import train_size
 
 
 def total_steps(t: TrainConfig, steps_per_epoch: int) -> int:
     """Optimiser steps of the whole run: the epochs, capped by max_steps."""
     steps = t.epochs * steps_per_epoch
     return min(steps, t.max_steps) if t.max_steps else steps
+
+
+def run_steps(cfg: ExperimentConfig) -> int:
+    """Optimiser steps a run of `cfg` will take (`total_steps` over its training set's batches), without
+    building the data; a run that reaches its target accuracy stops earlier."""
+    return total_steps(cfg.train, math.ceil(train_size(cfg.data) / cfg.train.batch_size))
 
 
 def lr_lambda(t: TrainConfig, n_steps: int):
