@@ -315,11 +315,20 @@ def untestable_table(
         costs = [c for part in result.costs if part for c in part]
         plans = [plan for plan, _ in result.parts]
         instead = ONE_CORE_INSTEAD.get(result.grid, ""), GPU_INSTEAD.get(result.grid, "")
+        waiting = [plan for plan, run in result.parts if run is None and not plan.ended_early]
+        pending = (
+            f"; the plan's sweep of it is not complete: {len(waiting)} of {len(result.parts)} parts not yet "
+            "run (Core-minutes, below)"
+            if waiting
+            else ""
+        )
         for f in findings:
             cost = judged_cost(
                 result.grid, plans, f.claim, costs, steps or {}, gpu or {}, BUDGET_POINTS, *instead, rates
             )
-            rows.append({"grid": result.grid, "claim": f.claim, "why": f.evidence, **per_grid, **cost})
+            rows.append(
+                {"grid": result.grid, "claim": f.claim, "why": f.evidence + pending, **per_grid, **cost}
+            )
     if not rows:
         return ""
     table = markdown(pd.DataFrame(rows))
