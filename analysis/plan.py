@@ -1,6 +1,7 @@
 """The cpu reproduction's plan (docs/results/plan.yaml) and where each of its parts is in a store.
 
-A part is one sweep of `sweeps/run.py --scale cpu`: a grid, its seeds and `--only` values. After it ran,
+A part is one sweep of `sweeps/run.py --scale cpu`: a grid, its seeds and `--only` values (or a slice of a
+recipe search, `--search`, where the search outlasts a session). After it ran,
 `scripts/reproduce_cpu.py` tagged its parent run with the command (`reproduce.command`), the machine and the
 wall time, and archived it in docs/results/sweeps/ (`arith.tracking.archive`). Here each part is found again
 in a store by its command (less the store's paths), and the archives are imported into a store that lacks
@@ -61,6 +62,10 @@ class Planned:
     #: a pre-search's choice rule (`analysis.choice`): its grid's recipe is chosen only if every in-range
     #: cell of every seed reads at least this at the last evaluation; None where the part chooses nothing
     choose_if_at_least: float | None = None
+    #: the part is a slice of the recipe search `grid` (`sweeps/run.py --search`, experiments' SEARCHES):
+    #: a search longer than a session runs as parts, each archived when it ends, so that a machine lost
+    #: between sessions loses at most the part in flight
+    search: bool = False
 
     @property
     def seed_values(self) -> list[int]:
@@ -68,7 +73,8 @@ class Planned:
 
     def sweep_args(self) -> list[str]:
         """What identifies this part: sweeps/run.py's arguments less where it stores its results."""
-        args = ["--grid", self.grid, "--scale", self.scale, "--seeds", self.seeds_arg]
+        what = ["--search", self.grid] if self.search else ["--grid", self.grid]
+        args = [*what, "--scale", self.scale, "--seeds", self.seeds_arg]
         for only in self.only:
             args += ["--only", only]
         for value in self.sets:
@@ -133,6 +139,7 @@ PLAN_FIELDS = (
     "estimate_core_min",
     "ended_early",
     "choose_if_at_least",
+    "search",
 )
 
 
@@ -162,6 +169,7 @@ def load_plan(path: Path) -> tuple[Planned, ...]:
             estimate_core_min=part.get("estimate_core_min"),
             ended_early=part.get("ended_early", ""),
             choose_if_at_least=part.get("choose_if_at_least"),
+            search=bool(part.get("search", False)),
         )
         for part in parts
     )

@@ -17,16 +17,25 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 from analysis.budget import budget_table
+from analysis.plan import ROOT, TEXTS
 from analysis.tables import markdown_table
 from arith.tracking.schema import (
     ACCURACY_COLUMN,
     COL_DIGITS_COLUMN,
+    CONTEXT_COLUMN,
     POINT_COLUMN,
     ROW_DIGITS_COLUMN,
     SEED_COLUMN,
 )
+
+#: the committed records, one JSON-lines file a pre-search
+PRESEARCH = ROOT / "docs" / "presearch"
+#: docs/RESULTS.md's words before the pre-search tables, and under the extrapolated budgets
+PRESEARCH_INTRO = (TEXTS / "presearch.md").read_text()
+BUDGET_NOTE = yaml.safe_load((TEXTS / "notes.yaml").read_text())["budget_note"]
 
 
 def seeds_table(records: list[dict]) -> str:
@@ -77,6 +86,64 @@ def read_records(paths: list[str]) -> list[dict]:
     """Every record of the JSON-lines files, in order."""
     lines = [line for path in paths for line in Path(path).read_text().splitlines()]
     return [json.loads(line) for line in lines if line.strip()]
+
+
+def presearch_records(folder: Path = PRESEARCH) -> dict[str, list[dict]]:
+    """The pre-search's JSON-lines records, by file stem."""
+    return {
+        path.stem: [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        for path in sorted(folder.glob("*.jsonl"))
+    }
+
+
+def presearch_tables(
+    files: dict[str, list[dict]], budgets: pd.DataFrame | None = None, budget_curves: str = ""
+) -> str:
+    """The pre-search records as tables: one row per trial, its --set, overall accuracy and per test context
+    (past the longest trained length, or on the longest factor, where the test goes there), the machine;
+    then the extrapolated step budgets (default: of every record) and their figure (`budget_curves`, a
+    link)."""
+    parts = [PRESEARCH_INTRO]
+    if budgets is None:
+        budgets = budget_table([rec for records in files.values() for rec in records])
+    for stem, records in files.items():
+        rows = []
+        order = sorted(
+            records, key=lambda r: (json.dumps(r.get("set", {})), r[POINT_COLUMN], r.get(SEED_COLUMN, 0))
+        )
+        for rec in order:
+            cells = pd.DataFrame(rec.get("cells", []))
+            row = {POINT_COLUMN: rec[POINT_COLUMN], SEED_COLUMN: rec.get(SEED_COLUMN, 0)}
+            if any(r.get("set") for r in records):
+                row["--set"] = " ".join(f"{k}={v}" for k, v in rec.get("set", {}).items())
+            row.update(test_acc=rec.get("test_acc"), steps=rec.get("steps"))
+            if not cells.empty:
+                longest = rec["config"]["data.max_digits"]
+                if cells[ROW_DIGITS_COLUMN].notna().any():  # multiplication: the cells of the longest factor
+                    hard = cells[cells[[ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN]].max(axis=1) == longest]
+                    label = f"with a {longest}-digit factor"
+                elif (cells[COL_DIGITS_COLUMN] > longest).any():  # length generalisation: past the longest
+                    hard, label = cells[cells[COL_DIGITS_COLUMN] > longest], f"beyond {longest} digits"
+                else:  # tested within the trained lengths (nl_mix): every cell, then the longest
+                    hard, label = cells, "all"
+                for context, frame in hard.groupby(CONTEXT_COLUMN):
+                    row[f"{context}: {label}"] = round(frame[ACCURACY_COLUMN].mean(), 3)
+                if label == "all":
+                    top = int(cells[COL_DIGITS_COLUMN].max())
+                    for context, frame in cells[cells[COL_DIGITS_COLUMN] == top].groupby(CONTEXT_COLUMN):
+                        row[f"{context}: {top} digits"] = round(frame[ACCURACY_COLUMN].mean(), 3)
+            row["train s"] = rec.get("train_seconds")
+            row["machine"] = rec.get("machine", "")
+            rows.append(row)
+        frame = pd.DataFrame(rows)
+        last = ["train s", "machine"]
+        parts.append(f"### {stem}\n\n{markdown_table(frame[[c for c in frame if c not in last] + last])}\n")
+    if not budgets.empty:
+        figure = f"\n\n![The gate's reading by step budget]({budget_curves})" if budget_curves else ""
+        parts.append(
+            f"### Steps to competence (extrapolated)\n\n{BUDGET_NOTE}{figure}\n\n{markdown_table(budgets)}\n"
+        )
+    return "\n".join(parts)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,7 +13,6 @@ section: measured before the sweeps were archived, it is included verbatim and n
 
 from __future__ import annotations
 
-import json
 import shlex
 import tempfile
 from collections.abc import Callable, Sequence
@@ -45,6 +44,7 @@ from analysis.plan import (
     repo_relative,
     seeds_of,
 )
+from analysis.presearch import presearch_records, presearch_tables
 from analysis.reach import GpuBatch, GpuRate, gpu_batches, gpu_rates, judged_cost
 from analysis.report import FINISHED, Analysis, analyse, render
 from analysis.search import search_evidence, search_sections
@@ -52,11 +52,7 @@ from analysis.spend import TrialCost, planned_text, spend_table, spent_line, tri
 from analysis.tables import markdown_table as markdown
 from arith.tracking.archive import SOURCE_TAG
 from arith.tracking.schema import (
-    ACCURACY_COLUMN,
-    COL_DIGITS_COLUMN,
-    CONTEXT_COLUMN,
     POINT_COLUMN,
-    ROW_DIGITS_COLUMN,
     SEED_COLUMN,
 )
 from arith.tracking.store import client as store_client
@@ -65,11 +61,9 @@ from experiments.registry import claims_for
 
 #: the page's head (docs/results/intro.md) and the pre-search section's (docs/results/presearch.md)
 INTRO = (TEXTS / "intro.md").read_text()
-PRESEARCH_INTRO = (TEXTS / "presearch.md").read_text()
 #: the verdict rules of "Findings at a glance" and the other fixed paragraphs (docs/results/notes.yaml)
 _NOTES = yaml.safe_load((TEXTS / "notes.yaml").read_text())
 VERDICT_RULES = _NOTES["verdict_rules"]
-BUDGET_NOTE = _NOTES["budget_note"]
 UNTESTABLE_NOTE = _NOTES["untestable_note"]
 #: per grid, the pre-search points (`grid: point`) whose step budgets stand for its models
 BUDGET_POINTS: dict[str, list[str]] = _NOTES["budget_points"]
@@ -85,7 +79,6 @@ UNARCHIVED = TEXTS / "unarchived"
 #: the `gpu` scale's archives banked from lent GPUs (analysis.gpu; its plan: experiments.gpu_plan)
 GPU_BANK = TEXTS / "gpu"
 #: the pre-search's records (analysis.presearch)
-PRESEARCH = ROOT / "docs" / "presearch"
 #: the report's figures, in this folder beside it (its links are relative)
 FIGURES = Path("results") / "figures"
 
@@ -116,7 +109,8 @@ def grid_results(uri: str) -> list[GridResult]:
         parts = part_runs(client, grid)
         ids = [run.info.run_id for _, run in parts if run is not None]
         costs = [trial_costs(client, run) if run is not None else None for _, run in parts]
-        out.append(GridResult(grid, parts, analyse(read_sweep(grid, uri, ids)) if ids else None, costs))
+        judged = ids and not any(plan.search for plan, _ in parts)  # a search has its own section
+        out.append(GridResult(grid, parts, analyse(read_sweep(grid, uri, ids)) if judged else None, costs))
     return out
 
 
@@ -335,64 +329,6 @@ def untestable_table(
     return f"### Not testable: why, and what it would take\n\n{UNTESTABLE_NOTE}\n\n{table}\n"
 
 
-def presearch_records(folder: Path = PRESEARCH) -> dict[str, list[dict]]:
-    """The pre-search's JSON-lines records, by file stem."""
-    return {
-        path.stem: [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-        for path in sorted(folder.glob("*.jsonl"))
-    }
-
-
-def presearch_tables(
-    files: dict[str, list[dict]], budgets: pd.DataFrame | None = None, budget_curves: str = ""
-) -> str:
-    """The pre-search records as tables: one row per trial, its --set, overall accuracy and per test context
-    (past the longest trained length, or on the longest factor, where the test goes there), the machine;
-    then the extrapolated step budgets (default: of every record) and their figure (`budget_curves`, a
-    link)."""
-    parts = [PRESEARCH_INTRO]
-    if budgets is None:
-        budgets = budget_table([rec for records in files.values() for rec in records])
-    for stem, records in files.items():
-        rows = []
-        order = sorted(
-            records, key=lambda r: (json.dumps(r.get("set", {})), r[POINT_COLUMN], r.get(SEED_COLUMN, 0))
-        )
-        for rec in order:
-            cells = pd.DataFrame(rec.get("cells", []))
-            row = {POINT_COLUMN: rec[POINT_COLUMN], SEED_COLUMN: rec.get(SEED_COLUMN, 0)}
-            if any(r.get("set") for r in records):
-                row["--set"] = " ".join(f"{k}={v}" for k, v in rec.get("set", {}).items())
-            row.update(test_acc=rec.get("test_acc"), steps=rec.get("steps"))
-            if not cells.empty:
-                longest = rec["config"]["data.max_digits"]
-                if cells[ROW_DIGITS_COLUMN].notna().any():  # multiplication: the cells of the longest factor
-                    hard = cells[cells[[ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN]].max(axis=1) == longest]
-                    label = f"with a {longest}-digit factor"
-                elif (cells[COL_DIGITS_COLUMN] > longest).any():  # length generalisation: past the longest
-                    hard, label = cells[cells[COL_DIGITS_COLUMN] > longest], f"beyond {longest} digits"
-                else:  # tested within the trained lengths (nl_mix): every cell, then the longest
-                    hard, label = cells, "all"
-                for context, frame in hard.groupby(CONTEXT_COLUMN):
-                    row[f"{context}: {label}"] = round(frame[ACCURACY_COLUMN].mean(), 3)
-                if label == "all":
-                    top = int(cells[COL_DIGITS_COLUMN].max())
-                    for context, frame in cells[cells[COL_DIGITS_COLUMN] == top].groupby(CONTEXT_COLUMN):
-                        row[f"{context}: {top} digits"] = round(frame[ACCURACY_COLUMN].mean(), 3)
-            row["train s"] = rec.get("train_seconds")
-            row["machine"] = rec.get("machine", "")
-            rows.append(row)
-        frame = pd.DataFrame(rows)
-        last = ["train s", "machine"]
-        parts.append(f"### {stem}\n\n{markdown(frame[[c for c in frame if c not in last] + last])}\n")
-    if not budgets.empty:
-        figure = f"\n\n![The gate's reading by step budget]({budget_curves})" if budget_curves else ""
-        parts.append(
-            f"### Steps to competence (extrapolated)\n\n{BUDGET_NOTE}{figure}\n\n{markdown(budgets)}\n"
-        )
-    return "\n".join(parts)
-
-
 def write_results(
     uri: str,
     out: Path,
@@ -402,7 +338,9 @@ def write_results(
     """Write the page to `out` (and its figures beside it) from the store at `uri`; `paper_trial(grid)`
     says how long the grid's trials are at paper scale (the not-testable table shows it;
     the sweeps' grids are not the analysis's to read)."""
-    results = grid_results(uri)
+    every_part = grid_results(uri)
+    # a recipe search's parts count in the core-minutes; what it found is its own section's
+    results = [r for r in every_part if not any(plan.search for plan, _ in r.parts)]
     gpu_plan = load_gpu_plan()
     with tempfile.TemporaryDirectory() as tmp:  # a store of its own: gpu sweeps never mix with cpu ones
         gpu = gpu_results(GPU_BANK, gpu_plan, f"sqlite:///{tmp}/gpu.db")
@@ -439,7 +377,7 @@ def write_results(
             {r.grid: found for r in results if (found := search_evidence(uri, r.grid))},
         ),
         spend_table(
-            [p for r in results for p in zip((plan for plan, _ in r.parts), r.costs, strict=True)],
+            [p for r in every_part for p in zip((plan for plan, _ in r.parts), r.costs, strict=True)],
             set(unarchived),
         ),
     ]

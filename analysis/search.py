@@ -81,6 +81,20 @@ def search_evaluations(tracking_uri: str, parent_run_id: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=EVALUATION_COLUMNS)
 
 
+def every_part_evaluations(tracking_uri: str, runs: list[Any]) -> pd.DataFrame:
+    """The evaluations of every sweep of one search (`runs`, its parent runs latest first: the plan's
+    parts of a search too long for a session, docs/results/plan.yaml), read as one search; a trial
+    (point, seed) that a later sweep ran again is read from that one only."""
+    frames, seen = [], set()
+    for run in runs:
+        frame = search_evaluations(tracking_uri, run.info.run_id)
+        keys = list(zip(frame[POINT_TAG], frame[SEED_TAG], strict=True))
+        frames.append(frame[[k not in seen for k in keys]])
+        seen |= set(keys)
+    frames = [f for f in frames if not f.empty]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=EVALUATION_COLUMNS)
+
+
 def core_minutes_by_epoch(client: Any, run_id: str) -> dict[int, float]:
     """A trial's core-minutes at each epoch: the CPU clock its trainer logs each epoch (`cpu_seconds`, so
     a running search's are live), overwritten by the search's record at its end (`search/core_minutes`,
@@ -234,15 +248,16 @@ def figure_of(evaluations: pd.DataFrame, search: Search | None) -> Figure | None
 
 
 def search_evidence(tracking_uri: str, grid: str) -> str:
-    """What the latest recipe search for `grid`'s claims found, for its not-testable row ("" where none
-    has run): per compared point, the cheapest configuration to the gate, or that none of those it read got
-    there and the best any did; whether the search has ended and how many configurations it read."""
+    """What the recipe search for `grid`'s claims found (every sweep of it, read as one), for its
+    not-testable row ("" where none has run): per compared point, the cheapest configuration to the
+    gate, or that none of those it read got there and the best any did; whether the search has ended
+    and how many configurations it read."""
     client, said = store.client(tracking_uri), []
     for name, search in SEARCHES.items():
         if not set(claims_for(grid)) & set(claims_for(search.experiment)):
             continue
         runs = store.sweep_runs(client, name)
-        table = cost_to_gate(search_evaluations(tracking_uri, runs[0].info.run_id)) if runs else None
+        table = cost_to_gate(every_part_evaluations(tracking_uri, runs)) if runs else None
         if table is None or table.empty:
             continue
         by_point: dict[str, list[dict]] = {}
@@ -263,7 +278,10 @@ def search_evidence(tracking_uri: str, grid: str) -> str:
             found.append(
                 f"{compared}: none of {read} passed (best {best['best weakest cell']:.2f}, {best['recipe']})"
             )
-        ended = "ended" if runs[0].info.status == "FINISHED" else "not ended"
+        running = sum(run.info.status != "FINISHED" for run in runs)
+        ended = "not ended" if running else "ended"
+        if len(runs) > 1:  # the plan's parts of a search longer than a session
+            ended = f"{len(runs)} sweeps, " + (f"{running} not ended" if running else "all ended")
         configurations = len(search.grid(EXPERIMENTS[search.experiment].grid).points())
         said.append(
             f"{name} ({ended}; {len(table)} of {configurations} configurations read, at most "
@@ -284,8 +302,9 @@ def search_sections(
     tracking_uri: str, names: Iterable[str] | None = None, figures: Path | None = None, link: str = ""
 ) -> str:
     """docs/RESULTS.md's section of the recipe searches: for each declared search (default: every one)
-    with a sweep in the store (its latest), the cost-to-gate table ("" when none has run), and its figure
-    saved in `figures` (as `search_<name>.png`, linked as `link`/that name) where given."""
+    with a sweep in the store (every one, read as one search: the plan's parts of it), the cost-to-gate
+    table ("" when none has run), and its figure saved in `figures` (as `search_<name>.png`, linked as
+    `link`/that name) where given."""
     client, parts = store.client(tracking_uri), []
     for name in SEARCHES if names is None else names:
         runs = store.sweep_runs(client, name)
@@ -294,13 +313,14 @@ def search_sections(
         search = SEARCHES.get(name)
         budget = search.scheduler.max_core_min if search else None
         what = f"{search.description} ({search.experiment}'s compared points)" if search else name
-        run_id = runs[0].info.run_id
-        evaluations = search_evaluations(tracking_uri, run_id)
+        evaluations = every_part_evaluations(tracking_uri, runs)
         table = cost_markdown(cost_to_gate(evaluations), budget, search)
         if figures is not None and (figure := figure_of(evaluations, search)) is not None:
             save(figure, figures / f"search_{name}.png")
             table += f"\n\n![{name}: the gate by core-minutes]({link}/search_{name}.png)"
-        parts.append(f"### Recipe search {name}\n\n{what}; sweep {run_id}{machines(runs[0])}.\n\n{table}\n")
+        sweeps = "; ".join(f"{run.info.run_id}{machines(run)}" for run in reversed(runs))
+        word = "its sweep" if len(runs) == 1 else "its sweeps (the plan's parts, read as one search)"
+        parts.append(f"### Recipe search {name}\n\n{what}; {word} {sweeps}.\n\n{table}\n")
     return "## Recipe searches: the cost to the gate\n\n" + "\n".join(parts) if parts else ""
 
 

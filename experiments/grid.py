@@ -35,6 +35,8 @@ class Point:
 
     name: str
     overrides: dict[str, Any]
+    #: the name's parts, one an axis: `model=tiny`, `lr=0.001` (`--only model=tiny` picks a bundle by them)
+    labels: tuple[str, ...] = ()
 
 
 Axes = Mapping[str, list[Any]]
@@ -85,13 +87,20 @@ class Grid:
                         overrides[key] = value
                         labels.append(f"{_short(key)}={_show(value)}")
                 name = ",".join(labels) or "base"
-                out.setdefault(name, Point(name, overrides))
+                out.setdefault(name, Point(name, overrides, tuple(labels)))
         return list(out.values())
 
     def declared_axes(self) -> list[str]:
         """The config keys the main product varies, in order (Variant-valued axes named without a dot are
         bundles, not keys). The sweep records them on its parent run (tag `axes`) for the analysis."""
         return [key for key in self.axes if "." in key]
+
+    def bundle_axes(self) -> list[str]:
+        """The axes whose values are named bundles of settings (`Variant`s, e.g. a search's `model`: tiny,
+        4x256, gpt2-mini), in the main product or an `also` block: `--only model=tiny` picks by name."""
+        blocks = (self.axes, *self.also)
+        bundles = (k for b in blocks for k, vs in b.items() if vs and all(isinstance(v, Variant) for v in vs))
+        return list(dict.fromkeys(bundles))
 
     def axis_summary(self) -> list[str]:
         """Human-readable axes, one line per block, for `--list`."""

@@ -106,7 +106,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="KEY=VALUE",
         help="run only the grid's points whose config has this value at the scale, before any --set, e.g. "
         "--only model.init=random (repeatable: settings apart must all match, one setting named twice "
-        "keeps either value)",
+        "keeps either value); an axis of named bundles by name, e.g. a search's --only model=tiny",
     )
     p.add_argument(
         "--address",

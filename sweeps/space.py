@@ -153,6 +153,12 @@ def resolve(
     the points kept."""
     scale = get_scale(scale) if isinstance(scale, str) else scale
     kept = grid.points()
+    bundles = {k: v for k, v in (only or {}).items() if k in grid.bundle_axes()}
+    if bundles:  # `--only model=tiny`: a bundle of settings by its name
+        kept = [p for p in kept if all(_has_label(p, k, v) for k, v in bundles.items())]
+        if not kept:
+            raise SweepError(f"--only {bundles} matches none of the grid's {len(grid.points())} points")
+        only = {k: v for k, v in (only or {}).items() if k not in bundles}
     if only:
         names = {
             c.tracking.tags[schema.POINT_TAG]
@@ -168,6 +174,12 @@ def resolve(
             same = seed == first.train.seed
             out.append(first if same else trial_config(grid, point, scale, overrides, seed, link))
     return out
+
+
+def _has_label(point: Point, axis: str, values: str | Sequence[str]) -> bool:
+    """Whether the point's `axis` (a bundle axis) is one of `values` by name."""
+    names = (values,) if isinstance(values, str) else values
+    return any(f"{axis}={name}" in point.labels for name in names)
 
 
 def _refuse_a_rejected_recipe(grid: Grid, scale: Scale, task: str, seeds: list[int]) -> None:

@@ -15,6 +15,7 @@ from analysis import plan, results
 from analysis.budget import budget_table
 from analysis.curves import budget_figure, gated_by_trial, learning_curves_figure, save
 from analysis.load import read_sweep
+from analysis.presearch import presearch_records
 from analysis.report import analyse
 from arith.tracking.archive import import_sweep
 from arith.tracking.schema import LOSS_METRIC
@@ -68,7 +69,7 @@ def test_learning_curves_show_the_loss_history_and_the_gates_reading_of_each_tri
 
 
 def test_budget_figure_draws_each_fitted_series_to_the_threshold(tmp_path: Path) -> None:
-    records = [rec for recs in results.presearch_records().values() for rec in recs]
+    records = [rec for recs in presearch_records().values() for rec in recs]
     figure = budget_figure(records)
     (ax,) = figure.axes
     assert len(ax.collections) == len(budget_table(records))  # one series of dots per fitted point

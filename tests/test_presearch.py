@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis import results
+from analysis.presearch import presearch_records, presearch_tables
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -23,7 +23,7 @@ def presearch(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_committed_presearch_records_render():
-    table = results.presearch_tables(results.presearch_records())
+    table = presearch_tables(presearch_records())
     assert "### cpu_tune_steps" in table and "### cpu_tune_hash" in table
     assert "task=mul,max_steps=3000" in table and "NVIDIA H200" in table
     assert "| dialogue: all | pure_addition: all |" in table  # nl_mix tests within its trained lengths

@@ -25,9 +25,11 @@ from analysis.plan import (
     seeds_of,
     sweep_args_of,
 )
+from analysis.presearch import presearch_records
 from arith.config import ConfigError, parse_only, parse_set
 from sweeps.grids import points
 from sweeps.run import parse_args
+from sweeps.search import SearchRun
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -39,10 +41,16 @@ def shown(plan: Planned, uri: str = "sqlite:////a dir/mlflow.db", storage: str =
 @pytest.mark.parametrize("plan", PLAN, ids=lambda p: " ".join(p.sweep_args()[1:]))
 def test_every_part_is_a_valid_sweep_that_selects_points(plan: Planned) -> None:
     args = parse_args(plan.command("sqlite:///x.db", "/tmp/ray")[1:])
-    assert args.grid == plan.grid and args.scale == plan.scale in ("cpu", "cpu_recipe")
+    assert (args.search if plan.search else args.grid) == plan.grid
+    assert args.scale == plan.scale in ("cpu", "cpu_recipe")
     overrides = parse_set(args.sets) if args.sets else None
+    # a search's part: a slice of the search's own grid, at the scale and seeds it declares
+    search = SearchRun.of(plan.grid, args.scale, args.seeds) if plan.search else None
+    if search:
+        assert search.scale.name == plan.scale and search.seeds == tuple(plan.seed_values)
     try:
-        selected = points(plan.grid, plan.scale, args.seeds, overrides, only=parse_only(args.only))
+        grid, scale = (search.grid, search.scale) if search else (plan.grid, plan.scale)
+        selected = points(grid, scale, args.seeds, overrides, only=parse_only(args.only))
     except ConfigError:  # only a record may have a recipe rejected since: a part ended early, never rerun
         assert plan.ended_early
     else:
@@ -115,6 +123,11 @@ def test_the_report_is_written_from_its_prose_files_and_the_store(tmp_path: Path
     assert "claims and their checks: `experiments/catalog/`" in text
     kept = results.unarchived_sections()
     for grid in grids():
+        if any(p.search for p in PLAN if p.grid == grid):  # a search: in the core-minutes, its own section
+            part = f"| {grid} | cpu_recipe | 100 | model=tiny data.format=basic |  | 160 | not yet run |"
+            assert part in text
+            assert f"## {grid}\n" not in text
+            continue
         if grid in kept:
             assert kept[grid] in text
             continue
@@ -133,7 +146,7 @@ def test_a_claim_not_testable_shows_the_pre_searched_budgets_of_its_own_points_s
     from analysis.budget import budget_table
     from analysis.findings import NOT_TESTABLE, Finding
 
-    every = [rec for records in results.presearch_records().values() for rec in records]
+    every = [rec for records in presearch_records().values() for rec in records]
     judged = [
         results.GridResult(
             grid, [], SimpleNamespace(findings=[Finding(grid, "a claim", NOT_TESTABLE, "why")])

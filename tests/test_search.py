@@ -38,6 +38,7 @@ from experiments.search import (
     ChosenRecipe,
     Search,
 )
+from sweeps.errors import SweepError
 from sweeps.grids import get_grid, points
 from sweeps.run import main
 from sweeps.search import PASSED, SearchRun, gate_cells, stopped_why
@@ -227,6 +228,23 @@ def test_the_dry_run_prints_the_search_configurations(capsys) -> None:
     assert "ASHA on gate/weakest_unseen at 10 / 30 / 90 core-minutes" in out
 
 
+def test_a_part_of_a_search_picks_its_model_shape_by_name(capsys) -> None:
+    """The plan runs a search longer than a session as parts (docs/results/plan.yaml), one model shape
+    each: `--only model=tiny` picks a bundle axis by its name, where tiny and 4x256 share model.preset."""
+    run = SearchRun.of("mul_format_recipe", None, (100,))
+    assert run.grid.bundle_axes() == ["model", "batch"]
+    tiny = points(run.grid, run.scale, (100,), only={"model": "tiny"})
+    assert len(tiny) == 8 and all(c.model.preset == "tiny" and c.model.n_embd is None for c in tiny)
+    wide = points(run.grid, run.scale, (100,), only={"model": ("4x256",), "data.format": "basic"})
+    assert len(wide) == 4 and all(c.model.n_embd == 256 and c.data.format == "basic" for c in wide)
+    both = points(run.grid, run.scale, (100,), only={"model": ("tiny", "gpt2-mini")})
+    assert {c.model.preset for c in both} == {"tiny", "gpt2-mini"} and len(both) == 16
+    with pytest.raises(SweepError, match="matches none"):
+        points(run.grid, run.scale, (100,), only={"model": "tin"})  # a name, never a part of one
+    assert main(["--search", "mul_format_recipe", "--only", "model=gpt2-mini", "--dry-run"]) == 0
+    assert "8 configurations x seeds [100]" in capsys.readouterr().out
+
+
 def test_a_recipe_declared_on_an_experiment_trains_both_compared_formats(monkeypatch) -> None:
     """The recipe a search chose, declared with its experiment: at its scale every point trains at it (the
     scale's own refusal of a task without a recipe gives way), at other scales nothing changes."""
@@ -315,6 +333,65 @@ def test_a_smoke_search_stops_trials_early_and_tables_their_cost(tmp_path) -> No
     import_sweep(fresh, archive)
     assert search_cost_table(fresh, "toy_reverse_recipe").equals(search_cost_table(uri, "toy_reverse_recipe"))
     check_the_toy_search(fresh)
+
+
+@pytest.mark.slow
+def test_a_search_run_as_plan_parts_is_archived_part_by_part_and_read_as_one(tmp_path) -> None:
+    """A search longer than a session runs as parts of the plan (docs/results/plan.yaml, `search: true`),
+    each a slice of it by `--only`, run and archived when it ends by the reproduction's own `run_part`; a
+    fresh store that imports the archives (a new machine) finds each part again and reads them as one
+    search: every configuration once, the cost table as if one sweep had run them."""
+    from test_faults import clean_env
+
+    from analysis.plan import Planned, part_runs, restore_archives
+
+    (tmp_path / "toy_parts.py").write_text(TOY_SEARCH)
+    uri, storage = f"sqlite:///{tmp_path}/mlflow.db", tmp_path / "ray_results"
+    archives = tmp_path / "archives"
+    archives.mkdir()
+    parts = (
+        Planned("toy_reverse_recipe", seeds=(100,), scale="smoke", only=("train.lr=0.003",), search=True),
+        Planned("toy_reverse_recipe", seeds=(100,), scale="smoke", only=("train.lr=1e-05", "train.lr=2e-05"),
+                search=True),
+    )  # fmt: skip
+    ray_tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # Unix socket paths stay short
+    env = clean_env(RAY_TMPDIR=ray_tmp, PYTHONPATH=f"{tmp_path}{os.pathsep}{ROOT}")
+    env[registry.PLUGINS_ENV] = "toy_parts"
+    try:
+        for part in parts:
+            code = (
+                "import pathlib\n"
+                "from analysis.plan import Planned\n"
+                "from sweeps.reproduce import run_part\n"
+                f"run_part({part!r}, {uri!r}, {str(storage)!r}, archives=pathlib.Path({str(archives)!r}))\n"
+            )
+            proc = subprocess.run(
+                [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900
+            )
+            assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    assert sorted(p.name for p in archives.iterdir()) == sorted(part.archive_name for part in parts)
+    fresh = f"sqlite:///{tmp_path}/fresh.db"
+    restore_archives(fresh, archives)  # the store reads alone: no declaration of the search is needed
+    found = part_runs(store.client(fresh), "toy_reverse_recipe", parts)
+    assert [run is not None for _, run in found] == [True, True]  # each part found by its command
+    check_the_toy_search_parts(fresh)
+    section = search_sections(fresh, ["toy_reverse_recipe"])
+    assert "its sweeps (the plan's parts, read as one search)" in section
+    assert section.count("| lr=0.003,format=basic |") == 1
+
+
+def check_the_toy_search_parts(uri: str) -> None:
+    """The toy search's two parts read as one: a cost row per configuration, lr 0.003 at the gate."""
+    from analysis.search import every_part_evaluations
+
+    runs = store.sweep_runs(store.client(uri), "toy_reverse_recipe")
+    assert len(runs) == 2
+    table = cost_to_gate(every_part_evaluations(uri, runs))
+    assert len(table) == 3 and "lr=0.003" in table.iloc[0]["configuration"]
+    assert not table.iloc[0]["core-min to gate"].startswith("not reached")
+    assert table.iloc[1:]["core-min to gate"].str.startswith("not reached").all()
 
 
 @pytest.mark.slow
@@ -547,6 +624,31 @@ def test_a_claim_not_testable_names_what_its_recipe_search_found(tmp_path) -> No
     assert search_evidence(uri, "add_posembed") == ""
     client.set_terminated(parent.info.run_id, "FINISHED")
     assert search_evidence(uri, "mul_format").startswith("mul_format_recipe (ended; ")
+    # a second part of the search (docs/results/plan.yaml): its own configuration, and one of the first
+    # part's run again, which is read from this later sweep alone; both parts read as one search
+    later = client.create_run(experiment, tags={"sweep": "1", "grid": "mul_format_recipe"})
+    again = {
+        "model=gpt2-mini,batch=512x6000,lr=0.001,format=padding_reverse,max_digits=5": [(0.95, 45.0)],
+        "model=gpt2-mini,batch=128x20000,lr=0.003,format=basic,max_digits=5": [(0.4, 38.0)],
+    }
+    for point, readings in again.items():
+        tags = {"mlflow.parentRunId": later.info.run_id, POINT_TAG: point, "seed": "100"}
+        run = client.create_run(experiment, tags=tags)
+        metrics = [
+            Metric(n, v, 0, 1) for n, v in ((GATE_METRIC, readings[0][0]), (CORE_MINUTES, readings[0][1]))
+        ]
+        client.log_batch(run.info.run_id, metrics=metrics)
+    found = search_evidence(uri, "mul_format")
+    assert found.startswith("mul_format_recipe (2 sweeps, 1 not ended; 5 of 24 configurations read")
+    assert (
+        "format=padding_reverse,max_digits=5 passed at 45 core-min (model=gpt2-mini,batch=512x6000,lr=0.001)"
+    ) in found
+    section = search_sections(uri, ["mul_format_recipe"])
+    assert (
+        f"its sweeps (the plan's parts, read as one search) {parent.info.run_id}; {later.info.run_id}."
+        in section
+    )
+    assert section.count("model=gpt2-mini,batch=512x6000,lr=0.001,format=padding_reverse") == 1
 
 
 def test_a_search_section_names_every_processor_its_sessions_ran_on() -> None:

@@ -12,6 +12,7 @@ import pytest
 from analysis import results
 from analysis.budget import steps_needed
 from analysis.plan import PLAN, Planned, load_plan
+from analysis.presearch import presearch_records
 from analysis.reach import (
     GpuBatch,
     compared_points,
@@ -148,7 +149,7 @@ def test_a_claims_points_are_those_of_its_paper_tables_the_plan_runs() -> None:
 
 
 def test_the_steps_a_point_needs_come_from_the_committed_pre_search() -> None:
-    every = [rec for records in results.presearch_records().values() for rec in records]
+    every = [rec for records in presearch_records().values() for rec in records]
     needed = steps_needed(every)
     assert needed["cpu_tune_steps: task=reverse_random_embed"] == [3000.0]  # reached: measured
     assert needed["cpu_tune_steps: task=mul_basic"] == [None]  # nearly flat: no number
@@ -210,7 +211,7 @@ def test_every_archived_trial_records_what_its_spend_is_read_from() -> None:
 def test_a_gpu_cost_without_a_banked_batch_is_read_from_the_presearch_gpu_trials() -> None:
     """The pre-search's records on lent GPUs give seconds a step per task and model: a judged sweep of a
     grid with no banked batch is costed at its trials' task, model and batch from them."""
-    every = [rec for records in results.presearch_records().values() for rec in records]
+    every = [rec for records in presearch_records().values() for rec in records]
     rates = gpu_rates(every)
     (scratchpad,) = rates[("add_scratchpad", "tiny")]  # add_posembed_steps (H100) and cpu_tune_steps (H200)
     assert scratchpad.batch == 64 and scratchpad.machines == ("NVIDIA H100 80GB HBM3", "NVIDIA H200")

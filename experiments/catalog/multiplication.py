@@ -259,6 +259,8 @@ EXPERIMENTS = (MUL_FORMAT, MUL_ONE_DIGIT_WEIGHT, MUL_SIMPLE_CASE, MUL_FORMAT_LON
 # passes"); a configuration ends at the gate. 24 configurations on one seed: at most ~560 core-minutes
 # (`Asha.most_core_min`) were the rungs read exactly; they are read at the evaluations, one an epoch of
 # 300,000 lines (measured on the 2-core AMD EPYC: ~8 core-minutes for tiny, ~38 for gpt2-mini), so more.
+# It runs as six parts of docs/results/plan.yaml (one shape x one format: a whole ASHA bracket each), each
+# archived when it ends: its first run, one sweep, was lost with its machine.
 
 MUL_FORMAT_RECIPE = Search(
     name="mul_format_recipe",
