@@ -327,7 +327,12 @@ def search_sections(
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m analysis.search", description=__doc__.splitlines()[0])
     p.add_argument("--grid", required=True, help="the search's name (its sweep's grid)")
-    p.add_argument("--run", default=None, help="the sweep's parent run id (default: the latest)")
+    p.add_argument(
+        "--run",
+        default=None,
+        help="one sweep's parent run id (default: every sweep of the search, its plan parts read as one; "
+        "the MLflow UI view is of the latest)",
+    )
     p.add_argument("--tracking-uri", default="sqlite:///mlflow.db")
     p.add_argument("--figure", type=Path, help="also draw the gate by core-minutes to this PNG")
     p.add_argument(
@@ -339,8 +344,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         require_store(args.tracking_uri)
-        parent = find_parent(store.client(args.tracking_uri), args.grid, args.run)
-        evaluations = search_evaluations(args.tracking_uri, parent.info.run_id)
+        client = store.client(args.tracking_uri)
+        parent = find_parent(client, args.grid, args.run)
+        runs = [parent] if args.run else store.sweep_runs(client, args.grid)
+        evaluations = every_part_evaluations(args.tracking_uri, runs)
         print(cost_markdown(cost_to_gate(evaluations)))
         if args.figure and (figure := figure_of(evaluations, SEARCHES.get(args.grid))) is not None:
             save(figure, args.figure)

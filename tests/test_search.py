@@ -649,6 +649,17 @@ def test_a_claim_not_testable_names_what_its_recipe_search_found(tmp_path) -> No
         in section
     )
     assert section.count("model=gpt2-mini,batch=512x6000,lr=0.001,format=padding_reverse") == 1
+    # the command line reads the parts as one too; --run reads one sweep
+    for run, rows in ((None, 5), (parent.info.run_id, 4)):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert (
+                search_main(
+                    ["--grid", "mul_format_recipe", "--tracking-uri", uri, *(["--run", run] if run else [])]
+                )
+                == 0
+            )
+        assert sum(line.startswith("| model=") for line in out.getvalue().splitlines()) == rows
 
 
 def test_a_search_section_names_every_processor_its_sessions_ran_on() -> None:
