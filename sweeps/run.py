@@ -355,7 +355,7 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
             parent_run_id = state["parent_run_id"]
             store.set_run_status(tracking_uri, parent_run_id, "RUNNING")
         else:
-            sweep_name, link = open_sweep(grid, scale, tracking_uri, len(configs))
+            sweep_name, link = open_sweep(grid, scale, tracking_uri, len(configs), options.args)
             parent_run_id = link.parent_run_id
             # the configs as kept: each trial's written once, nested under the parent run just opened
             configs = build_configs(grid, scale, options, tracking_uri, link)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shlex
 import subprocess
 import time
 from collections.abc import Iterable, Sequence
@@ -225,12 +226,18 @@ def sweep_link(
     return SweepLink(parent_run_id, tags)
 
 
-def open_sweep(grid: Grid, scale: Scale, uri: str, trials: int) -> tuple[str, SweepLink]:
-    """Open the sweep's parent MLflow run; returns the sweep's name and the link its trials' configs are
+def open_sweep(
+    grid: Grid, scale: Scale, uri: str, trials: int, args: Sequence[str] = ()
+) -> tuple[str, SweepLink]:
+    """Open the sweep's parent MLflow run, described in the MLflow UI by the command that started it (its
+    `args`, `sweep_identity`, where given); returns the sweep's name and the link its trials' configs are
     built with (`sweeps.space.trial_config`), so that each is written once, nested under the parent."""
     name = sweep_name(grid.name, scale.name)
     commit = git_commit()
-    parent_run_id = store.open_parent_run(uri, grid.name, name, sweep_tags(grid, scale, trials, commit))
+    tags = sweep_tags(grid, scale, trials, commit)
+    if args:
+        tags[schema.RUN_DESCRIPTION_TAG] = f"`python sweeps/run.py {shlex.join(args)}`"
+    parent_run_id = store.open_parent_run(uri, grid.name, name, tags)
     return name, sweep_link(grid, scale, parent_run_id, commit)
 
 

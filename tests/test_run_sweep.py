@@ -97,6 +97,9 @@ def test_smoke_sweep_of_two_grids_into_mlflow(tmp_path, ray_temp_dir):
         # what the analysis reads instead of importing sweeps: the grid's axes and the scale's digit map
         assert json.loads(parent["tags.axes"]) == GRIDS[grid].declared_axes()
         assert json.loads(parent["tags.digit_map"])["5"] == 2  # smoke: the paper's 5 digits are 2
+        # the UI's description of the parent run: what ran, without where (two parts of a grid told apart)
+        command = f"`python sweeps/run.py --cpus-per-trial 1 --grid {grid} --scale smoke --max-concurrent 2`"
+        assert parent["tags.mlflow.note.content"] == command  # run_sweep adds --cpus-per-trial 1
 
         children = runs[runs["tags.mlflow.parentRunId"] == parent["run_id"]]
         n_points = len(GRIDS[grid].points())

@@ -42,6 +42,9 @@ SEED_TAG, POINT_TAG = "seed", "point"
 #: default C0..C9): ten colours told apart at a glance, where the UI's own colours for groups (a hash of
 #: the group's name into a palette of 29) may give two points near-identical reds.
 RUN_COLOR_TAG = "mlflow.runColor"
+#: a run's description in the MLflow UI (markdown): a sweep's parent run shows the command that started it,
+#: so that two sweeps of one grid (the plan's parts: other seeds, other --only values) are told apart
+RUN_DESCRIPTION_TAG = "mlflow.note.content"
 POINT_COLOURS: tuple[str, ...] = (
     *("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd"),
     *("#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"),
