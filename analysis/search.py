@@ -41,7 +41,19 @@ ARTIFACT_DIR = "search"
 #: the recipe table's column of a recipe's cost: the most any compared point of the claim needed at it
 RECIPE_COST = "core-min to gate, every compared point"
 #: one row per trial x evaluation, what `cost_to_gate` reads
-EVALUATION_COLUMNS = [POINT_COLUMN, SEED_COLUMN, "status", "stopped", "epoch", "core_minutes", "gate"]
+#: (machine: the processors its sweep's sessions ran on, whose core-minutes compare within one only)
+EVALUATION_COLUMNS = [
+    POINT_COLUMN,
+    SEED_COLUMN,
+    "status",
+    "stopped",
+    "epoch",
+    "core_minutes",
+    "gate",
+    "machine",
+]
+#: a recipe's cost where its compared points were measured on different processors
+MIXED = "measured on different processors: compare within one"
 COST_COLUMNS = [
     "configuration",
     "seeds",
@@ -76,6 +88,7 @@ def search_evaluations(tracking_uri: str, parent_run_id: str) -> pd.DataFrame:
                     "epoch": epoch,
                     "core_minutes": spent[epoch],
                     "gate": gate[epoch],
+                    "machine": parent.data.tags.get(MACHINES_TAG, ""),
                 }
             )
     return pd.DataFrame(rows, columns=EVALUATION_COLUMNS)
@@ -125,7 +138,10 @@ def core_minutes(value: float) -> float:
 def cost_to_gate(evaluations: pd.DataFrame, threshold: float = LEARNED) -> pd.DataFrame:
     """One row per configuration (point): its seeds, how many the scheduler stopped, the core-minutes
     until the weakest gated cell first reached `threshold` on every seed ("not reached" otherwise), the
-    best value its weakest seed read, and the core-minutes spent in all. Cheapest first."""
+    best value its weakest seed read, and the core-minutes spent in all; where its sweeps ran on more than
+    one processor (the plan's parts of a search, sessions apart), the processors of each. Cheapest first."""
+    machines = evaluations.get("machine", pd.Series(dtype=str)).fillna("")
+    mixed = machines.nunique() > 1
     rows = []
     for point, configuration in evaluations.groupby(POINT_COLUMN, sort=True):
         trials = {
@@ -144,6 +160,7 @@ def cost_to_gate(evaluations: pd.DataFrame, threshold: float = LEARNED) -> pd.Da
                 else f"not reached (best {best:.2f})",
                 "best weakest cell": round(best, 3),
                 "core-min spent": core_minutes(float(costs["spent"].sum())),
+                **({"machine": "; ".join(dict.fromkeys(configuration["machine"]))} if mixed else {}),
                 "_order": (0, to_gate) if reached else (1, -best),
             }
         )
@@ -158,9 +175,11 @@ def recipe_costs(table: pd.DataFrame, search: Search) -> pd.DataFrame:
     gate at it, and the recipe's own cost, the most of them: a claim's formats all train at one recipe,
     so it serves the claim only where every one reached the gate. Cheapest first."""
     by_recipe: dict[str, dict[str, str]] = {}
+    machines: dict[str, set[str]] = {}
     for row in table.to_dict("records"):
         recipe, compared = search.split_point(row["configuration"])
         by_recipe.setdefault(recipe, {})[compared] = row["core-min to gate"]
+        machines.setdefault(recipe, set()).add(row.get("machine", ""))
     columns = sorted({c for costs in by_recipe.values() for c in costs})
     rows = []
     for recipe, costs in by_recipe.items():
@@ -170,7 +189,7 @@ def recipe_costs(table: pd.DataFrame, search: Search) -> pd.DataFrame:
             cost, order = f"not reached by {', '.join(short) or 'no run of ' + ', '.join(missing)}", math.inf
         else:
             order = max(float(costs[c]) for c in columns)
-            cost = f"{order:g}"
+            cost = f"{order:g}" + (f" ({MIXED})" if len(machines[recipe]) > 1 else "")
         rows.append({"recipe": recipe, **{c: costs.get(c, "not run") for c in columns}, RECIPE_COST: cost,
                      "_order": order})  # fmt: skip
     if not rows:
@@ -208,7 +227,9 @@ def cost_markdown(
         f"\nCost to the gate: core-minutes (seconds x CPUs / 60) until the weakest gated cell, read on the "
         f"test problems not trained on, first reached {LEARNED:g} on every seed (the most over its seeds); "
         f"'not reached' gives the best its weakest seed read before it ended or ASHA stopped it{budget}; "
-        f"a trial ends at the gate, so 'core-min spent' is what the search paid, not a full budget."
+        f"a trial ends at the gate, so 'core-min spent' is what the search paid, not a full budget; where "
+        f"its sweeps ran on more than one processor, 'machine' names each configuration's (core-minutes "
+        f"compare within one)."
     )
     if search is None:
         return "\n".join(lines) + "\n" + note

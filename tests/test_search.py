@@ -769,6 +769,19 @@ def test_a_recipe_costs_the_most_its_compared_points_needed_and_serves_only_wher
     assert recipes.iloc[0][both] == "70"  # padding_reverse's 70 > basic's 20
     assert recipes.iloc[0]["format=basic,max_digits=5"] == "20"
     assert recipes.iloc[1][both] == "not reached by format=padding_reverse,max_digits=5"
+    assert "machine" not in cost_to_gate(evaluations(rows))  # one processor (none named): no column
+    # the plan's parts of a search may run sessions apart, on other processors: a core-minute of a CPU with
+    # AMX is not one of a CPU without, so the table names each configuration's and a recipe measured on
+    # two says so beside its cost
+    amd, xeon = "AMD EPYC (native bf16)", "Intel Xeon (AMX)"
+    parts = evaluations(rows).assign(machine=[amd, amd, amd, xeon, xeon])
+    table = cost_to_gate(parts)
+    assert (
+        dict(zip(table["configuration"], table["machine"], strict=True))[f"{mini},format=basic,max_digits=5"]
+        == amd
+    )
+    recipes = recipe_costs(table, search)
+    assert recipes.iloc[0][both] == "70 (measured on different processors: compare within one)"
 
 
 def test_the_mul_search_gates_each_format_on_the_cells_its_paper_table_learned() -> None:
