@@ -27,7 +27,7 @@ from analysis.budget import budget_table, steps_needed
 from analysis.choice import part_choice
 from analysis.curves import budget_figure, learning_curves_figure, save
 from analysis.findings import NOT_TESTABLE, Finding, one_family
-from analysis.gpu import BatchResult, gpu_results, gpu_section, summary_rows
+from analysis.gpu import BatchResult, gpu_results, gpu_section, judged_findings, summary_rows
 from analysis.load import read_sweep
 from analysis.plan import (
     ARCHIVES,
@@ -235,7 +235,26 @@ def summary(
             )
         elif claims_for(result.grid):
             lines.append(f"| {result.grid} | all of its claims | not yet run |{blank}| |")
+    every = [f for r in results if r.analysis for f in r.analysis.findings]
+    every += [f for r in gpu for f in judged_findings(r)]
+    lines.insert(2, judged_line(every, [c.text for r in results for c in claims_for(r.grid)]))
     return "\n".join(lines + summary_rows(gpu)) + "\n"
+
+
+def judged_line(findings: Sequence[Finding], claims: Sequence[str]) -> str:
+    """How many of the report's claims (`claims`, by text) a finding judges, a claim judged in several
+    grids counted once, and which: the table's lead."""
+    judged = {
+        f.claim.rsplit(" [", 1)[0]: f.claim.rsplit(" [", 1)[-1].rstrip("]")
+        for f in findings
+        if f.status != NOT_TESTABLE
+    }
+    total = len(set(claims) | {f.claim.rsplit(" [", 1)[0] for f in findings})
+    which = f": {', '.join(sorted(set(judged.values())))}" if judged else ""
+    return (
+        f"**Judged: {len(judged)} of the {total} claims below**{which} (a claim judged in several grids "
+        "counts once); each row of the others says why it is not judged yet.\n"
+    )
 
 
 def _numbers(finding: Finding) -> str:

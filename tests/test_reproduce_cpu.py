@@ -134,6 +134,8 @@ def test_the_report_is_written_from_its_prose_files_and_the_store(tmp_path: Path
         notes = "; ".join(n for p in PLAN if p.grid == grid for n in (p.note, p.why_not_run) if n)
         scale = next(p.scale for p in PLAN if p.grid == grid)
         assert f"## {grid}\n\n**Not yet run** at {scale} scale ({notes or 'planned'})." in text
+    # an empty store judges nothing; the banked GPU batches (docs/results/gpu/) still judge their claim
+    assert "**Judged: 1 of the 10 claims below**: tb:basic-5 vs tb:padding-5 (a claim judged" in text
     # nothing judged, so nothing judged not testable; the pre-search's budget figure beside the report
     assert "### Not testable" not in text and (tmp_path / "results" / "figures" / "budget.png").exists()
 
@@ -462,3 +464,21 @@ def test_a_part_stopped_mid_trial_resumes_in_the_next_session(tmp_path: Path, re
     assert sessions[0]["commit"] == sessions[1]["commit"] == parent.data.tags[TAG_COMMITS]
     assert sweep_args_of(parent.data.tags[TAG_COMMAND]) == part.sweep_args()  # its part's, without --resume
     assert (tmp_path / part.archive_name).exists()
+
+
+def test_the_findings_lead_counts_a_claim_judged_in_two_grids_once() -> None:
+    from analysis.findings import Finding
+
+    def finding(grid: str, claim: str, status: str) -> Finding:
+        return Finding(grid=grid, claim=claim, status=status, evidence="")
+
+    rand, rev = "random embedding fixes it [fig:randembed]", "no embedding generalises [fig:testacc_rev]"
+    findings = [
+        finding("reverse_posembed_recipe", rand, "the seeds cannot tell"),
+        finding("reverse_posembed_replication", rand, "held"),
+        finding("reverse_posembed", rev, "not testable"),
+    ]
+    claims = ["random embedding fixes it", "no embedding generalises", "a claim no grid has run"]
+    line = results.judged_line(findings, claims)
+    assert line.startswith("**Judged: 1 of the 3 claims below**: fig:randembed (a claim judged in several")
+    assert results.judged_line([], claims).startswith("**Judged: 0 of the 3 claims below** (")
