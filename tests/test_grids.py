@@ -353,6 +353,9 @@ def test_list_and_dry_run(capsys, tmp_path):
     for name in ISSUE_GRIDS:
         assert name in out
     assert "tb:padding-20" in out
+    # the recipe searches `--search NAME` takes, with what they serve and where ASHA compares
+    assert "search mul_format_recipe  (24 configurations)" in out
+    assert "for: mul_format; ASHA at 10 / 30 / 90 core-minutes; pre-search seeds 100" in out
     assert (
         main(
             [
