@@ -16,7 +16,7 @@ from __future__ import annotations
 import shlex
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -99,6 +99,11 @@ class GridResult:
     #: per part, in `parts`' order, its finished trials' costs (None for a part not run)
     costs: list[list[TrialCost] | None] = field(default_factory=list)
 
+    @property
+    def search(self) -> bool:
+        """A recipe search's parts: counted in the core-minutes, reported in the search's own section."""
+        return any(plan.search for plan, _ in self.parts)
+
 
 def grid_results(uri: str) -> list[GridResult]:
     """Every grid of the plan, analysed once (the summary and its section both read the analysis); Holm's
@@ -109,8 +114,9 @@ def grid_results(uri: str) -> list[GridResult]:
         parts = part_runs(client, grid)
         ids = [run.info.run_id for _, run in parts if run is not None]
         costs = [trial_costs(client, run) if run is not None else None for _, run in parts]
-        judged = ids and not any(plan.search for plan, _ in parts)  # a search has its own section
-        out.append(GridResult(grid, parts, analyse(read_sweep(grid, uri, ids)) if judged else None, costs))
+        result = GridResult(grid, parts, None, costs)
+        judged = ids and not result.search  # a search has its own section
+        out.append(replace(result, analysis=analyse(read_sweep(grid, uri, ids))) if judged else result)
     return out
 
 
@@ -359,7 +365,7 @@ def write_results(
     the sweeps' grids are not the analysis's to read)."""
     every_part = grid_results(uri)
     # a recipe search's parts count in the core-minutes; what it found is its own section's
-    results = [r for r in every_part if not any(plan.search for plan, _ in r.parts)]
+    results = [r for r in every_part if not r.search]
     gpu_plan = load_gpu_plan()
     with tempfile.TemporaryDirectory() as tmp:  # a store of its own: gpu sweeps never mix with cpu ones
         gpu = gpu_results(GPU_BANK, gpu_plan, f"sqlite:///{tmp}/gpu.db")
