@@ -51,14 +51,17 @@ class Table:
     ours: pd.DataFrame
     paper: pd.DataFrame
     diff: pd.DataFrame
-    #: standard deviation over seeds, and the fewest seeds behind any cell
+    #: standard deviation over seeds (NaN where a row has one seed)
     std: pd.DataFrame
     #: accuracy on the test problems that are not / are training problems too, and the seen fraction
     #: (seed means; all NaN for trials logged before the split)
     unseen: pd.DataFrame
     seen: pd.DataFrame
     seen_fraction: pd.DataFrame
+    #: the fewest and the most seeds behind a cell (a grid read from several plan parts can hold one
+    #: seed of one point and five of another)
     min_seeds: int
+    max_seeds: int
     row_name: str
     col_name: str
     #: the points the table shows: one row each, the dotted config keys that say what a trial is and the
@@ -139,6 +142,7 @@ def _make(frame: pd.DataFrame, title: str, index: str, columns, row_name: str, c
         paper_sources=sorted(set(frame["paper_source"].dropna().astype(str))),
         **grids,
         min_seeds=int(seeds.min()) if len(seeds) else 0,
+        max_seeds=int(seeds.max()) if len(seeds) else 0,
         row_name=row_name,
         col_name=col_name,
         points=_points(frame),
@@ -259,13 +263,24 @@ def _markdown_grid(grid: pd.DataFrame, corner: str, signed: bool = False) -> str
 
 def _caption(table: Table) -> str:
     sources = ", ".join(table.paper_sources) if table.paper_sources else "no paper table for these cells"
-    seeds = f"mean of {table.min_seeds}+ seed(s)" if table.min_seeds > 1 else "one seed"
     split = (
         "; the paper's numbers, like 'this sweep', mix test problems seen in training with unseen ones"
         if table.has_split and table.has_paper
         else ""
     )
+    seeds = seeds_caption(table)
     return f"paper: {sources}; this sweep: {seeds}; {MISSING} = cell only the other side has{split}"
+
+
+def seeds_caption(table: Table) -> str:
+    """How many seeds a number of 'this sweep' is the mean of: one count, or the range where rows differ."""
+    low, high = table.min_seeds, table.max_seeds
+    if high <= 1:
+        return "one seed"
+    if low == high:
+        return f"mean of {high} seeds"
+    one = f" (std over seeds: {MISSING} where a row has one)" if low <= 1 else ""
+    return f"mean of {max(low, 1)}-{high} seeds by row{one}"
 
 
 #: the split blocks' names: what a model generalised to, beside what it may have memorised
@@ -283,7 +298,7 @@ def _blocks(table: Table) -> list[tuple[str, pd.DataFrame, bool]]:
         blocks.append((SEEN_FRACTION_BLOCK, table.seen_fraction, False))
     if table.has_paper:
         blocks += [("paper", table.paper, False), ("difference", table.diff, True)]
-    if table.min_seeds > 1:
+    if table.max_seeds > 1:
         blocks.append(("std over seeds", table.std, False))
     return blocks
 

@@ -8,6 +8,7 @@ tags and an eval/cells.csv artifact).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -290,6 +291,19 @@ def test_seeds_are_aggregated_to_mean_std_count() -> None:
     assert agg["accuracy_std"].round(4).eq(round(pd.Series([0.2, 0.6]).std(), 4)).all()
     table = analyse(sweep).tables[0]
     assert table.min_seeds == 2 and "std over seeds" in render(analyse(sweep), "markdown")
+
+
+def test_a_table_whose_rows_hold_different_seed_counts_says_so() -> None:
+    """A grid read from several plan parts can hold one seed of a point and two of another: the caption
+    gives the range, not the fewest as if it were every row's, and the spread is still shown."""
+    sweep = synthetic_sweep("add_posembed", paper_or(0.5), scale="smoke", seeds=2, jitter=True)
+    one = sweep.trials[sweep.trials["seed"] == 1]["run_id"].iloc[:1]  # one point loses its seed 1
+    sweep = dataclasses.replace(sweep, cells=sweep.cells[~sweep.cells["run_id"].isin(one)])
+    (table,) = analyse(sweep).tables
+    assert (table.min_seeds, table.max_seeds) == (1, 2)
+    page = render(analyse(sweep), "markdown")
+    assert "this sweep: mean of 1-2 seeds by row" in page and "std over seeds" in page
+    assert "this sweep: one seed" not in page
 
 
 def test_typed_axes_from_param_strings() -> None:
