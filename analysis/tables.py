@@ -279,8 +279,8 @@ def seeds_caption(table: Table) -> str:
         return "one seed"
     if low == high:
         return f"mean of {high} seeds"
-    one = f" (std over seeds: {MISSING} where a row has one)" if low <= 1 else ""
-    return f"mean of {max(low, 1)}-{high} seeds by row{one}"
+    one = f" (std over seeds: {MISSING} where a row has one)" if low == 1 else ""
+    return f"mean of {low}-{high} seeds by row{one}"
 
 
 #: the split blocks' names: what a model generalised to, beside what it may have memorised
