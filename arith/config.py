@@ -221,6 +221,11 @@ class TrainConfig:
     """Optimisation, evaluation schedule and hardware. `epochs` as in the paper; `max_steps` caps a budget."""
 
     epochs: int = 300
+    #: epochs a pass over the training lines is cut into (1: the paper's epoch, one pass). An epoch is
+    #: where the trainer evaluates, checkpoints and reports; a recipe search cuts a pass into several so
+    #: that its scheduler reads the gate every few core-minutes (arith.training.epochs). `epochs`,
+    #: `eval_epochs` and `checkpoint_every` count these epochs; the steps and their order do not change
+    epochs_per_pass: int = 1
     #: stop after this many optimiser steps (0 = no cap); the schedule is laid over min(epochs, steps)
     max_steps: int = 0
     batch_size: int = 32

@@ -65,8 +65,10 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         raise ConfigError(
             f"train.bucket_lengths {t.bucket_lengths} must lie in 1..model.n_positions={m.n_positions}"
         )
-    if t.epochs < 1 or t.batch_size < 1 or t.lr <= 0:
-        raise ConfigError("train.epochs and train.batch_size must be >= 1 and train.lr > 0")
+    if t.epochs < 1 or t.batch_size < 1 or t.lr <= 0 or t.epochs_per_pass < 1:
+        raise ConfigError(
+            "train.epochs, train.epochs_per_pass and train.batch_size must be >= 1 and train.lr > 0"
+        )
     if t.max_steps < 0 or t.warmup_steps < 0 or not 0 <= t.warmup_ratio < 1:
         raise ConfigError("train.max_steps, train.warmup_steps >= 0 and 0 <= train.warmup_ratio < 1")
     if not (0 <= t.adam_beta1 < 1 and 0 <= t.adam_beta2 < 1 and t.adam_eps > 0):

@@ -38,6 +38,7 @@ from typing import Any
 from arith.config import ConfigError, ExperimentConfig
 from arith.data.datasets import train_size
 from arith.data.tasks import get_task
+from arith.training.epochs import epochs_for_steps
 from experiments.recipes import NO_RECIPE
 
 
@@ -169,11 +170,12 @@ class Scale:
         return self.fit_epochs(scaled, cfg) if self.budget(cfg.data.task) else scaled
 
     def fit_epochs(self, cfg: ExperimentConfig, paper_cfg: ExperimentConfig) -> ExperimentConfig:
-        """cfg with the epochs its `train.max_steps` needs over its training set; the evaluation epochs
-        keep their place in the run (nl_mix reads at half and at the end)."""
+        """cfg with the epochs its `train.max_steps` needs over its training set (`train.epochs_per_pass`
+        of them a pass); the evaluation epochs keep their place in the run (nl_mix reads at half and at
+        the end)."""
         t = paper_cfg.train
         batches = math.ceil(train_size(cfg.data) / cfg.train.batch_size)
-        epochs = math.ceil(cfg.train.max_steps / batches)
+        epochs = epochs_for_steps(cfg.train.max_steps, batches, cfg.train.epochs_per_pass)
         return cfg.with_overrides(
             {
                 "train.epochs": epochs,

@@ -147,3 +147,26 @@ def test_bucketed_batches_take_few_shapes_and_keep_their_lines_and_masks() -> No
         assert not b.attention_mask[:, width:].any() and not b.loss_mask[:, width:].any()
         assert a.n_tokens == b.n_tokens
     assert bucketed.padding_fraction() > plain.padding_fraction()
+
+
+@pytest.mark.parametrize("curriculum_steps", [0, 280])
+def test_a_pass_cut_into_epochs_is_the_same_batches_in_the_same_order(curriculum_steps) -> None:
+    """`train.epochs_per_pass`: epochs 1..k are pass 1's batches in k consecutive slices, k+1..2k pass
+    2's (a digit curriculum, here over the first pass and a half, included): the steps of k = 1."""
+    lines = _lines(3000)
+    digits = [1 + i % 5 for i in range(len(lines))]
+    whole = BatchLoader(lines, 16, 0, "answer", seed=2, digits=digits, curriculum_steps=curriculum_steps)
+    cut = BatchLoader(
+        lines, 16, 0, "answer", seed=2, digits=digits, curriculum_steps=curriculum_steps, epochs_per_pass=7
+    )
+    for pass_number in (1, 2):
+        slices = [cut.epoch_indices(7 * (pass_number - 1) + part) for part in range(1, 8)]
+        assert {len(s) for s in slices} <= {len(whole) // 7, len(whole) // 7 + 1}
+        joined = [idx for s in slices for idx in s]
+        assert len(joined) == len(whole)
+        assert all((a == b).all() for a, b in zip(joined, whole.epoch_indices(pass_number), strict=True))
+
+
+def test_a_pass_cannot_be_cut_into_more_epochs_than_batches() -> None:
+    with pytest.raises(ValueError, match="epochs_per_pass=9 cuts a pass of 8 batches"):
+        BatchLoader(_lines(128), 16, 0, "answer", seed=0, epochs_per_pass=9)

@@ -23,11 +23,13 @@ import pytest
 from analysis.load import find_parent
 from analysis.search import cost_to_gate, recipe_costs, search_cost_table, search_evaluations, search_sections
 from analysis.search import main as search_main
-from arith.config import ConfigError
+from arith.config import ConfigError, ExperimentConfig
 from arith.tracking import store
 from arith.tracking.archive import export_sweep, import_sweep
 from arith.tracking.schema import CPU_SECONDS, POINT_TAG
+from arith.training.epochs import epoch_steps
 from arith.training.metrics import weakest_unseen
+from arith.training.optim import run_steps
 from experiments import registry
 from experiments.search import (
     CORE_MINUTES,
@@ -49,7 +51,8 @@ ROOT = Path(__file__).resolve().parent.parent
 #: a search of one's own, outside the repository: digit reversal (learned in seconds at smoke scale) at
 #: three peak learning rates, the good one first. The good one ends at the gate after ~0.04 core-minutes;
 #: the slow two read 0.00 alike at every rung (so the rungs cannot rank them) and would need ~0.3 for their
-#: 25 epochs, so the scheduler's budget (0.1) stops them: a ratio of CPU times, the same on any machine
+#: 25 passes, so the scheduler's budget (0.1) stops them: a ratio of CPU times, the same on any machine.
+#: Two epochs a pass, as the real search cuts its passes (there ten): the scheduler hears every half pass
 TOY_SEARCH = textwrap.dedent(
     """
     from experiments.claim import Experiment
@@ -80,7 +83,10 @@ TOY_SEARCH = textwrap.dedent(
             experiment="toy_reverse",
             compared={"data.format": ["basic"]},
             axes={"train.lr": [3e-3, 1e-5, 2e-5]},
-            base={"train.epochs": 25, "train.loss_on": "answer", "data.test_per_cell": 20},
+            base={
+                "train.epochs": 50, "train.epochs_per_pass": 2, "train.loss_on": "answer",
+                "data.test_per_cell": 20,
+            },
             scale="smoke",
             scheduler=Asha(grace_core_min=0.01, max_core_min=0.1, reduction_factor=2),
             fallback=regular,
@@ -92,7 +98,7 @@ TOY_SEARCH = textwrap.dedent(
 
 #: the toy search again, at a learning rate whose loss becomes NaN within its first steps, beside a sane one
 NAN_SEARCH = TOY_SEARCH.replace('"train.lr": [3e-3, 1e-5, 2e-5]', '"train.lr": [1e30, 3e-3]').replace(
-    '"train.epochs": 25', '"train.epochs": 3'
+    '"train.epochs": 50', '"train.epochs": 6'
 )
 
 
@@ -209,6 +215,21 @@ def test_the_mul_search_declares_both_formats_at_every_recipe_on_presearch_seeds
     # what a recipe sets is set after the scale: the peak lr as declared, not x 50
     assert {"train.lr", "train.batch_size", "train.max_steps", "model.preset"} <= set(run.grid.over_scale)
     assert Asha(10, 90, 3).rungs() == [10, 30, 90]
+
+
+def test_the_mul_search_reads_the_gate_every_tenth_of_a_pass_and_ends_at_its_budget() -> None:
+    """ASHA acts only at reports: a pass of 300,000 lines is 8-38 core-minutes on one core, so each
+    configuration is evaluated and reports every tenth of one (30,000 lines), and its step budget's
+    last step falls in its last epoch (the one evaluated as final)."""
+    run = SearchRun.of("mul_format_recipe", None, (100,))
+    configs = run.prepare({str(i): c.to_dict() for i, c in enumerate(points(run.grid, run.scale, (100,)))})
+    assert len(configs) == 24
+    for config in configs.values():
+        t = ExperimentConfig.from_dict(config).train
+        batches = math.ceil(300_000 / t.batch_size)
+        assert t.epochs_per_pass == 10 and t.eval_epochs == list(range(1, t.epochs + 1))
+        assert epoch_steps(t.epochs - 1, batches, 10) < t.max_steps <= epoch_steps(t.epochs, batches, 10)
+        assert run_steps(ExperimentConfig.from_dict(config)) == t.max_steps
 
 
 def test_seeds_below_100_are_refused() -> None:

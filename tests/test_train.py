@@ -104,14 +104,18 @@ def test_trial_restarted_after_it_finished_leaves_its_run_untouched(tmp_path) ->
     assert len(client.search_runs([client.get_experiment_by_name("test-train").experiment_id])) == 1
 
 
-@pytest.mark.parametrize("curriculum", [0.0, 0.9])
-def test_resumed_trial_ends_with_the_same_weights_in_the_same_run(tmp_path, monkeypatch, curriculum) -> None:
+@pytest.mark.parametrize("curriculum, epochs_per_pass", [(0.0, 1), (0.9, 1), (0.9, 3)])
+def test_resumed_trial_ends_with_the_same_weights_in_the_same_run(
+    tmp_path, monkeypatch, curriculum, epochs_per_pass
+) -> None:
     """Dropout and random_embed make the RNG states matter: only an exact restore reproduces the run
-    (with a digit curriculum over 36 of the 40 steps, the crash and the restart fall inside it)."""
+    (with a digit curriculum over 36 of the 40 steps, the crash and the restart fall inside it; with
+    three epochs a pass, in the middle of the second pass)."""
     common = {
         "model.position": "random_embed",
         "model.dropout": 0.1,
         "train.epochs": 5,
+        "train.epochs_per_pass": epochs_per_pass,
         "train.eval_epochs": [2],
         "train.curriculum": curriculum,
         "data.min_digits": 1,
@@ -208,6 +212,33 @@ def test_reaching_the_target_stops_training_early(tmp_path, monkeypatch) -> None
     assert result.run_id == ""
 
 
+def test_a_pass_cut_into_epochs_trains_the_same_steps_and_reports_each_epoch(tmp_path) -> None:
+    """`train.epochs_per_pass`: two passes as six epochs end with the weights of two epochs of one
+    pass (learned positions: no draws reseeded per epoch; dropout on the same RNG stream), and the
+    scheduler hears after each of the six."""
+    common = {"model.dropout": 0.1, "train.curriculum": 0.5, "data.min_digits": 1, "tracking.enabled": False}
+    whole = train(
+        tiny_cfg(tmp_path, **common, **{"train.epochs": 2, "train.checkpoint_dir": str(tmp_path / "a")})
+    )
+    reports: list[dict] = []
+    cut = train(
+        tiny_cfg(
+            tmp_path,
+            **common,
+            **{"train.epochs": 6, "train.epochs_per_pass": 3, "train.checkpoint_dir": str(tmp_path / "b")},
+        ),
+        reporter=lambda metrics, _path: reports.append(metrics),
+    )
+    assert cut.steps == whole.steps == 16 and cut.epochs_done == 6
+    assert [r["epoch"] for r in reports] == [1, 2, 3, 4, 5, 6]
+    assert [r["step"] for r in reports] == [2, 5, 8, 10, 13, 16]  # slices of 8 batches: 2, 3, 3
+    a = load_checkpoint(tmp_path / "a")["model"]
+    b = load_checkpoint(tmp_path / "b")["model"]
+    for name in a:
+        torch.testing.assert_close(a[name], b[name], rtol=0, atol=0, msg=name)
+    assert cut.cells.equals(whole.cells)
+
+
 def test_max_steps_caps_the_run(tmp_path) -> None:
     result = train(tiny_cfg(tmp_path, **{"train.max_steps": 10, "tracking.enabled": False}))
     assert result.steps == 10 and result.epochs_done == 2 and result.stopped == "max_steps"
@@ -223,6 +254,7 @@ def test_schedule_warms_up_then_decays() -> None:
     assert lr_lambda(TrainConfig(schedule="constant"), 10)(9) == 1.0
     assert total_steps(TrainConfig(epochs=3, max_steps=0), 7) == 21
     assert total_steps(TrainConfig(epochs=3, max_steps=5), 7) == 5
+    assert total_steps(TrainConfig(epochs=4, epochs_per_pass=3), 7) == 7 + 2
 
 
 def test_cli_builds_the_config_from_file_flags_and_set(tmp_path, capsys) -> None:

@@ -1,7 +1,8 @@
 """Tokenised training data, length-bucketed batches and loss masks.
 
-Lines are encoded once. Each epoch the order is reshuffled from (seed, epoch) alone, so a resumed run
-draws exactly the batches an uninterrupted one would; within a window of a few batches the lines are
+Lines are encoded once. Each pass over them is reshuffled from (seed, pass) alone, and an epoch is a pass
+or a fixed slice of one (`train.epochs_per_pass`), so a resumed run draws exactly the batches an
+uninterrupted one would; within a window of a few batches the lines are
 sorted by length, so a batch holds lines of similar length and little of it is padding.
 
 A digit curriculum (`train.curriculum`) replaces the first steps' batches with draws from the lines of
@@ -25,6 +26,7 @@ import torch
 
 from arith.config import LOSS_ON, ConfigError
 from arith.model.tokenizer import encode_examples
+from arith.training.epochs import check_epochs_per_pass, pass_of, slice_bounds
 
 #: how many batches' worth of shuffled lines are sorted by length together: larger = less padding,
 #: smaller = batches closer to i.i.d.
@@ -166,7 +168,9 @@ def curriculum_cap(step: int, curriculum_steps: int, fewest: int, most: int) -> 
 class BatchLoader:
     """The training set as length-bucketed batches, deterministic per (seed, epoch).
 
-    With `digits` (one count per line) and `curriculum_steps`, the batches of the run's first
+    A pass over the lines is shuffled by (seed, pass); with `epochs_per_pass` = k each epoch is one of k
+    consecutive slices of its pass (`arith.training.epochs`), so the batches and their order are those of
+    k = 1. With `digits` (one count per line) and `curriculum_steps`, the batches of the run's first
     `curriculum_steps` steps are drawn instead from the lines under the curriculum's cap at that step."""
 
     def __init__(
@@ -179,6 +183,7 @@ class BatchLoader:
         digits: Sequence[int] | None = None,
         curriculum_steps: int = 0,
         bucket_lengths: Sequence[int] = (),
+        epochs_per_pass: int = 1,
     ) -> None:
         if not lines:
             raise ValueError("the training set is empty")
@@ -193,9 +198,16 @@ class BatchLoader:
         self.curriculum_steps = curriculum_steps
         self._digits = np.asarray(digits if digits is not None else [0] * len(self.lines))
         self.bucket_lengths = tuple(sorted(bucket_lengths))
+        check_epochs_per_pass(epochs_per_pass)
+        if epochs_per_pass > len(self):
+            raise ValueError(
+                f"train.epochs_per_pass={epochs_per_pass} cuts a pass of {len(self)} batches into epochs "
+                "without a step: at most one epoch a batch"
+            )
+        self.epochs_per_pass = epochs_per_pass
 
     def __len__(self) -> int:
-        """Batches per epoch (each bucketing window may end in one short batch)."""
+        """Batches per pass over the lines (each bucketing window may end in one short batch)."""
         return batches_per_epoch(len(self.lines), self.batch_size)
 
     def epoch(self, epoch: int) -> Iterator[Batch]:
@@ -204,11 +216,18 @@ class BatchLoader:
             yield collate([self.lines[i] for i in idx], self.pad_id, self.loss_on, self.bucket_lengths)
 
     def epoch_indices(self, epoch: int) -> list[np.ndarray]:
-        order = epoch_order(self._lengths, self.batch_size, self.seed, epoch)
-        first_step = (epoch - 1) * len(self)
+        """The index batches of `epoch`: its slice of its pass (the whole pass at one epoch a pass)."""
+        pass_number, part = pass_of(epoch, self.epochs_per_pass)
+        start, stop = slice_bounds(len(self), self.epochs_per_pass, part)
+        return self.pass_indices(pass_number)[start:stop]
+
+    def pass_indices(self, pass_number: int) -> list[np.ndarray]:
+        """The index batches of one pass (1-based) over the lines, in order."""
+        order = epoch_order(self._lengths, self.batch_size, self.seed, pass_number)
+        first_step = (pass_number - 1) * len(self)
         if not self.curriculum_steps or first_step >= self.curriculum_steps:
             return order
-        rng = np.random.default_rng([self.seed, epoch, 1])
+        rng = np.random.default_rng([self.seed, pass_number, 1])
         fewest, most = int(self._digits.min()), int(self._digits.max())
         allowed = {cap: np.flatnonzero(self._digits <= cap) for cap in range(fewest, most + 1)}
         lengths = np.asarray(self._lengths)

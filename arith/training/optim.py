@@ -9,11 +9,13 @@ import torch
 
 from arith.config import ExperimentConfig, TrainConfig
 from arith.data.datasets import train_size
+from arith.training.epochs import epoch_steps
 
 
-def total_steps(t: TrainConfig, steps_per_epoch: int) -> int:
-    """Optimiser steps of the whole run: the epochs, capped by max_steps."""
-    steps = t.epochs * steps_per_epoch
+def total_steps(t: TrainConfig, batches_per_pass: int) -> int:
+    """Optimiser steps of the whole run: the epochs (`train.epochs_per_pass` of them a pass), capped by
+    max_steps."""
+    steps = epoch_steps(t.epochs, batches_per_pass, t.epochs_per_pass)
     return min(steps, t.max_steps) if t.max_steps else steps
 
 

@@ -163,6 +163,7 @@ def train_loader(train_set: list, tokenizer, t: TrainConfig) -> BatchLoader:
         t.seed,
         digits=[example_digits(example) for example in train_set],
         bucket_lengths=t.bucket_lengths,
+        epochs_per_pass=t.epochs_per_pass,
     )
 
 

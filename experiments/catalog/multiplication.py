@@ -256,11 +256,13 @@ EXPERIMENTS = (MUL_FORMAT, MUL_ONE_DIGIT_WEIGHT, MUL_SIMPLE_CASE, MUL_FORMAT_LON
 # 1e-3 and 3e-3); warmup (5%) and linear decay are laid over each configuration's own steps. ASHA stops
 # at 10 and 30 core-minutes the configurations whose weakest gated cell (unseen problems) lags behind
 # those of the same format, and every one at 90 (the issue's bound for "no affordable configuration
-# passes"); a configuration ends at the gate. 24 configurations on one seed: at most ~560 core-minutes
-# (`Asha.most_core_min`) were the rungs read exactly; they are read at the evaluations, one an epoch of
-# 300,000 lines (measured on the 2-core AMD EPYC: ~8 core-minutes for tiny, ~38 for gpt2-mini), so more.
-# It runs as six parts of docs/results/plan.yaml (one shape x one format: a whole ASHA bracket each), each
-# archived when it ends: its first run, one sweep, was lost with its machine.
+# passes"); a configuration ends at the gate. The rungs are read at reports, each after an evaluation:
+# one a pass of the 300,000 lines would be ~8 core-minutes apart for tiny and ~38 for gpt2-mini (2-core
+# AMD EPYC), past the first two rungs, so a pass is cut into ten epochs (`train.epochs_per_pass`: the same
+# steps, evaluated every 30,000 lines; a test grid of 900 problems costs 0.5-2 CPU-seconds). It runs as six
+# parts of docs/results/plan.yaml (one shape x one format: a whole ASHA bracket of 4 configurations each,
+# at most ~127 core-minutes by `Asha.most_core_min`), each archived when it ends: its first run, one
+# sweep, was lost with its machine.
 
 MUL_FORMAT_RECIPE = Search(
     name="mul_format_recipe",
@@ -280,7 +282,13 @@ MUL_FORMAT_RECIPE = Search(
         ],
         "train.lr": [1e-3, 3e-3],
     },
-    base={"train.precision": "bf16", "train.warmup_ratio": 0.05, "train.schedule": "linear"},
+    base={
+        "train.precision": "bf16",
+        "train.warmup_ratio": 0.05,
+        "train.schedule": "linear",
+        # the gate read every 30,000 lines (a tenth of a pass): ASHA acts at reports only
+        "train.epochs_per_pass": 10,
+    },
     scale="cpu_recipe",
     seeds=(100,),
     scheduler=Asha(grace_core_min=10, max_core_min=90, reduction_factor=3),
