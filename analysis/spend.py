@@ -4,7 +4,9 @@ ran.
 A trial's cost is the wall time it held its CPUs (MLflow's start and end times, which the archives keep,
 less the stops between sessions: `held_minutes`) times the CPUs Tune gave it (the `train.num_threads` param:
 sweeps/trainable.py sets it to them). A part's spend is the sum over its finished trials; what it planned is
-`Planned.estimate_core_min`, "not declared" where the plan gave none before it ran.
+`Planned.estimate_core_min`, "not declared" where the plan gave none before it ran. Beside it, the trials'
+own CPU time (`cpu_seconds`, where their trainer logged it): what an estimate of a trial's cost predicts,
+which other work on the same cores stretches the wall minutes past.
 """
 
 from __future__ import annotations
@@ -92,6 +94,14 @@ def planned_text(plan: Planned) -> str:
     return "not declared" if plan.estimate_core_min is None else f"{plan.estimate_core_min:,.0f}"
 
 
+def cpu_text(costs: list[TrialCost]) -> str:
+    """The trials' own CPU minutes summed, or "—" where a trial's trainer did not log its clock (trials
+    from before 29 Nov 2026 21:30 UTC)."""
+    if not costs or any(c.cpu_minutes is None for c in costs):
+        return "—"
+    return f"{sum(c.cpu_minutes or 0.0 for c in costs):,.0f}"
+
+
 def spent_line(plan: Planned, costs: list[TrialCost]) -> str:
     """One line of a run part in its grid's section: core-minutes planned and spent."""
     cpus = ", ".join(dict.fromkeys(f"{c.cpus:g}" for c in costs)) or "-"
@@ -101,9 +111,11 @@ def spent_line(plan: Planned, costs: list[TrialCost]) -> str:
     ended = f"{finished} finished {word}"
     if finished < len(costs):  # a part ended early: its stopped trials' minutes were spent too
         ended = f"{len(costs)} {word}, {finished} finished"
+    cpu = cpu_text(costs)
+    clock = "" if cpu == "—" else f"; {cpu} of the trials' own CPU time"
     return (
         f"  - core-minutes: planned {planned_text(plan)}, spent {spent:,.0f} ({ended} x {cpus} CPU each, "
-        "from their runs' start and end times less the stops between sessions)"
+        f"from their runs' start and end times less the stops between sessions{clock})"
     )
 
 
@@ -117,6 +129,7 @@ def spend_table(
             spent = "before the archives" if plan.grid in unarchived else "not yet run"
         else:
             spent = f"{sum(c.core_minutes for c in costs):,.0f}"
+        cpu = "" if costs is None else cpu_text(costs)
         rows.append(
             {
                 "grid": plan.grid,
@@ -126,6 +139,7 @@ def spend_table(
                 "trials": "" if costs is None else len(costs),
                 "core-minutes planned": planned_text(plan),
                 "core-minutes spent": spent,
+                "of which CPU time": cpu,
             }
         )
     ran = [c for _, costs in parts if costs is not None for c in costs]
@@ -138,7 +152,10 @@ def spend_table(
         '(`estimate_core_min`; "not declared" for the parts run before the plan declared them, rather than '
         "an estimate made after the fact) and what it spent (its finished trials' wall minutes x the CPUs "
         "each held, from the runs' start and end times in the store and its archive, less the stops between "
-        "sessions). Spent in all: "
+        "sessions), and of it the trials' own CPU time where their trainer logged it (`cpu_seconds`, from "
+        "29 Nov 2026 21:30 UTC; — before): other work on the same cores (a test suite beside a sweep) "
+        "stretches the wall minutes, not the CPU time, which is what an estimate of a trial's cost "
+        "predicts. Spent in all: "
         f"{spent:,.0f} core-minutes over {len(ran)} trials; declared: {sum(declared):,.0f}, of which "
         f"{sum(todo):,.0f} for the parts not yet run.\n\n{markdown_table(pd.DataFrame(rows))}\n"
     )

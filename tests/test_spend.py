@@ -23,6 +23,7 @@ from analysis.reach import (
     one_core_cost,
 )
 from analysis.spend import TrialCost, planned_text, spend_table, spent_line, trial_costs
+from arith.tracking.schema import CPU_SECONDS
 from experiments.gpu_plan import load_gpu_plan
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,9 +86,18 @@ def test_spent_is_each_finished_trials_minutes_times_its_cpus_read_from_the_stor
     stopped = dataclasses.replace(costs[1], finished=False)
     assert "spent 14 (2 trials, 1 finished x 1, 2 CPU each" in spent_line(plan, [costs[0], stopped])
     table = spend_table([(plan, costs), (Planned("h", 1), None), (Planned("u", 1), None)], {"u"})
-    assert "| g | cpu | 0, 1, 2 |  | 2 | 20 | 14 |" in table
-    assert "| h | cpu | 0 |  |  | not declared | not yet run |" in table
-    assert "| u | cpu | 0 |  |  | not declared | before the archives |" in table
+    assert "| g | cpu | 0, 1, 2 |  | 2 | 20 | 14 | — |" in table  # no trial logged its CPU clock
+    assert "| h | cpu | 0 |  |  | not declared | not yet run |  |" in table
+    assert "| u | cpu | 0 |  |  | not declared | before the archives |  |" in table
+    # trials that logged their own CPU time (cpu_seconds) show it beside the wall minutes other work
+    # on the same cores stretched: 5 + 7 of the 14
+    for cost, seconds in zip(costs, [300.0, 420.0], strict=True):
+        run = next(r for r in client.search_runs([experiment]) if r.data.tags.get("seed") == str(cost.seed))
+        client.log_metric(run.info.run_id, CPU_SECONDS, seconds, step=3)
+    clocked = trial_costs(client, client.get_run(parent.info.run_id))
+    assert sorted(c.cpu_minutes for c in clocked) == [5.0, 7.0]
+    assert spent_line(plan, clocked).endswith("between sessions; 12 of the trials' own CPU time)")
+    assert "| g | cpu | 0, 1, 2 |  | 2 | 20 | 14 | 12 |" in spend_table([(plan, clocked)])
     assert (
         "Spent in all: 14 core-minutes over 2 trials; declared: 20, of which 0 for the parts not yet run"
         in table
