@@ -6,7 +6,9 @@ when a trial reports, so with an epoch of 300,000 lines (8 to 38 core-minutes on
 at 10 and 30 core-minutes would be read up to a pass late. With `epochs_per_pass` = k, pass p's batches,
 in the order the whole pass would have them, are cut into k consecutive slices, epochs k(p-1)+1 .. kp:
 the same steps in the same order, read k times as often. Each epoch is deterministic from (seed, epoch)
-alone, so a checkpoint at its end resumes the run exactly.
+alone, so a checkpoint at its end resumes the run exactly. A position scheme's random draws (random_embed's
+tags, random offsets) are reseeded each epoch (`ArithModel.new_epoch`): with k > 1 they are other draws of
+the same distribution, so a run compares with another of its own k.
 
 Plain integer arithmetic, no torch: the sweeps fit a step budget's epochs with it (`sweeps.scales`), the
 loader cuts its passes with it (`arith.training.batching`).
