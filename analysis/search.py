@@ -32,6 +32,7 @@ from analysis.load import AnalysisError, find_parent, require_store
 from analysis.ui_view import share_search_view
 from arith.tracking import store
 from arith.tracking.schema import CPU_SECONDS, POINT_COLUMN, POINT_TAG, SEED_COLUMN, SEED_TAG
+from arith.training.metrics import MIN_UNSEEN
 from experiments.registry import EXPERIMENTS, SEARCHES, claims_for
 from experiments.search import CORE_MINUTES, CUT, GATE_METRIC, MACHINES_TAG, STOPPED_TAG, Search
 from experiments.verdicts import LEARNED, TOLERANCE
@@ -225,7 +226,8 @@ def cost_markdown(
     budget = f", at most {budget_core_min:g} core-minutes a trial" if budget_core_min else ""
     note = (
         f"\nCost to the gate: core-minutes (seconds x CPUs / 60) until the weakest gated cell, read on the "
-        f"test problems not trained on, first reached {LEARNED:g} on every seed (the most over its seeds); "
+        f"test problems not trained on (all of a cell's where fewer than {MIN_UNSEEN} were not), first "
+        f"reached {LEARNED:g} on every seed (the most over its seeds); "
         f"'not reached' gives the best its weakest seed read before it ended or ASHA stopped it{budget}; "
         f"a trial ends at the gate, so 'core-min spent' is what the search paid, not a full budget; where "
         f"its sweeps ran on more than one processor, 'machine' names each configuration's (core-minutes "

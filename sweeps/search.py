@@ -7,8 +7,8 @@ by the one trainable, `sweeps.trainable.run_trial`, with three additions:
   `train.epochs_per_pass`, so that the rungs are read within minutes of where they fall) and reports
   `gate/weakest_unseen`: the weakest of the cells the competence gate reads for its point
   (`experiments.verdicts.gated_cells`: the paper's learned cells through the digit map, else the search's
-  fallback), on the test problems it was not trained on (`train.gate_cells`,
-  `arith.training.metrics.weakest_unseen`);
+  fallback), on the test problems it was not trained on where a cell has at least
+  `arith.training.metrics.MIN_UNSEEN` of them, else on all (`train.gate_cells`, `weakest_unseen`);
 - Tune's ASHA scheduler (`ray.tune.schedulers.ASHAScheduler`) reads that metric against the trial's clock,
   the CPU time of its process (`schema.CPU_SECONDS`: setup, steps and evaluations, every thread, kept in
   its checkpoints across restores): core-seconds, which a machine busy with other work does not inflate

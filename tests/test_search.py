@@ -28,7 +28,7 @@ from arith.tracking import store
 from arith.tracking.archive import export_sweep, import_sweep
 from arith.tracking.schema import CPU_SECONDS, POINT_TAG
 from arith.training.epochs import epoch_steps
-from arith.training.metrics import weakest_unseen
+from arith.training.metrics import MIN_UNSEEN, weakest_unseen
 from arith.training.optim import run_steps
 from experiments import registry
 from experiments.search import (
@@ -184,19 +184,27 @@ def test_the_cost_table_of_no_evaluations_is_empty_with_its_columns() -> None:
     assert "core-min to gate" in cost_to_gate(evaluations([])).columns
 
 
-def test_the_weakest_cell_reads_unseen_problems_where_a_cell_has_them() -> None:
+def test_the_weakest_cell_reads_unseen_problems_where_a_cell_has_enough_of_them() -> None:
     cells = pd.DataFrame(
         {
-            "context": ["main", "main", "main"],
-            "row_digits": [1, 2, 3],
-            "col_digits": [1, 2, 3],
-            "accuracy": [1.0, 0.95, 0.2],
+            "context": ["main", "main", "main", "main"],
+            "row_digits": [1, 2, 3, 3],
+            "col_digits": [1, 2, 3, 1],
+            "n": [100, 100, 100, 100],
+            "accuracy": [1.0, 0.95, 0.2, 0.92],
             # 1x1 has no unseen problem (every one trained on): its accuracy stands
-            "accuracy_unseen": [math.nan, 0.5, 0.1],
+            "accuracy_unseen": [math.nan, 0.5, 0.1, 0.0],
+            # ... nor does 3x1 with one of its 100 unseen (98 of 2x2's seen in mul_format_recipe's first
+            # run read 0.0 / 0.5 / 1.0 from one evaluation to the next): read on all of its problems
+            "n_seen": [100, 50, 1, 99],
         }
     )
     assert weakest_unseen(cells, ["main:1x1", "main:2x2"]) == 0.5  # memorised 2x2 does not pass
     assert weakest_unseen(cells, ["main:1x1"]) == 1.0
+    assert weakest_unseen(cells, ["main:1x1", "main:3x1"]) == 0.92
+    assert weakest_unseen(cells.assign(n_seen=[100, 100 - MIN_UNSEEN + 1, 1, 99]), ["main:2x2"]) == 0.95
+    assert weakest_unseen(cells.assign(n_seen=[100, 100 - MIN_UNSEEN, 1, 99]), ["main:2x2"]) == 0.5
+    assert weakest_unseen(cells.drop(columns="n_seen"), ["main:3x1"]) == 0.0  # no counts: unseen as read
     assert math.isnan(weakest_unseen(cells, ["main:4x4"]))
 
 
