@@ -366,6 +366,10 @@ def write_results(
     every_part = grid_results(uri)
     # a recipe search's parts count in the core-minutes; what it found is its own section's
     results = [r for r in every_part if not r.search]
+    # a search's plan parts: how many have a sweep in the store, of how many declared
+    progress = {
+        r.grid: (sum(run is not None for _, run in r.parts), len(r.parts)) for r in every_part if r.search
+    }
     gpu_plan = load_gpu_plan()
     with tempfile.TemporaryDirectory() as tmp:  # a store of its own: gpu sweeps never mix with cpu ones
         gpu = gpu_results(GPU_BANK, gpu_plan, f"sqlite:///{tmp}/gpu.db")
@@ -399,7 +403,7 @@ def write_results(
             steps_needed(every),
             gpu_batches(GPU_BANK, gpu_plan),
             gpu_rates(every),
-            {r.grid: found for r in results if (found := search_evidence(uri, r.grid))},
+            {r.grid: found for r in results if (found := search_evidence(uri, r.grid, progress))},
         ),
         spend_table(
             [p for r in every_part for p in zip((plan for plan, _ in r.parts), r.costs, strict=True)],
@@ -410,7 +414,8 @@ def write_results(
         intro.rstrip() + "\n",
         *filter(None, head),
         presearch_tables(files, budgets, budget_curves),
-        *filter(None, [search_sections(uri, figures=figures, link=FIGURES.as_posix())]),  # once one has run
+        # once one has run
+        *filter(None, [search_sections(uri, figures=figures, link=FIGURES.as_posix(), plan_parts=progress)]),
         *sections,
         gpu_section(gpu),
     ]

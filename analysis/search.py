@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -171,31 +171,42 @@ def cost_to_gate(evaluations: pd.DataFrame, threshold: float = LEARNED) -> pd.Da
     return table.drop(columns="_order").reset_index(drop=True)
 
 
+def compared_labels(search: Search) -> list[str]:
+    """The compared points of `search` as its configurations name them (`format=basic,max_digits=5`), in
+    its grid's order: every one the search declares, whether or not a part of it has run."""
+    grid = search.grid(EXPERIMENTS[search.experiment].grid)
+    return list(dict.fromkeys(search.split_point(point.name)[1] for point in grid.points()))
+
+
 def recipe_costs(table: pd.DataFrame, search: Search) -> pd.DataFrame:
-    """The cost table by recipe: one row per recipe with what each compared point (a column) cost to the
-    gate at it, and the recipe's own cost, the most of them: a claim's formats all train at one recipe,
-    so it serves the claim only where every one reached the gate. Cheapest first."""
+    """The cost table by recipe: one row per recipe with what each compared point (a column: every one the
+    search declares, "not run yet" where none of its configurations at the recipe has) cost to the gate
+    at it, and the recipe's own cost, the most of them: a claim's formats all train at one recipe, so it
+    serves the claim only where every one reached the gate. Recipes every point passed at first
+    (cheapest first), then those still waiting on a point (by what the run ones cost), then the rest."""
     by_recipe: dict[str, dict[str, str]] = {}
     machines: dict[str, set[str]] = {}
     for row in table.to_dict("records"):
         recipe, compared = search.split_point(row["configuration"])
         by_recipe.setdefault(recipe, {})[compared] = row["core-min to gate"]
         machines.setdefault(recipe, set()).add(row.get("machine", ""))
-    columns = sorted({c for costs in by_recipe.values() for c in costs})
+    columns = compared_labels(search)
     rows = []
     for recipe, costs in by_recipe.items():
         missing = [c for c in columns if c not in costs]
         short = [c for c in columns if c in costs and costs[c].startswith("not reached")]
-        if missing or short:
-            cost, order = f"not reached by {', '.join(short) or 'no run of ' + ', '.join(missing)}", math.inf
+        known = max((float(costs[c]) for c in columns if c in costs and c not in short), default=math.inf)
+        if short:
+            cost, order = f"not reached by {', '.join(short)}", (2, 0.0)
+        elif missing:
+            cost, order = f"not known: {', '.join(missing)} not run yet", (1, known)
         else:
-            order = max(float(costs[c]) for c in columns)
-            cost = f"{order:g}" + (f" ({MIXED})" if len(machines[recipe]) > 1 else "")
-        rows.append({"recipe": recipe, **{c: costs.get(c, "not run") for c in columns}, RECIPE_COST: cost,
+            cost, order = f"{known:g}" + (f" ({MIXED})" if len(machines[recipe]) > 1 else ""), (0, known)
+        rows.append({"recipe": recipe, **{c: costs.get(c, "not run yet") for c in columns}, RECIPE_COST: cost,
                      "_order": order})  # fmt: skip
     if not rows:
         return pd.DataFrame(columns=["recipe", *columns, RECIPE_COST])
-    frame = pd.DataFrame(rows).sort_values("_order", kind="stable")
+    frame = pd.DataFrame(rows).sort_values("_order", kind="stable", key=lambda c: c.map(tuple))
     return frame.drop(columns="_order").reset_index(drop=True)
 
 
@@ -270,11 +281,26 @@ def figure_of(evaluations: pd.DataFrame, search: Search | None) -> Figure | None
     return search_figure(evaluations, search.split_point, search.scheduler.rungs())
 
 
-def search_evidence(tracking_uri: str, grid: str) -> str:
+def plan_progress(name: str, runs: list[Any], plan_parts: Mapping[str, tuple[int, int]] | None) -> str:
+    """How far the search has got: of the plan's parts (`plan_parts[name]`: how many have a sweep in the
+    store, how many docs/results/plan.yaml declares) where the plan declares it, else of its sweeps; and
+    how many are still running."""
+    running = sum(run.info.status != "FINISHED" for run in runs)
+    if plan_parts and name in plan_parts:
+        started, declared = plan_parts[name]
+        return f"{started} of {declared} plan parts run" + (f", {running} not ended" if running else "")
+    if len(runs) > 1:  # the plan's parts of a search longer than a session
+        return f"{len(runs)} sweeps, " + (f"{running} not ended" if running else "all ended")
+    return "not ended" if running else "ended"
+
+
+def search_evidence(
+    tracking_uri: str, grid: str, plan_parts: Mapping[str, tuple[int, int]] | None = None
+) -> str:
     """What the recipe search for `grid`'s claims found (every sweep of it, read as one), for its
     not-testable row ("" where none has run): per compared point, the cheapest configuration to the
-    gate, or that none of those it read got there and the best any did; whether the search has ended
-    and how many configurations it read."""
+    gate, or that none of those it read got there and the best any did, or that none has run yet; how
+    far the search has got (`plan_progress`) and how many configurations it read."""
     client, said = store.client(tracking_uri), []
     for name, search in SEARCHES.items():
         if not set(claims_for(grid)) & set(claims_for(search.experiment)):
@@ -288,7 +314,11 @@ def search_evidence(tracking_uri: str, grid: str) -> str:
             recipe, compared = search.split_point(row["configuration"])
             by_point.setdefault(compared, []).append({**row, "recipe": recipe})
         found = []
-        for compared, rows in by_point.items():
+        for compared in compared_labels(search):
+            rows = by_point.get(compared, [])
+            if not rows:
+                found.append(f"{compared}: not run yet")
+                continue
             passed = [r for r in rows if not r["core-min to gate"].startswith("not reached")]
             if passed:
                 cheapest = passed[0]
@@ -301,13 +331,10 @@ def search_evidence(tracking_uri: str, grid: str) -> str:
             found.append(
                 f"{compared}: none of {read} passed (best {best['best weakest cell']:.2f}, {best['recipe']})"
             )
-        running = sum(run.info.status != "FINISHED" for run in runs)
-        ended = "not ended" if running else "ended"
-        if len(runs) > 1:  # the plan's parts of a search longer than a session
-            ended = f"{len(runs)} sweeps, " + (f"{running} not ended" if running else "all ended")
         configurations = len(search.grid(EXPERIMENTS[search.experiment].grid).points())
+        progress = plan_progress(name, runs, plan_parts)
         said.append(
-            f"{name} ({ended}; {len(table)} of {configurations} configurations read, at most "
+            f"{name} ({progress}; {len(table)} of {configurations} configurations read, at most "
             f"{search.scheduler.max_core_min:g} core-min a trial): " + "; ".join(found)
         )
     return " ".join(said)
@@ -322,12 +349,16 @@ def machines(parent: Any) -> str:
 
 
 def search_sections(
-    tracking_uri: str, names: Iterable[str] | None = None, figures: Path | None = None, link: str = ""
+    tracking_uri: str,
+    names: Iterable[str] | None = None,
+    figures: Path | None = None,
+    link: str = "",
+    plan_parts: Mapping[str, tuple[int, int]] | None = None,
 ) -> str:
     """docs/RESULTS.md's section of the recipe searches: for each declared search (default: every one)
-    with a sweep in the store (every one, read as one search: the plan's parts of it), the cost-to-gate
-    table ("" when none has run), and its figure saved in `figures` (as `search_<name>.png`, linked as
-    `link`/that name) where given."""
+    with a sweep in the store (every one, read as one search: the plan's parts of it), how far it has got
+    (`plan_parts`, as `plan_progress` reads it), the cost-to-gate table ("" when none has run), and its
+    figure saved in `figures` (as `search_<name>.png`, linked as `link`/that name) where given."""
     client, parts = store.client(tracking_uri), []
     for name in SEARCHES if names is None else names:
         runs = store.sweep_runs(client, name)
@@ -343,7 +374,10 @@ def search_sections(
             table += f"\n\n![{name}: the gate by core-minutes]({link}/search_{name}.png)"
         sweeps = "; ".join(f"{run.info.run_id}{machines(run)}" for run in reversed(runs))
         word = "its sweep" if len(runs) == 1 else "its sweeps (the plan's parts, read as one search)"
-        parts.append(f"### Recipe search {name}\n\n{what}; {word} {sweeps}.\n\n{table}\n")
+        progress = plan_progress(name, runs, plan_parts)
+        if plan_parts and name in plan_parts and plan_parts[name][0] < plan_parts[name][1]:
+            progress += " (docs/results/plan.yaml): the tables read the configurations run so far"
+        parts.append(f"### Recipe search {name}\n\n{what}; {word} {sweeps}; {progress}.\n\n{table}\n")
     return "## Recipe searches: the cost to the gate\n\n" + "\n".join(parts) if parts else ""
 
 

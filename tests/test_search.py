@@ -502,7 +502,7 @@ def check_the_toy_search(uri: str, resumed: bool = False) -> None:
     assert "(results/figures/search_toy_reverse_recipe.png)" in section
     assert (figures / "search_toy_reverse_recipe.png").stat().st_size > 0
     assert good["configuration"] in section and "not reached" in section
-    assert f", on {machine()[0]}." in section  # the processor its core-minutes were measured on
+    assert f", on {machine()[0]}; ended." in section  # where its core-minutes were measured; it ended
     # the search's seeds are its parent run's pre-search seeds: no claim is judged on them
     assert parent.data.tags["presearch_seeds"] == "[100]" and parent.info.status == "FINISHED"
 
@@ -651,6 +651,9 @@ def test_a_claim_not_testable_names_what_its_recipe_search_found(tmp_path) -> No
     ) in found
     assert search_evidence(uri, "mul_format_long") == found  # its variant: the same claim
     assert search_evidence(uri, "add_posembed") == ""
+    # where the plan declares the search's parts, how many of them have run, not whether a sweep ended
+    planned = search_evidence(uri, "mul_format", {"mul_format_recipe": (1, 6)})
+    assert planned.startswith("mul_format_recipe (1 of 6 plan parts run, 1 not ended; 4 of 24 configurations")
     client.set_terminated(parent.info.run_id, "FINISHED")
     assert search_evidence(uri, "mul_format").startswith("mul_format_recipe (ended; ")
     # a second part of the search (docs/results/plan.yaml): its own configuration, and one of the first
@@ -674,8 +677,13 @@ def test_a_claim_not_testable_names_what_its_recipe_search_found(tmp_path) -> No
     ) in found
     section = search_sections(uri, ["mul_format_recipe"])
     assert (
-        f"its sweeps (the plan's parts, read as one search) {parent.info.run_id}; {later.info.run_id}."
-        in section
+        f"its sweeps (the plan's parts, read as one search) {parent.info.run_id}; {later.info.run_id}; "
+        "2 sweeps, 1 not ended." in section
+    )
+    planned = search_sections(uri, ["mul_format_recipe"], plan_parts={"mul_format_recipe": (2, 6)})
+    assert (
+        f"{later.info.run_id}; 2 of 6 plan parts run, 1 not ended (docs/results/plan.yaml): the tables read "
+        "the configurations run so far." in planned
     )
     assert section.count("model=gpt2-mini,batch=512x6000,lr=0.001,format=padding_reverse") == 1
     # the command line reads the parts as one too; --run reads one sweep
@@ -798,6 +806,18 @@ def test_a_recipe_costs_the_most_its_compared_points_needed_and_serves_only_wher
     assert recipes.iloc[0][both] == "70"  # padding_reverse's 70 > basic's 20
     assert recipes.iloc[0]["format=basic,max_digits=5"] == "20"
     assert recipes.iloc[1][both] == "not reached by format=padding_reverse,max_digits=5"
+    # a recipe one of whose compared points has not run yet is not costed by the others' alone: its column
+    # says so, and it sorts after every recipe all points passed at, before those a point failed at
+    wide = "model=4x256,batch=128x20000,lr=0.001"
+    more = [*rows, (f"{wide},format=basic,max_digits=5", 100, 1, 9.0, 0.93, "passed")]
+    recipes = recipe_costs(cost_to_gate(evaluations(more)), search)
+    assert list(recipes["recipe"]) == [mini, wide, tiny]
+    assert recipes.iloc[1]["format=padding_reverse,max_digits=5"] == "not run yet"
+    assert recipes.iloc[1][both] == "not known: format=padding_reverse,max_digits=5 not run yet"
+    # a search whose first part ran one format only still names both columns
+    basic_only = recipe_costs(cost_to_gate(evaluations(rows[:1])), search)
+    basic, padded = "format=basic,max_digits=5", "format=padding_reverse,max_digits=5"
+    assert list(basic_only.columns) == ["recipe", basic, padded, both]
     assert "machine" not in cost_to_gate(evaluations(rows))  # one processor (none named): no column
     # the plan's parts of a search may run sessions apart, on other processors: a core-minute of a CPU with
     # AMX is not one of a CPU without, so the table names each configuration's and a recipe measured on
