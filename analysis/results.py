@@ -366,10 +366,7 @@ def write_results(
     every_part = grid_results(uri)
     # a recipe search's parts count in the core-minutes; what it found is its own section's
     results = [r for r in every_part if not r.search]
-    # a search's plan parts: how many have a sweep in the store, of how many declared
-    progress = {
-        r.grid: (sum(run is not None for _, run in r.parts), len(r.parts)) for r in every_part if r.search
-    }
+    progress = {r.grid: r.parts for r in every_part if r.search}  # how far each search has got
     gpu_plan = load_gpu_plan()
     with tempfile.TemporaryDirectory() as tmp:  # a store of its own: gpu sweeps never mix with cpu ones
         gpu = gpu_results(GPU_BANK, gpu_plan, f"sqlite:///{tmp}/gpu.db")

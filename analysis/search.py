@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from matplotlib.figure import Figure
 
 from analysis.curves import save, search_figure
 from analysis.load import AnalysisError, find_parent, require_store
+from analysis.plan import Planned
 from analysis.ui_view import share_search_view
 from arith.tracking import store
 from arith.tracking.schema import CPU_SECONDS, POINT_COLUMN, POINT_TAG, SEED_COLUMN, SEED_TAG
@@ -281,22 +282,34 @@ def figure_of(evaluations: pd.DataFrame, search: Search | None) -> Figure | None
     return search_figure(evaluations, search.split_point, search.scheduler.rungs())
 
 
-def plan_progress(name: str, runs: list[Any], plan_parts: Mapping[str, tuple[int, int]] | None) -> str:
-    """How far the search has got: of the plan's parts (`plan_parts[name]`: how many have a sweep in the
-    store, how many docs/results/plan.yaml declares) where the plan declares it, else of its sweeps; and
-    how many are still running."""
+#: a search's plan parts (docs/results/plan.yaml), each with its sweep in the store (None: not run)
+PlanParts = Mapping[str, Sequence[tuple[Planned, Any]]]
+
+
+def plan_progress(name: str, runs: list[Any], plan_parts: PlanParts | None) -> str:
+    """How far the search has got: of the plan's parts (`plan_parts[name]`) where the plan declares it
+    (how many have a sweep in the store, how many it ended before they ran), else of its sweeps; and how
+    many are still running."""
     running = sum(run.info.status != "FINISHED" for run in runs)
+    still = f", {running} not ended" if running else ""
     if plan_parts and name in plan_parts:
-        started, declared = plan_parts[name]
-        return f"{started} of {declared} plan parts run" + (f", {running} not ended" if running else "")
+        parts = plan_parts[name]
+        started = sum(run is not None for _, run in parts)
+        unrun = sum(run is None and bool(plan.ended_early) for plan, run in parts)
+        ended = f", {unrun} ended unrun (docs/results/plan.yaml says why)" if unrun else ""
+        return f"{started} of {len(parts)} plan parts run{still}{ended}"
     if len(runs) > 1:  # the plan's parts of a search longer than a session
         return f"{len(runs)} sweeps, " + (f"{running} not ended" if running else "all ended")
     return "not ended" if running else "ended"
 
 
-def search_evidence(
-    tracking_uri: str, grid: str, plan_parts: Mapping[str, tuple[int, int]] | None = None
-) -> str:
+def parts_left(name: str, plan_parts: PlanParts | None) -> bool:
+    """Whether the plan has parts of the search still to run (neither run nor ended unrun)."""
+    parts = (plan_parts or {}).get(name, ())
+    return any(run is None and not plan.ended_early for plan, run in parts)
+
+
+def search_evidence(tracking_uri: str, grid: str, plan_parts: PlanParts | None = None) -> str:
     """What the recipe search for `grid`'s claims found (every sweep of it, read as one), for its
     not-testable row ("" where none has run): per compared point, the cheapest configuration to the
     gate, or that none of those it read got there and the best any did, or that none has run yet; how
@@ -353,7 +366,7 @@ def search_sections(
     names: Iterable[str] | None = None,
     figures: Path | None = None,
     link: str = "",
-    plan_parts: Mapping[str, tuple[int, int]] | None = None,
+    plan_parts: PlanParts | None = None,
 ) -> str:
     """docs/RESULTS.md's section of the recipe searches: for each declared search (default: every one)
     with a sweep in the store (every one, read as one search: the plan's parts of it), how far it has got
@@ -375,8 +388,8 @@ def search_sections(
         sweeps = "; ".join(f"{run.info.run_id}{machines(run)}" for run in reversed(runs))
         word = "its sweep" if len(runs) == 1 else "its sweeps (the plan's parts, read as one search)"
         progress = plan_progress(name, runs, plan_parts)
-        if plan_parts and name in plan_parts and plan_parts[name][0] < plan_parts[name][1]:
-            progress += " (docs/results/plan.yaml): the tables read the configurations run so far"
+        if parts_left(name, plan_parts):
+            progress += "; the tables read the configurations run so far"
         parts.append(f"### Recipe search {name}\n\n{what}; {word} {sweeps}; {progress}.\n\n{table}\n")
     return "## Recipe searches: the cost to the gate\n\n" + "\n".join(parts) if parts else ""
 

@@ -127,6 +127,7 @@ def spend_table(
     for plan, costs in parts:
         if costs is None:
             spent = "before the archives" if plan.grid in unarchived else "not yet run"
+            spent = f"ended unrun: {plan.ended_early}" if plan.ended_early else spent
         else:
             spent = f"{sum(c.core_minutes for c in costs):,.0f}"
         cpu = "" if costs is None else cpu_text(costs)
@@ -144,7 +145,11 @@ def spend_table(
         )
     ran = [c for _, costs in parts if costs is not None for c in costs]
     declared = [p.estimate_core_min for p, _ in parts if p.estimate_core_min is not None]
-    todo = [p.estimate_core_min for p, c in parts if c is None and p.estimate_core_min is not None]
+    todo = [
+        p.estimate_core_min
+        for p, c in parts
+        if c is None and p.estimate_core_min is not None and not p.ended_early
+    ]
     spent = sum(c.core_minutes for c in ran)
     return (
         "### Core-minutes: planned and spent\n\n"

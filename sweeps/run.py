@@ -342,7 +342,7 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
         print(trial_table(configs, res).to_string(index=False))
         print(f"\n{len(configs)} trials; tracking {tracking_uri}; results under {storage.location}")
         if options.search:
-            print(options.search.describe(len(configs) // len(options.search.seeds)))
+            print(options.search.describe(c["tracking"]["tags"][schema.POINT_TAG] for c in configs.values()))
         return 0
 
     check_tracking(tracking_uri)

@@ -31,7 +31,8 @@ claim's seeds may run (`sweeps.space` refuses them), and the search's seeds are 
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -236,14 +237,17 @@ class SearchRun:
         """The most CPU seconds a trial runs (ASHA's last rung)."""
         return self.search.scheduler.max_core_min * 60.0
 
-    def describe(self, configurations: int) -> str:
-        """The scheduler's line under the dry run's table."""
+    def describe(self, points: Iterable[str]) -> str:
+        """The scheduler's line under the dry run's table, given its configurations (point names): the
+        bound of its cost is summed over ASHA's brackets, one a compared point (`SearchAsha`)."""
         asha = self.search.scheduler
         rungs = " / ".join(f"{r:g}" for r in asha.rungs())
+        brackets = Counter(self.search.split_point(point)[1] for point in dict.fromkeys(points))
+        most = sum(asha.most_core_min(n * len(self.seeds)) for n in brackets.values())
         return (
-            f"search {self.search.name}: {configurations} configurations x seeds {list(self.seeds)}; ASHA on "
-            f"{GATE_METRIC} at {rungs} core-minutes (reduction factor {asha.reduction_factor}); at most "
-            f"~{asha.most_core_min(configurations * len(self.seeds)):.0f} core-minutes in all"
+            f"search {self.search.name}: {sum(brackets.values())} configurations x seeds {list(self.seeds)}; "
+            f"ASHA on {GATE_METRIC} at {rungs} core-minutes (reduction factor {asha.reduction_factor}), one "
+            f"per compared point ({len(brackets)}); at most ~{most:.0f} core-minutes in all"
         )
 
     def record(self, results: Any, configs: dict[str, dict[str, Any]], uri: str, parent_run_id: str) -> int:

@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 
 from analysis.load import find_parent
+from analysis.plan import PLAN
 from analysis.search import cost_to_gate, recipe_costs, search_cost_table, search_evaluations, search_sections
 from analysis.search import main as search_main
 from arith.config import ConfigError, ExperimentConfig
@@ -255,6 +256,11 @@ def test_the_dry_run_prints_the_search_configurations(capsys) -> None:
     assert "model=gpt2-mini,batch=512x6000,lr=0.003,format=padding_reverse,max_digits=5" in out
     assert "48 trials" in out and "24 configurations x seeds [100, 101]" in out
     assert "ASHA on gate/weakest_unseen at 10 / 30 / 90 core-minutes" in out
+    # the bound of its cost sums ASHA's brackets, one a compared format: each runs alone to 90 at most
+    assert main(["--search", "mul_format_recipe_long", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "2 configurations x seeds [100]" in out and "one per compared point (2); at most ~180" in out
+    assert "model=tiny,batch=128x40000,lr=0.001,format=padding_reverse,max_digits=5" in out
 
 
 def test_a_part_of_a_search_picks_its_model_shape_by_name(capsys) -> None:
@@ -652,7 +658,9 @@ def test_a_claim_not_testable_names_what_its_recipe_search_found(tmp_path) -> No
     assert search_evidence(uri, "mul_format_long") == found  # its variant: the same claim
     assert search_evidence(uri, "add_posembed") == ""
     # where the plan declares the search's parts, how many of them have run, not whether a sweep ended
-    planned = search_evidence(uri, "mul_format", {"mul_format_recipe": (1, 6)})
+    first, *rest = [plan for plan in PLAN if plan.grid == "mul_format_recipe"]
+    parts = [(first, parent), *((p, None) for p in rest)]
+    planned = search_evidence(uri, "mul_format", {"mul_format_recipe": parts})
     assert planned.startswith("mul_format_recipe (1 of 6 plan parts run, 1 not ended; 4 of 24 configurations")
     client.set_terminated(parent.info.run_id, "FINISHED")
     assert search_evidence(uri, "mul_format").startswith("mul_format_recipe (ended; ")
@@ -680,10 +688,18 @@ def test_a_claim_not_testable_names_what_its_recipe_search_found(tmp_path) -> No
         f"its sweeps (the plan's parts, read as one search) {parent.info.run_id}; {later.info.run_id}; "
         "2 sweeps, 1 not ended." in section
     )
-    planned = search_sections(uri, ["mul_format_recipe"], plan_parts={"mul_format_recipe": (2, 6)})
+    parts = [(first, parent), (rest[0], later), *((p, None) for p in rest[1:])]
+    planned = search_sections(uri, ["mul_format_recipe"], plan_parts={"mul_format_recipe": parts})
     assert (
-        f"{later.info.run_id}; 2 of 6 plan parts run, 1 not ended (docs/results/plan.yaml): the tables read "
-        "the configurations run so far." in planned
+        f"{later.info.run_id}; 2 of 6 plan parts run, 1 not ended; the tables read the configurations run so "
+        "far." in planned
+    )
+    # the plan ends the parts left before they run (a basic part of a shape whose padded ones all failed)
+    ended = [(dataclasses.replace(p, ended_early="no padded configuration passed"), None) for p in rest[1:]]
+    planned = search_sections(uri, ["mul_format_recipe"], plan_parts={"mul_format_recipe": parts[:2] + ended})
+    assert (
+        f"{later.info.run_id}; 2 of 6 plan parts run, 1 not ended, 4 ended unrun (docs/results/plan.yaml "
+        "says why)." in planned
     )
     assert section.count("model=gpt2-mini,batch=512x6000,lr=0.001,format=padding_reverse") == 1
     # the command line reads the parts as one too; --run reads one sweep

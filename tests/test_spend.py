@@ -89,6 +89,12 @@ def test_spent_is_each_finished_trials_minutes_times_its_cpus_read_from_the_stor
     assert "| g | cpu | 0, 1, 2 |  | 2 | 20 | 14 | — |" in table  # no trial logged its CPU clock
     assert "| h | cpu | 0 |  |  | not declared | not yet run |  |" in table
     assert "| u | cpu | 0 |  |  | not declared | before the archives |  |" in table
+    # a part the plan ended before it ran: said so, and not counted among the parts still to run
+    unrun = Planned("e", 1, estimate_core_min=30, ended_early="no padded configuration passed")
+    waiting = Planned("w", 1, estimate_core_min=40)
+    ended = spend_table([(plan, costs), (unrun, None), (waiting, None)])
+    assert "| e | cpu | 0 |  |  | 30 | ended unrun: no padded configuration passed |  |" in ended
+    assert "declared: 90, of which 40 for the parts not yet run" in ended
     # trials that logged their own CPU time (cpu_seconds) show it beside the wall minutes other work
     # on the same cores stretched: 5 + 7 of the 14
     for cost, seconds in zip(costs, [300.0, 420.0], strict=True):

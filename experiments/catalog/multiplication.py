@@ -8,6 +8,7 @@ where it has one.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import pandas as pd
@@ -295,4 +296,23 @@ MUL_FORMAT_RECIPE = Search(
     fallback=small_products,
 )
 
-SEARCHES = (MUL_FORMAT_RECIPE,)
+# Its follow-up, declared on 30 Nov 2026 after mul_format_recipe's parts 1-2 (tiny): tiny / batch 128 /
+# lr 1e-3 passed basic's gate at 34.5 core-minutes of its 20,000 steps and read 0.66 at best on padding +
+# reversed product when those steps ended, at 45 core-minutes with its learning rate decayed to 0, half the
+# 90 core-minutes each configuration may spend; the wider shapes buy fewer lines with them (~1.2M for
+# 4x256, ~0.7M for gpt2-mini, where gpt2-mini learned 3x3 from 2-4M on the GPU). So the same recipe at twice
+# the steps (5.1M lines, warmup and decay laid over them), each format one configuration under the same
+# scheduler (alone in its bracket, so ASHA ends it only at the gate or the 90 core-minutes).
+MUL_FORMAT_RECIPE_LONG = dataclasses.replace(
+    MUL_FORMAT_RECIPE,
+    name="mul_format_recipe_long",
+    description="mul_format_recipe's cheapest basic recipe (tiny, batch 128, lr 1e-3) at twice its steps, "
+    "for padding + reversed product's gate",
+    axes={
+        "model": [Variant("tiny", {"model.preset": "tiny"})],
+        "batch": [Variant("128x40000", {"train.batch_size": 128, "train.max_steps": 40_000})],
+        "train.lr": [1e-3],
+    },
+)
+
+SEARCHES = (MUL_FORMAT_RECIPE, MUL_FORMAT_RECIPE_LONG)
