@@ -73,9 +73,11 @@ ADD_SCRATCHPAD_24K = ChosenRecipe(
 #: per task that no experiment has a cpu_recipe recipe for: what its nearest pre-search reached (a task not
 #: named here has had none)
 NO_RECIPE = {
-    "mul": "the nearest measured (issue 35: seed 100, 3-digit factors, tiny model, 300,000 lines, batch "
-    "128, 20,000 bf16 steps, 32-34 min a trial on one core) reached basic 0.92 on 2x2 but padding + "
-    "reversed product only 0.40 on 3x3 (the paper's 5x5: 1.00), still rising",
+    "mul": "the recipe search mul_format_recipe (seed 100, 3-digit factors, 300,000 lines; docs/RESULTS.md, "
+    "'Recipe searches') has found none that passes both formats' gates yet: tiny / batch 128 / 20,000 bf16 "
+    "steps / lr 1e-3 passed basic's at 34.5 core-minutes but read 0.66 on padding + reversed product when "
+    "its steps ended (45 core-minutes), still rising; its follow-up at 40,000 steps "
+    "(mul_format_recipe_long) and the wider shapes are parts of docs/results/plan.yaml",
     "add": "not pre-searched at the paper's sample count yet",
     "dialogue": "not pre-searched at the paper's sample count yet",
 }

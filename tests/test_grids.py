@@ -546,7 +546,7 @@ def test_a_cpu_recipe_is_declared_once_on_the_experiments_it_trains():
     assert EXPERIMENTS["reverse_posembed"].recipe("cpu") is None
     (cfg,) = points("reverse_posembed_replication", "cpu_recipe", 1, only={"model.position": "none"})
     assert (cfg.train.max_steps, cfg.train.precision, cfg.data.train_samples) == (6000, "bf16", 120_000)
-    with pytest.raises(ConfigError, match=r"no recipe for task 'mul': the nearest measured \(issue 35"):
+    with pytest.raises(ConfigError, match=r"no recipe for task 'mul': the recipe search mul_format_recipe"):
         points("mul_format", "cpu_recipe", 1)
 
 
