@@ -77,7 +77,7 @@ NO_RECIPE = {
     "'Recipe searches') has found none that passes both formats' gates yet: tiny / batch 128 / 20,000 bf16 "
     "steps / lr 1e-3 passed basic's at 34.5 core-minutes but read 0.66 on padding + reversed product when "
     "its steps ended (45 core-minutes), still rising; its follow-up at 40,000 steps "
-    "(mul_format_recipe_long) and the wider shapes are parts of docs/results/plan.yaml",
+    "(mul_format_recipe_long) and the wider shapes are parts of the cpu reproduction's plan",
     "add": "not pre-searched at the paper's sample count yet",
     "dialogue": "not pre-searched at the paper's sample count yet",
 }
