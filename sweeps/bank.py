@@ -3,6 +3,7 @@
     python -m sweeps.bank status                 # the plan, and which batches are banked
     python -m sweeps.bank next --out DIR         # run the next batch not banked (on the lent GPU)
     python -m sweeps.bank next --out DIR --tiny  # the same path on a CPU at a tiny budget (CI does this)
+    python -m sweeps.bank next --out DIR --minutes 4  # a shorter deadline: what a lease has left
 
 A GPU is lent to this project now and then, for about 15 minutes, with PyTorch but without Ray or MLflow.
 docs/results/gpu_plan.yaml says what each lease should run, in order: a batch is a few sweep parts run
@@ -100,8 +101,13 @@ def status(batches: list[Batch], bank: Path = BANK) -> str:
     return "\n".join(lines)
 
 
-def run_next(out: Path, tiny: bool = False, bank: Path = BANK, plan: Path = GPU_PLAN) -> list[Path]:
-    """Run the next batch into `out` (its archives) and print a summary of each trial."""
+def run_next(
+    out: Path, tiny: bool = False, bank: Path = BANK, plan: Path = GPU_PLAN, minutes: float | None = None
+) -> list[Path]:
+    """Run the next batch into `out` (its archives) and print a summary of each trial. `minutes` replaces
+    the batch's deadline: a lease with less time left than the batch asks for stops its trials in time to
+    write their archives, and a second call on the same warm machine resumes them from the work folder
+    beside `out` (a fresh machine starts them again)."""
     batch = next_batch(load_batches(plan), bank)
     if batch is None:
         raise SweepError(f"no batch to run: every batch of {plan} is banked or has no parts yet")
@@ -111,7 +117,7 @@ def run_next(out: Path, tiny: bool = False, bank: Path = BANK, plan: Path = GPU_
             replace(part, sets={**part.sets, **{k: str(v) for k, v in TINY.items()}}) for part in parts
         )
     print(f"batch {batch.name}: {batch.what}")
-    minutes = batch.minutes if not tiny else None
+    minutes = minutes or (None if tiny else batch.minutes)
     paths = run_parts(
         parts, out, batch.procs, minutes * 60 if minutes else None, work=out.parent / "bank-work" / batch.name
     )
@@ -127,7 +133,9 @@ def archive_summary(path: Path) -> str:
     out = [f"{path.name}:"]
     for run in runs:
         history = run["metrics"].get("test_acc", [])
-        steps = run["metrics"].get("epochs_done", [[0, 0, 0]])[-1][0]
+        # a trial the deadline stopped has no epochs_done: its last logged training step says how far it got
+        done = run["metrics"].get("epochs_done") or run["metrics"].get("train/loss") or [[0, 0, 0]]
+        steps = done[-1][0]
         accs = " ".join(f"{v:.3f}@{s}" for s, _, v in history)
         out.append(f"  {run['run_name']}: {run['status']}, {steps} steps, test_acc by epoch {accs or '-'}")
     return "\n".join(out)
@@ -140,12 +148,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     nxt = sub.add_parser("next", help="run the next batch that is not banked")
     nxt.add_argument("--out", required=True, type=Path, help="folder for the batch's archives")
     nxt.add_argument("--tiny", action="store_true", help="a tiny budget: the path, not the results")
+    nxt.add_argument(
+        "--minutes", type=float, default=None, help="deadline in place of the batch's (a lease's time left)"
+    )
     args = p.parse_args(argv)
     try:
         if args.command == "status":
             print(status(load_batches()))
         else:
-            run_next(args.out, args.tiny)
+            run_next(args.out, args.tiny, minutes=args.minutes)
     except (ConfigError, SweepError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

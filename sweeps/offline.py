@@ -48,7 +48,7 @@ from experiments.grid import Grid
 from sweeps.errors import SweepError
 from sweeps.grids import get_grid, points
 from sweeps.scales import Scale, get_scale
-from sweeps.space import SweepLink, parse_seeds
+from sweeps.space import SweepLink, parse_seeds, seeds_argument
 from sweeps.storage import git_commit, machine, sweep_link, sweep_name, sweep_tags
 from sweeps.workdir import claim, config_key, lock, plan_of, stop_stale
 
@@ -90,12 +90,11 @@ class SweepPart:
 
     def command(self) -> str:
         """The equivalent command line, for the record."""
-        seeds = self.seeds if isinstance(self.seeds, int) else ",".join(map(str, self.seeds))
         words = [
             "python -m sweeps.offline",
             f"--grid {self.grid}",
             f"--scale {self.scale}",
-            f"--seeds {seeds}",
+            f"--seeds {seeds_argument(self.seeds)}",
         ]
         words += [f"--only {shlex.quote(f'{k}={v}')}" for k, values in self.only.items() for v in values]
         words += [f"--set {shlex.quote(f'{k}={v}')}" for k, v in self.sets.items()]

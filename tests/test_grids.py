@@ -23,9 +23,10 @@ from experiments.recipes import (
 from experiments.registry import EXPERIMENTS
 from sweeps.errors import SweepError
 from sweeps.grids import GRIDS, get_grid, longest_trial, paper_trial, points
+from sweeps.offline import SweepPart
 from sweeps.run import SweepOptions, absolute_uri, build_configs, main, trial_outcomes, trial_table
 from sweeps.scales import SCALES, get_scale
-from sweeps.space import parse_seeds, trial_config
+from sweeps.space import parse_seeds, seeds_argument, trial_config
 
 ROOT = Path(__file__).resolve().parent.parent
 PAPER_TABLES = ROOT / "experiments" / "paper_tables.csv"
@@ -303,6 +304,10 @@ def test_overrides_seeds_and_precedence():
     later = points("add_posembed", "smoke", seeds=parse_seeds("1,2"))
     assert [(c.train.seed, c.data.seed) for c in later[:2]] == [(1, 1), (2, 2)]
     assert parse_seeds("3") == 3 and parse_seeds("4,") == (4,)
+    # a command line written for the record reads back as the seeds it ran: one explicit seed is not a count
+    for seeds in (3, (100,), (100, 101)):
+        assert parse_seeds(seeds_argument(seeds)) == seeds
+    assert SweepPart("nl_mix", "gpu", (100,)).command().endswith("--seeds 100,")
     for bad in ("1-2", ","):
         with pytest.raises(ConfigError, match="like 1,2"):
             parse_seeds(bad)

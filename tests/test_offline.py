@@ -30,7 +30,7 @@ from arith.tracking.recorder import RunRecorder
 from arith.tracking.schema import PRESEARCH_SEEDS_TAG
 from arith.training.train import train
 from sweeps import offline
-from sweeps.bank import Batch, load_batches, next_batch, run_next, status
+from sweeps.bank import Batch, archive_summary, load_batches, next_batch, run_next, status
 from sweeps.errors import SweepError
 from sweeps.grids import GRIDS
 from sweeps.offline import SweepPart, run_parts
@@ -188,6 +188,23 @@ def test_deadline_stops_running_trials_and_keeps_what_they_logged(tmp_path):
     assert parent["status"] == "KILLED"
     assert [t["status"] for t in trials] == ["KILLED"] and trials[0]["end_time"]
     assert trials[0]["params"]["train.max_steps"] == "100000"
+    # the lease's summary says how far a stopped trial got (it has no epochs_done), not "0 steps"
+    last_step = trials[0]["metrics"]["train/loss"][-1][0]
+    assert last_step > 0 and f"KILLED, {last_step} steps" in archive_summary(path)
+
+
+def test_next_batch_takes_a_shorter_deadline_than_its_plan(tmp_path):
+    """A lease with less time left than the batch asks for: `minutes` stops the trials in time to write
+    the archives (the same call again resumes them from the work folder, as any deadline's)."""
+    plan, bank = tmp_path / "plan.yaml", tmp_path / "bank"
+    endless = {"grid": GRID, "scale": "smoke", "seeds": [0], "set": {"train.max_steps": 100000}}
+    plan.write_text(
+        yaml.safe_dump([{"batch": "long", "what": "w", "minutes": 60.0, "procs": 1, "parts": [endless]}])
+    )
+    started = time.monotonic()
+    (path,) = run_next(tmp_path / "out", bank=bank, plan=plan, minutes=0.3)
+    assert time.monotonic() - started < 120
+    assert [t["status"] for t in read_archive(path)[1][1:]] == ["KILLED"]
 
 
 @pytest.mark.slow
