@@ -71,6 +71,11 @@ class Planned:
     def seed_values(self) -> list[int]:
         return list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)
 
+    def still_to_run(self, run: object | None) -> bool:
+        """Whether this part is work left: its sweep not run (`run` None: nothing in the store) and the
+        plan not ended without it."""
+        return run is None and not self.ended_early
+
     def sweep_args(self) -> list[str]:
         """What identifies this part: sweeps/run.py's arguments less where it stores its results."""
         what = ["--search", self.grid] if self.search else ["--grid", self.grid]

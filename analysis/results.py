@@ -334,7 +334,7 @@ def untestable_table(
         costs = [c for part in result.costs if part for c in part]
         plans = [plan for plan, _ in result.parts]
         instead = ONE_CORE_INSTEAD.get(result.grid, ""), GPU_INSTEAD.get(result.grid, "")
-        waiting = [plan for plan, run in result.parts if run is None and not plan.ended_early]
+        waiting = [plan for plan, run in result.parts if plan.still_to_run(run)]
         pending = (
             f"; the plan's sweep of it is not complete: {len(waiting)} of {len(result.parts)} parts not yet "
             "run (Core-minutes, below)"

@@ -306,7 +306,7 @@ def plan_progress(name: str, runs: list[Any], plan_parts: PlanParts | None) -> s
 def parts_left(name: str, plan_parts: PlanParts | None) -> bool:
     """Whether the plan has parts of the search still to run (neither run nor ended unrun)."""
     parts = (plan_parts or {}).get(name, ())
-    return any(run is None and not plan.ended_early for plan, run in parts)
+    return any(plan.still_to_run(run) for plan, run in parts)
 
 
 def search_evidence(tracking_uri: str, grid: str, plan_parts: PlanParts | None = None) -> str:

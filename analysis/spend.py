@@ -145,11 +145,7 @@ def spend_table(
         )
     ran = [c for _, costs in parts if costs is not None for c in costs]
     declared = [p.estimate_core_min for p, _ in parts if p.estimate_core_min is not None]
-    todo = [
-        p.estimate_core_min
-        for p, c in parts
-        if c is None and p.estimate_core_min is not None and not p.ended_early
-    ]
+    todo = [p.estimate_core_min for p, c in parts if p.still_to_run(c) and p.estimate_core_min is not None]
     spent = sum(c.core_minutes for c in ran)
     return (
         "### Core-minutes: planned and spent\n\n"
