@@ -33,7 +33,7 @@ from arith.tracking.schema import (
     RUN_ID_COLUMN,
     SEED_COLUMN,
 )
-from experiments.search import CUT
+from experiments.search import BUDGET, RUNG
 from experiments.verdicts import LEARNED, TOLERANCE, gated_cells, in_range, measured
 
 #: the loss is one batch's: each trial's curve is a rolling mean over this many logged values
@@ -172,7 +172,7 @@ def budget_figure(records: list[dict], target: float = LEARNED, budget: int = 30
 TRIAL_ENDS = {"passed": ("*", 12), "cut": ("x", 8), "spent": ("s", 6), "running": ("o", 7)}
 TRIAL_END_LABELS = {
     "passed": "passed the gate",
-    "cut": "cut by ASHA",
+    "cut": "cut by ASHA at a rung",
     "spent": "whole budget, short of the gate",
     "running": "running, or paused to resume",
 }
@@ -180,13 +180,14 @@ TRIAL_END_LABELS = {
 
 def trial_end(last: pd.Series, threshold: float) -> str:
     """How a search's trial ended, from its last evaluation: it passed (tagged so by the search, or its
-    last epoch read the gate), ASHA cut it, it ran every epoch short of the gate (FINISHED), or it has
-    not ended (RUNNING, or KILLED with no tag: stopped with its session, it resumes)."""
+    last epoch read the gate), ASHA cut it at a rung, it spent its whole budget short of the gate (every
+    epoch, FINISHED, or the search's core-minutes, where ASHA stopped it), or it has not ended (RUNNING,
+    or KILLED with no tag: stopped with its session, it resumes)."""
     if last["stopped"] == "passed" or last["gate"] >= threshold - TOLERANCE:
         return "passed"
-    if last["stopped"] in CUT:
+    if last["stopped"] == RUNG:
         return "cut"
-    return "spent" if last["status"] == "FINISHED" else "running"
+    return "spent" if last["status"] == "FINISHED" or last["stopped"] == BUDGET else "running"
 
 
 def search_figure(
@@ -197,10 +198,11 @@ def search_figure(
 ) -> Figure | None:
     """A recipe search as it ran: one panel per compared point (a claim's format), the gate's weakest cell
     of each configuration (a recipe, one colour in every panel) against the core-minutes it had spent, one
-    line a trial; its end marked: a star where it passed the gate, a cross where ASHA cut it, a square
-    where it ran its whole budget short of the gate, an open circle while it runs (or waits, stopped with
-    its session, to resume). `evaluations`: `analysis.search.search_evaluations`; `split`: a point's name as
-    (recipe, compared point), `Search.split_point`; `rungs`: where ASHA compares, drawn as verticals."""
+    line a trial; its end marked: a star where it passed the gate, a cross where ASHA cut it at a rung, a
+    square where it spent its whole budget short of the gate (its steps, or the search's core-minutes), an
+    open circle while it runs (or waits, stopped with its session, to resume). `evaluations`:
+    `analysis.search.search_evaluations`; `split`: a point's name as (recipe, compared point),
+    `Search.split_point`; `rungs`: where ASHA compares, drawn as verticals."""
     if evaluations.empty:
         return None
     names = evaluations[POINT_COLUMN].map(split)

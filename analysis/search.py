@@ -35,7 +35,7 @@ from arith.tracking import store
 from arith.tracking.schema import CPU_SECONDS, POINT_COLUMN, POINT_TAG, SEED_COLUMN, SEED_TAG
 from arith.training.metrics import MIN_UNSEEN
 from experiments.registry import EXPERIMENTS, SEARCHES, claims_for
-from experiments.search import CORE_MINUTES, CUT, GATE_METRIC, MACHINES_TAG, STOPPED_TAG, Search
+from experiments.search import CORE_MINUTES, GATE_METRIC, MACHINES_TAG, RUNG, STOPPED_TAG, Search
 from experiments.verdicts import LEARNED, TOLERANCE
 
 #: the folder of the parent run's artifacts a search logs at its end (its tables and figure)
@@ -59,7 +59,7 @@ MIXED = "measured on different processors: compare within one"
 COST_COLUMNS = [
     "configuration",
     "seeds",
-    "stopped early",
+    "cut at a rung",
     "core-min to gate",
     "best weakest cell",
     "core-min spent",
@@ -120,14 +120,15 @@ def core_minutes_by_epoch(client: Any, run_id: str) -> dict[int, float]:
 
 def _trial_cost(trial: pd.DataFrame, threshold: float) -> dict[str, float | bool]:
     """One trial's core-minutes to the gate (NaN: not reached), best gate value, core-minutes spent and
-    whether the scheduler cut it short of the gate."""
+    whether ASHA cut it at a rung (a trial stopped at the search's core-minute budget ran the whole of it:
+    not cut)."""
     ordered = trial.sort_values("epoch")
     reached = ordered[ordered["gate"] >= threshold - TOLERANCE]
     return {
         "to_gate": float(reached["core_minutes"].iloc[0]) if len(reached) else math.nan,
         "best": float(ordered["gate"].max()),
         "spent": float(ordered["core_minutes"].max()),
-        "stopped": ordered["stopped"].iloc[-1] in CUT,
+        "cut": ordered["stopped"].iloc[-1] == RUNG,
     }
 
 
@@ -138,7 +139,7 @@ def core_minutes(value: float) -> float:
 
 
 def cost_to_gate(evaluations: pd.DataFrame, threshold: float = LEARNED) -> pd.DataFrame:
-    """One row per configuration (point): its seeds, how many the scheduler stopped, the core-minutes
+    """One row per configuration (point): its seeds, how many ASHA cut at a rung, the core-minutes
     until the weakest gated cell first reached `threshold` on every seed ("not reached" otherwise), the
     best value its weakest seed read, and the core-minutes spent in all; where its sweeps ran on more than
     one processor (the plan's parts of a search, sessions apart), the processors of each. Cheapest first."""
@@ -156,7 +157,7 @@ def cost_to_gate(evaluations: pd.DataFrame, threshold: float = LEARNED) -> pd.Da
             {
                 "configuration": point,
                 "seeds": ", ".join(map(str, trials)),
-                "stopped early": f"{int(costs['stopped'].sum())} of {len(trials)}",
+                "cut at a rung": f"{int(costs['cut'].sum())} of {len(trials)}",
                 "core-min to gate": f"{core_minutes(to_gate):g}"
                 if reached
                 else f"not reached (best {best:.2f})",
@@ -241,6 +242,8 @@ def cost_markdown(
         f"test problems not trained on (all of a cell's where fewer than {MIN_UNSEEN} were not), first "
         f"reached {LEARNED:g} on every seed (the most over its seeds); "
         f"'not reached' gives the best its weakest seed read before it ended or ASHA stopped it{budget}; "
+        f"'cut at a rung' counts the seeds ASHA stopped at a rung (below the configurations before them), "
+        f"not those that spent the whole budget; "
         f"a trial ends at the gate, so 'core-min spent' is what the search paid, not a full budget; where "
         f"its sweeps ran on more than one processor, 'machine' names each configuration's (core-minutes "
         f"compare within one)."

@@ -38,8 +38,10 @@ GATE_METRIC = "gate/weakest_unseen"
 #: and on a trial the scheduler stopped, the tag saying where (`rung` or `budget`)
 CORE_MINUTES = "search/core_minutes"
 STOPPED_TAG = "search_stopped"
-#: the `search_stopped` tags of a trial ASHA cut before it reached the gate (`passed`: it did, and ended)
-CUT = ("rung", "budget")
+#: the `search_stopped` tags of a trial ASHA stopped before it reached the gate (`passed`: it did, and
+#: ended): at a rung, below the configurations recorded there before it; or at the search's core-minute
+#: budget, having spent the whole of it
+RUNG, BUDGET = "rung", "budget"
 #: on a search's parent run, every machine a session of it ran on ("; "-separated): its core-minutes
 #: compare only on one processor (a CPU that emulates bf16 takes several times longer)
 MACHINES_TAG = "search_machines"

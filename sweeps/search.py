@@ -49,9 +49,11 @@ from experiments.cells import CELL_KEYS
 from experiments.grid import Grid
 from experiments.registry import SEARCHES
 from experiments.search import (
+    BUDGET,
     CORE_MINUTES,
     GATE_METRIC,
     MACHINES_TAG,
+    RUNG,
     STOPPED_TAG,
     Search,
     check_presearch_seeds,
@@ -129,7 +131,7 @@ def stopped_why(last: Mapping[str, Any], epochs: int, budget_s: float) -> str:
         return ""
     if float(last.get(GATE_METRIC, 0.0)) >= PASSED:
         return "passed"
-    return "budget" if float(last.get(schema.CPU_SECONDS, 0.0)) >= budget_s else "rung"
+    return BUDGET if float(last.get(schema.CPU_SECONDS, 0.0)) >= budget_s else RUNG
 
 
 def end_stopped_run(uri: str, run_id: str, why: str) -> None:

@@ -135,14 +135,18 @@ def test_the_cost_to_gate_is_the_first_evaluation_at_the_gate_on_every_seed() ->
     assert quick["core-min to gate"] == "0.044" and quick["core-min spent"] == 0.044
     # one seed never reached it: not reached, with the best its weakest seed read
     assert never["core-min to gate"] == "not reached (best 0.20)"
-    assert never["stopped early"] == "1 of 2" and never["best weakest cell"] == 0.2
+    assert never["cut at a rung"] == "1 of 2" and never["best weakest cell"] == 0.2
+    # a trial stopped at the search's core-minute budget spent the whole of it: not cut
+    spent = cost_to_gate(evaluations([("spent", 100, 1, 90.0, 0.79, "budget")])).iloc[0]
+    assert spent["cut at a rung"] == "0 of 1" and spent["core-min to gate"] == "not reached (best 0.79)"
 
 
 def test_the_search_figure_draws_each_format_apart_and_marks_how_each_trial_ended() -> None:
     """One panel per compared format; in each, a line per trial of every configuration (its colour the
     same in both panels) and its end: a star at the gate (tagged so, or its last epoch read it), a cross
-    where ASHA cut it, a square where it ran every epoch short of the gate, a ring while it runs or waits
-    to resume; ASHA's rungs and the gate drawn across."""
+    where ASHA cut it at a rung, a square where it spent its whole budget short of the gate (every epoch,
+    or the search's core-minutes), a ring while it runs or waits to resume; ASHA's rungs and the gate
+    drawn across."""
     from analysis.curves import search_figure
 
     rows = evaluations(
@@ -154,11 +158,13 @@ def test_the_search_figure_draws_each_format_apart_and_marks_how_each_trial_ende
             ("model=a,format=reverse", 100, 1, 11.0, 0.1, ""),
             ("model=a,format=reverse", 100, 2, 22.0, 0.3, ""),
             ("model=b,format=reverse", 100, 1, 30.0, 0.4, ""),  # its whole budget, short of the gate
+            ("model=d,format=reverse", 100, 1, 90.0, 0.7, "budget"),  # the search's whole core-minutes
             ("model=c,format=reverse", 100, 1, 25.0, 0.95, ""),  # passed at its last epoch: no tag
         ]
     )
     rows.loc[rows["point"] == "model=a,format=reverse", "status"] = "RUNNING"
     rows.loc[rows["point"] == "model=c,format=basic", "status"] = "KILLED"
+    rows.loc[rows["point"] == "model=d,format=reverse", "status"] = "KILLED"  # as ASHA's stopped trials
     split = lambda point: tuple(point.split(","))  # noqa: E731 (recipe, format)
     assert search_figure(rows.iloc[:0], split, [10, 30, 90]) is None
     figure = search_figure(rows, split, [10, 30, 90])
@@ -168,13 +174,18 @@ def test_the_search_figure_draws_each_format_apart_and_marks_how_each_trial_ende
     ends = {(line.get_marker(), line.get_color()) for line in basic.lines if line.get_linestyle() == "None"}
     assert ends == {("*", colour["model=a"]), ("x", colour["model=b"]), ("o", colour["model=c"])}
     ends = {(line.get_marker(), line.get_color()) for line in reverse.lines if line.get_linestyle() == "None"}
-    assert ends == {("o", colour["model=a"]), ("s", colour["model=b"]), ("*", colour["model=c"])}
+    assert ends == {
+        ("o", colour["model=a"]), ("s", colour["model=b"]), ("*", colour["model=c"]), ("s", colour["model=d"])
+    }  # fmt: skip
     ring = [line for line in reverse.lines if line.get_marker() == "o"]
     assert len(ring) == 1 and ring[0].get_markerfacecolor() == "none"
     said = [text.get_text() for text in reverse.get_legend().get_texts()]
     assert said[-4:] == [
-        "passed the gate", "cut by ASHA", "whole budget, short of the gate", "running, or paused to resume"
-    ]  # fmt: skip
+        "passed the gate",
+        "cut by ASHA at a rung",
+        "whole budget, short of the gate",
+        "running, or paused to resume",
+    ]
     verticals = [line for line in basic.lines if list(line.get_xdata()) in ([10, 10], [30, 30], [90, 90])]
     assert len(verticals) == 3
     assert any(list(line.get_ydata()) == [0.9, 0.9] for line in basic.lines)  # the gate
@@ -455,7 +466,7 @@ def check_the_toy_search(uri: str, resumed: bool = False) -> None:
     good = table.iloc[0]
     assert "lr=0.003" in good["configuration"]
     assert not good["core-min to gate"].startswith("not reached") and float(good["core-min to gate"]) > 0
-    assert good["best weakest cell"] >= 0.9 and good["stopped early"] == "0 of 1"
+    assert good["best weakest cell"] >= 0.9 and good["cut at a rung"] == "0 of 1"
     slow = table.iloc[1:]
     assert slow["core-min to gate"].str.startswith("not reached").all()
     assert (slow["best weakest cell"] < 0.9).all()
