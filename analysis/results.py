@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import shlex
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -263,6 +263,18 @@ def judged_line(findings: Sequence[Finding], claims: Sequence[str]) -> str:
     )
 
 
+def judged_where(findings: Sequence[tuple[str, Finding]]) -> dict[str, list[str]]:
+    """Where each claim (by its text) carries a verdict, from (where: a grid, or a gpu batch's grid,
+    finding) pairs: "reverse_posembed_replication: **held** (+0.150, 95% CI [...], seeds ...)"."""
+    out: dict[str, list[str]] = {}
+    for where, f in findings:
+        if f.status != NOT_TESTABLE and f.outcome.contrasts:
+            n = f.numbers
+            said = f"{n['effect']}, 95% CI {n['95% CI']}, seeds {n['seeds']}"
+            out.setdefault(f.claim, []).append(f"{where}: **{f.status}** ({said})")
+    return out
+
+
 def _numbers(finding: Finding) -> str:
     return " | ".join(finding.numbers.values())
 
@@ -297,8 +309,10 @@ def untestable_table(
     gpu: dict[str, list[GpuBatch]] | None = None,
     rates: dict[tuple[str, str], list[GpuRate]] | None = None,
     searched: dict[str, str] | None = None,
+    judged: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
-    """Each claim judged not testable: why, its learning curves, the steps the pre-search extrapolates its
+    """Each claim judged not testable: why (and where it is judged all the same: `judged`, by claim text,
+    `judged_where`), its learning curves, the steps the pre-search extrapolates its
     models need, what a recipe search for it found (`searched`, by grid, where one has run), what a judged
     sweep would cost on one core (at those `steps`, by "grid: point") and on a GPU (the banked `gpu` batches
     of the grid or its parent), and how long a trial is at paper scale (`paper_trial(grid)`, where given);
@@ -345,8 +359,16 @@ def untestable_table(
             cost = judged_cost(
                 result.grid, plans, f.claim, costs, steps or {}, gpu or {}, BUDGET_POINTS, *instead, rates
             )
+            elsewhere = (judged or {}).get(f.claim, ())
+            also = f"; judged in {'; '.join(elsewhere)}" if elsewhere else ""
             rows.append(
-                {"grid": result.grid, "claim": f.claim, "why": f.evidence + pending, **per_grid, **cost}
+                {
+                    "grid": result.grid,
+                    "claim": f.claim,
+                    "why": f.evidence + pending + also,
+                    **per_grid,
+                    **cost,
+                }
             )
     if not rows:
         return ""
@@ -401,6 +423,10 @@ def write_results(
             gpu_batches(GPU_BANK, gpu_plan),
             gpu_rates(every),
             {r.grid: found for r in results if (found := search_evidence(uri, r.grid, progress))},
+            judged_where(
+                [(r.grid, f) for r in results if r.analysis for f in r.analysis.findings]
+                + [(f"{f.grid} (gpu: {r.batch.name})", f) for r in gpu for f in judged_findings(r)]
+            ),
         ),
         spend_table(
             [p for r in every_part for p in zip((plan for plan, _ in r.parts), r.costs, strict=True)],

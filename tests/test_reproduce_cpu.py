@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from analysis import results
@@ -166,6 +167,31 @@ def test_a_claim_not_testable_shows_the_pre_searched_budgets_of_its_own_points_s
     random_embed = "add_posembed: position=random_embed (seeds 0, 1, 2): not reached at 6,000 (measured; one"
     assert random_embed in table
     assert "cpu_tune_steps: task=add_scratchpad: reached at 6,000 (measured)" in table  # one seed: no label
+    assert "judged in" not in table  # no other grid judged "a claim"
+
+
+def test_a_claim_not_testable_in_one_grid_says_where_it_is_judged() -> None:
+    """A claim not testable in its cpu grid but judged in another (a recipe's grid, a gpu batch): its row
+    names where, with the verdict and its numbers."""
+    from types import SimpleNamespace
+
+    from analysis.findings import HELD, NOT_TESTABLE, Finding
+    from experiments.verdicts import Contrast, Outcome, Side
+
+    claim = "padding + reversed product beats basic [tb:basic-5 vs tb:padding-5]"
+    seeds = [0, 1, 2, 3, 4]
+    padded = Side("padding", pd.Series([1.0, 0.99, 1.0, 0.98, 1.0], index=seeds))
+    basic = Side("basic", pd.Series([0.2, 0.15, 0.1, 0.25, 0.18], index=seeds))
+    outcome = Outcome(contrasts=(Contrast(((1.0, padded), (-1.0, basic)), "padding - basic"),))
+    held = Finding("mul_format", claim, HELD, "", outcome)
+    untested = Finding("mul_format", claim, NOT_TESTABLE, "not learned")
+    where = results.judged_where([("mul_format (gpu: b3)", held), ("mul_format", untested)])
+    (said,) = where[claim]
+    assert said.startswith("mul_format (gpu: b3): **held** (+0.818, 95% CI [")
+    assert said.endswith("seeds 0, 1, 2, 3, 4 (paired))")
+    grid = results.GridResult("mul_format", [], SimpleNamespace(findings=[untested]))
+    table = results.untestable_table([grid], pd.DataFrame(), {}, judged=where)
+    assert "not learned; judged in mul_format (gpu: b3): **held** (+0.818" in table
 
 
 def test_the_glance_names_the_seeds_each_set_of_points_ran_with() -> None:
