@@ -20,9 +20,10 @@ by the one trainable, `sweeps.trainable.run_trial`, with three additions:
   ends there (its cost to the gate is known); the rungs are kept in the sweep's folder, so that a search
   stopped and resumed (`--resume`) prunes as one run straight through would;
 - when Tune is done, each trial's MLflow run gets `search/core_minutes` at each evaluated epoch (from
-  Tune's results) and a trial the scheduler ended before its last epoch is ended KILLED with the tag
-  `search_stopped`: `passed` (it reached the gate), `rung` or `budget` (ASHA cut it), so that the store
-  alone holds what `analysis.search` builds the cost-to-gate table from.
+  Tune's results) and a trial the scheduler ended before its last epoch is ended with the tag
+  `search_stopped`: `passed` (it reached the gate) or `budget` (it spent the core-minutes a trial may),
+  FINISHED, or `rung` (ASHA cut it), KILLED; so that the store alone holds what `analysis.search` builds
+  the cost-to-gate table from, and the MLflow UI draws only the cut trials as stopped.
 
 At a recipe scale (cpu_recipe) the configurations stand in for the task's recipe: a candidate that no
 claim's seeds may run (`sweeps.space` refuses them), and the search's seeds are from 100 up.
@@ -134,10 +135,15 @@ def stopped_why(last: Mapping[str, Any], epochs: int, budget_s: float) -> str:
     return BUDGET if float(last.get(schema.CPU_SECONDS, 0.0)) >= budget_s else RUNG
 
 
-def end_stopped_run(uri: str, run_id: str, why: str) -> None:
-    """A stopped trial's MLflow run ended: KILLED, tagged `search_stopped` with why."""
+def end_stopped_run(uri: str, run_id: str, why: str) -> str:
+    """A stopped trial's MLflow run ended, tagged `search_stopped` with why; returns its status: KILLED
+    where ASHA cut it at a rung, FINISHED where it ended as the search means a trial to (at the gate, or
+    having spent the whole core-minute budget), so that the MLflow UI does not draw a trial that passed
+    the gate as a failure."""
+    status = "KILLED" if why == RUNG else "FINISHED"
     store.client(uri).set_tag(run_id, STOPPED_TAG, why)
-    store.set_run_status(uri, run_id, "KILLED")
+    store.set_run_status(uri, run_id, status)
+    return status
 
 
 class EndStoppedRuns(Callback):
@@ -254,7 +260,8 @@ class SearchRun:
 
     def record(self, results: Any, configs: dict[str, dict[str, Any]], uri: str, parent_run_id: str) -> int:
         """Write each trial's core-minutes into its MLflow run and end the runs the scheduler stopped
-        (KILLED, tagged `search_stopped`: passed, rung or budget); returns how many it stopped."""
+        (tagged `search_stopped`: passed, rung or budget; `end_stopped_run`); returns how many it ended
+        KILLED (cut at a rung), the trials a count of FINISHED runs leaves out."""
         from mlflow.entities import Metric
 
         client, stopped = store.client(uri), 0
@@ -277,9 +284,10 @@ class SearchRun:
             ]
             client.log_batch(run.info.run_id, metrics=metrics)
             why = stopped_why(result.metrics or {}, cfg["train"]["epochs"], budget_s)
-            if result.error is None and why and run.info.status != "FINISHED":
-                end_stopped_run(uri, run.info.run_id, why)
-                stopped += 1
+            if result.error is None and why:
+                if run.info.status != "FINISHED":
+                    end_stopped_run(uri, run.info.run_id, why)
+                stopped += why == RUNG
         return stopped
 
     def report(self, uri: str, parent_run_id: str) -> str:

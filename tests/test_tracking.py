@@ -88,6 +88,22 @@ def test_resumed_run_is_the_same_run_and_keeps_its_eval_history(tmp_path) -> Non
     assert (tmp_path / "mlartifacts").is_dir()
 
 
+def test_a_stopped_trial_keeps_the_finished_status_its_stopper_gave_it(tmp_path) -> None:
+    """A search's scheduler ends a trial that reached the gate FINISHED while Tune stops its process; the
+    trainer's own end (KILLED, as any stop) may come after, and does not overwrite it."""
+    cfg = _cfg(tmp_path)
+    tracker = MlflowTracker(cfg)
+    tracker.log_metrics({"train/loss": 2.0}, 1)
+    client = mlflow.MlflowClient(cfg.tracking.tracking_uri)
+    client.set_terminated(tracker.run_id, "FINISHED")
+    tracker.finish("KILLED")
+    assert client.get_run(tracker.run_id).info.status == "FINISHED"
+    assert [m.value for m in client.get_metric_history(tracker.run_id, "train/loss")] == [2.0]
+    other = MlflowTracker(cfg)  # a stop nothing else ended: KILLED
+    other.finish("KILLED")
+    assert client.get_run(other.run_id).info.status == "KILLED"
+
+
 def test_disabled_tracking_logs_nothing(tmp_path) -> None:
     cfg = _cfg(tmp_path, **{"tracking.enabled": False})
     tracker = start_tracker(cfg)

@@ -262,14 +262,17 @@ class MlflowTracker(NullTracker):
         return patiently(action, what, self.uri)
 
     def finish(self, status: str = "FINISHED") -> None:
-        """Send what is waiting and end the run (FINISHED, FAILED or KILLED), waiting up to PATIENCE_S for
-        a store that is down. If it stays down, save the unsent part in the trial's folder; a FINISHED
-        trial then fails with the command that sends it, a failing one keeps its own error."""
+        """Send what is waiting and end the run (FINISHED, FAILED or KILLED: never over a FINISHED that
+        what stopped the trial wrote first), waiting up to PATIENCE_S for a store that is down. If it
+        stays down, save the unsent part in the trial's folder; a FINISHED trial then fails with the
+        command that sends it, a failing one keeps its own error."""
 
         def send_and_end() -> None:
             self.outbox.retry_now()
             if not self.flush():
                 raise ConnectionError(f"MLflow store {store.display(self.uri)} unreachable")
+            if status == "KILLED" and self.client.get_run(self.run_id).info.status == "FINISHED":
+                return  # whoever stopped it ended it already, as done (a search's scheduler, at the gate)
             self.client.set_terminated(self.run_id, status=status)
 
         try:
