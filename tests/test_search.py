@@ -514,6 +514,16 @@ def check_the_toy_search(uri: str, resumed: bool = False) -> None:
         f"metrics.`{CORE_MINUTES}`" in view["selectedColumns"] and "tags.`point`" in view["selectedColumns"]
     )
     assert view["searchFilter"] == store.trials_filter(parent.info.run_id)
+    # its charts open on the gate against the CPU clock, in the section MLflow draws first (by name)
+    (section,) = view["compareRunSections"]
+    assert section["name"].startswith("Cost to the gate") and section["name"] < "eval"
+    line, bar = view["compareRunCharts"]
+    assert (line["type"], line["metricKey"], line["selectedXAxisMetricKey"]) == (
+        "LINE",
+        GATE_METRIC,
+        CPU_SECONDS,
+    )
+    assert (bar["type"], bar["metricKey"]) == ("BAR", GATE_METRIC)
     # docs/RESULTS.md's section, from the store alone
     figures = Path(uri.removeprefix("sqlite:///")).parent / "figures"
     figures.mkdir(exist_ok=True)
