@@ -47,6 +47,11 @@ class Finding:
     p_holm: float = math.nan
 
     @property
+    def judged(self) -> bool:
+        """Whether the claim carries a verdict here: held, not held, or the seeds cannot tell."""
+        return self.status != NOT_TESTABLE
+
+    @property
     def numbers(self) -> dict[str, str]:
         """effect, 95% CI, one-sided p, Holm-adjusted p and seeds of the claim's weakest contrast."""
         contrasts = self.outcome.contrasts

@@ -121,7 +121,7 @@ def gpu_results(bank: Path, plan: Sequence[PlannedBatch], uri: str) -> list[Batc
 
 def judged_findings(result: BatchResult) -> list[Finding]:
     """The batch's findings that carry a verdict (held, not held, or the seeds cannot tell)."""
-    return [f for f in result.findings if f.outcome.contrasts and not f.outcome.untestable]
+    return [f for f in result.findings if f.judged]
 
 
 def _setting(trial: dict[str, Any]) -> str:
@@ -177,7 +177,7 @@ def judged_tables(result: BatchResult) -> list[str]:
     batch that judged a claim: what its verdict reads."""
     lines = []
     for analysis in result.analyses:
-        if any(f.outcome.contrasts and not f.outcome.untestable for f in analysis.findings):
+        if any(f.judged for f in analysis.findings):
             tables = render_tables(analysis.tables, "markdown")
             lines += [
                 f"Its cells, every seed's mean (`{analysis.sweep.grid}`, the parts read as one sweep):",

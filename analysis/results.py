@@ -26,7 +26,7 @@ import yaml
 from analysis.budget import budget_table, steps_needed
 from analysis.choice import part_choice
 from analysis.curves import budget_figure, learning_curves_figure, save
-from analysis.findings import NOT_TESTABLE, Finding, one_family
+from analysis.findings import Finding, one_family
 from analysis.gpu import BatchResult, gpu_results, gpu_section, judged_findings, summary_rows
 from analysis.load import read_sweep
 from analysis.plan import (
@@ -251,9 +251,7 @@ def judged_line(findings: Sequence[Finding], claims: Sequence[str]) -> str:
     """How many of the report's claims (`claims`, by text) a finding judges, a claim judged in several
     grids counted once, and which: the table's lead."""
     judged = {
-        f.claim.rsplit(" [", 1)[0]: f.claim.rsplit(" [", 1)[-1].rstrip("]")
-        for f in findings
-        if f.status != NOT_TESTABLE
+        f.claim.rsplit(" [", 1)[0]: f.claim.rsplit(" [", 1)[-1].rstrip("]") for f in findings if f.judged
     }
     total = len(set(claims) | {f.claim.rsplit(" [", 1)[0] for f in findings})
     which = f": {', '.join(sorted(set(judged.values())))}" if judged else ""
@@ -268,7 +266,7 @@ def judged_where(findings: Sequence[tuple[str, Finding]]) -> dict[str, list[str]
     finding) pairs: "reverse_posembed_replication: **held** (+0.150, 95% CI [...], seeds ...)"."""
     out: dict[str, list[str]] = {}
     for where, f in findings:
-        if f.status != NOT_TESTABLE and f.outcome.contrasts:
+        if f.judged:
             n = f.numbers
             said = f"{n['effect']}, 95% CI {n['95% CI']}, seeds {n['seeds']}"
             out.setdefault(f.claim, []).append(f"{where}: **{f.status}** ({said})")
@@ -320,9 +318,7 @@ def untestable_table(
     steps_to = next((c for c in budgets.columns if c.startswith("steps to ")), "")
     rows = []
     for result in results:
-        findings = (
-            [f for f in result.analysis.findings if f.status == NOT_TESTABLE] if result.analysis else []
-        )
+        findings = [f for f in result.analysis.findings if not f.judged] if result.analysis else []
         if not findings:
             continue
         estimates = []

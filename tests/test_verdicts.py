@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from analysis.findings import NOT_TESTABLE, evaluate_findings, outcome_of
+from analysis.findings import NOT_TESTABLE, Finding, evaluate_findings, outcome_of
 from experiments.claim import Claim
 from experiments.intervals import holm, paired_interval, welch_interval
 from experiments.paper import digit_map_of
@@ -229,6 +229,11 @@ def test_no_verdict_on_fewer_than_three_seeds_a_side() -> None:
     status, evidence, p = decide_family([two])[0]
     assert status == NOT_TESTABLE and "a verdict needs at least 3 seeds a side" in evidence
     assert math.isnan(p) and math.isnan(two.p)
+    assert not Finding("g", "c", status, evidence, two).judged  # its contrasts are for reference only
+    three = compared(
+        [difference(Side.of("a", side_frame([0.9, 0.95, 0.9])), Side.of("b", side_frame([0.1] * 3)))]
+    )
+    assert Finding("g", "c", *decide_family([three])[0][:2], three).judged
 
 
 def test_held_and_not_held_read_the_same_holm_adjusted_level() -> None:
