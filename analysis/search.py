@@ -180,9 +180,14 @@ def compared_labels(search: Search) -> list[str]:
     return list(dict.fromkeys(search.split_point(point.name)[1] for point in grid.points()))
 
 
+#: a compared point not run at a recipe another point missed the gate at: its cost could not serve a claim
+NOT_NEEDED = "not needed (another point missed the gate here)"
+
+
 def recipe_costs(table: pd.DataFrame, search: Search) -> pd.DataFrame:
     """The cost table by recipe: one row per recipe with what each compared point (a column: every one the
-    search declares, "not run yet" where none of its configurations at the recipe has) cost to the gate
+    search declares, "not run yet" where none of its configurations at the recipe has, NOT_NEEDED where
+    one is missing at a recipe another point missed the gate at) cost to the gate
     at it, and the recipe's own cost, the most of them: a claim's formats all train at one recipe, so it
     serves the claim only where every one reached the gate. Recipes every point passed at first
     (cheapest first), then those still waiting on a point (by what the run ones cost), then the rest."""
@@ -204,7 +209,8 @@ def recipe_costs(table: pd.DataFrame, search: Search) -> pd.DataFrame:
             cost, order = f"not known: {', '.join(missing)} not run yet", (1, known)
         else:
             cost, order = f"{known:g}" + (f" ({MIXED})" if len(machines[recipe]) > 1 else ""), (0, known)
-        rows.append({"recipe": recipe, **{c: costs.get(c, "not run yet") for c in columns}, RECIPE_COST: cost,
+        unrun = NOT_NEEDED if short else "not run yet"  # a point that missed it: the recipe cannot serve
+        rows.append({"recipe": recipe, **{c: costs.get(c, unrun) for c in columns}, RECIPE_COST: cost,
                      "_order": order})  # fmt: skip
     if not rows:
         return pd.DataFrame(columns=["recipe", *columns, RECIPE_COST])

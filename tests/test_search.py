@@ -22,7 +22,14 @@ import pytest
 
 from analysis.load import find_parent
 from analysis.plan import PLAN
-from analysis.search import cost_to_gate, recipe_costs, search_cost_table, search_evaluations, search_sections
+from analysis.search import (
+    NOT_NEEDED,
+    cost_to_gate,
+    recipe_costs,
+    search_cost_table,
+    search_evaluations,
+    search_sections,
+)
 from analysis.search import main as search_main
 from arith.config import ConfigError, ExperimentConfig
 from arith.tracking import store
@@ -854,6 +861,15 @@ def test_a_recipe_costs_the_most_its_compared_points_needed_and_serves_only_wher
     assert list(recipes["recipe"]) == [mini, wide, tiny]
     assert recipes.iloc[1]["format=padding_reverse,max_digits=5"] == "not run yet"
     assert recipes.iloc[1][both] == "not known: format=padding_reverse,max_digits=5 not run yet"
+    # a point not run at a recipe another point missed the gate at is not needed there (the plan ends its
+    # part unrun): the table does not wait on it
+    big = "model=4x256,batch=512x6000,lr=0.001"
+    missed = [*rows, (f"{big},format=padding_reverse,max_digits=5", 100, 1, 90.0, 0.84, "budget")]
+    (row,) = (
+        recipe_costs(cost_to_gate(evaluations(missed)), search).query("recipe == @big").to_dict("records")
+    )
+    assert row["format=basic,max_digits=5"] == NOT_NEEDED
+    assert row[both] == "not reached by format=padding_reverse,max_digits=5"
     # a search whose first part ran one format only still names both columns
     basic_only = recipe_costs(cost_to_gate(evaluations(rows[:1])), search)
     basic, padded = "format=basic,max_digits=5", "format=padding_reverse,max_digits=5"
