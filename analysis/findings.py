@@ -20,6 +20,7 @@ import pandas as pd
 
 from arith.tracking.schema import ACCURACY_COLUMN, SEED_COLUMN
 from experiments.claim import Claim
+from experiments.intervals import Interval
 from experiments.registry import claims_for, presearch_record, presearch_seeds_of
 from experiments.verdicts import (  # noqa: F401  (the verdicts are re-exported: tests and scripts read them here)
     CANNOT_TELL,
@@ -52,12 +53,17 @@ class Finding:
         return self.status != NOT_TESTABLE
 
     @property
+    def weakest_interval(self) -> Interval:
+        """The interval of the claim's weakest contrast (its largest one-sided p): what its verdict rests
+        on, all of its contrasts having to hold."""
+        return max((c.interval for c in self.outcome.contrasts), key=lambda i: (math.isnan(i.p), i.p))
+
+    @property
     def numbers(self) -> dict[str, str]:
         """effect, 95% CI, one-sided p, Holm-adjusted p and seeds of the claim's weakest contrast."""
-        contrasts = self.outcome.contrasts
-        if not contrasts or self.outcome.untestable:
+        if not self.outcome.contrasts or self.outcome.untestable:
             return {"effect": "", "95% CI": "", "p": "", "p (Holm)": "", "seeds": ""}
-        i = max((c.interval for c in contrasts), key=lambda i: (math.isnan(i.p), i.p))
+        i = self.weakest_interval
         return {
             "effect": f"{i.effect:+.3f}",
             "95% CI": i.ci,

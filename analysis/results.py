@@ -24,6 +24,7 @@ import pandas as pd
 import yaml
 
 from analysis.budget import budget_table, steps_needed
+from analysis.by_claim import claims_table, judged_line, judged_where
 from analysis.choice import part_choice
 from analysis.curves import budget_figure, learning_curves_figure, save
 from analysis.findings import Finding, one_family
@@ -47,7 +48,7 @@ from analysis.plan import (
 from analysis.presearch import presearch_records, presearch_tables
 from analysis.reach import GpuBatch, GpuRate, gpu_batches, gpu_rates, judged_cost
 from analysis.report import FINISHED, Analysis, analyse, render
-from analysis.search import search_evidence, search_sections
+from analysis.search_report import search_evidence, search_sections
 from analysis.spend import TrialCost, planned_text, spend_table, spent_line, trial_costs
 from analysis.tables import markdown_table as markdown
 from arith.tracking.archive import SOURCE_TAG
@@ -241,36 +242,25 @@ def summary(
             )
         elif claims_for(result.grid):
             lines.append(f"| {result.grid} | all of its claims | not yet run |{blank}| |")
-    every = [f for r in results if r.analysis for f in r.analysis.findings]
-    every += [f for r in gpu for f in judged_findings(r)]
-    lines.insert(2, judged_line(every, [c.text for r in results for c in claims_for(r.grid)]))
+    located = where_judged(results, gpu)
+    claims = [c for r in results for c in claims_for(r.grid)]
+    lead = judged_line([f for _, f in located], [c.text for c in claims])
+    lines[2:2] = [lead, BY_CLAIM, "", claims_table(located, claims)]
     return "\n".join(lines + summary_rows(gpu)) + "\n"
 
 
-def judged_line(findings: Sequence[Finding], claims: Sequence[str]) -> str:
-    """How many of the report's claims (`claims`, by text) a finding judges, a claim judged in several
-    grids counted once, and which: the table's lead."""
-    judged = {
-        f.claim.rsplit(" [", 1)[0]: f.claim.rsplit(" [", 1)[-1].rstrip("]") for f in findings if f.judged
-    }
-    total = len(set(claims) | {f.claim.rsplit(" [", 1)[0] for f in findings})
-    which = f": {', '.join(sorted(set(judged.values())))}" if judged else ""
-    return (
-        f"**Judged: {len(judged)} of the {total} claims below**{which} (a claim judged in several grids "
-        "counts once); each row of the others says why it is not judged yet.\n"
-    )
+BY_CLAIM = (
+    "Each claim of the paper once (a claim judged in several grids: each verdict, where; the weakest "
+    "contrast's effect and interval, and the seeds it was judged on); then every grid's row."
+)
 
 
-def judged_where(findings: Sequence[tuple[str, Finding]]) -> dict[str, list[str]]:
-    """Where each claim (by its text) carries a verdict, from (where: a grid, or a gpu batch's grid,
-    finding) pairs: "reverse_posembed_replication: **held** (+0.150, 95% CI [...], seeds ...)"."""
-    out: dict[str, list[str]] = {}
-    for where, f in findings:
-        if f.judged:
-            n = f.numbers
-            said = f"{n['effect']}, 95% CI {n['95% CI']}, seeds {n['seeds']}"
-            out.setdefault(f.claim, []).append(f"{where}: **{f.status}** ({said})")
-    return out
+def where_judged(results: list[GridResult], gpu: Sequence[BatchResult]) -> list[tuple[str, Finding]]:
+    """Every finding of the report with where it was reached: its grid, or a gpu batch's grid and name
+    (a batch's judged findings only: its pre-search's are in the gpu section)."""
+    return [(r.grid, f) for r in results if r.analysis for f in r.analysis.findings] + [
+        (f"{f.grid} (gpu: {r.batch.name})", f) for r in gpu for f in judged_findings(r)
+    ]
 
 
 def _numbers(finding: Finding) -> str:
@@ -419,10 +409,7 @@ def write_results(
             gpu_batches(GPU_BANK, gpu_plan),
             gpu_rates(every),
             {r.grid: found for r in results if (found := search_evidence(uri, r.grid, progress))},
-            judged_where(
-                [(r.grid, f) for r in results if r.analysis for f in r.analysis.findings]
-                + [(f"{f.grid} (gpu: {r.batch.name})", f) for r in gpu for f in judged_findings(r)]
-            ),
+            judged_where(where_judged(results, gpu)),
         ),
         spend_table(
             [p for r in every_part for p in zip((plan for plan, _ in r.parts), r.costs, strict=True)],

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis import results
+from analysis import by_claim, results
 from analysis.plan import (
     PLAN,
     TAG_COMMAND,
@@ -170,6 +170,71 @@ def test_a_claim_not_testable_shows_the_pre_searched_budgets_of_its_own_points_s
     assert "judged in" not in table  # no other grid judged "a claim"
 
 
+def test_the_glance_lists_each_claim_once_with_every_verdict_and_where() -> None:
+    """A claim judged in two grids (and not testable in a third) is one row naming both verdicts; a claim
+    only tried is not testable with the grids that tried it; a declared claim no grid has run says so."""
+    from analysis.findings import CANNOT_TELL, HELD, NOT_TESTABLE, Finding
+    from experiments.claim import Claim
+    from experiments.verdicts import Contrast, Outcome, Side
+
+    def outcome(seeds: list[int], gap: float) -> Outcome:
+        a = Side("random_embed", pd.Series([0.9 + gap + 0.01 * (s % 3) for s in seeds], index=seeds))
+        b = Side("none", pd.Series([0.9 - 0.02 * (s % 2) for s in seeds], index=seeds))
+        return Outcome(contrasts=(Contrast(((1.0, a), (-1.0, b)), "random_embed - none"),))
+
+    rand, rev, mul = "random embedding fixes it", "no embedding generalises", "padding beats basic"
+    findings = [
+        ("reverse_posembed", Finding("reverse_posembed", f"{rand} [fig:randembed]", NOT_TESTABLE, "seed 2")),
+        (
+            "recipe",
+            Finding("recipe", f"{rand} [fig:randembed]", CANNOT_TELL, "", outcome([0, 1, 2, 3, 4], 0.0)),
+        ),
+        (
+            "replication",
+            Finding("replication", f"{rand} [fig:randembed]", HELD, "", outcome(list(range(20, 30)), 0.1)),
+        ),
+        ("reverse_posembed", Finding("reverse_posembed", f"{rev} [fig:testacc_rev]", NOT_TESTABLE, "seed 2")),
+        ("add_posembed", Finding("add_posembed", f"{rev} [fig:testacc_rev]", NOT_TESTABLE, "seed 0")),
+    ]
+    claims = [
+        Claim(text, source, "", lambda *a: None)
+        for text, source in [(rand, "fig:randembed"), (rev, "fig:testacc_rev"), (mul, "tb:basic-5")]
+    ]
+    table = by_claim.claims_table(findings, claims).splitlines()
+    assert len(table) == 2 + 3  # header, rule, one row a claim
+    randembed, testacc, padding = table[2:]
+    assert randembed.startswith(f"| {rand} | fig:randembed | **the seeds cannot tell** / **held** | recipe: ")
+    assert "replication: **held**, +0.1" in randembed and "seeds 20-29 (10, paired)" in randembed
+    assert "reverse_posembed" not in randembed  # its not-testable row is not a verdict
+    assert testacc == (
+        f"| {rev} | fig:testacc_rev | not testable | tried in reverse_posembed, add_posembed (their rows "
+        "below say why) |"
+    )
+    assert padding == f"| {mul} | tb:basic-5 | not yet run |  |"
+    assert by_claim.seed_span([4, 0, 1, 2, 3]) == "0-4" and by_claim.seed_span([0, 2, 3, 7]) == "0, 2-3, 7"
+
+
+def _claims_table(text: str) -> list[tuple[str, str, str]]:
+    """(claim, paper, verdict) of each row of the first table headed "| the paper's claim | paper |"."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| the paper's claim | paper |"))
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        claim, paper, verdict = (cell.strip() for cell in line.strip("|").split(" | ")[:3])
+        rows.append((claim, paper, verdict))
+    return rows
+
+
+def test_the_readme_states_each_claims_verdict_as_the_report_does() -> None:
+    """README's table of the paper's claims (written by hand, shortened) says of each claim what the
+    generated docs/RESULTS.md says: its paper label and verdict, claim for claim."""
+    report = _claims_table((ROOT / "docs" / "RESULTS.md").read_text())
+    readme = _claims_table((ROOT / "README.md").read_text())
+    assert len(report) == 10 and readme == report
+
+
 def test_a_claim_not_testable_in_one_grid_says_where_it_is_judged() -> None:
     """A claim not testable in its cpu grid but judged in another (a recipe's grid, a gpu batch): its row
     names where, with the verdict and its numbers."""
@@ -185,7 +250,7 @@ def test_a_claim_not_testable_in_one_grid_says_where_it_is_judged() -> None:
     outcome = Outcome(contrasts=(Contrast(((1.0, padded), (-1.0, basic)), "padding - basic"),))
     held = Finding("mul_format", claim, HELD, "", outcome)
     untested = Finding("mul_format", claim, NOT_TESTABLE, "not learned")
-    where = results.judged_where([("mul_format (gpu: b3)", held), ("mul_format", untested)])
+    where = by_claim.judged_where([("mul_format (gpu: b3)", held), ("mul_format", untested)])
     (said,) = where[claim]
     assert said.startswith("mul_format (gpu: b3): **held** (+0.818, 95% CI [")
     assert said.endswith("seeds 0, 1, 2, 3, 4 (paired))")
@@ -508,6 +573,6 @@ def test_the_findings_lead_counts_a_claim_judged_in_two_grids_once() -> None:
         finding("reverse_posembed", rev, "not testable"),
     ]
     claims = ["random embedding fixes it", "no embedding generalises", "a claim no grid has run"]
-    line = results.judged_line(findings, claims)
+    line = by_claim.judged_line(findings, claims)
     assert line.startswith("**Judged: 1 of the 3 claims below**: fig:randembed (a claim judged in several")
-    assert results.judged_line([], claims).startswith("**Judged: 0 of the 3 claims below** (")
+    assert by_claim.judged_line([], claims).startswith("**Judged: 0 of the 3 claims below** (")

@@ -28,9 +28,9 @@ from analysis.search import (
     recipe_costs,
     search_cost_table,
     search_evaluations,
-    search_sections,
 )
 from analysis.search import main as search_main
+from analysis.search_report import search_sections
 from arith.config import ConfigError, ExperimentConfig
 from arith.tracking import store
 from arith.tracking.archive import export_sweep, import_sweep
@@ -653,7 +653,7 @@ def test_a_claim_not_testable_names_what_its_recipe_search_found(tmp_path) -> No
     from mlflow import MlflowClient
     from mlflow.entities import Metric
 
-    from analysis.search import search_evidence
+    from analysis.search_report import search_evidence
     from experiments.search import CORE_MINUTES
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
@@ -689,7 +689,8 @@ def test_a_claim_not_testable_names_what_its_recipe_search_found(tmp_path) -> No
     assert search_evidence(uri, "mul_format_long") == found  # its variant: the same claim
     assert search_evidence(uri, "add_posembed") == ""
     # where the plan declares the search's parts, how many of them have run, not whether a sweep ended
-    first, *rest = [plan for plan in PLAN if plan.grid == "mul_format_recipe"]
+    # (the plan's parts as declared, none yet ended: the test sets what the plan says of them below)
+    first, *rest = [dataclasses.replace(p, ended_early="") for p in PLAN if p.grid == "mul_format_recipe"]
     parts = [(first, parent), *((p, None) for p in rest)]
     planned = search_evidence(uri, "mul_format", {"mul_format_recipe": parts})
     assert planned.startswith("mul_format_recipe (1 of 6 plan parts run, 1 not ended; 4 of 24 configurations")
@@ -744,12 +745,39 @@ def test_a_claim_not_testable_names_what_its_recipe_search_found(tmp_path) -> No
                 == 0
             )
         assert sum(line.startswith("| model=") for line in out.getvalue().splitlines()) == rows
+    # no conclusion while a part runs; once every part has run or was ended unrun, the search is complete
+    # and says that no recipe it read served the claim within its budget
+    ended_plan = {"mul_format_recipe": parts[:2] + ended}
+    assert "complete" not in search_evidence(uri, "mul_format", ended_plan)
+    client.set_terminated(later.info.run_id, "FINISHED")
+    found = search_evidence(uri, "mul_format", ended_plan)
+    assert found.endswith(
+        "; complete: none of the 4 recipes read brought every compared point to the gate within 90 "
+        "core-min a trial"
+    )
+    assert "**Found:** complete: none of the 4 recipes" in search_sections(uri, plan_parts=ended_plan)
+    # a recipe at which every compared point passed is the search's finding, whether or not it is complete
+    mini = "model=gpt2-mini,batch=512x6000,lr=0.001"
+    run = client.create_run(
+        experiment,
+        tags={
+            "mlflow.parentRunId": later.info.run_id,
+            POINT_TAG: f"{mini},format=basic,max_digits=5",
+            "seed": "100",
+        },
+    )
+    client.log_batch(
+        run.info.run_id, metrics=[Metric(GATE_METRIC, 0.97, 0, 1), Metric(CORE_MINUTES, 20.0, 0, 1)]
+    )
+    served = f"every compared point passed at {mini}, 45 core-min a trial"
+    assert search_evidence(uri, "mul_format", ended_plan).endswith(served)
+    assert search_evidence(uri, "mul_format").endswith(served)
 
 
 def test_a_search_section_names_every_processor_its_sessions_ran_on() -> None:
     from types import SimpleNamespace
 
-    from analysis.search import machines
+    from analysis.search_report import machines
     from experiments.search import MACHINES_TAG
 
     def parent(tag: str) -> SimpleNamespace:
