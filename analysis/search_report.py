@@ -65,9 +65,13 @@ def conclusion(table: pd.DataFrame, search: Search, complete: bool) -> str:
         best = served.iloc[0]
         return f"every compared point passed at {best['recipe']}, {best[RECIPE_COST]} core-min a trial"
     if complete:
-        which = f"none of the {len(recipes)} recipes read" if len(recipes) > 1 else "its one recipe did not"
+        which = (
+            f"none of the {len(recipes)} recipes read brought"
+            if len(recipes) > 1
+            else "its one recipe did not bring"
+        )
         return (
-            f"complete: {which} brought every compared point to the gate within "
+            f"complete: {which} every compared point to the gate within "
             f"{search.scheduler.max_core_min:g} core-min a trial"
         )
     return ""
