@@ -313,7 +313,9 @@ def main(argv: list[str] | None = None) -> int:
         parent = find_parent(client, args.grid, args.run)
         runs = [parent] if args.run else store.sweep_runs(client, args.grid)
         evaluations = every_part_evaluations(args.tracking_uri, runs)
-        print(cost_markdown(cost_to_gate(evaluations)))
+        search = SEARCHES.get(args.grid)  # a declared search: its budget and the table by recipe too
+        budget = search.scheduler.max_core_min if search else None
+        print(cost_markdown(cost_to_gate(evaluations), budget, search))
         if args.figure and (figure := figure_of(evaluations, SEARCHES.get(args.grid))) is not None:
             save(figure, args.figure)
             print(f"wrote {args.figure}")

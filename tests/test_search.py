@@ -744,7 +744,10 @@ def test_a_claim_not_testable_names_what_its_recipe_search_found(tmp_path) -> No
                 )
                 == 0
             )
-        assert sum(line.startswith("| model=") for line in out.getvalue().splitlines()) == rows
+        by_configuration, by_recipe = out.getvalue().split("By recipe:")
+        assert sum(line.startswith("| model=") for line in by_configuration.splitlines()) == rows
+        assert "| recipe | format=basic,max_digits=5 | format=padding_reverse,max_digits=5 |" in by_recipe
+        assert "at most 90 core-minutes a trial" in by_configuration
     # no conclusion while a part runs; once every part has run or was ended unrun, the search is complete
     # and says that no recipe it read served the claim within its budget
     ended_plan = {"mul_format_recipe": parts[:2] + ended}
