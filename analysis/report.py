@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.by_claim import seed_span
 from analysis.findings import Finding, evaluate_findings, findings_frame, render_findings
 from analysis.html import page
 from analysis.load import read_sweep
@@ -18,7 +19,7 @@ from analysis.sweep import FINISHED, IDENTITY_KEYS, TAG_COLUMNS, Sweep, aggregat
 from analysis.tables import Table, build_tables, long_frame, render_tables
 from analysis.wrong_answers import write_figures
 from arith.tracking import store
-from arith.tracking.schema import SEED_COLUMN
+from arith.tracking.schema import RUN_DESCRIPTION_TAG, SEED_COLUMN
 from experiments.paper import attach_paper
 
 FORMATS: dict[str, str] = {"markdown": "md", "csv": "csv", "latex": "tex", "html": "html"}
@@ -108,13 +109,40 @@ def write_outputs(analysis: Analysis, text: str, fmt: str, out_dir: Path) -> lis
     return [*files, *figures, *write_figures(analysis.sweep, analysis.tables, out_dir)]
 
 
+#: the parent run's tag that the MLflow UI's runs table can show as a column: each claim's verdict
+VERDICTS_TAG = "verdicts"
+#: where the verdicts start in the parent run's description (what comes before it, the command, is kept)
+VERDICTS_HEADING = "**Verdicts** (`python -m analysis`):"
+
+
+def described(description: str, findings: Sequence[Finding]) -> str:
+    """The parent run's description with the sweep's verdicts after its command: each claim, its status
+    and the weakest contrast's numbers (a later analysis replaces the verdicts, not the command)."""
+    lines = [VERDICTS_HEADING]
+    for f in findings:
+        if f.judged:
+            i = f.weakest_interval
+            test = "paired" if i.paired else "Welch"
+            numbers = f": {i.effect:+.3f} {i.ci}, seeds {seed_span(i.seeds)} ({len(i.seeds)}, {test})"
+        lines.append(f"- {f.claim}: **{f.status}**{numbers if f.judged else ''}")
+    command = description.split(VERDICTS_HEADING)[0].rstrip()
+    return "\n\n".join(filter(None, [command, "\n".join(lines)]))
+
+
 def log_to_parent(analysis: Analysis, out_dir: Path) -> str | None:
-    """Log the folder as artifacts `analysis/` of the sweep's parent run; a message if that failed."""
+    """Log the folder as artifacts `analysis/` of the sweep's parent run, and its verdicts where the MLflow
+    UI shows them (the run's description and a `verdicts` tag); a message if that failed."""
     from mlflow.exceptions import MlflowException
 
+    parent, findings = analysis.sweep.parent_run_id, analysis.findings
     try:
         client = store.client(analysis.sweep.tracking_uri)
-        client.log_artifacts(analysis.sweep.parent_run_id, str(out_dir), "analysis")
+        client.log_artifacts(parent, str(out_dir), "analysis")
+        if findings:
+            description = client.get_run(parent).data.tags.get(RUN_DESCRIPTION_TAG, "")
+            client.set_tag(parent, RUN_DESCRIPTION_TAG, described(description, findings))
+            labels = [f"{f.claim.rsplit(' [', 1)[-1].rstrip(']')}: {f.status}" for f in findings]
+            client.set_tag(parent, VERDICTS_TAG, "; ".join(labels))
     except (MlflowException, OSError) as err:
         return f"could not log the analysis on run {analysis.sweep.parent_run_id}: {err}"
     return None

@@ -38,12 +38,12 @@ from analysis.load import (
     tidy_cells,
     trials_frame,
 )
-from analysis.report import FORMATS
+from analysis.report import FORMATS, VERDICTS_HEADING, VERDICTS_TAG
 from analysis.sweep import aggregate_seeds, tag_columns
 from arith.config import ExperimentConfig
 from arith.data.tasks import TASKS
 from arith.tracking import schema, store
-from arith.tracking.schema import REQUIRED_CELL_COLUMNS
+from arith.tracking.schema import REQUIRED_CELL_COLUMNS, RUN_DESCRIPTION_TAG
 from experiments.paper import (
     digit_map_of,
     paper_cells,
@@ -660,6 +660,19 @@ def test_report_from_a_real_store_writes_and_logs_tables_and_heatmaps(
         "analysis/findings.csv",
         "analysis/heatmaps",
     } <= logged
+    # the verdict where the MLflow UI shows it: after the run's description, and a tag the runs table shows
+    tags = client.get_run(parent).data.tags
+    assert tags[VERDICTS_TAG] == "fig:acc_add_rand: not testable"
+    assert tags[RUN_DESCRIPTION_TAG].endswith(
+        f"{VERDICTS_HEADING}\n- random embedding extrapolates addition further than learned or no position "
+        "embedding [fig:acc_add_rand]: **not testable**"
+    )
+    command = "`python sweeps/run.py --grid add_posembed`"
+    client.set_tag(parent, RUN_DESCRIPTION_TAG, f"{command}\n\n{VERDICTS_HEADING}\n- old")
+    report("add_posembed", uri)  # analysed again: the verdicts replaced, the command kept
+    again = client.get_run(parent).data.tags[RUN_DESCRIPTION_TAG]
+    assert again.startswith(f"{command}\n\n{VERDICTS_HEADING}\n- random") and again.count("Verdicts") == 1
+    assert "old" not in again
 
 
 def test_multiplication_sweep_beside_the_paper_from_a_real_store(tmp_path: Path, empty_store: Path) -> None:
