@@ -315,4 +315,30 @@ MUL_FORMAT_RECIPE_LONG = dataclasses.replace(
     },
 )
 
-SEARCHES = (MUL_FORMAT_RECIPE, MUL_FORMAT_RECIPE_LONG)
+# mul_simple_case's pre-search on the CPU (issue 42; declared on 1 Dec 2026, before any run): its claim
+# compares n x 1 with first-step lines on reversed products, whose gate holds first-step's 3x3 (the paper's
+# 5x5, 0.98) as mul_format's holds padding + reversed product's, the cell no configuration brought to 0.9
+# within mul_format_recipe's 90 core-minutes (4x256 / batch 128 / lr 1e-3 came nearest, 0.84 at its 20,000
+# steps' end, rising steeply as its rate decayed). So that shape at twice the steps, warmup and decay laid
+# over them, each compared point one configuration alone in its ASHA bracket (ended at the gate or at 180
+# core-minutes): what a competent model of this claim costs here, not a search for the cheapest recipe.
+MUL_SIMPLE_CASE_RECIPE = Search(
+    name="mul_simple_case_recipe",
+    description="what a competent cpu_recipe model of mul_simple_case's claim costs (n x 1 and first-step "
+    "lines, 3-digit factors, the paper's 5): 4x256, batch 128 x 40,000 steps, lr 1e-3, at most 180 "
+    "core-minutes a trial",
+    experiment="mul_simple_case",
+    compared={"data.augment": ["n_times_1", "first_step"], "data.max_digits": [5]},
+    axes={
+        "model": [Variant("4x256", {"model.preset": "tiny", "model.n_embd": 256})],
+        "batch": [Variant("128x40000", {"train.batch_size": 128, "train.max_steps": 40_000})],
+        "train.lr": [1e-3],
+    },
+    base=MUL_FORMAT_RECIPE.base,
+    scale="cpu_recipe",
+    seeds=(100,),
+    scheduler=Asha(grace_core_min=10, max_core_min=180, reduction_factor=3),
+    fallback=small_products,
+)
+
+SEARCHES = (MUL_FORMAT_RECIPE, MUL_FORMAT_RECIPE_LONG, MUL_SIMPLE_CASE_RECIPE)
