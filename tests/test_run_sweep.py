@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from analysis.report import VERDICTS_HEADING
+from experiments.registry import claims_for
 from sweeps.grids import GRIDS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -99,7 +101,12 @@ def test_smoke_sweep_of_two_grids_into_mlflow(tmp_path, ray_temp_dir):
         assert json.loads(parent["tags.digit_map"])["5"] == 2  # smoke: the paper's 5 digits are 2
         # the UI's description of the parent run: what ran, without where (two parts of a grid told apart)
         command = f"`python sweeps/run.py --cpus-per-trial 1 --grid {grid} --scale smoke --max-concurrent 2`"
-        assert parent["tags.mlflow.note.content"] == command  # run_sweep adds --cpus-per-trial 1
+        command_part, verdicts = parent["tags.mlflow.note.content"].split(f"\n\n{VERDICTS_HEADING}\n")
+        assert command_part == command  # run_sweep adds --cpus-per-trial 1
+        # then the verdicts of the end-of-sweep analysis, one line a claim, and the tag the runs table shows
+        claims = [f"- {c.text} [{c.source}]: **" for c in claims_for(grid)]
+        assert [line.split("]: **")[0] + "]: **" for line in verdicts.splitlines()] == claims
+        assert parent["tags.verdicts"].startswith(f"{claims_for(grid)[0].source}: ")
 
         children = runs[runs["tags.mlflow.parentRunId"] == parent["run_id"]]
         n_points = len(GRIDS[grid].points())
