@@ -14,19 +14,11 @@ from analysis.findings import Finding
 from experiments.claim import Claim
 
 
-def _text(finding: Finding) -> str:
-    return finding.claim.rsplit(" [", 1)[0]
-
-
-def _source(finding: Finding) -> str:
-    return finding.claim.rsplit(" [", 1)[-1].rstrip("]")
-
-
 def judged_line(findings: Sequence[Finding], claims: Sequence[str]) -> str:
     """How many of the report's claims (`claims`, by text) a finding judges, a claim judged in several
     grids counted once, and which: the table's lead."""
-    judged = {_text(f): _source(f) for f in findings if f.judged}
-    total = len(set(claims) | {_text(f) for f in findings})
+    judged = {f.claim_text: f.source for f in findings if f.judged}
+    total = len(set(claims) | {f.claim_text for f in findings})
     which = f": {', '.join(sorted(set(judged.values())))}" if judged else ""
     return (
         f"**Judged: {len(judged)} of the {total} claims below**{which} (a claim judged in several grids "
@@ -57,12 +49,12 @@ def seed_span(seeds: Sequence[int]) -> str:
     return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else f"{r[0]}" for r in runs)
 
 
-def _verdict_there(where: str, finding: Finding) -> str:
-    """One verdict of a claim: where, the status, the weakest contrast's effect and interval, its seeds."""
+def verdict_numbers(finding: Finding) -> str:
+    """A judged finding's weakest contrast in short: "+0.150 [+0.066, +0.234], seeds 20-29 (10, paired)"."""
     interval = finding.weakest_interval
     test = "paired" if interval.paired else "Welch"
     seeds = f"seeds {seed_span(interval.seeds)} ({len(interval.seeds)}, {test})"
-    return f"{where}: **{finding.status}**, {interval.effect:+.3f} {interval.ci}, {seeds}"
+    return f"{interval.effect:+.3f} {interval.ci}, {seeds}"
 
 
 def claims_table(findings: Sequence[tuple[str, Finding]], claims: Sequence[Claim]) -> str:
@@ -71,17 +63,17 @@ def claims_table(findings: Sequence[tuple[str, Finding]], claims: Sequence[Claim
     judges it, the grids that tried it (their rows in the tables below say why) or that none has run."""
     sources = {c.text: c.source for c in claims}
     for _, f in findings:
-        sources.setdefault(_text(f), _source(f))
+        sources.setdefault(f.claim_text, f.source)
     lines = [
         "| the paper's claim | paper | verdict | where it is judged: effect, 95% CI, seeds |",
         "|---|---|---|---|",
     ]
     for text, source in sources.items():
-        mine = [(where, f) for where, f in findings if _text(f) == text]
+        mine = [(where, f) for where, f in findings if f.claim_text == text]
         judged = [(where, f) for where, f in mine if f.judged]
         if judged:
             verdict = " / ".join(dict.fromkeys(f"**{f.status}**" for _, f in judged))
-            where = "; ".join(_verdict_there(w, f) for w, f in judged)
+            where = "; ".join(f"{w}: **{f.status}**, {verdict_numbers(f)}" for w, f in judged)
         elif mine:
             verdict = "not testable"
             tried = list(dict.fromkeys(w for w, _ in mine))

@@ -48,6 +48,16 @@ class Finding:
     p_holm: float = math.nan
 
     @property
+    def claim_text(self) -> str:
+        """The claim without its paper label (`claim` is "text [label]")."""
+        return self.claim.rsplit(" [", 1)[0]
+
+    @property
+    def source(self) -> str:
+        """The claim's paper label (`tb:*`, `fig:*`)."""
+        return self.claim.rsplit(" [", 1)[-1].rstrip("]")
+
+    @property
     def judged(self) -> bool:
         """Whether the claim carries a verdict here: held, not held, or the seeds cannot tell."""
         return self.status != NOT_TESTABLE

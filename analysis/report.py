@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.by_claim import seed_span
+from analysis.by_claim import verdict_numbers
 from analysis.findings import Finding, evaluate_findings, findings_frame, render_findings
 from analysis.html import page
 from analysis.load import read_sweep
@@ -120,11 +120,7 @@ def described(description: str, findings: Sequence[Finding]) -> str:
     and the weakest contrast's numbers (a later analysis replaces the verdicts, not the command)."""
     lines = [VERDICTS_HEADING]
     for f in findings:
-        if f.judged:
-            i = f.weakest_interval
-            test = "paired" if i.paired else "Welch"
-            numbers = f": {i.effect:+.3f} {i.ci}, seeds {seed_span(i.seeds)} ({len(i.seeds)}, {test})"
-        lines.append(f"- {f.claim}: **{f.status}**{numbers if f.judged else ''}")
+        lines.append(f"- {f.claim}: **{f.status}**" + (f": {verdict_numbers(f)}" if f.judged else ""))
     command = description.split(VERDICTS_HEADING)[0].rstrip()
     return "\n\n".join(filter(None, [command, "\n".join(lines)]))
 
@@ -141,7 +137,7 @@ def log_to_parent(analysis: Analysis, out_dir: Path) -> str | None:
         if findings:
             description = client.get_run(parent).data.tags.get(RUN_DESCRIPTION_TAG, "")
             client.set_tag(parent, RUN_DESCRIPTION_TAG, described(description, findings))
-            labels = [f"{f.claim.rsplit(' [', 1)[-1].rstrip(']')}: {f.status}" for f in findings]
+            labels = [f"{f.source}: {f.status}" for f in findings]
             client.set_tag(parent, VERDICTS_TAG, "; ".join(labels))
     except (MlflowException, OSError) as err:
         return f"could not log the analysis on run {analysis.sweep.parent_run_id}: {err}"

@@ -270,9 +270,7 @@ def _numbers(finding: Finding) -> str:
 def before_after(results: list[GridResult]) -> str:
     """Each claim's verdict in the report before these rules (docs/results/notes.yaml `verdicts_before`)
     beside its verdict now."""
-    now = {
-        (f.grid, f.claim.rsplit(" [", 1)[0]): f for r in results if r.analysis for f in r.analysis.findings
-    }
+    now = {(f.grid, f.claim_text): f for r in results if r.analysis for f in r.analysis.findings}
     lines = [BEFORE_AFTER_NOTE, "", "| grid | claim | before | after | why, after |", "|---|---|---|---|---|"]
     for old in VERDICTS_BEFORE:
         finding: Finding | None = now.get((old["grid"], old["claim"]))
