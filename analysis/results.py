@@ -51,7 +51,7 @@ from analysis.report import FINISHED, Analysis, analyse, render
 from analysis.search_report import search_evidence, search_sections
 from analysis.spend import TrialCost, planned_text, spend_table, spent_line, trial_costs
 from analysis.tables import markdown_table as markdown
-from arith.tracking.archive import SOURCE_TAG
+from arith.tracking.archive import archived_id
 from arith.tracking.schema import (
     POINT_COLUMN,
     SEED_COLUMN,
@@ -145,8 +145,8 @@ def section(result: GridResult, curves: str = "") -> str:
     body = repo_relative(render(result.analysis, "markdown"))
     # a sweep restored from its archive: named by the id it ran under, the same each rebuild
     for _, run in parts:
-        if run is not None and SOURCE_TAG in run.data.tags:
-            body = body.replace(run.info.run_id, run.data.tags[SOURCE_TAG])
+        if run is not None:
+            body = body.replace(run.info.run_id, archived_id(run))
     # drop the report's title (the grid's heading replaces it) and put its headings one level down
     body = "\n".join("#" + line if line.startswith("#") else line for line in body.split("\n")[1:])
     ran = [run for _, run in parts if run is not None]

@@ -23,6 +23,7 @@ from analysis.search import (
     recipe_costs,
 )
 from arith.tracking import store
+from arith.tracking.archive import archived_id
 from experiments.registry import EXPERIMENTS, SEARCHES, claims_for
 from experiments.search import MACHINES_TAG, Search
 
@@ -168,7 +169,7 @@ def search_sections(
         if figures is not None and (figure := figure_of(evaluations, search)) is not None:
             save(figure, figures / f"search_{name}.png")
             table += f"\n\n![{name}: the gate by core-minutes]({link}/search_{name}.png)"
-        sweeps = "; ".join(f"{run.info.run_id}{machines(run)}" for run in reversed(runs))
+        sweeps = "; ".join(f"{archived_id(run)}{machines(run)}" for run in reversed(runs))
         word = "its sweep" if len(runs) == 1 else "its sweeps (the plan's parts, read as one search)"
         progress = plan_progress(name, runs, plan_parts)
         if parts_left(name, plan_parts):

@@ -432,6 +432,11 @@ def test_a_search_run_as_plan_parts_is_archived_part_by_part_and_read_as_one(tmp
     check_the_toy_search_parts(fresh)
     section = search_sections(fresh, ["toy_reverse_recipe"])
     assert "its sweeps (the plan's parts, read as one search)" in section
+    # named by the ids they ran under, not the import's new ones: every clone's rebuild reads alike
+    ran_under = [run.info.run_id for run in store.sweep_runs(store.client(uri), "toy_reverse_recipe")]
+    imported = [run.info.run_id for run in store.sweep_runs(store.client(fresh), "toy_reverse_recipe")]
+    assert all(run_id in section for run_id in ran_under)
+    assert not any(run_id in section for run_id in imported)
     assert section.count("| lr=0.003,format=basic |") == 1
 
 

@@ -95,6 +95,12 @@ def export_sweep(mlflow_client, parent_run_id: str, out: Path) -> int:
     return len(children)
 
 
+def archived_id(run) -> str:
+    """The id a run ran under: for a run imported from an archive, the one it was archived from (its import
+    got a new one), else its own. A report names runs by it, so that every clone's rebuild reads alike."""
+    return run.data.tags.get(SOURCE_TAG, run.info.run_id)
+
+
 def read_archive(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(header, run records: the parent first) of an archive file."""
     try:
