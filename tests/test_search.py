@@ -57,9 +57,10 @@ from sweeps.storage import digit_map, machine
 ROOT = Path(__file__).resolve().parent.parent
 
 #: a search of one's own, outside the repository: digit reversal (learned in seconds at smoke scale) at
-#: three peak learning rates, the good one first. The good one ends at the gate after ~0.04 core-minutes;
-#: the slow two read 0.00 alike at every rung (so the rungs cannot rank them) and would need ~0.3 for their
-#: 25 passes, so the scheduler's budget (0.1) stops them: a ratio of CPU times, the same on any machine.
+#: three peak learning rates, the good one first. The good one ends at the gate after 0.04-0.15
+#: core-minutes (a Zen 4 EPYC idle; a Zen 3 one, AVX2 only, beside a sweep); the slow two read 0.00 alike at
+#: every rung (so the rungs cannot rank them) and would need ~1.2 (Zen 4) for their 100 passes, so the
+#: scheduler's budget (0.4) stops them: some 3x of margin either side, as CPUs differ.
 #: Two epochs a pass, as the real search cuts its passes (there ten): the scheduler hears every half pass
 TOY_SEARCH = textwrap.dedent(
     """
@@ -92,11 +93,11 @@ TOY_SEARCH = textwrap.dedent(
             compared={"data.format": ["basic"]},
             axes={"train.lr": [3e-3, 1e-5, 2e-5]},
             base={
-                "train.epochs": 50, "train.epochs_per_pass": 2, "train.loss_on": "answer",
+                "train.epochs": 200, "train.epochs_per_pass": 2, "train.loss_on": "answer",
                 "data.test_per_cell": 20,
             },
             scale="smoke",
-            scheduler=Asha(grace_core_min=0.01, max_core_min=0.1, reduction_factor=2),
+            scheduler=Asha(grace_core_min=0.01, max_core_min=0.4, reduction_factor=2),
             fallback=regular,
         ),
     )
@@ -106,7 +107,7 @@ TOY_SEARCH = textwrap.dedent(
 
 #: the toy search again, at a learning rate whose loss becomes NaN within its first steps, beside a sane one
 NAN_SEARCH = TOY_SEARCH.replace('"train.lr": [3e-3, 1e-5, 2e-5]', '"train.lr": [1e30, 3e-3]').replace(
-    '"train.epochs": 50', '"train.epochs": 6'
+    '"train.epochs": 200', '"train.epochs": 6'
 )
 
 
