@@ -78,7 +78,8 @@ NO_RECIPE = {
     "steps / lr 1e-3 passed basic's at 34.5 core-minutes but read 0.66 on padding + reversed product when "
     "its steps ended (45 core-minutes), still rising, and 0.79 at 40,000 steps when the 90 core-minute "
     "budget stopped it (mul_format_recipe_long); 4x256 / batch 128 / lr 1e-3 read 0.84 on it when the "
-    "same budget stopped it; gpt2-mini's padded part of the cpu reproduction's plan is still to run",
+    "same budget stopped it; gpt2-mini's padded part of the cpu reproduction's plan is still to run (its "
+    "first run was lost with its machine before it ended)",
     "add": "not pre-searched at the paper's sample count yet",
     "dialogue": "not pre-searched at the paper's sample count yet",
 }
