@@ -1,5 +1,6 @@
 """The Ray cluster a sweep runs on: connect or start a local Ray, wait for the autoscaler's GPU workers,
-and stop before anything starts when the cluster cannot run a single trial.
+and stop before anything starts when the cluster cannot run a single trial; say so when a local run's
+bf16 trials land on a CPU without bf16 hardware (`emulated_bf16_note`).
 
 A local Ray outlives a driver killed with SIGKILL: its agents (`ray::DashboardAgent`,
 `ray::RuntimeEnvAgent`) stay up under pid 1 and ignore SIGTERM. So a driver that starts one notes it in
@@ -21,11 +22,32 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from arith.training.hardware import cpu_has_native_bf16
 from sweeps.errors import SweepError
 from sweeps.scales import Scale
+
+
+def emulated_bf16_note(
+    configs: Mapping[str, Mapping[str, Any]], gpus_per_trial: float, address: str | None
+) -> str | None:
+    """A line for a sweep whose bf16 trials run on this machine's CPU (a local Ray, no GPU a trial) where
+    that CPU has no bf16 hardware: their products run on fp32 kernels, the same numbers at about fp32
+    speed, so their minutes and core-minute budgets buy less than on a CPU with it. None otherwise."""
+    if gpus_per_trial or address or os.environ.get("RAY_ADDRESS") or cpu_has_native_bf16():
+        return None
+    bf16 = sum(config["train"]["precision"] == "bf16" for config in configs.values())
+    if not bf16:
+        return None
+    return (
+        f"note: this CPU has no bf16 hardware (AVX512-BF16 or AMX): {bf16} of the {len(configs)} trials "
+        "train in bf16, whose matrix products run here on fp32 kernels (the same numbers at about fp32 "
+        "speed; each trial's bf16_matmuls tag says so), where bf16 hardware runs them 1.5-1.9x faster: "
+        "their minutes and core-minute budgets compare within one processor"
+    )
 
 
 def start_ray(address: str | None, temp_dir: str | None, log_to_driver: bool = True) -> bool:

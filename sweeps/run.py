@@ -32,7 +32,7 @@ from arith.tracking import schema, store
 from arith.tracking.store import absolute_uri
 from experiments.grid import Grid
 from experiments.registry import PluginError
-from sweeps.cluster import check_cluster, forget_local_ray, start_ray
+from sweeps.cluster import check_cluster, emulated_bf16_note, forget_local_ray, start_ray
 from sweeps.errors import SweepError
 from sweeps.grids import GRIDS, get_grid, list_grids, points
 from sweeps.packing import check_packing, default_gpus_per_trial
@@ -322,10 +322,6 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
     set_uri = parse_set(list(options.sets)).get("tracking.tracking_uri")
     tracking_uri = absolute_uri(options.tracking_uri or set_uri or ExperimentConfig().tracking.resolved_uri())
     res = resources(scale, options.gpus_per_trial, options.cpus_per_trial)
-    note = scale_note(grid, scale)
-    if note:
-        print(note, file=sys.stderr)
-
     if options.resume:
         sweep_name = storage.latest(grid.name, scale.name)
         state = storage.state(sweep_name)
@@ -338,6 +334,9 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
             print(f"--resume ignores {', '.join(ignored)}: taken from the interrupted sweep", file=sys.stderr)
     else:
         configs = build_configs(grid, scale, options, tracking_uri)  # validated before anything starts
+    for note in (scale_note(grid, scale), emulated_bf16_note(configs, res["gpu"], options.address)):
+        if note:
+            print(note, file=sys.stderr)
     if options.dry_run:
         print(trial_table(configs, res).to_string(index=False))
         print(f"\n{len(configs)} trials; tracking {tracking_uri}; results under {storage.location}")

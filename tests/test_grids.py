@@ -21,6 +21,7 @@ from experiments.recipes import (
     REVERSE_RECIPE,
 )
 from experiments.registry import EXPERIMENTS
+from sweeps import cluster
 from sweeps.errors import SweepError
 from sweeps.grids import GRIDS, get_grid, longest_trial, paper_trial, points
 from sweeps.offline import SweepPart
@@ -443,6 +444,25 @@ def test_one_setting_named_twice_in_only_keeps_either_value(capsys, tmp_path):
     assert main([*args, *only, "--tracking-uri", uri]) == 0
     out = capsys.readouterr().out
     assert "4 trials" in out and "random_embed" not in out
+
+
+def test_a_local_bf16_sweep_says_when_this_cpu_has_no_bf16_hardware(capsys, tmp_path, monkeypatch):
+    """bf16 trials on a CPU without bf16 hardware run at about fp32 speed: the sweep says so before they
+    start (a dry run too), and says nothing where the CPU has it, the trials are fp32, or they run
+    elsewhere (a GPU each, a cluster)."""
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    args = ["--grid", "add_posembed_recipe_24k", "--scale", "cpu_recipe", "--seeds", "1", "--dry-run"]
+    for native, precision, said in ((False, "bf16", True), (True, "bf16", False), (False, "fp32", False)):
+        monkeypatch.setattr(cluster, "cpu_has_native_bf16", lambda native=native: native)
+        assert main([*args, "--set", f"train.precision={precision}", "--tracking-uri", uri]) == 0
+        err = capsys.readouterr().err
+        assert ("no bf16 hardware (AVX512-BF16 or AMX): 3 of the 3 trials train in bf16" in err) == said, err
+    monkeypatch.setattr(cluster, "cpu_has_native_bf16", lambda: False)
+    configs = build_configs(GRIDS["add_posembed_recipe_24k"], SCALES["cpu_recipe"], SweepOptions(), uri)
+    assert cluster.emulated_bf16_note(configs, 0.0, None)
+    assert cluster.emulated_bf16_note(configs, 0.25, None) is None  # a GPU each
+    assert cluster.emulated_bf16_note(configs, 0.0, "auto") is None  # a cluster's workers, not this CPU
 
 
 def test_trial_table_shows_config_and_resources(tmp_path):
