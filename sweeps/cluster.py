@@ -26,7 +26,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from arith.training.hardware import cpu_has_native_bf16
+import torch
+
+from arith.training.hardware import bf16_matmuls
 from sweeps.errors import SweepError
 from sweeps.scales import Scale
 
@@ -37,9 +39,12 @@ def emulated_bf16_note(
     """A line for a sweep whose bf16 trials run on this machine's CPU (a local Ray, no GPU a trial) where
     that CPU has no bf16 hardware: their products run on fp32 kernels, the same numbers at about fp32
     speed, so their minutes and core-minute budgets buy less than on a CPU with it. None otherwise."""
-    if gpus_per_trial or address or os.environ.get("RAY_ADDRESS") or cpu_has_native_bf16():
+    if gpus_per_trial or ray_address(address):
         return None
-    bf16 = sum(config["train"]["precision"] == "bf16" for config in configs.values())
+    here = torch.device("cpu")  # as the trials will record it (their bf16_matmuls tag)
+    bf16 = sum(
+        bf16_matmuls(here, config["train"]["precision"]) == "fp32 kernels" for config in configs.values()
+    )
     if not bf16:
         return None
     return (
@@ -50,11 +55,16 @@ def emulated_bf16_note(
     )
 
 
+def ray_address(address: str | None) -> str | None:
+    """The cluster a sweep joins: `address`, else $RAY_ADDRESS; None for a local Ray of its own."""
+    return address or os.environ.get("RAY_ADDRESS") or None
+
+
 def start_ray(address: str | None, temp_dir: str | None, log_to_driver: bool = True) -> bool:
     """Connect to the cluster at `address` / $RAY_ADDRESS, else start a local Ray; True if started here."""
     import ray
 
-    address = address or os.environ.get("RAY_ADDRESS") or None
+    address = ray_address(address)
     if address:
         try:
             ray.init(address=address, log_to_driver=log_to_driver)

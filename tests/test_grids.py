@@ -13,6 +13,7 @@ import pytest
 
 from arith.config import ConfigError, ExperimentConfig, parse_only
 from arith.data.datasets import train_examples, train_size
+from arith.training import hardware
 from experiments.grid import Grid, Variant
 from experiments.recipes import (
     ADD_SCRATCHPAD_12K,
@@ -454,11 +455,11 @@ def test_a_local_bf16_sweep_says_when_this_cpu_has_no_bf16_hardware(capsys, tmp_
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     args = ["--grid", "add_posembed_recipe_24k", "--scale", "cpu_recipe", "--seeds", "1", "--dry-run"]
     for native, precision, said in ((False, "bf16", True), (True, "bf16", False), (False, "fp32", False)):
-        monkeypatch.setattr(cluster, "cpu_has_native_bf16", lambda native=native: native)
+        monkeypatch.setattr(hardware, "cpu_has_native_bf16", lambda native=native: native)
         assert main([*args, "--set", f"train.precision={precision}", "--tracking-uri", uri]) == 0
         err = capsys.readouterr().err
         assert ("no bf16 hardware (AVX512-BF16 or AMX): 3 of the 3 trials train in bf16" in err) == said, err
-    monkeypatch.setattr(cluster, "cpu_has_native_bf16", lambda: False)
+    monkeypatch.setattr(hardware, "cpu_has_native_bf16", lambda: False)
     configs = build_configs(GRIDS["add_posembed_recipe_24k"], SCALES["cpu_recipe"], SweepOptions(), uri)
     assert cluster.emulated_bf16_note(configs, 0.0, None)
     assert cluster.emulated_bf16_note(configs, 0.25, None) is None  # a GPU each
