@@ -10,6 +10,7 @@ them, so that docs/RESULTS.md is rebuilt on any clone (`analysis.results`).
 
 from __future__ import annotations
 
+import itertools
 import re
 import shlex
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from arith.config import ConfigError
+from arith.config import ConfigError, parse_only
 from arith.tracking.archive import export_sweep, import_sweep
 from arith.tracking.store import client as store_client
 from arith.tracking.store import sweep_runs
@@ -198,7 +199,8 @@ def seeds_of(ran: list[tuple[Planned, object]], finished: set[int] | None = None
         seeds = set(plan.seed_values)
         if plan.ended_early and finished is not None:
             seeds &= finished
-        by_points.setdefault(" ".join(plan.only), set()).update(seeds)
+        for point in points_named(plan.only):
+            by_points.setdefault(point, set()).update(seeds)
     shown = {only: ", ".join(map(str, sorted(seeds))) for only, seeds in by_points.items()}
     if len(set(shown.values())) == 1:
         return next(iter(shown.values()))
@@ -209,6 +211,15 @@ def seeds_of(ran: list[tuple[Planned, object]], finished: set[int] | None = None
         seeds if onlys == ["every point"] else f"{seeds} ({', '.join(onlys)})"
         for seeds, onlys in groups.items()
     )
+
+
+def points_named(only: tuple[str, ...]) -> list[str]:
+    """The sets of points an `--only` list keeps, one label each: a setting named twice keeps either value
+    (`arith.config.parse_only`), so ("model.position=none", "model.position=learned") is two labels, not one
+    that reads as both at once; no `--only` is one empty label (every point)."""
+    values = parse_only(only)
+    pairs = [[f"{key}={value}" for value in vals] for key, vals in values.items()]
+    return [" ".join(combo) for combo in itertools.product(*pairs)]
 
 
 def repo_relative(command: str) -> str:

@@ -16,7 +16,7 @@ from itertools import pairwise
 
 import pandas as pd
 
-from analysis.plan import Planned
+from analysis.plan import Planned, points_named
 from analysis.tables import markdown_table
 from arith.tracking import store
 from arith.tracking.schema import CPU_SECONDS, LOSS_METRIC, POINT_TAG, SEED_TAG
@@ -136,7 +136,7 @@ def spend_table(
                 "grid": plan.grid,
                 "scale": plan.scale,
                 "seeds": ", ".join(map(str, plan.seed_values)),
-                "only / set": " ".join((*plan.only, *plan.sets)),
+                "only / set": " ".join((", ".join(points_named(plan.only)), *plan.sets)).strip(),
                 "trials": "" if costs is None else len(costs),
                 "core-minutes planned": planned_text(plan),
                 "core-minutes spent": spent,

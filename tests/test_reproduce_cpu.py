@@ -275,6 +275,12 @@ def test_the_glance_names_the_seeds_each_set_of_points_ran_with() -> None:
     assert seeds_of([(part, None) for part in [*apart, Planned(grid, (0, 1))]]) == (
         "100 (model.position=none, model.position=learned); 0, 1"
     )
+    # one part that keeps two values of a setting ran each of them, not a point with both
+    both = Planned(grid, (9,), ("model.position=random_embed", "model.position=learned"))
+    parts = [Planned(grid, (5, 6), both.only[:1]), both, Planned(grid, (5,), apart[1].only)]
+    assert seeds_of([(part, None) for part in parts]) == (
+        "5, 6, 9 (model.position=random_embed); 5, 9 (model.position=learned)"
+    )
 
 
 def test_the_script_is_a_command_line_over_the_analysis() -> None:
