@@ -6,7 +6,8 @@ Counts come from Tune's trial states; accuracies from the trials' reports (the t
 with `evaluated` set when it ran the test grid; a recipe search shows the metric its scheduler reads, the
 gate's weakest cell, as `gate`), from the trials' last reports after a resume; the time left for the
 whole sweep from each trial's step rate: a running trial's own (`step` / `time_total_s`), less the time it
-has run since its last report, a pending one's at the mean seconds a step of the trials seen so far,
+has run since its last report (since it started in this session, where that report is older: a resumed
+trial restarted from its checkpoint), a pending one's at the mean seconds a step of the trials seen so far,
 queued onto as many slots as trials have run at once. Under a recipe search's
 scheduler a trial ends at its CPU-time budget at the latest (`clock_budget_s`, `schema.CPU_SECONDS`), and
 most end sooner (at a rung, at the gate): there the line says "left at most", each trial's time capped at
@@ -40,8 +41,9 @@ INTERRUPTED = "INTERRUPTED"
 @dataclass(frozen=True)
 class TrialState:
     """What the line needs of one trial: its Tune status, steps done of its total, seconds it has run (and
-    of them, CPU seconds, `clock`) by its last report, and wall seconds since that report, in this session
-    (`since_report`: a trial reports at its epochs' ends, which may be an hour apart)."""
+    of them, CPU seconds, `clock`) by its last report, and wall seconds it has run since that report
+    (`since_report`: a trial reports at its epochs' ends, which may be an hour apart; a resumed trial whose
+    last report is from an earlier session, since it started in this one)."""
 
     status: str
     steps_done: int
@@ -166,6 +168,8 @@ class SweepProgress(Callback):
         self.best: float | None = None
         self.slots = 1
         self.width = 0
+        #: when each trial was first seen running in this session (wall clock)
+        self.running_since: dict[str, float] = {}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """A resumed sweep gets back the callback its first session pickled (Tune restores the run config
@@ -174,6 +178,7 @@ class SweepProgress(Callback):
         self.__dict__.update(clock_budget_s=None, metric=ACCURACY, label=ACCURACY, slots=1, width=0)
         self.__dict__.update(state)
         self.start, self.started_at, self.last_shown = time.monotonic(), time.time(), -math.inf
+        self.running_since = {}
         self.latest = self.best = None  # read again from the trials' last reports
 
     def states(self, trials: Sequence[Any]) -> list[TrialState]:
@@ -183,8 +188,14 @@ class SweepProgress(Callback):
             key = self.key_of(trial.config)
             seen.add(key)
             result = trial.last_result or {}
+            running = trial.status == "RUNNING"
+            if running:
+                self.running_since.setdefault(key, now)
+            else:  # not running now: its clock starts again when it next runs
+                self.running_since.pop(key, None)
             reported = float(result.get("timestamp", 0) or 0)
-            running = trial.status == "RUNNING" and reported >= self.started_at
+            if reported < self.started_at:  # reported in an earlier session, restarted in this one
+                reported = self.running_since.get(key, now)
             out.append(
                 TrialState(
                     status=self.status_of(trial.status, result),

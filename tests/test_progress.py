@@ -134,7 +134,8 @@ def test_a_callback_pickled_by_an_older_version_runs_after_a_resume() -> None:
 def test_a_running_trial_has_run_since_its_last_report_in_this_session() -> None:
     """A trial reports at its epochs' ends (an hour apart at paper scale): the time left counts down
     between them. 5 steps left at 1 s a step, reported 3 s ago: 2 s; a report from before this session
-    (a resumed sweep: the trial restarted from its checkpoint) takes nothing off."""
+    (a resumed sweep: the trial restarted from its checkpoint) counts from when the trial was first seen
+    running in this one, not from the report."""
     assert seconds_left([TrialState("RUNNING", 5, 10, 5.0, since_report=3.0)], slots=1) == pytest.approx(2.0)
     assert seconds_left([TrialState("RUNNING", 5, 10, 5.0, since_report=9.0)], slots=1) == 0.0
     progress = SweepProgress({"a|seed=0": 10}, key_of, stream=io.StringIO(), tty=False)
@@ -143,8 +144,14 @@ def test_a_running_trial_has_run_since_its_last_report_in_this_session() -> None
     (state,) = progress.states([fresh])
     assert 3.0 <= state.since_report < 4.0
     assert progress.line([fresh]).endswith("left ~0:02")
-    old = trial("a", Trial.RUNNING, step=5, time_total_s=5.0, timestamp=progress.started_at - 60.0)
-    assert progress.states([old])[0].since_report == 0.0
+    resumed = SweepProgress({"a|seed=0": 10}, key_of, stream=io.StringIO(), tty=False)
+    old = trial("a", Trial.RUNNING, step=5, time_total_s=5.0, timestamp=resumed.started_at - 60.0)
+    assert resumed.states([old])[0].since_report == 0.0  # first seen running now
+    resumed.running_since["a|seed=0"] -= 4.0  # ... and 4 s later
+    assert 4.0 <= resumed.states([old])[0].since_report < 5.0 and resumed.line([old]).endswith("left ~0:01")
+    old.set_status(Trial.PENDING)  # a retry restarts from its checkpoint, and its clock with it
+    resumed.states([old])
+    assert "a|seed=0" not in resumed.running_since
 
 
 def test_a_search_shows_the_gate_and_a_resumed_sweep_its_trials_last_reports() -> None:
