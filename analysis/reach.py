@@ -54,19 +54,40 @@ def compared_points(grid: str, parts: list[Planned], claim: str) -> list[str]:
 def one_core_cost(costs: list[TrialCost], points: int, steps: list[float | None], what: str) -> str:
     """5 fresh seeds x `points` points at each of `steps` (an extrapolated or measured budget, `what` says
     which), at the seconds a step the sweep's own finished trials measured on one core: their CPU time
-    where every one logged it, else the wall time they held (which trials sharing cores inflate)."""
+    where every one logged it, else the wall time they held (which trials sharing cores inflate). Trials
+    from different machines (their sweeps' `reproduce.machine`: a CPU with bf16 hardware runs these bf16
+    trials ~3x faster than one without) give a rate each, and the cost spans them."""
     one = [c for c in costs if c.steps and c.cpus == 1 and c.finished]
     if not one:
         return "no one-core measurement"
     clocked = all(c.cpu_minutes is not None for c in one)
-    minutes = sum((c.cpu_minutes or 0.0) if clocked else c.minutes for c in one)
-    per_step = minutes / sum(c.steps for c in one)  # core-minutes a step
     clock = "CPU time" if clocked else "wall time held (slower where trials shared cores)"
-    rate = f"{per_step * 60:.2f} s a step of {clock}, measured over its sweep's {len(one)} one-CPU trials"
+    by_machine: dict[str, list[TrialCost]] = {}
+    for cost in one:
+        by_machine.setdefault(cost.machine, []).append(cost)
+
+    def minutes_a_step(trials: list[TrialCost]) -> float:
+        spent = sum((c.cpu_minutes or 0.0) if clocked else c.minutes for c in trials)
+        return spent / sum(c.steps for c in trials)
+
+    per_step = sorted((minutes_a_step(trials), machine) for machine, trials in by_machine.items())
+    if len(per_step) == 1:
+        rate = f"{per_step[0][0] * 60:.2f} s a step of {clock}, measured over its sweep's {len(one)} one-CPU"
+        rate += " trials"
+    else:
+        each = [(minutes, machine, len(by_machine[machine])) for minutes, machine in per_step]
+        rate = (
+            f"the seconds a step of {clock} its sweep's one-CPU trials measured on each machine: "
+            + "; ".join(
+                f"{minutes * 60:.2f} s on {machine or 'an untagged one'} ({n} trial{'s' * (n > 1)})"
+                for minutes, machine, n in each
+            )
+        )
     usable = sorted(s for s in steps if s is not None and math.isfinite(s))
     if not usable:
         return f"no estimate: the pre-search gives no budget that passes the gate ({rate})"
-    hours = [f"{JUDGED_SEEDS * points * s * per_step / 60:,.1f}" for s in (usable[0], usable[-1])]
+    least, most = usable[0] * per_step[0][0], usable[-1] * per_step[-1][0]  # fastest machine to slowest
+    hours = [f"{JUDGED_SEEDS * points * minutes / 60:,.1f}" for minutes in (least, most)]
     span = "-".join(dict.fromkeys(hours))
     # an extrapolated budget to two significant figures, as "Steps to competence" shows it
     budget = ", ".join(dict.fromkeys(f"{float(f'{s:.2g}'):,.0f}" for s in usable))

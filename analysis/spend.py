@@ -16,7 +16,7 @@ from itertools import pairwise
 
 import pandas as pd
 
-from analysis.plan import Planned, points_named
+from analysis.plan import TAG_MACHINE, Planned, points_named
 from analysis.tables import markdown_table
 from arith.tracking import store
 from arith.tracking.schema import CPU_SECONDS, LOSS_METRIC, POINT_TAG, SEED_TAG
@@ -40,6 +40,9 @@ class TrialCost:
     #: the trial's own CPU time, where its trainer logged it (`cpu_seconds`): trials sharing cores do not
     #: inflate it as they do the wall minutes it held
     cpu_minutes: float | None = None
+    #: the machine its sweep ran on (`reproduce.machine` on the parent run; "" where not tagged): a rate
+    #: compares only on one
+    machine: str = ""
 
     @property
     def core_minutes(self) -> float:
@@ -83,6 +86,7 @@ def trial_costs(client, parent) -> list[TrialCost]:
             batch=int(float(run.data.params.get("train.batch_size", 0) or 0)),
             finished=run.info.status == "FINISHED",
             cpu_minutes=run.data.metrics[CPU_SECONDS] / 60 if CPU_SECONDS in run.data.metrics else None,
+            machine=parent.data.tags.get(TAG_MACHINE, ""),
         )
         for run in runs
         if run.info.end_time and run.info.start_time

@@ -137,6 +137,14 @@ def test_a_judged_sweep_costs_its_seeds_times_its_points_at_the_measured_rate_on
     said = one_core_cost(clocked, 2, [6000.0], "x")
     assert said.startswith("1.7 core-hours") and "0.10 s a step of CPU time, measured over" in said
     assert "wall time" in one_core_cost([*clocked, costs[0]], 2, [6000.0], "x")  # one without: wall time
+    # trials from two machines: a rate each, and the cost spans the fastest to the slowest
+    fast = [TrialCost("p", s, 10.0, 1.0, 3000, cpu_minutes=5.0, machine="EPYC (native bf16)") for s in (0, 1)]
+    slow = TrialCost("p", 2, 30.0, 1.0, 3000, cpu_minutes=15.0, machine="EPYC (no native bf16)")
+    said = one_core_cost([*fast, slow], 2, [6000.0], "x")
+    assert said.startswith(
+        "1.7-5.0 core-hours: 5 seeds x 2 points x 6,000 steps (x) at the seconds a step of CPU"
+    )
+    assert "0.10 s on EPYC (native bf16) (2 trials); 0.30 s on EPYC (no native bf16) (1 trial)" in said
 
 
 def test_a_gpu_cost_is_what_the_banked_batches_measured() -> None:
