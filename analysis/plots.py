@@ -17,8 +17,7 @@ from analysis.tables import Table, column_labels
 def _panel(ax, grid, title: str, table: Table) -> None:
     values = grid.to_numpy(dtype=float)
     masked = np.ma.masked_invalid(values)
-    cmap = matplotlib.colormaps["viridis"].copy()
-    cmap.set_bad("#dddddd")
+    cmap = matplotlib.colormaps["viridis"].with_extremes(bad="#dddddd")  # a cell the sweep lacks: grey
     ax.imshow(masked, vmin=0.0, vmax=1.0, cmap=cmap, aspect="auto")
     ax.set_xticks(
         range(values.shape[1]), column_labels(grid), rotation=90 if values.shape[1] > 10 else 0, fontsize=7

@@ -330,7 +330,8 @@ def render_tables(tables: list[Table], fmt: str) -> str:
             )
             for name, grid, signed in _blocks(table):
                 shown = _text_grid(grid, signed)
-                shown.index.name = corner
+                # the corner in the header row's first cell (an index name would add a row of its own)
+                shown.index.name, shown.columns.name = None, corner
                 parts.append(f"<h4>{name}</h4>\n{shown.to_html()}")
         else:
             raise ValueError(f"format {fmt!r} is not one of: markdown, csv, latex, html")

@@ -336,6 +336,9 @@ def test_every_format_renders_tables_and_findings(fmt: str) -> None:
         assert "\\begin{tabular}" in text
     if fmt == "html":
         assert "<table" in text
+        # the corner (rows \\ columns) heads the header row; no row of its own with empty cells under it
+        head = text.split("<h4>this sweep</h4>")[1].split("</thead>")[0]
+        assert head.count("<tr") == 1 and "<th>digits of b \\ digits of a</th>" in head, head
 
 
 # ---------------------------------------------------------------------------------------------------------
