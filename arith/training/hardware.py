@@ -3,7 +3,10 @@ the benchmarks and the GPU cost tools alike). The attention kernel is the model'
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
+import platform
 from contextlib import nullcontext
 
 import torch
@@ -114,6 +117,30 @@ def cpu_threads(requested: int) -> int:
     if requested > 0:
         return requested
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+#: glibc's mallopt parameters (malloc.h) and the largest mmap threshold it accepts on 64-bit (32 MiB)
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_MMAP_THRESHOLD_MAX = 32 * 1024 * 1024
+_TRIM_THRESHOLD = 2**31 - 1
+
+
+def keep_freed_memory() -> bool:
+    """Keep freed tensor memory in the process's heap for the next step, rather than handing it back to
+    the kernel (glibc only; elsewhere nothing happens). Returns whether it applied.
+
+    glibc serves a large block with its own mmap and unmaps it when freed, and trims the heap's free top,
+    so a CPU training step, which frees and reallocates the same activations every step, faults their
+    pages in again each time: gpt2-mini at batch 128 took 1.47M minor page faults in 50 steps (2.7 s of
+    kernel time), 174k with the thresholds raised (0.8 s), and trained 5-15% faster (one core of a 2-core
+    AMD EPYC Zen 5 VM, 1 Dec 2026). Process-wide, and nothing a step computes changes; the process keeps
+    its peak heap instead of returning it between steps."""
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return False
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    mmap_ok = libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_MAX)
+    trim_ok = libc.mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD)
+    return bool(mmap_ok and trim_ok)  # mallopt returns 1 on success
 
 
 def compile_model(model: torch.nn.Module, t: TrainConfig) -> torch.nn.Module:

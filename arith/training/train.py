@@ -54,6 +54,7 @@ from arith.training.hardware import (
     bf16_matmuls,
     compile_model,
     cpu_threads,
+    keep_freed_memory,
     resolve_device,
 )
 from arith.training.metrics import exact_match, probe_examples, summary_metrics
@@ -173,6 +174,7 @@ def setup(cfg: ExperimentConfig) -> Setup:
     device = resolve_device(t.device)
     if device.type == "cpu":
         torch.set_num_threads(cpu_threads(t.num_threads))
+        keep_freed_memory()
     else:
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
