@@ -6,8 +6,8 @@ the sweep's configs, which `tune.with_parameters` hands over. The trainer knows 
 gets:
 - one MLflow run: an attempt that starts without a checkpoint deletes the unfinished runs of the lost ones;
 - its threads: `train.num_threads` = the CPUs Tune assigned to it (when the config leaves it at 0);
-- its placement: `ray_node_id`, `hostname` and `ray_gpus` tags on its MLflow run (set again when it moves
-  node);
+- its placement: `ray_node_id`, `hostname`, `ray_gpus` and `ray_worker_pid` tags on its MLflow run (set
+  again when it moves node; trials reuse their worker processes, `sweeps.tuner`);
 - checkpoints through Tune: restored from `tune.get_checkpoint()`, every new one handed to `tune.report`
   with the epoch's metrics (the trainer has sent its metrics buffer before saving it);
 - no retry of a NaN loss: the same checkpoint and seed would diverge again, so the trial reports
@@ -16,6 +16,7 @@ gets:
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import sys
@@ -62,13 +63,19 @@ def report_to_tune(metrics: dict[str, Any], checkpoint: Path | None) -> None:
 
 
 def placement_tags() -> dict[str, str]:
-    """Where the trial runs: host, Ray node and the GPU share Ray assigned it (the trainer's `device`
-    tag says whether torch could use one)."""
+    """Where the trial runs: host, Ray node, the GPU share Ray assigned it (the trainer's `device` tag says
+    whether torch could use one) and the worker process (the pid in Ray's log prefix, `(run_trial pid=N)`;
+    trials run one after another in a worker, `sweeps.tuner`)."""
     import ray
 
     context = ray.get_runtime_context()
     gpus = context.get_assigned_resources().get("GPU", 0.0)
-    return {"hostname": socket.gethostname(), "ray_node_id": context.get_node_id(), "ray_gpus": f"{gpus:g}"}
+    return {
+        "hostname": socket.gethostname(),
+        "ray_node_id": context.get_node_id(),
+        "ray_gpus": f"{gpus:g}",
+        "ray_worker_pid": str(os.getpid()),
+    }
 
 
 def config_on_ray(config: dict[str, Any]) -> ExperimentConfig:

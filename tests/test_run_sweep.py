@@ -15,8 +15,12 @@ from pathlib import Path
 import pytest
 
 from analysis.report import VERDICTS_HEADING
+from arith.config import ExperimentConfig
+from arith.tracking.runs import NullTracker
+from arith.training.train import train
 from experiments.registry import claims_for
 from sweeps.grids import GRIDS
+from sweeps.trainable import trial_key
 
 ROOT = Path(__file__).resolve().parent.parent
 GRIDS_UNDER_TEST = ("add_posembed", "mul_simple_case")
@@ -125,6 +129,40 @@ def test_smoke_sweep_of_two_grids_into_mlflow(tmp_path, ray_temp_dir):
         (sweep_dir,) = storage.glob(f"{grid}-smoke-*")
         state = json.loads((sweep_dir / "sweep.json").read_text())
         assert state["parent_run_id"] == parent["run_id"] and len(state["configs"]) == n_points
+
+        if grid == GRIDS_UNDER_TEST[0]:  # 3 trials, 2 at a time: the third starts where one of them ended
+            assert children["tags.ray_worker_pid"].nunique() < len(children)
+            last = children.sort_values("start_time").iloc[-1]
+            config = state["configs"][trial_key(last["tags.point"], int(last["tags.seed"]))]
+            alone = trained_alone(config)
+            assert alone and alone == losses_of(uri, last["run_id"])  # what a fresh process computes
+
+
+class LossCurve(NullTracker):
+    """A tracker that keeps the training loss of every step it is logged at."""
+
+    def __init__(self) -> None:
+        self.losses: dict[int, float] = {}
+
+    def log_metrics(self, metrics: dict[str, float], step: int) -> None:
+        if "train/loss" in metrics:
+            self.losses[step] = metrics["train/loss"]
+
+
+def trained_alone(config: dict) -> dict[int, float]:
+    """The loss curve of a trial's config trained in this process, on one thread, as Ray gave it one CPU."""
+    cfg = ExperimentConfig.from_dict(config).with_overrides(
+        {"tracking.enabled": False, "train.num_threads": 1, "train.checkpoint_dir": ""}
+    )
+    curve = LossCurve()
+    train(cfg, tracker=curve)
+    return curve.losses
+
+
+def losses_of(uri: str, run_id: str) -> dict[int, float]:
+    from mlflow import MlflowClient
+
+    return {m.step: m.value for m in MlflowClient(uri).get_metric_history(run_id, "train/loss")}
 
 
 @pytest.mark.slow
