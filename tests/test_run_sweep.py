@@ -16,11 +16,11 @@ import pytest
 
 from analysis.report import VERDICTS_HEADING
 from arith.config import ExperimentConfig
-from arith.tracking.runs import NullTracker
 from arith.training.train import train
 from experiments.registry import claims_for
 from sweeps.grids import GRIDS
 from sweeps.trainable import trial_key
+from tests.test_fast_paths import LossCurve
 
 ROOT = Path(__file__).resolve().parent.parent
 GRIDS_UNDER_TEST = ("add_posembed", "mul_simple_case")
@@ -136,17 +136,6 @@ def test_smoke_sweep_of_two_grids_into_mlflow(tmp_path, ray_temp_dir):
             config = state["configs"][trial_key(last["tags.point"], int(last["tags.seed"]))]
             alone = trained_alone(config)
             assert alone and alone == losses_of(uri, last["run_id"])  # what a fresh process computes
-
-
-class LossCurve(NullTracker):
-    """A tracker that keeps the training loss of every step it is logged at."""
-
-    def __init__(self) -> None:
-        self.losses: dict[int, float] = {}
-
-    def log_metrics(self, metrics: dict[str, float], step: int) -> None:
-        if "train/loss" in metrics:
-            self.losses[step] = metrics["train/loss"]
 
 
 def trained_alone(config: dict) -> dict[int, float]:
