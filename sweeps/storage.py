@@ -157,9 +157,12 @@ def machine() -> tuple[str, str]:
 
 
 def cpu_name(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
-    """The processor's model and whether it multiplies bf16 in hardware (AVX512-BF16 or AMX): the CPUs a
-    sweep lands on differ from session to session, and its timings (and a bf16 trial's cost, ~10x on a
-    CPU that emulates bf16) compare only on one. Read from /proc/cpuinfo; elsewhere the architecture."""
+    """The processor's model, its family and model numbers, and whether it multiplies bf16 in hardware
+    (AVX512-BF16 or AMX): the CPUs a sweep lands on differ from session to session, and its timings (and a
+    bf16 trial's cost, ~10x on a CPU that emulates bf16) compare only on one. A virtual machine's model
+    name can be the vendor's alone ("AMD EPYC" for a Zen 3, Zen 4 and Zen 5 alike, whose bf16 trials ran
+    at ~0.21 and ~0.14 s a step on the last two), so the numbers tell them apart (AMD family 25 model 1:
+    Zen 3; 25 model 17: Zen 4; family 26: Zen 5). Read from /proc/cpuinfo; elsewhere the architecture."""
     try:
         lines = cpuinfo.read_text().splitlines()
     except OSError:
@@ -168,7 +171,9 @@ def cpu_name(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     fields = {k.strip(): v.strip() for k, v in fields.items()}
     flags = set(fields.get("flags", "").split())
     native = "native bf16" if flags & {"avx512_bf16", "amx_bf16"} else "no native bf16"
-    return f"{fields.get('model name') or platform.machine()} ({native})"
+    family, model = fields.get("cpu family"), fields.get("model")
+    numbers = f"family {family} model {model}, " if family and model else ""
+    return f"{fields.get('model name') or platform.machine()} ({numbers}{native})"
 
 
 def digit_map(grid: Grid, scale: Scale) -> dict[int, int]:

@@ -466,7 +466,7 @@ def test_a_part_ended_early_is_archived_as_it_stands_and_never_resumed(tmp_path:
     assert seeds_of([(part, None)], {0, 7}) == "0" and seeds_of([(whole, None)], {0}) == "0, 1, 2, 3, 4"
 
 
-def test_the_machine_names_its_processor_and_whether_it_has_native_bf16(tmp_path: Path) -> None:
+def test_the_machine_names_its_processor_its_family_and_whether_it_has_native_bf16(tmp_path: Path) -> None:
     from sweeps.storage import cpu_name
 
     info = tmp_path / "cpuinfo"
@@ -476,6 +476,12 @@ def test_the_machine_names_its_processor_and_whether_it_has_native_bf16(tmp_path
     assert cpu_name(info) == "Intel(R) Xeon(R) Platinum (native bf16)"
     info.write_text("processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu avx2\n")
     assert cpu_name(info) == "AMD EPYC (no native bf16)"
+    # a VM's model name may be the vendor's alone: the family and model numbers tell a Zen 4 from a Zen 5
+    zen = "processor\t: 0\ncpu family\t: {}\nmodel\t\t: {}\nmodel name\t: AMD EPYC\nflags\t\t: avx512_bf16\n"
+    info.write_text(zen.format(25, 17))
+    assert cpu_name(info) == "AMD EPYC (family 25 model 17, native bf16)"
+    info.write_text(zen.format(26, 2))
+    assert cpu_name(info) == "AMD EPYC (family 26 model 2, native bf16)"
 
 
 @pytest.mark.slow
