@@ -183,8 +183,9 @@ def test_next_batch_runs_on_a_cpu_at_a_tiny_budget(tmp_path):
 def test_deadline_stops_running_trials_and_keeps_what_they_logged(tmp_path):
     """A trial still running at the deadline is stopped and archived KILLED with what it logged. The
     deadline leaves a slow, busy CPU time to start the trial and log (20 s did not, on a 2-core Zen 3
-    beside a sweep), and the trial logs every step."""
-    sets = {"train.max_steps": "100000", "train.log_every_steps": "1"}
+    beside a sweep), and the trial logs every step. Its epochs are raised with its steps: the smoke scale's
+    12 epochs alone end the trial in ~36 s on a Zen 5, inside the deadline."""
+    sets = {"train.max_steps": "100000", "train.epochs": "100000", "train.log_every_steps": "1"}
     part = SweepPart(GRID, "smoke", 1, {"data.format": "basic"}, sets)
     (path,) = run_parts([part], tmp_path, procs=1, deadline_s=45)
     _, records = read_archive(path)
@@ -201,7 +202,12 @@ def test_next_batch_takes_a_shorter_deadline_than_its_plan(tmp_path):
     """A lease with less time left than the batch asks for: `minutes` stops the trials in time to write
     the archives (the same call again resumes them from the work folder, as any deadline's)."""
     plan, bank = tmp_path / "plan.yaml", tmp_path / "bank"
-    endless = {"grid": GRID, "scale": "smoke", "seeds": [0], "set": {"train.max_steps": 100000}}
+    endless = {
+        "grid": GRID,
+        "scale": "smoke",
+        "seeds": [0],
+        "set": {"train.max_steps": 100000, "train.epochs": 100000},
+    }
     plan.write_text(
         yaml.safe_dump([{"batch": "long", "what": "w", "minutes": 60.0, "procs": 1, "parts": [endless]}])
     )
