@@ -11,11 +11,13 @@ archived as it stands, its finished trials counted, the others marked KILLED.
 
 from __future__ import annotations
 
+import os
 import shlex
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from analysis.load import find_parent
@@ -34,10 +36,14 @@ from arith.tracking import store
 from arith.tracking.archive import export_sweep
 from arith.tracking.schema import COMMIT_TAG
 from arith.tracking.store import client as store_client
+from sweeps.errors import SweepError
 from sweeps.storage import SweepStorage, git_commit, machine
 
 #: sweeps/run.py's exit code after a Ctrl+C (128 + SIGINT): Tune's state saved, the sweep resumable
 INTERRUPTED = 130
+#: seconds between notes of a running session's wall time in its sweep.json: a machine stopped without
+#: warning (no Ctrl+C, no finally) loses at most this much of the sweep's recorded wall time
+NOTE_EVERY_S = 60.0
 
 
 class SweepInterrupted(Exception):
@@ -53,26 +59,44 @@ def run_part(plan: Planned, uri: str, storage: str, archives: Path = ARCHIVES) -
     cmd = plan.command(uri, storage)
     shown = repo_relative("python " + shlex.join(cmd))
     print(f"\n=== {plan.grid}: {shown}" + (" --resume (a stopped session's)" if stopped else ""), flush=True)
-    start = time.perf_counter()
+    start, here, commit = time.perf_counter(), machine()[0], git_commit()
+    session = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}"
     sweep = subprocess.Popen([sys.executable, *cmd, *(["--resume"] if stopped else [])], cwd=ROOT)
+    name, noted = stopped, None
+
+    def note_session() -> None:
+        """This session's wall time so far, in the sweep's sweep.json once sweeps/run.py has made it."""
+        nonlocal name, noted
+        name = name or folders.stopped(plan.grid, plan.scale, plan.sweep_args())
+        if name:
+            noted = folders.add_session(name, time.perf_counter() - start, here, commit, session)
+
     try:
         try:
-            code = sweep.wait()
+            code = wait_noting(sweep, note_session, NOTE_EVERY_S)
         except KeyboardInterrupt:  # Ctrl-C reached the sweep too: let Tune save its state and stop
             sweep.wait()
             raise SweepInterrupted(f"{plan.grid}: stopped, its trials' checkpoints kept") from None
     finally:
-        name = stopped or folders.stopped(plan.grid, plan.scale, plan.sweep_args())
-        if name:
-            wall, machines, commits = folders.add_session(
-                name, time.perf_counter() - start, machine()[0], git_commit()
-            )
+        note_session()
     if code == INTERRUPTED or code == -signal.SIGINT:
         raise SweepInterrupted(f"{plan.grid}: stopped, its trials' checkpoints kept")
     if code:
         raise subprocess.CalledProcessError(code, cmd)
+    if noted is None:
+        raise SweepError(f"{plan.grid}: its sweep ended without leaving a sweep folder to record")
+    wall, machines, commits = noted
     client = store_client(uri)
     record(client, find_parent(client, plan.grid), plan, shown, wall, machines, commits, archives)
+
+
+def wait_noting(sweep: subprocess.Popen, note: Callable[[], None], every_s: float) -> int:
+    """The sweep's exit code, calling `note` every `every_s` seconds while it runs."""
+    while True:
+        try:
+            return sweep.wait(timeout=every_s)
+        except subprocess.TimeoutExpired:
+            note()
 
 
 def end_part(plan: Planned, uri: str, storage: str, archives: Path = ARCHIVES) -> None:

@@ -65,8 +65,12 @@ class SweepStorage:
         self.save(name, state)
 
     def save(self, name: str, state: dict[str, Any]) -> None:
-        with self.fs.open_output_stream(f"{self.root}/{name}/{SWEEP_FILE}") as out:
+        """Write `sweep.json` whole or not at all (a new file moved over the old): a session noted while
+        its machine is shut down must not leave half a file that no later session can resume from."""
+        path = f"{self.root}/{name}/{SWEEP_FILE}"
+        with self.fs.open_output_stream(f"{path}.part") as out:
             out.write(json.dumps(state, indent=1).encode())
+        self.fs.move(f"{path}.part", path)
 
     def state(self, name: str) -> dict[str, Any]:
         with self.fs.open_input_stream(f"{self.root}/{name}/{SWEEP_FILE}") as src:
@@ -97,13 +101,23 @@ class SweepStorage:
             return None
         return name if self.state(name).get("args") == list(args) else None
 
-    def add_session(self, name: str, wall_s: float, machine: str, commit: str = "") -> tuple[float, str, str]:
+    def add_session(
+        self, name: str, wall_s: float, machine: str, commit: str = "", session: str = ""
+    ) -> tuple[float, str, str]:
         """Note one session's wall time, machine and commit in the sweep's sweep.json (`sessions`); returns
         every session's wall time together, their machines and their commits (each once, in order; a
-        session noted before commits were kept names none), for the sweep's record."""
+        session noted before commits were kept names none), for the sweep's record. `session` names a
+        session noted more than once as it runs (its entry's wall time replaced each time), so that one
+        whose machine stops without warning keeps the time it had run until its last note."""
         state = self.state(name)
-        session = {"wall_s": round(wall_s, 1), "machine": machine, **({"commit": commit} if commit else {})}
-        state["sessions"] = [*state.get("sessions", []), session]
+        entry = {
+            "wall_s": round(wall_s, 1),
+            "machine": machine,
+            **({"commit": commit} if commit else {}),
+            **({"session": session} if session else {}),
+        }
+        others = [s for s in state.get("sessions", []) if not session or s.get("session") != session]
+        state["sessions"] = [*others, entry]
         self.save(name, state)
         return self.sessions(name)
 

@@ -399,7 +399,12 @@ def test_a_stopped_part_is_found_again_by_its_command_and_its_sessions_add_up(tm
         "Intel Xeon (native bf16), 2 CPU cores, Linux",
     ]
     assert commits == "a1; b2"  # the code each session ran, in order
+    # a running session noted again and again (its wall time so far) is one session, its latest note
+    for so_far in (60.0, 120.0):
+        wall, _, commits = folders.add_session(name, so_far, "Intel Xeon", "c3", session="s3")
+    assert wall == 4320.0 and commits == "a1; b2; c3" and len(folders.state(name)["sessions"]) == 3
     assert folders.state(name)["args"] == part.sweep_args()  # the sessions keep what identifies the sweep
+    assert [p.name for p in (tmp_path / "ray_results" / name).iterdir()] == ["sweep.json"]  # no .part left
 
 
 def test_a_part_ended_early_is_archived_as_it_stands_and_never_resumed(tmp_path: Path) -> None:
@@ -570,6 +575,62 @@ def test_a_part_stopped_mid_trial_resumes_in_the_next_session(tmp_path: Path, re
     assert sessions[0]["commit"] == sessions[1]["commit"] == parent.data.tags[TAG_COMMITS]
     assert sweep_args_of(parent.data.tags[TAG_COMMAND]) == part.sweep_args()  # its part's, without --resume
     assert (tmp_path / part.archive_name).exists()
+
+
+@pytest.mark.slow
+def test_a_session_whose_machine_stops_keeps_its_wall_time(tmp_path: Path, request) -> None:
+    """A machine stops without warning (every process of the session SIGKILLed: no Ctrl-C, no finally)
+    while a part's sweep runs: the sweep's sweep.json still holds the session, with the wall time it had
+    run until its last note (noted every second here, every minute in a reproduction), and the part is
+    found as a stopped sweep for the next session to resume."""
+    import shutil
+    import tempfile
+
+    from test_faults import GRID, WAIT_S, checkpoints_of, clean_env, end_session, wait_for
+
+    from sweeps.storage import SweepStorage
+
+    uri, storage = f"sqlite:///{tmp_path}/mlflow.db", tmp_path / "ray_results"
+    part = Planned(
+        grid=GRID,
+        scale="smoke",
+        seeds=1,
+        only=("model.position=learned",),
+        sets=("train.epochs=30", "train.eval_epochs=[2,4]"),
+    )
+    code = (
+        "import pathlib\n"
+        "from analysis.plan import Planned\n"
+        "from sweeps import reproduce\n"
+        "reproduce.NOTE_EVERY_S = 1.0\n"
+        f"part = Planned(grid={part.grid!r}, scale='smoke', seeds=1, only={part.only!r},"
+        f" sets={part.sets!r})\n"
+        f"reproduce.run_part(part, {uri!r}, {str(storage)!r}, archives=pathlib.Path({str(tmp_path)!r}))\n"
+    )
+    ray_tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # a socket path in tmp_path is too long for Ray
+    request.addfinalizer(lambda: shutil.rmtree(ray_tmp, ignore_errors=True))
+    started = time.monotonic()
+    with (tmp_path / "session.log").open("w") as log:
+        session = subprocess.Popen(
+            [sys.executable, "-c", code],
+            cwd=ROOT,
+            env=clean_env(RAY_TMPDIR=ray_tmp),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            wait_for(lambda: any(checkpoints_of(storage)), session, WAIT_S, "a checkpoint")
+            time.sleep(2)  # a note after the checkpoint
+        finally:
+            end_session(session.pid)  # the machine stops
+        session.wait(timeout=30)
+    ran_s = time.monotonic() - started
+    folders = SweepStorage(str(storage))
+    name = folders.stopped(part.grid, part.scale, part.sweep_args())
+    assert name is not None, (tmp_path / "session.log").read_text()[-3000:]
+    (noted,) = folders.state(name)["sessions"]
+    assert 0 < noted["wall_s"] <= ran_s and noted["session"], noted
 
 
 def test_the_findings_lead_counts_a_claim_judged_in_two_grids_once() -> None:
