@@ -491,20 +491,17 @@ def test_the_machine_names_its_processor_its_family_and_whether_it_has_native_bf
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
-def test_a_part_stopped_mid_trial_resumes_in_the_next_session(tmp_path: Path, request) -> None:
-    """A session ends (Ctrl-C to the reproduction and its sweep) while a part's trial is past its first
-    checkpoint; the next session's reproduction of the same part resumes that sweep rather than starting
-    another: one parent run, each trial one run whose history holds every step once (a restart from step 0
-    would log its first steps twice), and the record's wall time is both sessions'."""
-    import os
+def a_session_of_a_part(
+    tmp_path: Path, request, note_every_s: float | None = None
+) -> tuple[Planned, str, Path, str, dict[str, str]]:
+    """A smoke part of the fault tests' grid (a trial that checkpoints early), its store and sweep folder,
+    the code of a session that runs it (`run_part` in a fresh interpreter; `note_every_s`: how often it
+    notes its wall time) and the environment to run that in (a Ray temp folder of its own). Started by
+    `start_session`."""
     import shutil
-    import signal
     import tempfile
 
-    from test_faults import GRID, WAIT_S, check_histories, checkpoints_of, clean_env, end_session, wait_for
-
-    from arith.tracking import store
-    from sweeps.storage import SweepStorage
+    from test_faults import GRID, clean_env
 
     uri, storage = f"sqlite:///{tmp_path}/mlflow.db", tmp_path / "ray_results"
     part = Planned(
@@ -517,16 +514,21 @@ def test_a_part_stopped_mid_trial_resumes_in_the_next_session(tmp_path: Path, re
     code = (
         "import pathlib\n"
         "from analysis.plan import Planned\n"
-        "from sweeps.reproduce import run_part\n"
-        f"part = Planned(grid={part.grid!r}, scale='smoke', seeds=1,"
+        "from sweeps import reproduce\n"
+        + (f"reproduce.NOTE_EVERY_S = {note_every_s}\n" if note_every_s else "")
+        + f"part = Planned(grid={part.grid!r}, scale='smoke', seeds=1,"
         f" only={part.only!r}, sets={part.sets!r})\n"
-        f"run_part(part, {uri!r}, {str(storage)!r}, archives=pathlib.Path({str(tmp_path)!r}))\n"
+        f"reproduce.run_part(part, {uri!r}, {str(storage)!r}, archives=pathlib.Path({str(tmp_path)!r}))\n"
     )
     ray_tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # a socket path in tmp_path is too long for Ray
     request.addfinalizer(lambda: shutil.rmtree(ray_tmp, ignore_errors=True))
-    env = clean_env(RAY_TMPDIR=ray_tmp)
-    log = (tmp_path / "session1.log").open("w")
-    first = subprocess.Popen(
+    return part, uri, storage, code, clean_env(RAY_TMPDIR=ray_tmp)
+
+
+def start_session(code: str, env: dict[str, str], log) -> subprocess.Popen:
+    """A session of `a_session_of_a_part`, leading its own process session (its sweep and Ray in it), so that
+    a test can end it as a Ctrl-C or a machine's stop would."""
+    return subprocess.Popen(
         [sys.executable, "-c", code],
         cwd=ROOT,
         env=env,
@@ -534,6 +536,24 @@ def test_a_part_stopped_mid_trial_resumes_in_the_next_session(tmp_path: Path, re
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
+
+
+def test_a_part_stopped_mid_trial_resumes_in_the_next_session(tmp_path: Path, request) -> None:
+    """A session ends (Ctrl-C to the reproduction and its sweep) while a part's trial is past its first
+    checkpoint; the next session's reproduction of the same part resumes that sweep rather than starting
+    another: one parent run, each trial one run whose history holds every step once (a restart from step 0
+    would log its first steps twice), and the record's wall time is both sessions'."""
+    import os
+    import signal
+
+    from test_faults import GRID, WAIT_S, check_histories, checkpoints_of, end_session, wait_for
+
+    from arith.tracking import store
+    from sweeps.storage import SweepStorage
+
+    part, uri, storage, code, env = a_session_of_a_part(tmp_path, request)
+    log = (tmp_path / "session1.log").open("w")
+    first = start_session(code, env, log)
     try:
         wait_for(
             lambda: any(p.name == "checkpoint_000001" for p in checkpoints_of(storage)),
@@ -583,42 +603,14 @@ def test_a_session_whose_machine_stops_keeps_its_wall_time(tmp_path: Path, reque
     while a part's sweep runs: the sweep's sweep.json still holds the session, with the wall time it had
     run until its last note (noted every second here, every minute in a reproduction), and the part is
     found as a stopped sweep for the next session to resume."""
-    import shutil
-    import tempfile
-
-    from test_faults import GRID, WAIT_S, checkpoints_of, clean_env, end_session, wait_for
+    from test_faults import WAIT_S, checkpoints_of, end_session, wait_for
 
     from sweeps.storage import SweepStorage
 
-    uri, storage = f"sqlite:///{tmp_path}/mlflow.db", tmp_path / "ray_results"
-    part = Planned(
-        grid=GRID,
-        scale="smoke",
-        seeds=1,
-        only=("model.position=learned",),
-        sets=("train.epochs=30", "train.eval_epochs=[2,4]"),
-    )
-    code = (
-        "import pathlib\n"
-        "from analysis.plan import Planned\n"
-        "from sweeps import reproduce\n"
-        "reproduce.NOTE_EVERY_S = 1.0\n"
-        f"part = Planned(grid={part.grid!r}, scale='smoke', seeds=1, only={part.only!r},"
-        f" sets={part.sets!r})\n"
-        f"reproduce.run_part(part, {uri!r}, {str(storage)!r}, archives=pathlib.Path({str(tmp_path)!r}))\n"
-    )
-    ray_tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # a socket path in tmp_path is too long for Ray
-    request.addfinalizer(lambda: shutil.rmtree(ray_tmp, ignore_errors=True))
+    part, _, storage, code, env = a_session_of_a_part(tmp_path, request, note_every_s=1.0)
     started = time.monotonic()
     with (tmp_path / "session.log").open("w") as log:
-        session = subprocess.Popen(
-            [sys.executable, "-c", code],
-            cwd=ROOT,
-            env=clean_env(RAY_TMPDIR=ray_tmp),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        session = start_session(code, env, log)
         try:
             wait_for(lambda: any(checkpoints_of(storage)), session, WAIT_S, "a checkpoint")
             time.sleep(2)  # a note after the checkpoint
