@@ -24,6 +24,8 @@ from sweeps.scales import Scale
 from sweeps.space import SweepLink
 
 SWEEP_FILE = "sweep.json"
+#: a sweep's sessions (wall time, machine, commit), beside its folder (`SweepStorage.session_entries`)
+SESSIONS_SUFFIX = ".sessions.json"
 #: the flags of sweeps/run.py that say where a sweep runs and reports, not what it runs (value or none)
 PLACE_FLAGS = {
     "--tracking-uri": True,
@@ -65,11 +67,13 @@ class SweepStorage:
         self.save(name, state)
 
     def save(self, name: str, state: dict[str, Any]) -> None:
-        """Write `sweep.json` whole or not at all (a new file moved over the old): a session noted while
-        its machine is shut down must not leave half a file that no later session can resume from."""
-        path = f"{self.root}/{name}/{SWEEP_FILE}"
+        self._write(f"{self.root}/{name}/{SWEEP_FILE}", state)
+
+    def _write(self, path: str, content: Any) -> None:
+        """Write a JSON file whole or not at all (a new file moved over the old): a machine shut down
+        mid-write must not leave half a file that no later session can resume from."""
         with self.fs.open_output_stream(f"{path}.part") as out:
-            out.write(json.dumps(state, indent=1).encode())
+            out.write(json.dumps(content, indent=1).encode())
         self.fs.move(f"{path}.part", path)
 
     def state(self, name: str) -> dict[str, Any]:
@@ -104,29 +108,45 @@ class SweepStorage:
     def add_session(
         self, name: str, wall_s: float, machine: str, commit: str = "", session: str = ""
     ) -> tuple[float, str, str]:
-        """Note one session's wall time, machine and commit in the sweep's sweep.json (`sessions`); returns
+        """Note one session's wall time, machine and commit of the sweep (`session_entries`); returns
         every session's wall time together, their machines and their commits (each once, in order; a
         session noted before commits were kept names none), for the sweep's record. `session` names a
         session noted more than once as it runs (its entry's wall time replaced each time), so that one
         whose machine stops without warning keeps the time it had run until its last note."""
-        state = self.state(name)
         entry = {
             "wall_s": round(wall_s, 1),
             "machine": machine,
             **({"commit": commit} if commit else {}),
             **({"session": session} if session else {}),
         }
-        others = [s for s in state.get("sessions", []) if not session or s.get("session") != session]
-        state["sessions"] = [*others, entry]
-        self.save(name, state)
+        noted = self._noted_sessions(name)
+        others = [s for s in noted if not session or s.get("session") != session]
+        self._write(self._sessions_path(name), [*others, entry])
         return self.sessions(name)
+
+    def session_entries(self, name: str) -> list[dict[str, Any]]:
+        """The sessions noted of a sweep, in order: those noted before 2 Dec 2026 in its sweep.json, then
+        those in its sessions file, `<name>.sessions.json` beside its folder. Not in the folder: Tune,
+        resuming a sweep, copies the folder to a staging place and uploads that copy over it as it runs,
+        which undid a note made in sweep.json meanwhile."""
+        return [*self.state(name).get("sessions", []), *self._noted_sessions(name)]
 
     def sessions(self, name: str) -> tuple[float, str, str]:
         """Every session's wall time together, their machines and their commits, as `add_session` returns."""
-        sessions = self.state(name).get("sessions", [])
+        sessions = self.session_entries(name)
         machines = dict.fromkeys(s["machine"] for s in sessions)
         commits = dict.fromkeys(s["commit"] for s in sessions if s.get("commit"))
         return sum(s["wall_s"] for s in sessions), "; ".join(machines), "; ".join(commits)
+
+    def _sessions_path(self, name: str) -> str:
+        return f"{self.root}/{name}{SESSIONS_SUFFIX}"
+
+    def _noted_sessions(self, name: str) -> list[dict[str, Any]]:
+        path = self._sessions_path(name)
+        if not self.fs.get_file_info(path).is_file:
+            return []
+        with self.fs.open_input_stream(path) as src:
+            return json.loads(src.read().decode())
 
 
 def check_tracking(uri: str) -> None:

@@ -402,9 +402,15 @@ def test_a_stopped_part_is_found_again_by_its_command_and_its_sessions_add_up(tm
     # a running session noted again and again (its wall time so far) is one session, its latest note
     for so_far in (60.0, 120.0):
         wall, _, commits = folders.add_session(name, so_far, "Intel Xeon", "c3", session="s3")
-    assert wall == 4320.0 and commits == "a1; b2; c3" and len(folders.state(name)["sessions"]) == 3
+    assert wall == 4320.0 and commits == "a1; b2; c3" and len(folders.session_entries(name)) == 3
     assert folders.state(name)["args"] == part.sweep_args()  # the sessions keep what identifies the sweep
-    assert [p.name for p in (tmp_path / "ray_results" / name).iterdir()] == ["sweep.json"]  # no .part left
+    assert not list((tmp_path / "ray_results").rglob("*.part"))  # each file written whole
+    # sessions noted in sweep.json itself, as before 2 Dec 2026, still count, first
+    folders.save(
+        name, {**folders.state(name), "sessions": [{"wall_s": 10.0, "machine": "Zen 3", "commit": "z0"}]}
+    )
+    wall, _, commits = folders.sessions(name)
+    assert wall == 4330.0 and commits == "z0; a1; b2; c3"
 
 
 def test_a_part_ended_early_is_archived_as_it_stands_and_never_resumed(tmp_path: Path) -> None:
@@ -462,7 +468,7 @@ def test_a_part_ended_early_is_archived_as_it_stands_and_never_resumed(tmp_path:
     assert found.info.run_id == parent.info.run_id
     header, (_parent, *runs) = read_archive(tmp_path / part.archive_name)
     assert header["trials"] == 2 and {r["status"] for r in runs} == {"KILLED", "FINISHED"}
-    assert len(folders.state(name)["sessions"]) == 2  # not resumed: no session added
+    assert len(folders.session_entries(name)) == 2  # not resumed: no session added
     lines = results.ran_lines(part, tags, 0)
     assert "  - seeds: 0, 1, 2, 3, 4 planned" in lines
     assert f"  - **ended early**, its other trials not run: {part.ended_early}" in lines
@@ -573,7 +579,7 @@ def test_a_part_stopped_mid_trial_resumes_in_the_next_session(tmp_path: Path, re
     folders = SweepStorage(str(storage))
     (name,) = [p.name for p in storage.iterdir() if p.is_dir()]
     assert folders.stopped(part.grid, part.scale, part.sweep_args()) == name
-    assert len(folders.state(name)["sessions"]) == 1
+    assert len(folders.session_entries(name)) == 1
 
     second = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=2 * WAIT_S
@@ -582,7 +588,7 @@ def test_a_part_stopped_mid_trial_resumes_in_the_next_session(tmp_path: Path, re
     assert "--resume (a stopped session's)" in second.stdout
     assert [p.name for p in storage.iterdir() if p.is_dir()] == [name]  # no second sweep
     check_histories(uri, 1)
-    sessions = folders.state(name)["sessions"]
+    sessions = folders.session_entries(name)
     assert len(sessions) == 2
     client = store.client(uri)
     (parent,) = [
@@ -621,7 +627,7 @@ def test_a_session_whose_machine_stops_keeps_its_wall_time(tmp_path: Path, reque
     folders = SweepStorage(str(storage))
     name = folders.stopped(part.grid, part.scale, part.sweep_args())
     assert name is not None, (tmp_path / "session.log").read_text()[-3000:]
-    (noted,) = folders.state(name)["sessions"]
+    (noted,) = folders.session_entries(name)
     assert 0 < noted["wall_s"] <= ran_s and noted["session"], noted
 
 
