@@ -250,12 +250,52 @@ def matmul_roofline_flops(device: torch.device, precision: str, size: int = 1024
     return 2 * size**3 * reps / (time.perf_counter() - start)
 
 
+#: the matrix products a step's profile records, and where their two operands are among its inputs
+PRODUCT_OPERANDS = {"aten::mm": (0, 1), "aten::addmm": (1, 2), "aten::bmm": (0, 1), "aten::baddbmm": (1, 2)}
+
+
+def step_products(events) -> list[tuple[str, list[int], list[int]]]:
+    """The matrix products among profiled events (`record_shapes=True`), with their operands' shapes, each
+    once: autocast redispatches a product it casts, which the profiler records as the same op twice, one
+    inside the other."""
+    products = []
+    for e in events:
+        if e.name not in PRODUCT_OPERANDS or not e.input_shapes:
+            continue
+        if e.cpu_parent is not None and e.cpu_parent.name == e.name:
+            continue  # the redispatched inner call of one product
+        first, second = PRODUCT_OPERANDS[e.name]
+        products.append((e.name, list(e.input_shapes[first]), list(e.input_shapes[second])))
+    return products
+
+
+def products_alone_seconds(products, device: torch.device, dtype: torch.dtype, reps: int = 10) -> float:
+    """The time the given matrix products take replayed alone, their operands already in `dtype`: the
+    step's floor if everything but its products cost nothing."""
+    batched = {"aten::bmm", "aten::baddbmm"}
+    total = 0.0
+    for name, a_shape, b_shape in products:
+        a = torch.randn(*a_shape, device=device, dtype=dtype)
+        b = torch.randn(*b_shape, device=device, dtype=dtype)
+        product = torch.bmm if name in batched else torch.mm
+        product(a, b)
+        _sync(device)
+        start = time.perf_counter()
+        for _ in range(reps):
+            product(a, b)
+        _sync(device)
+        total += (time.perf_counter() - start) / reps
+    return total
+
+
 def profile_steps(
     presets: list[str], batch_size: int, steps: int, warmup: int, sets: list[str], device_name: str
 ):
     """`torch.profiler` over `steps` of the trainer's own `train_step` after `warmup`: the step's time by
     kind of operator (matmul, attention, activation, casts, norm, loss, optimizer, other), the top
-    operators, and model GFLOP/s against the matmul roofline measured on the same threads."""
+    operators, and model GFLOP/s against the matmul roofline measured on the same threads; then the
+    step's own matrix products replayed alone beside the same steps unprofiled (`ceiling_matmuls_alone`:
+    how much faster a step of nothing but its products would be)."""
     for preset in presets:
         base = {**TTA, "model.preset": preset, "train.target_accuracy": 0.0, "data.train_samples": 20_000}
         base.update({"train.grad_clip": 1.0, "train.max_steps": 0, "train.batch_size": batch_size})
@@ -271,6 +311,16 @@ def profile_steps(
                 train_step(s.step_model, s.optimizer, s.scheduler, batch, cfg.train, s.autocast)
             _sync(s.device)
         seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
+        start = time.perf_counter()
+        for batch in batches[warmup:]:
+            train_step(s.step_model, s.optimizer, s.scheduler, batch, cfg.train, s.autocast)
+        _sync(s.device)
+        unprofiled = time.perf_counter() - start
+        with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as one_step:  # its shapes: slow
+            train_step(s.step_model, s.optimizer, s.scheduler, batches[-1], cfg.train, s.autocast)
+        products = step_products(one_step.events())
+        native = bf16_matmuls(s.device, cfg.train.precision) == "native"
+        alone = products_alone_seconds(products, s.device, torch.bfloat16 if native else torch.float32)
         events = [e for e in prof.key_averages() if e.self_cpu_time_total > 0]
         total = sum(e.self_cpu_time_total for e in events)
         shares: dict[str, float] = {}
@@ -300,6 +350,12 @@ def profile_steps(
                 # the most any change outside the matrix products can give, their speed kept: the step
                 # if nothing but its matmuls remained (near the roofline, only fewer FLOPs go further)
                 "ceiling_outside_matmuls": round(1 / shares["matmul"], 2) if shares.get("matmul") else None,
+                # the same, measured: the unprofiled steps against their products replayed alone (the
+                # profiler's own overhead inflates the non-product shares above)
+                "products_per_step": len(products),
+                "ms_per_step_unprofiled": round(unprofiled / steps * 1e3, 1),
+                "ms_matmuls_alone": round(alone * 1e3, 1),
+                "ceiling_matmuls_alone": round(unprofiled / steps / alone, 2) if alone else None,
                 "top": [[e.key, round(e.self_cpu_time_total / total, 3), e.count // steps] for e in top],
             }
         )

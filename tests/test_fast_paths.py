@@ -213,6 +213,14 @@ def test_the_profile_mode_says_where_a_training_step_goes(capsys) -> None:
     ceiling = record["ceiling_outside_matmuls"]  # from the unrounded share
     assert ceiling > 1 and ceiling == pytest.approx(1 / record["shares"]["matmul"], rel=0.02)
     assert record["model_gflops"] > 0 and record["roofline_gflops"] > 0
+    # measured too: the step's own products replayed alone, each once (a nano GPT-2: per layer 4 linear
+    # layers, each one product forward and two backward, and the LM head's three)
+    n_layer = ExperimentConfig().with_overrides({"model.preset": "nano"}).model.sizes()[0]
+    assert record["products_per_step"] == 12 * n_layer + 3
+    assert 0 < record["ms_matmuls_alone"] < record["ms_per_step_unprofiled"]
+    assert record["ceiling_matmuls_alone"] == pytest.approx(
+        record["ms_per_step_unprofiled"] / record["ms_matmuls_alone"], rel=0.05
+    )
     assert record["top"] and all(0 < share <= 1 for _, share, _ in record["top"])
     assert bench.op_kind("aten::addmm") == "matmul" and bench.op_kind("aten::gelu_backward") == "activation"
 
