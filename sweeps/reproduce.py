@@ -41,8 +41,8 @@ from sweeps.storage import SweepStorage, git_commit, machine
 
 #: sweeps/run.py's exit code after a Ctrl+C (128 + SIGINT): Tune's state saved, the sweep resumable
 INTERRUPTED = 130
-#: seconds between notes of a running session's wall time in its sweep.json: a machine stopped without
-#: warning (no Ctrl+C, no finally) loses at most this much of the sweep's recorded wall time
+#: seconds between notes of a running session's wall time (`SweepStorage.add_session`): a machine stopped
+#: without warning (no Ctrl+C, no finally) loses at most this much of the sweep's recorded wall time
 NOTE_EVERY_S = 60.0
 
 
@@ -65,7 +65,7 @@ def run_part(plan: Planned, uri: str, storage: str, archives: Path = ARCHIVES) -
     name, noted = stopped, None
 
     def note_session() -> None:
-        """This session's wall time so far, in the sweep's sweep.json once sweeps/run.py has made it."""
+        """This session's wall time so far, on the sweep's record once sweeps/run.py has made its folder."""
         nonlocal name, noted
         name = name or folders.stopped(plan.grid, plan.scale, plan.sweep_args())
         if name:
