@@ -228,7 +228,7 @@ def test_the_profile_mode_says_where_a_training_step_goes(capsys) -> None:
 #: a subprocess: page faults a training step of the tiny model takes, with the trainer's allocator
 #: setting or (argv "default") glibc's own
 _FAULTS_PER_STEP = """
-import resource, sys
+import resource, statistics, sys
 import arith.training.train as trainer
 from arith.config import ExperimentConfig
 if sys.argv[1] == "default":
@@ -236,13 +236,13 @@ if sys.argv[1] == "default":
 cfg = ExperimentConfig().with_overrides({"data.max_digits": 3, "data.train_samples": 640,
     "data.test_per_cell": 2, "train.batch_size": 64, "train.num_threads": 1, "tracking.enabled": False})
 s = trainer.setup(cfg)
-batches = list(s.loader.epoch(1))
-for batch in batches[:2]:
+batch = next(iter(s.loader.epoch(1)))
+faults = []
+for _ in range(16):
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     trainer.train_step(s.step_model, s.optimizer, s.scheduler, batch, cfg.train, s.autocast)
-before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-for batch in batches[2:]:
-    trainer.train_step(s.step_model, s.optimizer, s.scheduler, batch, cfg.train, s.autocast)
-print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / len(batches[2:]))
+    faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+print(statistics.median(faults[4:]))
 """
 
 
@@ -251,8 +251,13 @@ print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / len(batche
 )
 def test_a_cpu_step_reuses_the_memory_the_last_step_freed():
     """glibc hands a step's freed activations back to the kernel and faults them in again the next step
-    (the tiny model at batch 64: ~1,600 minor faults a step, gpt2-mini at 128 ~12,500); the trainer's
-    setup keeps them in the heap (`keep_freed_memory`: ~70 and ~160)."""
+    (the tiny model at batch 64: medians of 226 to 2,833 minor faults a step on the Zen 5 EPYC, gpt2-mini
+    at 128 ~12,500); the trainer's setup keeps them in the heap (`keep_freed_memory`: a median of 0-1 once
+    it has grown).
+
+    The same batch every step, and the median step after four: a longer batch than any before grows the
+    heap and faults its new pages in once (a mean over varied batches read 120 kept against 514 default on
+    CI's machine, noise the size of the effect)."""
     import subprocess
     import sys
 
@@ -263,5 +268,5 @@ def test_a_cpu_step_reuses_the_memory_the_last_step_freed():
         return float(run.stdout.split()[-1])
 
     default, kept = faults_per_step("default"), faults_per_step("kept")
-    assert default > 500
-    assert kept < default / 5
+    assert kept <= 20  # none once the heap holds the step: the odd page of Python's own
+    assert default >= 5 * 20  # glibc's trimming varies from run to run
