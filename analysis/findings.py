@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -170,6 +170,29 @@ def one_family(holders: Sequence[Any]) -> None:
     every = rejudge([f for h in holders for f in h.findings])
     for holder in holders:
         holder.findings, every = every[: len(holder.findings)], every[len(holder.findings) :]
+
+
+def awaiting_plan(findings: list[Finding], waiting: int, parts: int) -> list[Finding]:
+    """A planned sweep's findings while `waiting` of its `parts` have not run: none of them judged yet.
+
+    The plan fixed the sweep's seeds before any of it ran, so a verdict on the parts run so far would be an
+    interim look that the plan did not declare (and one whose sides hold enough seeds would read as if the
+    sweep were done). A claim the parts so far would judge becomes not testable, what they read kept as no
+    verdict, its outcome untestable so that Holm's correction (`one_family`) leaves it out of the page's
+    family; a claim already not testable keeps its own reason, the parts waiting said after it."""
+    waits = f"the plan's sweep of it is not complete: {waiting} of {parts} parts not yet run"
+    waits += " (Core-minutes, below)"
+    out = []
+    for f in findings:
+        if not f.judged:
+            outcome = replace(f.outcome, notes=(*f.outcome.notes, waits))  # kept when Holm rejudges it
+            out.append(replace(f, evidence=f"{f.evidence}; {waits}", outcome=outcome))
+            continue
+        why = f"{waits}; its seeds were fixed before it ran, and it is judged once all of them have"
+        read = "; ".join(c.describe() for c in f.outcome.contrasts)
+        notes = [f"the parts run so far read, for reference, not a verdict: {read}"]
+        out.append(Finding(f.grid, f.claim, NOT_TESTABLE, "; ".join([why, *notes]), untestable(why, notes)))
+    return out
 
 
 FINDING_COLUMNS = ["grid", "claim", "status", "effect", "95% CI", "p", "p (Holm)", "seeds", "evidence"]

@@ -27,7 +27,7 @@ from analysis.budget import budget_table, steps_needed
 from analysis.by_claim import claims_table, judged_line, judged_where
 from analysis.choice import part_choice
 from analysis.curves import budget_figure, learning_curves_figure, save
-from analysis.findings import Finding, one_family
+from analysis.findings import Finding, awaiting_plan, one_family
 from analysis.gpu import BatchResult, gpu_results, gpu_section, judged_findings, summary_rows
 from analysis.load import read_sweep
 from analysis.plan import (
@@ -116,8 +116,14 @@ def grid_results(uri: str) -> list[GridResult]:
         ids = [run.info.run_id for _, run in parts if run is not None]
         costs = [trial_costs(client, run) if run is not None else None for _, run in parts]
         result = GridResult(grid, parts, None, costs)
-        judged = ids and not result.search  # a search has its own section
-        out.append(replace(result, analysis=analyse(read_sweep(grid, uri, ids))) if judged else result)
+        if not ids or result.search:  # a search has its own section
+            out.append(result)
+            continue
+        analysis = analyse(read_sweep(grid, uri, ids))
+        waiting = sum(plan.still_to_run(run) for plan, run in parts)
+        if waiting:  # judged once every part of the plan has run
+            analysis = replace(analysis, findings=awaiting_plan(analysis.findings, waiting, len(parts)))
+        out.append(replace(result, analysis=analysis))
     return out
 
 
@@ -332,13 +338,6 @@ def untestable_table(
         costs = [c for part in result.costs if part for c in part]
         plans = [plan for plan, _ in result.parts]
         instead = ONE_CORE_INSTEAD.get(result.grid, ""), GPU_INSTEAD.get(result.grid, "")
-        waiting = [plan for plan, run in result.parts if plan.still_to_run(run)]
-        pending = (
-            f"; the plan's sweep of it is not complete: {len(waiting)} of {len(result.parts)} parts not yet "
-            "run (Core-minutes, below)"
-            if waiting
-            else ""
-        )
         for f in findings:
             cost = judged_cost(
                 result.grid, plans, f.claim, costs, steps or {}, gpu or {}, BUDGET_POINTS, *instead, rates
@@ -349,7 +348,7 @@ def untestable_table(
                 {
                     "grid": result.grid,
                     "claim": f.claim,
-                    "why": f.evidence + pending + also,
+                    "why": f.evidence + also,
                     **per_grid,
                     **cost,
                 }

@@ -647,3 +647,61 @@ def test_the_findings_lead_counts_a_claim_judged_in_two_grids_once() -> None:
     line = by_claim.judged_line(findings, claims)
     assert line.startswith("**Judged: 1 of the 3 claims below**: fig:randembed (a claim judged in several")
     assert by_claim.judged_line([], claims).startswith("**Judged: 0 of the 3 claims below** (")
+
+
+def test_a_grid_whose_plan_has_parts_waiting_is_not_judged_yet(tmp_path: Path) -> None:
+    """The plan fixes a judged sweep's seeds before any part runs, so a verdict on the parts run so far is
+    an interim look: from the real archives of fig:acc_add_rand's sweep, less one of its parts, every claim
+    of the grid reads not testable, says how many parts wait, keeps what the parts read as no verdict, and
+    stays out of Holm's family; a claim not testable on its own ground (add_length's) keeps that reason
+    first; the fig:randembed replication, its one part run, is judged."""
+    from analysis.findings import NOT_TESTABLE, one_family
+    from analysis.plan import ARCHIVES, restore_archives
+
+    # without its seed-9 part every model still has 4 seeds (5-8), enough for a verdict by the rules
+    held_back = (
+        "add_posembed_recipe_24k__cpu_recipe__seed-9__model.position=random_embed__model.position=learned"
+    )
+    folder = tmp_path / "archives"
+    folder.mkdir()
+    for path in ARCHIVES.glob("*.jsonl"):
+        ours = path.name.startswith(
+            ("add_posembed_recipe_24k__", "reverse_posembed_replication__", "add_length__")
+        )
+        if ours and path.stem != held_back:
+            (folder / path.name).symlink_to(path)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    restore_archives(uri, folder)
+    by_grid = {r.grid: r for r in results.grid_results(uri) if r.analysis is not None}
+
+    partway = by_grid["add_posembed_recipe_24k"]
+    waiting = sum(plan.still_to_run(run) for plan, run in partway.parts)
+    assert waiting >= 1 and partway.analysis.findings
+    for finding in partway.analysis.findings:
+        assert finding.status == NOT_TESTABLE and not finding.judged
+        assert finding.evidence.startswith(
+            f"the plan's sweep of it is not complete: {waiting} of {len(partway.parts)} parts not yet run"
+        )
+        assert "the parts run so far read, for reference, not a verdict: " in finding.evidence
+        assert finding.numbers["effect"] == ""  # no effect or interval shown as if it were a verdict
+        assert "seed(s)" not in finding.evidence  # not for want of seeds: 4 a side would be judged
+    (pretrained,) = by_grid["add_length"].analysis.findings  # not testable on its own ground, which leads
+    assert pretrained.evidence.startswith("the paper's claim (tb:acc_dataformat) is about GPT-2 fine-tuned")
+    assert pretrained.evidence.endswith(
+        "; the plan's sweep of it is not complete: 1 of 2 parts not yet run (Core-minutes, below)"
+    )
+    replicated = by_grid["reverse_posembed_replication"]
+    assert not any(plan.still_to_run(run) for plan, run in replicated.parts)
+    assert all(f.judged for f in replicated.analysis.findings)
+
+    one_family([r.analysis for r in by_grid.values()])  # the page's Holm correction: no verdict comes back
+    assert not any(f.judged for f in partway.analysis.findings)
+    assert all("parts not yet run" in f.evidence for f in partway.analysis.findings)
+    assert pretrained.evidence == by_grid["add_length"].analysis.findings[0].evidence
+    (replication,) = replicated.analysis.findings
+    assert replication.p_holm == replication.weakest_interval.p  # a family of one claim: p unadjusted
+    lead = by_claim.judged_line(
+        [f for r in by_grid.values() for f in r.analysis.findings],
+        [f.claim_text for r in by_grid.values() for f in r.analysis.findings],
+    )
+    assert lead.startswith("**Judged: 1 of the 3 claims below**: fig:randembed (")
