@@ -83,7 +83,7 @@ class Finding:
         }
 
 
-def _presearch_seeds(tag: str | None, grid: str) -> tuple[int, ...]:
+def chose_budget_seeds(tag: str | None, grid: str) -> tuple[int, ...]:
     """The seeds of the pre-search that chose the sweep's budget: its `presearch_seeds` tag (JSON list) when
     it has one, else its experiment's declaration (sweeps archived before the tag)."""
     if tag:
@@ -99,7 +99,7 @@ def outcome_of(
 ) -> Outcome:
     """The claim read off the per-seed cells of a sweep of `grid` (the claim's own or a variant of it):
     seeds that chose its budget left out, pooled sides refused."""
-    chose = _presearch_seeds(presearch_tag, grid)
+    chose = chose_budget_seeds(presearch_tag, grid)
     if chose and not frame.empty:
         fresh = frame[~frame[SEED_COLUMN].isin(chose)]
         if fresh.empty:

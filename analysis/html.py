@@ -2,8 +2,9 @@
 
 Everything is inline (CSS in a <style> block, every figure a base64 PNG), so the file can be mailed,
 logged as an MLflow artifact or opened offline. Sections: the sweep, the paper's claims with their verdicts
-and reasons, each table beside the paper's (heatmap and numbers), the spread over seeds, the learning curves
-(analysis.curves), and each point's test accuracy by epoch, read from the trials' MLflow metric history.
+and reasons, each table beside the paper's (heatmap and numbers), accuracy by digit count, each seed
+(analysis.by_digits), the spread over seeds, the learning curves (analysis.curves), and each point's test
+accuracy by epoch, read from the trials' MLflow metric history.
 Under each table, per point: where its wrong answers err (by answer digit and carry chain) and a few
 wrong answers of each cell (analysis.wrong_answers).
 """
@@ -21,6 +22,7 @@ matplotlib.use("Agg")
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from analysis.by_digits import accuracy_by_digits_figure
 from analysis.curves import learning_curves_figure, point_colours, point_labels
 from analysis.findings import HELD, NOT_HELD, Finding
 from analysis.plots import heatmap
@@ -188,6 +190,14 @@ def page(analysis, head: str) -> str:
         parts.append(_img(heatmap(table), f"heatmap: {table.title}"))
         parts.append(render_tables([table], "html"))
         parts.append(wrong_answers_section(sweep, table, "wrong-answers" + (f"-{i + 1}" if i else "")))
+    by_digits = accuracy_by_digits_figure(sweep)
+    if by_digits is not None:
+        parts += [
+            "<h2>Accuracy by digit count</h2>",
+            _img(by_digits, "accuracy at the end by digit count, each seed"),
+            '<p class="meta">Each point\'s mean over its judged seeds (a line) and each seed (a dot; hollow: '
+            "a seed that chose the budget, never judged); shaded: the digit counts beyond training.</p>",
+        ]
     spread = seed_spread_figure(sweep)
     if spread is not None:
         parts += ["<h2>Spread over seeds</h2>", _img(spread, "accuracy of each seed by point")]

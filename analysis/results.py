@@ -25,6 +25,7 @@ import yaml
 
 from analysis.budget import budget_table, steps_needed
 from analysis.by_claim import claims_table, judged_line, judged_where
+from analysis.by_digits import accuracy_by_digits_figure
 from analysis.choice import part_choice
 from analysis.curves import budget_figure, learning_curves_figure, save
 from analysis.findings import Finding, awaiting_plan, one_family
@@ -127,9 +128,10 @@ def grid_results(uri: str) -> list[GridResult]:
     return out
 
 
-def section(result: GridResult, curves: str = "") -> str:
-    """The grid's part of RESULTS.md: how each part was run, its learning curves (`curves`, a link), then
-    the analysis report of all parts read as one; or why it was not run."""
+def section(result: GridResult, curves: str = "", by_digits: str = "") -> str:
+    """The grid's part of RESULTS.md: how each part was run, its learning curves (`curves`, a link) and its
+    accuracy by digit count (`by_digits`, a link, where its cells are one digit count each), then the
+    analysis report of all parts read as one; or why it was not run."""
     grid, parts = result.grid, result.parts
     if result.analysis is None:
         why = "; ".join(n for plan, _ in parts for n in (plan.note, plan.why_not_run) if n)
@@ -181,6 +183,12 @@ def section(result: GridResult, curves: str = "") -> str:
             f"\nLearning curves: each point's training loss by step, and each trial's lowest accuracy at the "
             f"end on the cells the competence gate reads (where the paper's own model learned, else the "
             f"cells in range) beside the gate's threshold.\n\n![{grid}: learning curves]({curves})"
+        )
+    if by_digits:
+        lines.append(
+            "\nAccuracy by digit count at the end: each point's mean over its judged seeds (a line) and each "
+            "seed (a dot; hollow: a seed that chose the budget, never judged), the digit counts beyond the "
+            f"training range shaded.\n\n![{grid}: accuracy by digit count]({by_digits})"
         )
     lines.append("\nEvery number below is the mean over the seeds each point has.")
     return "\n".join(lines) + "\n" + body
@@ -380,11 +388,16 @@ def write_results(
     unarchived = {r.grid: kept[r.grid] for r in results if r.analysis is None and r.grid in kept}
     figures = out.parent / FIGURES
     figures.mkdir(parents=True, exist_ok=True)
-    curves = {}
+    curves, by_digits = {}, {}
     for r in results:
-        if r.analysis is not None and (figure := learning_curves_figure(r.analysis.sweep)) is not None:
+        if r.analysis is None:
+            continue
+        if (figure := learning_curves_figure(r.analysis.sweep)) is not None:
             save(figure, figures / f"{r.grid}.png")
             curves[r.grid] = (FIGURES / f"{r.grid}.png").as_posix()
+        if (figure := accuracy_by_digits_figure(r.analysis.sweep)) is not None:
+            save(figure, figures / f"{r.grid}_by_digits.png")
+            by_digits[r.grid] = (FIGURES / f"{r.grid}_by_digits.png").as_posix()
     files = presearch_records()
     every = [rec for records in files.values() for rec in records]
     budgets = budget_table(every)
@@ -392,7 +405,10 @@ def write_results(
     if (figure := budget_figure(every)) is not None:
         save(figure, figures / "budget.png")
         budget_curves = (FIGURES / "budget.png").as_posix()
-    sections = [unarchived.get(r.grid) or section(r, curves.get(r.grid, "")) for r in results]
+    sections = [
+        unarchived.get(r.grid) or section(r, curves.get(r.grid, ""), by_digits.get(r.grid, ""))
+        for r in results
+    ]
     # the not-testable table also reads points pre-searched at one budget: whether it was reached
     head = [
         summary(results, set(unarchived), gpu),

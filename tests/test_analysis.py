@@ -1015,10 +1015,11 @@ def test_html_report_is_one_self_contained_page(tmp_path: Path, empty_store: Pat
     page = render(analyse(sweep), "html")
     assert page.startswith("<!DOCTYPE html>") and "<style>" in page
     assert "<script" not in page and "http://" not in page and "https://" not in page
-    # one heatmap per table, the seeds' spread, the learning curves, accuracy by epoch
-    assert page.count('src="data:image/png;base64,') == 1 + 3
+    # one heatmap per table, accuracy by digit count, the seeds' spread, the learning curves, by epoch
+    assert page.count('src="data:image/png;base64,') == 1 + 4
     assert (
-        "Learning curves" in page
+        "Accuracy by digit count" in page
+        and "Learning curves" in page
         and "Test accuracy by epoch" in page
         and "not testable" in page
         and "position=none" in page

@@ -13,12 +13,14 @@ from test_analysis import empty_store  # noqa: F401  (the fixture)
 
 from analysis import plan, results
 from analysis.budget import budget_table
+from analysis.by_digits import accuracy_by_digits_figure
 from analysis.curves import budget_figure, gated_by_trial, learning_curves_figure, save
 from analysis.load import read_sweep
 from analysis.presearch import presearch_records
 from analysis.report import analyse
 from arith.tracking.archive import import_sweep
 from arith.tracking.schema import LOSS_METRIC
+from arith.tracking.store import client as store_client
 from experiments.verdicts import LEARNED
 from sweeps.grids import longest_trial, paper_trial
 
@@ -112,3 +114,46 @@ def test_the_report_links_the_curves_and_says_what_would_make_a_claim_testable(
     # the gate's reading (the lowest gated cell) of the pre-search, followed to 0.9
     assert "cpu_tune_steps: task=mul: ~210,000" in row and "task=mul_basic: beyond 1,000,000,000" in row
     assert f"{longest_trial('mul_format'):,} steps (GPT-2 small) |" in row  # not a variant: its own trial
+
+
+def test_accuracy_by_digits_draws_each_seed_and_leaves_the_seeds_that_chose_the_budget_out_of_the_mean(
+    tmp_path: Path,
+    empty_store: Path,  # noqa: F811
+    mul_format_store: str,
+) -> None:
+    """From the committed archives: the fig:randembed replication (two contexts, 2-5 digits trained, 6-7
+    beyond) and fig:acc_add_rand's 24,000-step sweep with its pre-search (seeds 101, 102, a point of its
+    own: dots, no mean); multiplication's two-digit-count grid has no such figure."""
+    archives = ROOT / "docs" / "results" / "sweeps"
+    shutil.copy(empty_store, tmp_path / "mlflow.db")
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    for path in sorted(archives.glob("reverse_posembed_replication__*.jsonl")):
+        import_sweep(uri, path)
+    sweep = read_sweep("reverse_posembed_replication", uri)
+    figure = accuracy_by_digits_figure(sweep)
+    panels = [ax for ax in figure.axes if ax.get_title()]
+    assert [ax.get_title() for ax in panels] == ["regular", "repetitive"]
+    trials = sweep.trials
+    for ax in panels:
+        assert len(ax.get_lines()) == 2 + 1  # a mean line per point, and the gate's threshold
+        dots = sum(len(c.get_offsets()) for c in ax.collections if len(c.get_offsets()))
+        assert dots == len(trials) * 6  # 20 trials x 2-7 digits, every seed a dot
+        (beyond,) = [p for p in ax.patches]  # the shaded digit counts beyond training: 6 and 7
+        assert beyond.get_x() == 5.5 and beyond.get_width() == 2.0
+    means = panels[1].get_lines()[0].get_ydata()  # repetitive, first point: none, seeds 20-29
+    none = sweep.cells[(sweep.cells["model.position"] == "none") & (sweep.cells["context"] == "repetitive")]
+    final = none[none["epoch"] == none["final_epoch"]]
+    assert list(means) == list(final.groupby("col_digits")["accuracy"].mean())
+
+    for path in sorted(archives.glob("add_posembed_recipe_24k__*.jsonl")):
+        import_sweep(uri, path)
+    parts = plan.part_runs(store_client(uri), "add_posembed_recipe_24k")
+    added = read_sweep("add_posembed_recipe_24k", uri, [run.info.run_id for _, run in parts if run])
+    (ax,) = [ax for ax in accuracy_by_digits_figure(added).axes if ax.get_lines()]
+    points = added.trials.groupby(["model.position", "train.eval_epochs"]).ngroups
+    assert len(ax.get_lines()) == (points - 1) + 1  # the pre-search's point draws no mean
+    hollow = [c for c in ax.collections if len(c.get_offsets()) and not c.get_facecolor().any()]
+    assert sum(len(c.get_offsets()) for c in hollow) == 2 * 2  # seeds 101, 102 x 5 and 6 digits
+    legend = [t.get_text() for t in accuracy_by_digits_figure(added).legends[0].get_texts()]
+    assert "a seed that chose the budget (not in the mean)" in legend
+    assert accuracy_by_digits_figure(read_sweep("mul_format", mul_format_store)) is None
