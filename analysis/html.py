@@ -171,6 +171,14 @@ def wrong_answers_section(sweep: Sweep, table: Table, anchor: str = "wrong-answe
     return "\n".join(parts)
 
 
+def figure_section(title: str, figure: Figure | None, alt: str, caption: str = "") -> list[str]:
+    """A figure's part of the page, under its heading and above its caption; none where it has nothing."""
+    if figure is None:
+        return []
+    said = [f'<p class="meta">{html.escape(caption)}</p>'] if caption else []
+    return [f"<h2>{html.escape(title)}</h2>", _img(figure, alt), *said]
+
+
 def page(analysis, head: str) -> str:
     """The whole page for an `analysis.report.Analysis`; `head` is the report's one-line summary."""
     sweep: Sweep = analysis.sweep
@@ -190,30 +198,26 @@ def page(analysis, head: str) -> str:
         parts.append(_img(heatmap(table), f"heatmap: {table.title}"))
         parts.append(render_tables([table], "html"))
         parts.append(wrong_answers_section(sweep, table, "wrong-answers" + (f"-{i + 1}" if i else "")))
-    by_digits = accuracy_by_digits_figure(sweep)
-    if by_digits is not None:
-        parts += [
-            "<h2>Accuracy by digit count</h2>",
-            _img(by_digits, "accuracy at the end by digit count, each seed"),
-            '<p class="meta">Each point\'s mean over its judged seeds (a line) and each seed (a dot; hollow: '
-            "a seed that chose the budget, never judged); shaded: the digit counts beyond training.</p>",
-        ]
-    spread = seed_spread_figure(sweep)
-    if spread is not None:
-        parts += ["<h2>Spread over seeds</h2>", _img(spread, "accuracy of each seed by point")]
-    curves = learning_curves_figure(sweep)
-    if curves is not None:
-        parts += [
-            "<h2>Learning curves</h2>",
-            _img(curves, "training loss by step; lowest accuracy at the end on the gated cells"),
-            '<p class="meta">Left: each point\'s training loss by step (line: the mean over its seeds; band: '
-            "their range). Right: each trial's lowest accuracy at the end on the cells the competence rule "
-            "reads (dot: a seed; black bar: the seeds' mean; dashed line: learned).</p>",
-        ]
     history = metric_histories(sweep)
-    by_epoch = epochs_figure(sweep, history)
-    if by_epoch is not None:
-        parts += ["<h2>Test accuracy by epoch</h2>", _img(by_epoch, "test accuracy by epoch, per trial")]
+    parts += figure_section(
+        "Accuracy by digit count",
+        accuracy_by_digits_figure(sweep),
+        "accuracy at the end by digit count, each seed",
+        "Each point's mean over its judged seeds (a line) and each seed (a dot; hollow: a seed that chose "
+        "the budget, never judged); shaded: the digit counts beyond training.",
+    )
+    parts += figure_section("Spread over seeds", seed_spread_figure(sweep), "accuracy of each seed by point")
+    parts += figure_section(
+        "Learning curves",
+        learning_curves_figure(sweep),
+        "training loss by step; lowest accuracy at the end on the gated cells",
+        "Left: each point's training loss by step (line: the mean over its seeds; band: their range). "
+        "Right: each trial's lowest accuracy at the end on the cells the competence rule reads (dot: a "
+        "seed; black bar: the seeds' mean; dashed line: learned).",
+    )
+    parts += figure_section(
+        "Test accuracy by epoch", epochs_figure(sweep, history), "test accuracy by epoch, per trial"
+    )
     body = "\n".join(parts)
     title = html.escape(f"{sweep.grid}: sweep analysis")
     return (
