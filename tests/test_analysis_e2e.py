@@ -106,12 +106,16 @@ def test_tables_findings_and_heatmaps_from_the_smoke_sweeps(swept) -> None:
         assert done.returncode == 0, done.stderr[-3000:]
         page = (out / "report.html").read_text()
         assert page.startswith("<!DOCTYPE html>") and f"<h1>Sweep analysis: {grid}</h1>" in page
-        # self-contained: inline CSS, every figure an inline PNG (heatmaps, seeds, curves, accuracy by epoch)
+        # self-contained: inline CSS, every figure an inline PNG (heatmaps, seeds, curves, digits, epochs)
         assert "<script" not in page and '<link rel="stylesheet"' not in page and 'src="http' not in page
         # ... and under each table, one digit-error figure per point with wrong answers kept
         digit_figures = page.count('<img alt="digit errors: ')
         assert digit_figures > 0
-        assert page.count('src="data:image/png;base64,') == len(analysis.tables) + 3 + digit_figures
+        # accuracy by digit count: for a grid whose cells are one digit count each (not multiplication's)
+        by_digits = int(sweep.cells["row_digits"].isna().all())
+        assert page.count("<h2>Accuracy by digit count</h2>") == by_digits
+        figures = len(analysis.tables) + 3 + by_digits + digit_figures
+        assert page.count('src="data:image/png;base64,') == figures
         assert "Test accuracy by epoch" in page and "Spread over seeds" in page and "Learning curves" in page
         assert all(f.status in page and html.escape(f.evidence) in page for f in analysis.findings)
         assert "HTML report:" in done.stdout and str(out / "report.html") in done.stdout
