@@ -32,31 +32,33 @@ from arith.tracking.schema import (
 )
 from experiments.verdicts import LEARNED, measured
 
-#: how far apart a point's seeds are drawn at one digit count, and the points from each other (in digits)
+#: half the gap between neighbouring points drawn at one digit count (in digits), so their dots do not overlap
 JITTER = 0.05
 
 
-def length_cells(sweep: Sweep) -> pd.DataFrame:
-    """Each finished trial's cells at its last evaluation, with its point's label: empty unless every cell is
-    one digit count (addition, reversal, dialogue), not multiplication's grid of two."""
+def length_cells(sweep: Sweep, labels: pd.Series) -> pd.DataFrame:
+    """Each finished trial's cells at its last evaluation, with its point's label (`labels`, by trial, in
+    `sweep.trials`' order): empty unless every cell is one digit count (addition, reversal, dialogue), not
+    multiplication's grid of two."""
     cells = measured(sweep.cells)
     if cells.empty or cells[ROW_DIGITS_COLUMN].notna().any():
         return cells.iloc[0:0]
-    labels = dict(zip(sweep.trials[RUN_ID_COLUMN], point_labels(sweep.trials, sweep.axes), strict=True))
-    return cells.assign(**{POINT_COLUMN: cells[RUN_ID_COLUMN].map(labels)}).dropna(subset=[POINT_COLUMN])
+    by_run = dict(zip(sweep.trials[RUN_ID_COLUMN], labels, strict=True))
+    return cells.assign(**{POINT_COLUMN: cells[RUN_ID_COLUMN].map(by_run)}).dropna(subset=[POINT_COLUMN])
 
 
 def accuracy_by_digits_figure(sweep: Sweep) -> Figure | None:
     """One panel per context (reversal's regular and repetitive data; addition's one): each point's mean
     accuracy over its judged seeds by digit count (a line), each seed a dot, the digit counts beyond the
     trials' training range shaded; None for a sweep with no such cells."""
-    cells = length_cells(sweep)
+    labels = point_labels(sweep.trials, sweep.axes)
+    cells = length_cells(sweep, labels)
     if cells.empty:
         return None
     presearch = set(chose_budget_seeds(sweep.presearch_seeds_tag, sweep.grid))
     contexts = sorted(cells[CONTEXT_COLUMN].fillna("main").unique())
     points = sorted(cells[POINT_COLUMN].unique())
-    colour = point_colours(sweep.trials, point_labels(sweep.trials, sweep.axes))
+    colour = point_colours(sweep.trials, labels)
     figure = Figure(figsize=(max(7.5, 4.6 * len(contexts) + 0.6), 3.6 + 0.14 * len(points)))
     axes = np.atleast_1d(figure.subplots(1, len(contexts), sharey=True, squeeze=False)[0])
     trained = float(cells["data.max_digits"].astype(float).max())
