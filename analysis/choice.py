@@ -7,6 +7,12 @@ range (the digit counts trained on; multiplication's small products: `experiment
 its last evaluation. The report states the rule, each seed's weakest such cell and whether the recipe's
 `chosen` flag follows it; a test holds the repository's recipes to their archived pre-searches, so that a
 budget is chosen by the rule written before its numbers were read, not by a person reading them.
+
+A recipe search's part may declare `choose_if_gate_by_step: N` instead: its trials end at the gate, so
+the rule reads when they got there. The recipe the search tried (the `ChosenRecipe` whose `search` names
+it) is to be chosen only if every configuration the part ran passed the gate, on every seed, at or
+before optimiser step N (`analysis.search`'s evaluations, one every epoch), leaving the rest of the run's
+steps as a margin for a judged seed that learns later.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ import pandas as pd
 
 from analysis.load import read_sweep
 from analysis.plan import Planned
+from analysis.search import search_evaluations
+from arith.tracking import store
 from arith.tracking.schema import (
     ACCURACY_COLUMN,
     COL_DIGITS_COLUMN,
@@ -29,7 +37,8 @@ from arith.tracking.schema import (
 )
 from experiments.cells import cell_name, in_range
 from experiments.registry import EXPERIMENTS
-from experiments.verdicts import at_least
+from experiments.search import ChosenRecipe
+from experiments.verdicts import LEARNED, at_least
 
 
 @dataclass(frozen=True)
@@ -48,6 +57,57 @@ class ChoiceReading:
         verdict = {None: "not read yet: not every planned trial has finished", True: "met", False: "not met"}
         rule = f"every cell in range at least {self.threshold:g} on every seed at the last evaluation"
         return f"{rule}: {verdict[self.met]}" + (f" (weakest: {read})" if read else "")
+
+
+@dataclass(frozen=True)
+class GateByStepReading:
+    """What a search part's trials say of its rule: `met` (None until every trial of the part has ended)
+    and, per trial (configuration, seed), the step of its first evaluation at the gate (None: never) and
+    the best its weakest gated cell read."""
+
+    by_step: int
+    met: bool | None
+    trials: tuple[tuple[str, int, int | None, float], ...]  # (configuration, seed, steps, best)
+
+    def said(self) -> str:
+        def one(point: str, seed: int, steps: int | None, best: float) -> str:
+            when = f"at the gate at step {steps:,}" if steps is not None else f"never (best {best:.2f})"
+            return f"{point} seed {seed} {when}"
+
+        read = "; ".join(one(*trial) for trial in self.trials)
+        verdict = {None: "not read yet: the part has not ended", True: "met", False: "not met"}
+        rule = f"every configuration at the gate on every seed by step {self.by_step:,}"
+        return f"{rule}: {verdict[self.met]}" + (f" ({read})" if read else "")
+
+
+def read_gate_by_step(plan: Planned, evaluations: pd.DataFrame, ended: bool) -> GateByStepReading:
+    """The part's rule read off its search sweep's `evaluations` (`analysis.search.search_evaluations`:
+    trial x evaluation, with its steps and gate value), narrowed to the part's seeds; read only once the
+    sweep has `ended` (a trial ASHA cut at a rung ends before it). `plan.choose_if_gate_by_step` must be
+    set."""
+    by_step = int(plan.choose_if_gate_by_step or 0)
+    mine = evaluations[evaluations[SEED_COLUMN].isin(plan.seed_values)]
+    trials = []
+    for (point, seed), trial in mine.groupby([POINT_COLUMN, SEED_COLUMN], sort=True):
+        reached = trial[[at_least(g, LEARNED) for g in trial["gate"]]]
+        steps = int(reached["steps"].min()) if len(reached) else None
+        trials.append((str(point), int(seed), steps, float(trial["gate"].max())))
+    met = all(s is not None and s <= by_step for _, _, s, _ in trials) if ended and trials else None
+    return GateByStepReading(by_step, met, tuple(trials))
+
+
+def search_recipe(name: str) -> ChosenRecipe | None:
+    """The recipe that the search `name` tried, declared on an experiment (None: none is)."""
+    tried = [r for e in EXPERIMENTS.values() for r in e.recipes if r.search == name]
+    return tried[0] if tried else None
+
+
+def search_part_choice(plan: Planned, tracking_uri: str, parent_run_id: str) -> str:
+    """The line of a search part that declared `choose_if_gate_by_step`, read off its own sweep."""
+    ended = store.client(tracking_uri).get_run(parent_run_id).info.status == "FINISHED"
+    reading = read_gate_by_step(plan, search_evaluations(tracking_uri, parent_run_id), ended)
+    recipe = search_recipe(plan.grid)
+    return choice_line(reading, None if recipe is None else recipe.chosen)
 
 
 def read_choice(plan: Planned, trials: pd.DataFrame, cells: pd.DataFrame) -> ChoiceReading:
@@ -80,7 +140,7 @@ def part_choice(plan: Planned, tracking_uri: str, parent_run_id: str) -> str:
     return choice_line(reading, None if recipe is None else recipe.chosen)
 
 
-def choice_line(reading: ChoiceReading, recipe_chosen: bool | None) -> str:
+def choice_line(reading: ChoiceReading | GateByStepReading, recipe_chosen: bool | None) -> str:
     """The part's line in its section: the rule, what it read, and whether the recipe's flag follows it."""
     line = f"  - choice rule, declared before it ran: {reading.said()}"
     if recipe_chosen is None or reading.met is None:

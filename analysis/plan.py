@@ -63,6 +63,9 @@ class Planned:
     #: a pre-search's choice rule (`analysis.choice`): its grid's recipe is chosen only if every in-range
     #: cell of every seed reads at least this at the last evaluation; None where the part chooses nothing
     choose_if_at_least: float | None = None
+    #: a recipe search's choice rule (`analysis.choice`): the recipe it tried is chosen only if every
+    #: configuration the part ran passed the gate, on every seed, at or before this optimiser step
+    choose_if_gate_by_step: int | None = None
     #: the part is a slice of the recipe search `grid` (`sweeps/run.py --search`, experiments' SEARCHES):
     #: a search longer than a session runs as parts, each archived when it ends, so that a machine lost
     #: between sessions loses at most the part in flight
@@ -145,6 +148,7 @@ PLAN_FIELDS = (
     "estimate_core_min",
     "ended_early",
     "choose_if_at_least",
+    "choose_if_gate_by_step",
     "search",
 )
 
@@ -175,6 +179,7 @@ def load_plan(path: Path) -> tuple[Planned, ...]:
             estimate_core_min=part.get("estimate_core_min"),
             ended_early=part.get("ended_early", ""),
             choose_if_at_least=part.get("choose_if_at_least"),
+            choose_if_gate_by_step=part.get("choose_if_gate_by_step"),
             search=bool(part.get("search", False)),
         )
         for part in parts

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +30,11 @@ from matplotlib.figure import Figure
 from analysis.curves import save, search_figure
 from analysis.load import AnalysisError, find_parent, require_store
 from analysis.ui_view import share_search_view
+from arith.config import ExperimentConfig
+from arith.data.datasets import train_size
 from arith.tracking import store
 from arith.tracking.schema import CPU_SECONDS, POINT_COLUMN, POINT_TAG, SEED_COLUMN, SEED_TAG
+from arith.training.epochs import steps_after
 from arith.training.metrics import MIN_UNSEEN
 from experiments.registry import EXPERIMENTS, SEARCHES
 from experiments.search import CORE_MINUTES, GATE_METRIC, MACHINES_TAG, RUNG, STOPPED_TAG, Search
@@ -48,6 +52,7 @@ EVALUATION_COLUMNS = [
     "status",
     "stopped",
     "epoch",
+    "steps",
     "core_minutes",
     "gate",
     "machine",
@@ -59,6 +64,7 @@ COST_COLUMNS = [
     "seeds",
     "cut at a rung",
     "core-min to gate",
+    "steps to gate",
     "best weakest cell",
     "core-min spent",
 ]
@@ -78,6 +84,7 @@ def search_evaluations(tracking_uri: str, parent_run_id: str) -> pd.DataFrame:
         tags = run.data.tags
         gate = {m.step: m.value for m in client.get_metric_history(run.info.run_id, GATE_METRIC)}
         spent = core_minutes_by_epoch(client, run.info.run_id)
+        steps = steps_by_epoch(run.data.params)
         for epoch in sorted(set(gate) & set(spent)):
             rows.append(
                 {
@@ -86,6 +93,7 @@ def search_evaluations(tracking_uri: str, parent_run_id: str) -> pd.DataFrame:
                     "status": run.info.status,
                     "stopped": tags.get(STOPPED_TAG, ""),
                     "epoch": epoch,
+                    "steps": steps(epoch),
                     "core_minutes": spent[epoch],
                     "gate": gate[epoch],
                     "machine": parent.data.tags.get(MACHINES_TAG, ""),
@@ -108,6 +116,15 @@ def every_part_evaluations(tracking_uri: str, runs: list[Any]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=EVALUATION_COLUMNS)
 
 
+def steps_by_epoch(params: Mapping[str, str]) -> Callable[[int], int]:
+    """A trial's optimiser steps at the end of each epoch, from the config its run logged in full."""
+    keys = set(ExperimentConfig.keys())
+    cfg = ExperimentConfig().with_overrides({k: v for k, v in params.items() if k in keys})
+    t = cfg.train
+    lines = train_size(cfg.data)
+    return lambda epoch: steps_after(epoch, lines, t.batch_size, t.epochs_per_pass, t.max_steps)
+
+
 def core_minutes_by_epoch(client: Any, run_id: str) -> dict[int, float]:
     """A trial's core-minutes at each epoch: the CPU clock its trainer logs each epoch (`cpu_seconds`, so
     a running search's are live), overwritten by the search's record at its end (`search/core_minutes`,
@@ -117,13 +134,14 @@ def core_minutes_by_epoch(client: Any, run_id: str) -> dict[int, float]:
 
 
 def _trial_cost(trial: pd.DataFrame, threshold: float) -> dict[str, float | bool]:
-    """One trial's core-minutes to the gate (NaN: not reached), best gate value, core-minutes spent and
-    whether ASHA cut it at a rung (a trial stopped at the search's core-minute budget ran the whole of it:
-    not cut)."""
+    """One trial's core-minutes and optimiser steps to the gate (NaN: not reached), best gate value,
+    core-minutes spent and whether ASHA cut it at a rung (a trial stopped at the search's core-minute
+    budget ran the whole of it: not cut)."""
     ordered = trial.sort_values("epoch")
     reached = ordered[ordered["gate"] >= threshold - TOLERANCE]
     return {
         "to_gate": float(reached["core_minutes"].iloc[0]) if len(reached) else math.nan,
+        "steps_to_gate": float(reached["steps"].iloc[0]) if len(reached) else math.nan,
         "best": float(ordered["gate"].max()),
         "spent": float(ordered["core_minutes"].max()),
         "cut": ordered["stopped"].iloc[-1] == RUNG,
@@ -159,6 +177,7 @@ def cost_to_gate(evaluations: pd.DataFrame, threshold: float = LEARNED) -> pd.Da
                 "core-min to gate": f"{core_minutes(to_gate):g}"
                 if reached
                 else f"not reached (best {best:.2f})",
+                "steps to gate": f"{costs['steps_to_gate'].max():,.0f}" if reached else "not reached",
                 "best weakest cell": round(best, 3),
                 "core-min spent": core_minutes(float(costs["spent"].sum())),
                 **({"machine": "; ".join(dict.fromkeys(configuration["machine"]))} if mixed else {}),
@@ -244,7 +263,8 @@ def cost_markdown(
     note = (
         f"\nCost to the gate: core-minutes (seconds x CPUs / 60) until the weakest gated cell, read on the "
         f"test problems not trained on (all of a cell's where fewer than {MIN_UNSEEN} were not), first "
-        f"reached {LEARNED:g} on every seed (the most over its seeds); "
+        f"reached {LEARNED:g} on every seed (the most over its seeds), and the optimiser steps by then (the "
+        f"evaluation's, one every epoch: steps compare across processors, core-minutes within one); "
         f"'not reached' gives the best its weakest seed read before it ended or ASHA stopped it{budget}; "
         f"'cut at a rung' counts the seeds ASHA stopped at a rung (below the configurations before them), "
         f"not those that spent the whole budget; "

@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.choice import search_part_choice
 from analysis.curves import save
 from analysis.plan import Planned
 from analysis.search import (
@@ -176,5 +177,11 @@ def search_sections(
             progress += "; the tables read the configurations run so far"
         if search and (concluded := conclusion(costs, search, is_complete(name, runs, costs, plan_parts))):
             progress += f". **Found:** {concluded}"
-        parts.append(f"### Recipe search {name}\n\n{what}; {word} {sweeps}; {progress}.\n\n{table}\n")
+        rules = "".join(
+            f"{search_part_choice(plan, tracking_uri, run.info.run_id).strip()}\n"
+            for plan, run in (plan_parts or {}).get(name, ())
+            if run is not None and plan.choose_if_gate_by_step is not None
+        )
+        rules = f"\n{rules}" if rules else ""
+        parts.append(f"### Recipe search {name}\n\n{what}; {word} {sweeps}; {progress}.\n{rules}\n{table}\n")
     return "## Recipe searches: the cost to the gate\n\n" + "\n".join(parts) if parts else ""

@@ -70,6 +70,32 @@ ADD_SCRATCHPAD_24K = ChosenRecipe(
     chosen=True,
 )
 
+#: multiplication's simple cases (mul_simple_case: n x 1 against first-step lines on reversed products,
+#: 3-digit factors standing for the paper's 5): the configuration the recipe search mul_simple_case_recipe
+#: tries, 4x256 (the tiny preset at width 256), batch 128 x 40,000 bf16 steps, peak lr 1e-3 with 5% warmup
+#: and linear decay over them, ten epochs a pass of the paper's 300,000 lines (as the search trains it;
+#: the judged trials evaluate at the end only). Chosen only as its plan part's rule says
+#: (docs/results/plan.yaml `choose_if_gate_by_step`: both points at the gate by step 30,000)
+MUL_SIMPLE_CASE_40K = ChosenRecipe(
+    scale="cpu_recipe",
+    settings={
+        "model.preset": "tiny",
+        "model.n_embd": 256,
+        "train.batch_size": 128,
+        "train.max_steps": 40_000,
+        "train.lr": 1e-3,
+        "train.precision": "bf16",
+        "train.warmup_ratio": 0.05,
+        "train.schedule": "linear",
+        "train.epochs_per_pass": 10,
+    },
+    chosen_by="the recipe search mul_simple_case_recipe, seed 100 (docs/results/plan.yaml; one configuration "
+    "a compared point, each ended at the gate or at 180 core-minutes)",
+    evidence="not read yet: its part started on 2 Dec 2026 at 14:06 UTC",
+    search="mul_simple_case_recipe",
+    chosen=False,
+)
+
 #: per task that no experiment has a cpu_recipe recipe for: what its nearest pre-search reached (a task not
 #: named here has had none)
 NO_RECIPE = {

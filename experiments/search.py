@@ -161,6 +161,9 @@ class ChosenRecipe:
     chosen_by: str
     #: what the search measured for it (its cost to the gate, its archive)
     evidence: str = ""
+    #: the `Search` (its name) that tried it, where one did: a plan part of that search with a choice
+    #: rule (docs/results/plan.yaml `choose_if_gate_by_step`) holds `chosen` to what it read
+    search: str = ""
     #: False for a candidate a pre-search tried and did not choose: only the scale's pre-search seeds run
     #: it (`sweeps.space.resolve` refuses others), so that no judged sweep trains at a rejected recipe
     chosen: bool = True

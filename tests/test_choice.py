@@ -8,7 +8,14 @@ import math
 
 import pandas as pd
 
-from analysis.choice import choice_line, part_choice, read_choice
+from analysis.choice import (
+    choice_line,
+    part_choice,
+    read_choice,
+    read_gate_by_step,
+    search_part_choice,
+    search_recipe,
+)
 from analysis.plan import ARCHIVES, PLAN, Planned, part_runs, restore_archives
 from arith.tracking import store
 from experiments.registry import EXPERIMENTS
@@ -70,14 +77,56 @@ def test_the_rule_is_not_read_before_every_planned_trial_has_finished() -> None:
     assert [w[1] for w in read_choice(PLAN_24K, trials, cells).weakest] == [101]
 
 
+SEARCH_PART = Planned("mul_simple_case_recipe", seeds=(100,), scale="cpu_recipe", search=True,
+                      choose_if_gate_by_step=30_000)  # fmt: skip
+
+
+def search_evaluations(rows: list[tuple[str, int, int, float]]) -> pd.DataFrame:
+    """A search's evaluations: (configuration, seed, steps, gate) rows."""
+    frame = pd.DataFrame(rows, columns=["point", "seed", "steps", "gate"])
+    return frame.assign(epoch=frame["steps"] // 100, core_minutes=frame["steps"] / 200, status="FINISHED")
+
+
+def test_a_search_rule_reads_the_step_each_configuration_first_reached_the_gate() -> None:
+    rows = [
+        ("augment=n_times_1", 100, 10_000, 0.10),
+        ("augment=n_times_1", 100, 20_000, 0.93),  # at the gate
+        ("augment=n_times_1", 100, 25_000, 0.88),  # a later dip does not undo it
+        ("augment=first_step", 100, 29_000, 0.50),
+        ("augment=first_step", 100, 30_000, 0.90),  # at the gate on the rule's step itself
+        ("augment=n_times_1", 7, 1_000, 0.00),  # a seed the part did not plan (another part's)
+    ]
+    reading = read_gate_by_step(SEARCH_PART, search_evaluations(rows), ended=True)
+    assert reading.met is True
+    assert reading.trials == (
+        ("augment=first_step", 100, 30_000, 0.90),
+        ("augment=n_times_1", 100, 20_000, 0.93),
+    )
+    said = choice_line(reading, recipe_chosen=True)
+    assert "every configuration at the gate on every seed by step 30,000: met" in said
+    assert "augment=n_times_1 seed 100 at the gate at step 20,000" in said and "as the rule says" in said
+    # one step late, or never: not met
+    late = read_gate_by_step(
+        SEARCH_PART, search_evaluations([*rows[:3], ("augment=first_step", 100, 30_001, 0.95)]), True
+    )
+    assert late.met is False
+    never = read_gate_by_step(SEARCH_PART, search_evaluations([*rows[:4]]), ended=True)
+    assert never.met is False and "augment=first_step seed 100 never (best 0.50)" in never.said()
+    assert "**its recipe is marked chosen against the rule**" in choice_line(never, recipe_chosen=True)
+    # while the part's sweep runs, nothing is read, whatever its trials have read so far
+    running = read_gate_by_step(SEARCH_PART, search_evaluations(rows), ended=False)
+    assert running.met is None and "not read yet" in choice_line(running, recipe_chosen=False)
+
+
 def test_every_recipe_a_pre_search_chooses_follows_its_declared_rule(tmp_path) -> None:
     """Each plan part with a choice rule: its grid's recipe is chosen only if its archived pre-search met
     the rule (a recipe whose pre-search has no archive yet is not chosen)."""
-    ruled = [plan for plan in PLAN if plan.choose_if_at_least is not None]
-    assert ruled, "the plan declares a choice rule (add_posembed_recipe_24k)"
+    ruled = [p for p in PLAN if p.choose_if_at_least is not None or p.choose_if_gate_by_step is not None]
+    assert {p.grid for p in ruled} >= {"add_posembed_recipe_24k", "mul_simple_case_recipe"}
     archived = [plan for plan in ruled if (ARCHIVES / plan.archive_name).exists()]
     for plan in ruled:
-        recipe = EXPERIMENTS[plan.grid].recipe(plan.scale)
+        searched = plan.choose_if_gate_by_step is not None
+        recipe = search_recipe(plan.grid) if searched else EXPERIMENTS[plan.grid].recipe(plan.scale)
         assert recipe is not None, f"{plan.grid} has no recipe at {plan.scale} for its rule to choose"
         if plan not in archived:
             assert not recipe.chosen, f"{plan.grid}: its recipe is chosen before its pre-search is archived"
@@ -88,7 +137,8 @@ def test_every_recipe_a_pre_search_chooses_follows_its_declared_rule(tmp_path) -
     client = store.client(uri)
     for plan in archived:
         (run,) = [run for part, run in part_runs(client, plan.grid) if part == plan]
-        said = part_choice(plan, uri, run.info.run_id)
+        read = search_part_choice if plan.choose_if_gate_by_step is not None else part_choice
+        said = read(plan, uri, run.info.run_id)
         assert "against the rule" not in said and "not read yet" not in said, said
 
 

@@ -7,7 +7,8 @@ import itertools
 
 import pytest
 
-from arith.training.epochs import epoch_steps, epochs_for_steps, pass_of, slice_bounds
+from arith.training.batching import batches_per_epoch
+from arith.training.epochs import epoch_steps, epochs_for_steps, pass_of, slice_bounds, steps_after
 
 
 def test_epochs_number_the_slices_of_each_pass_in_order() -> None:
@@ -42,3 +43,19 @@ def test_a_step_budget_ends_in_its_last_epoch(batches, parts) -> None:
         assert epoch_steps(epochs - 1, batches, parts) < steps <= epoch_steps(epochs, batches, parts)
         if parts == 1:
             assert epochs == -(-steps // batches)
+
+
+@pytest.mark.parametrize("lines, batch_size", [(300_000, 128), (300_000, 512), (120_000, 64), (1_001, 7)])
+def test_the_steps_after_an_epoch_are_those_of_the_loaders_batches(lines, batch_size) -> None:
+    """What a search's evaluation is put at (`analysis.search`): the optimiser steps by the end of an
+    epoch, counted over the loader's own batches a pass (each bucketing window may end short), and
+    never past the step budget."""
+    per_pass = batches_per_epoch(lines, batch_size)
+    for parts in (1, 10):
+        if parts > per_pass:
+            continue
+        for epochs in (1, parts, parts + 1, 3 * parts):
+            assert steps_after(epochs, lines, batch_size, parts) == epoch_steps(epochs, per_pass, parts)
+        assert steps_after(3 * parts, lines, batch_size, parts, max_steps=per_pass) == per_pass
+    # the mul_simple_case search's schedule: 300,000 lines, batch 128, ten epochs a pass, 40,000 steps
+    assert [steps_after(e, 300_000, 128, 10, 40_000) for e in (127, 128, 171)] == [29_768, 30_003, 40_000]

@@ -112,9 +112,9 @@ NAN_SEARCH = TOY_SEARCH.replace('"train.lr": [3e-3, 1e-5, 2e-5]', '"train.lr": [
 
 
 def evaluations(rows: list[tuple[str, int, int, float, float, str]]) -> pd.DataFrame:
-    """A search's evaluations: (point, seed, epoch, core-minutes, gate, stopped tag)."""
+    """A search's evaluations: (point, seed, epoch, core-minutes, gate, stopped tag); 100 steps an epoch."""
     frame = pd.DataFrame(rows, columns=["point", "seed", "epoch", "core_minutes", "gate", "stopped"])
-    return frame.assign(status="FINISHED")
+    return frame.assign(status="FINISHED", steps=frame["epoch"] * 100)
 
 
 def test_the_cost_to_gate_is_the_first_evaluation_at_the_gate_on_every_seed() -> None:
@@ -136,8 +136,10 @@ def test_the_cost_to_gate_is_the_first_evaluation_at_the_gate_on_every_seed() ->
     assert list(table["configuration"]) == ["fast", "slow", "never"]  # cheapest first
     fast, slow, never = (table.iloc[i] for i in range(3))
     assert fast["core-min to gate"] == "10"  # the most over its seeds: seed 100 took 10
+    assert fast["steps to gate"] == "200"  # seed 100's second evaluation, the later of the two seeds
     assert fast["seeds"] == "100, 101" and fast["core-min spent"] == 21.0
-    assert slow["core-min to gate"] == "30"
+    assert slow["core-min to gate"] == "30" and slow["steps to gate"] == "200"
+    assert never["steps to gate"] == "not reached"
     # seconds of CPU time are not rounded away
     quick = cost_to_gate(evaluations([("quick", 100, 1, 0.0437, 0.95, "")])).iloc[0]
     assert quick["core-min to gate"] == "0.044" and quick["core-min spent"] == 0.044
@@ -328,6 +330,28 @@ def test_a_recipe_declared_on_an_experiment_trains_both_compared_formats(monkeyp
     assert points(get_grid("mul_format"), "cpu", 1, only=only)[0].train.max_steps == 3000
 
 
+def test_a_recipe_a_search_tries_trains_its_judged_grid_as_the_search_trained_it() -> None:
+    """Each recipe declared with the search that tries it (`ChosenRecipe.search`): every point of the
+    grid it is declared on trains, on a pre-search seed, the config one of the search's configurations
+    trains (the search only adds its evaluations and gate cells, and ends at the gate), so a judged
+    sweep at it computes what the search read."""
+    from analysis.choice import search_recipe
+
+    tried = [(name, e) for name, e in registry.EXPERIMENTS.items() for r in e.recipes if r.search]
+    assert tried, "mul_simple_case_40k declares the recipe mul_simple_case_recipe tries"
+    for name, experiment in tried:
+        recipe = next(r for r in experiment.recipes if r.search)
+        assert search_recipe(recipe.search) is recipe
+        run = SearchRun.of(recipe.search, None, (PRESEARCH_FIRST_SEED,))
+        searched = [c.flat() for c in points(run.grid, run.scale, (PRESEARCH_FIRST_SEED,))]
+        judged = points(get_grid(name), recipe.scale, (PRESEARCH_FIRST_SEED,))
+        assert judged
+        for cfg in judged:
+            flat = {k: v for k, v in cfg.flat().items() if not k.startswith("tracking.")}
+            same = [c for c in searched if {k: c[k] for k in flat} == flat]
+            assert len(same) == 1, f"{name}: {cfg.tracking.tags[POINT_TAG]} is no configuration of the search"
+
+
 def toy_search_command(
     tmp_path: Path, plugin: str, source: str, ray_temp: str
 ) -> tuple[list[str], dict[str, str], str]:
@@ -439,6 +463,11 @@ def test_a_search_run_as_plan_parts_is_archived_part_by_part_and_read_as_one(tmp
     assert all(run_id in section for run_id in ran_under)
     assert not any(run_id in section for run_id in imported)
     assert section.count("| lr=0.003,format=basic |") == 1
+    # a part's choice rule is read in the section: the step each configuration first reached the gate
+    ruled = [(dataclasses.replace(plan, choose_if_gate_by_step=10**9), run) for plan, run in found]
+    section = search_sections(fresh, ["toy_reverse_recipe"], plan_parts={"toy_reverse_recipe": ruled[:1]})
+    rule = "- choice rule, declared before it ran: every configuration at the gate on every seed by step"
+    assert f"{rule} 1,000,000,000: met (lr=0.003,format=basic seed 100 at the gate at step " in section
 
 
 def check_the_toy_search_parts(uri: str) -> None:

@@ -39,6 +39,16 @@ def epoch_steps(epochs: int, batches_per_pass: int, epochs_per_pass: int = 1) ->
     return passes * batches_per_pass + slice_bounds(batches_per_pass, epochs_per_pass, part)[0]
 
 
+def steps_after(
+    epochs: int, lines: int, batch_size: int, epochs_per_pass: int = 1, max_steps: int = 0
+) -> int:
+    """Optimiser steps a run over `lines` training lines has taken at the end of epoch `epochs`, where it
+    evaluates and reports, capped by `max_steps` (0: none): a step count compares across machines where
+    core-minutes do not."""
+    steps = epoch_steps(epochs, -(-lines // batch_size), epochs_per_pass)
+    return min(steps, max_steps) if max_steps else steps
+
+
 def epochs_for_steps(steps: int, batches_per_pass: int, epochs_per_pass: int = 1) -> int:
     """The fewest epochs that hold `steps` optimiser steps: a step budget's epochs, so that its last
     step falls in its last epoch (a run at its budget ends at its final epoch, evaluated)."""

@@ -16,6 +16,7 @@ import pandas as pd
 from arith.config import ExperimentConfig
 from experiments.claim import Claim, Experiment
 from experiments.grid import Grid, Variant
+from experiments.recipes import MUL_SIMPLE_CASE_40K
 from experiments.search import Asha, Search
 from experiments.setups import MUL_SETUP
 from experiments.verdicts import (
@@ -246,7 +247,30 @@ MUL_SIMPLE_CASE_LONG = MUL_SIMPLE_CASE.variant(
     presearch=MUL_BUDGET_PRESEARCH,
 )
 
-EXPERIMENTS = (MUL_FORMAT, MUL_ONE_DIGIT_WEIGHT, MUL_SIMPLE_CASE, MUL_FORMAT_LONG, MUL_SIMPLE_CASE_LONG)
+#: mul_simple_case's claim at the cpu_recipe scale, at the recipe its search tries (`MUL_SIMPLE_CASE_40K`):
+#: judged on fresh seeds only once the search's part has met its declared rule (until then only the
+#: search's pre-search seed may run it)
+MUL_SIMPLE_CASE_40K_GRID = dataclasses.replace(
+    MUL_SIMPLE_CASE.variant(
+        "mul_simple_case_40k",
+        "mul_simple_case's claim at the cpu_recipe scale: n x 1 vs first-step lines, 5-digit factors (3 at "
+        "cpu_recipe), 4x256, batch 128 x 40,000 bf16 steps, lr 1e-3 (the recipe mul_simple_case_recipe "
+        "tries).",
+        {"data.max_digits": 5},
+        scale="cpu_recipe",
+        presearch_seeds=(100,),
+    ),
+    recipes=(MUL_SIMPLE_CASE_40K,),
+)
+
+EXPERIMENTS = (
+    MUL_FORMAT,
+    MUL_ONE_DIGIT_WEIGHT,
+    MUL_SIMPLE_CASE,
+    MUL_FORMAT_LONG,
+    MUL_SIMPLE_CASE_LONG,
+    MUL_SIMPLE_CASE_40K_GRID,
+)
 
 
 # --- the recipe search: the least a competent multiplication model costs on a CPU ------------------------
