@@ -91,7 +91,11 @@ MUL_SIMPLE_CASE_40K = ChosenRecipe(
     },
     chosen_by="the recipe search mul_simple_case_recipe, seed 100 (docs/results/plan.yaml; one configuration "
     "a compared point, each ended at the gate or at 180 core-minutes)",
-    evidence="not read yet: its part started on 2 Dec 2026 at 14:06 UTC",
+    evidence="read on seed 100 (docs/results/sweeps/mul_simple_case_recipe__cpu_recipe__seed-100.jsonl; 105 "
+    "and 107 core-minutes a trial on a 2-core AMD EPYC Zen 5, 2 Dec 2026): the gate's weakest cell at 20,000 "
+    "/ 30,000 / 40,000 steps read 0.12 / 0.32 / 0.28 for n x 1 lines (best 0.38) and 0.06 / 0.20 / 0.28 for "
+    "first-step lines (best 0.30), flat over the last quarter: neither reached the gate, so the rule (both "
+    "by step 30,000) is not met; not chosen",
     search="mul_simple_case_recipe",
     chosen=False,
 )
@@ -104,8 +108,8 @@ NO_RECIPE = {
     "steps / lr 1e-3 passed basic's at 34.5 core-minutes but read 0.66 on padding + reversed product when "
     "its steps ended (45 core-minutes), still rising, and 0.79 at 40,000 steps when the 90 core-minute "
     "budget stopped it (mul_format_recipe_long); 4x256 / batch 128 / lr 1e-3 read 0.84 on it when the "
-    "same budget stopped it; gpt2-mini's padded part of the cpu reproduction's plan is still to run (its "
-    "first run was lost with its machine before it ended)",
+    "same budget stopped it, gpt2-mini / batch 128 / lr 1e-3 0.79: the search is complete, none of its 12 "
+    "recipes passing both formats within 90 core-minutes a trial",
     "add": "not pre-searched at the paper's sample count yet",
     "dialogue": "not pre-searched at the paper's sample count yet",
 }
