@@ -45,7 +45,12 @@ def steps_after(
     """Optimiser steps a run over `lines` training lines has taken at the end of epoch `epochs`, where it
     evaluates and reports, capped by `max_steps` (0: none): a step count compares across machines where
     core-minutes do not."""
-    steps = epoch_steps(epochs, -(-lines // batch_size), epochs_per_pass)
+    return capped_steps(epochs, -(-lines // batch_size), epochs_per_pass, max_steps)
+
+
+def capped_steps(epochs: int, batches_per_pass: int, epochs_per_pass: int = 1, max_steps: int = 0) -> int:
+    """`epoch_steps`, capped by a step budget (`max_steps`, 0: none)."""
+    steps = epoch_steps(epochs, batches_per_pass, epochs_per_pass)
     return min(steps, max_steps) if max_steps else steps
 
 

@@ -9,14 +9,13 @@ import torch
 
 from arith.config import ExperimentConfig, TrainConfig
 from arith.data.datasets import train_size
-from arith.training.epochs import epoch_steps
+from arith.training.epochs import capped_steps
 
 
 def total_steps(t: TrainConfig, batches_per_pass: int) -> int:
     """Optimiser steps of the whole run: the epochs (`train.epochs_per_pass` of them a pass), capped by
     max_steps."""
-    steps = epoch_steps(t.epochs, batches_per_pass, t.epochs_per_pass)
-    return min(steps, t.max_steps) if t.max_steps else steps
+    return capped_steps(t.epochs, batches_per_pass, t.epochs_per_pass, t.max_steps)
 
 
 def run_steps(cfg: ExperimentConfig) -> int:
