@@ -88,8 +88,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--seeds",
         type=seeds_arg,
         default=1,
-        help="repeat every point with K seeds (default 1), or give the seeds: --seeds 1,2 adds two seeds "
-        "to an earlier sweep's seed 0",
+        help="repeat every point with K seeds (default 1; below 100), or give the seeds: --seeds 1,2 adds "
+        "two seeds to an earlier sweep's seed 0, --seeds 20-29 ten, --seeds 100, one",
     )
     p.add_argument(
         "--set",

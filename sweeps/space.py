@@ -218,16 +218,37 @@ def select(
     return kept
 
 
+#: a bare count this large is read as a seed mistyped: pre-search seeds start at 100
+COUNT_LIMIT = 100
+
+
 def parse_seeds(text: str) -> int | tuple[int, ...]:
-    """`--seeds`: a count K ("3": the configured seed and the K-1 after it) or explicit seeds ("1,2"),
-    which add seeds to an earlier sweep without re-running the ones it has."""
+    """`--seeds`: a count K ("3": the configured seed and the K-1 after it), explicit seeds ("1,2"), or a
+    range of them ("20-29", both ends included, mixed with lists: "5,7-9"); explicit seeds add seeds to an
+    earlier sweep without re-running the ones it has. A count of COUNT_LIMIT or more is refused: it is
+    nearly always one seed written without its comma ("100" for "100,")."""
+    values: list[int] = []
     try:
-        values = tuple(int(part) for part in text.split(",") if part.strip())
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            first, dash, last = part.partition("-")
+            low, high = int(first), int(last if dash else first)
+            if high < low:
+                raise ValueError(part)
+            values.extend(range(low, high + 1))
     except ValueError:
-        values = ()
+        values = []
     if not values:
-        raise ConfigError(f"--seeds takes a count (3) or seeds like 1,2, not {text!r}")
-    return values[0] if len(values) == 1 and "," not in text else values
+        raise ConfigError(f"--seeds takes a count (3), seeds like 1,2 or a range like 20-29, not {text!r}")
+    if len(values) == 1 and "," not in text and "-" not in text:
+        count = values[0]
+        if count >= COUNT_LIMIT:
+            raise ConfigError(
+                f"--seeds {count} would be a count of {count} seeds ({count} from the first); "
+                f"for seed {count} alone write --seeds {count}, (with its comma), "
+                f"and for a range --seeds {count}-{count + 4}"
+            )
+        return count
+    return tuple(values)
 
 
 def seeds_argument(seeds: int | tuple[int, ...]) -> str:

@@ -310,9 +310,16 @@ def test_overrides_seeds_and_precedence():
     for seeds in (3, (100,), (100, 101)):
         assert parse_seeds(seeds_argument(seeds)) == seeds
     assert SweepPart("nl_mix", "gpu", (100,)).command().endswith("--seeds 100,")
-    for bad in ("1-2", ","):
+    # ranges, both ends included, alone or in a list
+    assert parse_seeds("20-23") == (20, 21, 22, 23) and parse_seeds("5,7-9") == (5, 7, 8, 9)
+    assert parse_seeds("100-100") == (100,)
+    for bad in ("2-1", ",", "-1", "a"):
         with pytest.raises(ConfigError, match="like 1,2"):
             parse_seeds(bad)
+    # a bare 100 is seed 100 without its comma, not a hundred seeds (pre-search seeds start there)
+    with pytest.raises(ConfigError, match=r"--seeds 100, \(with its comma\)"):
+        parse_seeds("100")
+    assert parse_seeds("99") == 99
 
 
 def test_unknown_names_list_the_valid_ones():
