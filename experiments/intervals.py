@@ -54,18 +54,24 @@ class Interval:
             test = "exact sign test" if self.paired else "exact Mann-Whitney test"
             return (
                 f"effect {self.effect:+.3f}, zero spread over the seeds: no t interval; {test} one-sided "
-                f"p = {format_p(self.p)} ({seeds})"
+                f"{p_is(self.p)} ({seeds})"
             )
         if math.isnan(self.low):
             return f"effect {self.effect:+.3f} ({seeds}: no spread to estimate)"
         return (
             f"effect {self.effect:+.3f}, 95% CI {self.ci}, "
-            f"one-sided p = {format_p(self.p)} ({seeds}, df {self.df:.1f})"
+            f"one-sided {p_is(self.p)} ({seeds}, df {self.df:.1f})"
         )
 
 
 def format_p(p: float) -> str:
     return "nan" if math.isnan(p) else (f"{p:.2g}" if p >= 1e-4 else "< 0.0001")
+
+
+def p_is(p: float) -> str:
+    """`p = 0.0044`, or `p < 0.0001` below what the text rounds to (never `p = < 0.0001`)."""
+    shown = format_p(p)
+    return f"p {shown}" if shown.startswith("<") else f"p = {shown}"
 
 
 def seed_list(seeds: Sequence[int]) -> str:

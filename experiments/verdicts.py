@@ -58,7 +58,7 @@ from experiments.cells import (  # noqa: F401  (the cell selectors are re-export
     smaller_digits,
     within_training,
 )
-from experiments.intervals import ALPHA, Interval, format_p, holm, paired_interval, seed_list, welch_interval
+from experiments.intervals import ALPHA, Interval, holm, p_is, paired_interval, seed_list, welch_interval
 
 HELD, NOT_HELD, NOT_TESTABLE = "held", "not held", "not testable"
 CANNOT_TELL = "the seeds cannot tell"
@@ -404,9 +404,9 @@ def decide(outcome: Outcome, p_holm: float, claims: int, p_against_holm: float =
         return NOT_HELD, f"{outcome.fails}; {evidence}"
     family = f"over {claims} claim(s)"
     if not math.isnan(p_holm) and p_holm < ALPHA / 2:
-        return HELD, f"Holm-adjusted p = {format_p(p_holm)} {family}; {evidence}"
+        return HELD, f"Holm-adjusted {p_is(p_holm)} {family}; {evidence}"
     if not math.isnan(p_against_holm) and p_against_holm < ALPHA / 2:
-        against = f"Holm-adjusted p = {format_p(p_against_holm)} {family}"
+        against = f"Holm-adjusted {p_is(p_against_holm)} {family}"
         return NOT_HELD, f"against the paper's direction: {against}; {evidence}"
     level = ALPHA / 2 / max(claims, 1)
     worst = max(outcome.contrasts, key=lambda c: (math.isnan(c.interval.p), c.interval.p))
@@ -423,7 +423,7 @@ def decide(outcome: Outcome, p_holm: float, claims: int, p_against_holm: float =
         would = "at the observed spread no feasible number of seeds would"
     else:
         would = f"at the observed mean and spread about {n} seeds per side would"
-    held = f"Holm-adjusted p = {format_p(p_holm)} {family}; " if not math.isnan(p_holm) else ""
+    held = f"Holm-adjusted {p_is(p_holm)} {family}; " if not math.isnan(p_holm) else ""
     return CANNOT_TELL, f"{held}{would}; {evidence}"
 
 

@@ -284,3 +284,13 @@ def test_a_claim_may_read_the_unseen_problems_only() -> None:
     assert outcome_of(every, cells).contrasts
     assert outcome_of(unseen, cells).untestable.startswith("better not learned: seed 0 0.30")
     assert "did not record" in outcome_of(unseen, cells.drop(columns="accuracy_unseen")).untestable
+
+
+def test_a_p_value_below_what_the_text_rounds_to_reads_as_an_inequality() -> None:
+    from experiments.intervals import p_is
+
+    assert p_is(0.0044) == "p = 0.0044" and p_is(4.4e-6) == "p < 0.0001"
+    paired = paired_interval(
+        np.subtract([0.9, 0.95, 1.0, 0.97, 0.99], [0.01, 0.02, 0.0, 0.03, 0.01]), range(5)
+    )
+    assert "one-sided p < 0.0001" in paired.describe() and "= <" not in paired.describe()
