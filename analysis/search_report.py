@@ -55,6 +55,10 @@ def parts_left(name: str, plan_parts: PlanParts | None) -> bool:
     return any(plan.still_to_run(run) for plan, run in parts)
 
 
+#: a search whose most expensive trial spent less than this share of the budget ran out of steps first
+ENDED_SHORT = 0.9
+
+
 def conclusion(table: pd.DataFrame, search: Search, complete: bool) -> str:
     """What the search concludes for its claim from its cost table: the cheapest recipe at which every
     compared point reached the gate; or, once it is `complete` (every configuration read, or every plan
@@ -72,10 +76,17 @@ def conclusion(table: pd.DataFrame, search: Search, complete: bool) -> str:
             if len(recipes) > 1
             else "its one recipe did not bring"
         )
-        return (
-            f"complete: {which} every compared point to the gate within "
-            f"{search.scheduler.max_core_min:g} core-min a trial"
-        )
+        budget = search.scheduler.max_core_min
+        said = f"complete: {which} every compared point to the gate within {budget:g} core-min a trial"
+        missed = table[table["core-min to gate"].str.startswith("not reached")]
+        cut = missed["cut at a rung"].str.split(" ").str[0].astype(int)
+        each = pd.to_numeric(missed["core-min spent"], errors="coerce") / (missed["seeds"].str.count(",") + 1)
+        if len(missed) and not cut.any() and each.max() < ENDED_SHORT * budget:
+            # they ran out of steps, not of the budget: say so, or the budget reads as what they spent
+            low, high = f"{each.min():.0f}", f"{each.max():.0f}"
+            spent = low if low == high else f"{low}-{high}"
+            said += f" (its trials that missed it ran out of steps first, after {spent} core-min)"
+        return said
     return ""
 
 

@@ -791,8 +791,8 @@ def test_a_claim_not_testable_names_what_its_recipe_search_found(tmp_path) -> No
     found = search_evidence(uri, "mul_format", ended_plan)
     assert found.endswith(
         "; complete: none of the 4 recipes read brought every compared point to the gate within 90 "
-        "core-min a trial"
-    )
+        "core-min a trial (its trials that missed it ran out of steps first, after 20-61 core-min)"
+    )  # no trial here is tagged as stopped by the scheduler: those that missed the gate ran their steps
     assert "**Found:** complete: none of the 4 recipes" in search_sections(uri, plan_parts=ended_plan)
     # a recipe at which every compared point passed is the search's finding, whether or not it is complete
     mini = "model=gpt2-mini,batch=512x6000,lr=0.001"
@@ -967,3 +967,25 @@ def test_the_mul_search_gates_each_format_on_the_cells_its_paper_table_learned()
     }
     assert by_format["basic"] == ["main:1x1", "main:1x2", "main:1x3", "main:2x1", "main:2x2", "main:3x1"]
     assert by_format["padding_reverse"] == [f"main:{r}x{c}" for r in (1, 2, 3) for c in (1, 2, 3)]
+
+
+def test_a_search_whose_trials_ran_out_of_steps_before_its_budget_says_so() -> None:
+    from analysis.search_report import conclusion
+
+    search = registry.SEARCHES["mul_simple_case_recipe"]  # 180 core-min a trial at most
+    shape = "model=4x256,batch=128x40000,lr=0.001,max_digits=5"
+    rows = [
+        (f"{shape},augment=n_times_1", 100, 10, 104.8, 0.38, ""),
+        (f"{shape},augment=first_step", 100, 10, 106.6, 0.30, ""),
+    ]
+    budget = "to the gate within 180 core-min a trial"
+    said = conclusion(cost_to_gate(evaluations(rows)), search, complete=True)
+    assert said.endswith(
+        f"{budget} (its trials that missed it ran out of steps first, after 105-107 core-min)"
+    )
+    # a trial cut at a rung stopped for the scheduler, not for its steps: the budget alone is said
+    cut = [rows[0], (*rows[1][:5], "rung")]
+    assert conclusion(cost_to_gate(evaluations(cut)), search, complete=True).endswith(budget)
+    # two seeds a configuration: the core-minutes spent are per trial
+    seeds = [*rows, (f"{shape},augment=n_times_1", 101, 10, 104.8, 0.40, "")]
+    assert "after 105-107 core-min" in conclusion(cost_to_gate(evaluations(seeds)), search, complete=True)
