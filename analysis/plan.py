@@ -14,6 +14,7 @@ import itertools
 import re
 import shlex
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 import yaml
@@ -275,3 +276,24 @@ def restore_archives(uri: str, folder: Path = ARCHIVES) -> list[str]:
     if imported:
         print(f"restored {len(imported)} archived sweep(s) from {folder}: {', '.join(imported)}", flush=True)
     return imported
+
+
+def ran_lines(plan: Planned, tags: dict[str, str], start_ms: int) -> list[str]:
+    """How a part ran, from its parent run's tags: the command, wall time and machine, the seeds, and the
+    commits where a session resumed it under other code (a reader may check what changed between them)."""
+    started = datetime.fromtimestamp(start_ms / 1000, tz=timezone.utc)
+    lines = [
+        f"- command: `{repo_relative(tags[TAG_COMMAND])}`",
+        f"  - wall time: {int(tags[TAG_WALL]) / 60:.1f} min on {tags[TAG_MACHINE]} "
+        f"(two 1-CPU trials at a time), started {started:%Y-%m-%d %H:%M} UTC",
+        f"  - seeds: {', '.join(map(str, plan.seed_values))}{' planned' if plan.ended_early else ''}",
+    ]
+    if why := tags.get(TAG_ENDED_EARLY):
+        lines.append(f"  - **ended early**, its other trials not run: {why}")
+    commits = tags.get(TAG_COMMITS, "").split("; ")
+    if len(commits) > 1:
+        lines.append(
+            f"  - commits: started under {commits[0][:12]}, resumed under "
+            f"{', '.join(c[:12] for c in commits[1:])} (a trial resumed trained on under that code)"
+        )
+    return lines

@@ -22,7 +22,7 @@ from analysis.spend import TrialCost
 from arith.config import ExperimentConfig, parse_only
 from arith.tracking.archive import read_archive
 from arith.tracking.schema import GRID_TAG
-from experiments.gpu_plan import PlannedBatch
+from experiments.gpu_plan import PlannedBatch, PlannedPart
 from experiments.registry import EXPERIMENTS
 
 #: seeds a judged sweep runs (outside every pre-search)
@@ -161,6 +161,82 @@ def gpu_cost(batches: list[GpuBatch], points: int) -> str:
 
 
 @dataclass(frozen=True)
+class PlannedGpuSweep:
+    """A judged batch the GPU plan holds for a grid, not banked yet, and the banked batch that measured its
+    setting (the same scale, batch size and steps) on a lent GPU."""
+
+    batch: str
+    trials: int
+    procs: int
+    measured: GpuBatch
+
+
+def _trials(part: PlannedPart) -> int:
+    """A plan part's trials: its seeds x the grid's points its `--only` keeps."""
+    experiment = EXPERIMENTS.get(part.grid)
+    if experiment is None:
+        return 0
+    only = {k: (str(v),) for k, v in part.only.items()}
+    kept = 0
+    for point in experiment.grid.points():
+        shown = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in point.overrides.items()}
+        kept += all(k not in shown or shown[k] in values for k, values in only.items())
+    return kept * len(part.seed_values)
+
+
+def _setting(part: PlannedPart) -> tuple[str, ...]:
+    """What sets a trial's pace on a GPU: its task, scale, factor digits, batch and steps."""
+    experiment = EXPERIMENTS.get(part.grid)
+    task = ExperimentConfig().with_overrides(experiment.grid.base).data.task if experiment else part.grid
+    keys = ("data.max_digits", "train.batch_size", "train.max_steps")
+    return (task, part.scale, *(str(part.sets.get(k, "")) for k in keys))
+
+
+def planned_gpu_sweeps(
+    plan: Sequence[PlannedBatch], banked: dict[str, list[GpuBatch]]
+) -> dict[str, list[PlannedGpuSweep]]:
+    """By grid: the plan's judged batches not banked yet whose setting a banked batch measured (that batch's
+    trials of one grid, the first the plan names), so that a claim waiting on a lease is costed at the
+    setting the lease will run, not at an earlier pre-search's."""
+    measured = {(b.batch, grid): b for grid, batches in banked.items() for b in batches}
+    by_setting: dict[tuple[str, ...], list[GpuBatch]] = {}
+    for batch in plan:
+        for part in batch.parts:
+            if (batch.name, part.grid) in measured:
+                by_setting.setdefault(_setting(part), []).append(measured[batch.name, part.grid])
+    done = {name for name, _ in measured}
+    out: dict[str, list[PlannedGpuSweep]] = {}
+    for batch in plan:
+        if batch.name in done:
+            continue
+        for grid in dict.fromkeys(p.grid for p in batch.parts if not p.presearch):
+            parts = [p for p in batch.parts if p.grid == grid and not p.presearch]
+            paces = [b for p in parts for b in by_setting.get(_setting(p), [])]
+            if paces:
+                # the measurement nearest this batch's load: as many trials at once, then the most trials
+                pace = min(paces, key=lambda b: (abs(b.procs - batch.procs), -b.trials))
+                trials = sum(_trials(p) for p in parts)
+                out.setdefault(grid, []).append(PlannedGpuSweep(batch.name, trials, batch.procs, pace))
+    return out
+
+
+def planned_gpu_cost(planned: list[PlannedGpuSweep]) -> str:
+    """The plan's judged batches of a grid at the pace their setting was measured at: as many waves of
+    `procs` trials as the batch holds, each as long as a wave of the measuring batch (an extrapolation)."""
+    said = []
+    for p in planned:
+        m = p.measured
+        per_wave = m.minutes / max(1, math.ceil(m.trials / max(1, m.procs)))
+        minutes = math.ceil(p.trials / max(1, p.procs)) * per_wave
+        said.append(
+            f"planned: {p.batch}, {p.trials} trials at {m.setting}, the setting {m.batch} measured: about "
+            f"{minutes:.0f} min on one {m.machine} ({m.trials} trials took {m.minutes:.1f} min there, "
+            f"{m.procs} at a time; an extrapolation)"
+        )
+    return "; ".join(said)
+
+
+@dataclass(frozen=True)
 class GpuRate:
     """The seconds a training step took in the pre-search's trials of one task, model preset and batch on
     lent GPUs (each trial's own training time; several shared a GPU)."""
@@ -223,12 +299,14 @@ def judged_cost(
     instead: str = "",
     gpu_instead: str = "",
     rates: dict[tuple[str, str], list[GpuRate]] | None = None,
+    planned: dict[str, list[PlannedGpuSweep]] | None = None,
 ) -> dict[str, str]:
     """A judged sweep of a claim (5 fresh seeds x its points): on one core at the steps its pre-search
     points (`budget_points`, "grid: point" keys of `steps`) need, else at the grid's own budget, at the rate
     its own trials measured (`instead` where the cpu model gives no cost); on a GPU, as its grid or its
     parent's was banked, else at those steps at the GPU `rates` of its trials' task and model, else
-    `gpu_instead` (a GPU measurement made otherwise, at the paper's scale)."""
+    `gpu_instead` (a GPU measurement made otherwise, at the paper's scale); first, where the GPU plan holds
+    a judged batch of the grid whose setting a banked batch measured (`planned`), that batch at that pace."""
     points = len(compared_points(grid, parts, claim))
     named = [name for name in budget_points.get(grid, []) if name in steps]
     if named:
@@ -244,7 +322,9 @@ def judged_cost(
     model = next(((c.task, c.preset, c.batch) for c in costs if c.task), None)
     if not on_gpu and model and not instead:
         on_gpu = presearch_gpu_cost((rates or {}).get(model[:2], []), model[2], points, needed)
+    queued = planned_gpu_cost((planned or {}).get(grid, []))
+    on_gpu = "; ".join(filter(None, [queued, on_gpu])) or gpu_instead or gpu_cost([], points)
     return {
         "a judged sweep on one core": instead or one_core_cost(costs, points, needed, what),
-        "on a GPU": on_gpu or gpu_instead or gpu_cost([], points),
+        "on a GPU": on_gpu,
     }

@@ -17,7 +17,6 @@ import shlex
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
@@ -34,29 +33,31 @@ from analysis.load import read_sweep
 from analysis.plan import (
     ARCHIVES,
     ROOT,
-    TAG_COMMAND,
-    TAG_COMMITS,
-    TAG_ENDED_EARLY,
-    TAG_MACHINE,
     TAG_WALL,
     TEXTS,
     Planned,
     grids,
     part_runs,
+    ran_lines,
     repo_relative,
     seeds_of,
 )
 from analysis.presearch import presearch_records, presearch_tables
-from analysis.reach import GpuBatch, GpuRate, gpu_batches, gpu_rates, judged_cost
+from analysis.reach import (
+    GpuBatch,
+    GpuRate,
+    PlannedGpuSweep,
+    gpu_batches,
+    gpu_rates,
+    judged_cost,
+    planned_gpu_sweeps,
+)
 from analysis.report import FINISHED, Analysis, analyse, render
 from analysis.search_report import search_evidence, search_sections
 from analysis.spend import TrialCost, planned_text, spend_table, spent_line, trial_costs
 from analysis.tables import markdown_table as markdown
 from arith.tracking.archive import archived_id
-from arith.tracking.schema import (
-    POINT_COLUMN,
-    SEED_COLUMN,
-)
+from arith.tracking.schema import POINT_COLUMN, SEED_COLUMN
 from arith.tracking.store import client as store_client
 from experiments.gpu_plan import load_gpu_plan
 from experiments.registry import claims_for
@@ -80,7 +81,6 @@ BEFORE_AFTER_NOTE = _NOTES["before_after_note"]
 UNARCHIVED = TEXTS / "unarchived"
 #: the `gpu` scale's archives banked from lent GPUs (analysis.gpu; its plan: experiments.gpu_plan)
 GPU_BANK = TEXTS / "gpu"
-#: the pre-search's records (analysis.presearch)
 #: the report's figures, in this folder beside it (its links are relative)
 FIGURES = Path("results") / "figures"
 
@@ -194,27 +194,6 @@ def section(result: GridResult, curves: str = "", by_digits: str = "") -> str:
     return "\n".join(lines) + "\n" + body
 
 
-def ran_lines(plan: Planned, tags: dict[str, str], start_ms: int) -> list[str]:
-    """How a part ran, from its parent run's tags: the command, wall time and machine, the seeds, and the
-    commits where a session resumed it under other code (a reader may check what changed between them)."""
-    started = datetime.fromtimestamp(start_ms / 1000, tz=timezone.utc)
-    lines = [
-        f"- command: `{repo_relative(tags[TAG_COMMAND])}`",
-        f"  - wall time: {int(tags[TAG_WALL]) / 60:.1f} min on {tags[TAG_MACHINE]} "
-        f"(two 1-CPU trials at a time), started {started:%Y-%m-%d %H:%M} UTC",
-        f"  - seeds: {', '.join(map(str, plan.seed_values))}{' planned' if plan.ended_early else ''}",
-    ]
-    if why := tags.get(TAG_ENDED_EARLY):
-        lines.append(f"  - **ended early**, its other trials not run: {why}")
-    commits = tags.get(TAG_COMMITS, "").split("; ")
-    if len(commits) > 1:
-        lines.append(
-            f"  - commits: started under {commits[0][:12]}, resumed under "
-            f"{', '.join(c[:12] for c in commits[1:])} (a trial resumed trained on under that code)"
-        )
-    return lines
-
-
 def _command(plan: Planned) -> str:
     """The part's sweeps/run.py command as the reproduction runs it (into runs/cpu), from the repository."""
     store = ROOT / "runs" / "cpu"
@@ -310,12 +289,14 @@ def untestable_table(
     rates: dict[tuple[str, str], list[GpuRate]] | None = None,
     searched: dict[str, str] | None = None,
     judged: Mapping[str, Sequence[str]] | None = None,
+    planned: dict[str, list[PlannedGpuSweep]] | None = None,
 ) -> str:
     """Each claim judged not testable: why (and where it is judged all the same: `judged`, by claim text,
     `judged_where`), its learning curves, the steps the pre-search extrapolates its
     models need, what a recipe search for it found (`searched`, by grid, where one has run), what a judged
-    sweep would cost on one core (at those `steps`, by "grid: point") and on a GPU (the banked `gpu` batches
-    of the grid or its parent), and how long a trial is at paper scale (`paper_trial(grid)`, where given);
+    sweep would cost on one core (at those `steps`, by "grid: point") and on a GPU (the GPU plan's judged
+    batch of the grid at its setting's measured pace, `planned`, and the banked `gpu` batches of the grid
+    or its parent), and how long a trial is at paper scale (`paper_trial(grid)`, where given);
     empty when none is."""
     steps_to = next((c for c in budgets.columns if c.startswith("steps to ")), "")
     rows = []
@@ -348,7 +329,16 @@ def untestable_table(
         instead = ONE_CORE_INSTEAD.get(result.grid, ""), GPU_INSTEAD.get(result.grid, "")
         for f in findings:
             cost = judged_cost(
-                result.grid, plans, f.claim, costs, steps or {}, gpu or {}, BUDGET_POINTS, *instead, rates
+                result.grid,
+                plans,
+                f.claim,
+                costs,
+                steps or {},
+                gpu or {},
+                BUDGET_POINTS,
+                *instead,
+                rates,
+                planned,
             )
             elsewhere = (judged or {}).get(f.claim, ())
             also = f"; judged in {'; '.join(elsewhere)}" if elsewhere else ""
@@ -410,6 +400,7 @@ def write_results(
         for r in results
     ]
     # the not-testable table also reads points pre-searched at one budget: whether it was reached
+    banked = gpu_batches(GPU_BANK, gpu_plan)
     head = [
         summary(results, set(unarchived), gpu),
         before_after(results),
@@ -419,10 +410,11 @@ def write_results(
             curves,
             paper_trial,
             steps_needed(every),
-            gpu_batches(GPU_BANK, gpu_plan),
+            banked,
             gpu_rates(every),
             {r.grid: found for r in results if (found := search_evidence(uri, r.grid, progress))},
             judged_where(where_judged(results, gpu)),
+            planned_gpu_sweeps(gpu_plan, banked),
         ),
         spend_table(
             [p for r in every_part for p in zip((plan for plan, _ in r.parts), r.costs, strict=True)],

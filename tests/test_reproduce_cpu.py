@@ -23,6 +23,7 @@ from analysis.plan import (
     Planned,
     grids,
     part_runs,
+    ran_lines,
     seeds_of,
     sweep_args_of,
 )
@@ -333,9 +334,9 @@ def test_the_randembed_replication_runs_its_two_points_on_seeds_fixed_before_it_
 def test_a_part_resumed_under_other_code_names_its_commits() -> None:
     (part,) = [p for p in PLAN if p.grid == "reverse_posembed_replication"]
     tags = {TAG_COMMAND: "python sweeps/run.py --grid x", TAG_WALL: "600", TAG_MACHINE: "AMD EPYC"}
-    one = results.ran_lines(part, {**tags, TAG_COMMITS: "a" * 40}, 0)
+    one = ran_lines(part, {**tags, TAG_COMMITS: "a" * 40}, 0)
     assert [line.split(":")[0] for line in one] == ["- command", "  - wall time", "  - seeds"]
-    both = results.ran_lines(part, {**tags, TAG_COMMITS: f"{'a' * 40}; {'b' * 40}-dirty"}, 0)
+    both = ran_lines(part, {**tags, TAG_COMMITS: f"{'a' * 40}; {'b' * 40}-dirty"}, 0)
     assert both[-1] == (
         f"  - commits: started under {'a' * 12}, resumed under {'b' * 12} (a trial resumed trained on under "
         "that code)"
@@ -469,7 +470,7 @@ def test_a_part_ended_early_is_archived_as_it_stands_and_never_resumed(tmp_path:
     header, (_parent, *runs) = read_archive(tmp_path / part.archive_name)
     assert header["trials"] == 2 and {r["status"] for r in runs} == {"KILLED", "FINISHED"}
     assert len(folders.session_entries(name)) == 2  # not resumed: no session added
-    lines = results.ran_lines(part, tags, 0)
+    lines = ran_lines(part, tags, 0)
     assert "  - seeds: 0, 1, 2, 3, 4 planned" in lines
     assert f"  - **ended early**, its other trials not run: {part.ended_early}" in lines
     whole = dataclasses.replace(part, ended_early="")

@@ -21,10 +21,11 @@ from analysis.reach import (
     gpu_rates,
     judged_cost,
     one_core_cost,
+    planned_gpu_sweeps,
 )
 from analysis.spend import TrialCost, planned_text, spend_table, spent_line, trial_costs
 from arith.tracking.schema import CPU_SECONDS
-from experiments.gpu_plan import load_gpu_plan
+from experiments.gpu_plan import PlannedBatch, PlannedPart, load_gpu_plan
 
 ROOT = Path(__file__).resolve().parent.parent
 MINUTE_MS = 60_000
@@ -159,6 +160,62 @@ def test_a_gpu_cost_is_what_the_banked_batches_measured() -> None:
     a2 = next(b for b in banked["mul_format"] if b.batch == "a2_mul_presearch_batch512")
     assert (a2.trials, a2.procs, a2.machine) == (6, 6, "NVIDIA H200") and 4 < a2.minutes < 6
     assert "mul_simple_case" in banked and "reverse_posembed" not in banked
+
+
+def test_a_claim_waiting_on_a_planned_gpu_batch_is_costed_at_the_pace_its_setting_was_measured_at() -> None:
+    """A judged batch the GPU plan holds, not banked yet, costs what a banked batch of the same task, factor
+    digits, batch and steps measured: the one nearest its load (as many trials at once), in waves."""
+    fast = {"data.max_digits": "3", "train.batch_size": "512", "train.max_steps": "8000"}
+    slow = {**fast, "train.batch_size": "128", "train.max_steps": "5000"}
+
+    def part(grid: str, sets: dict[str, str], presearch: bool = False, **only: str) -> PlannedPart:
+        return PlannedPart(grid, (0, 1, 2, 3, 4), only=only, sets=sets, presearch=presearch)
+
+    plan = [
+        PlannedBatch("six", "", 5.0, 6, (part("mul_format", fast, True, **{"data.format": "basic"}),)),
+        PlannedBatch("ten", "", 8.0, 10, (part("mul_format", fast, **{"data.format": "basic"}),)),
+        PlannedBatch("dialogue", "", 8.0, 10, (part("nl_mix", fast, True),)),
+        PlannedBatch(
+            "judged",
+            "",
+            9.0,
+            10,
+            tuple(
+                part("mul_simple_case", fast, **{"data.max_digits": "5", "data.augment": augment})
+                for augment in ("n_times_1", "first_step")
+            ),
+        ),
+        PlannedBatch("other", "", 9.0, 10, (part("mul_simple_case", slow, **{"data.max_digits": "5"}),)),
+        PlannedBatch("search", "", 9.0, 10, (part("mul_one_digit_weight", fast, True),)),
+    ]
+    setting = "gpt2-mini, batch 512, 8000 steps"
+    banked = {
+        "mul_format": [
+            GpuBatch("six", "H200", 6, 6, 4.7, setting),
+            GpuBatch("ten", "H200", 10, 10, 6.9, setting),
+        ],
+        "nl_mix": [GpuBatch("dialogue", "H200", 10, 10, 11.6, setting)],
+    }
+    planned = planned_gpu_sweeps(plan, banked)
+    # nothing measured batch 128 x 5000, and a pre-search is no judged sweep: only "judged" is costed
+    assert list(planned) == ["mul_simple_case"]
+    (judged,) = planned["mul_simple_case"]
+    assert (judged.batch, judged.trials, judged.measured.batch) == ("judged", 10, "ten")  # not nl_mix's pace
+    on_gpu = judged_cost("mul_simple_case", [], "...", [], {}, banked, {}, planned=planned)["on a GPU"]
+    assert on_gpu == (
+        f"planned: judged, 10 trials at {setting}, the setting ten measured: about 7 min on one H200 (10 "
+        "trials took 6.9 min there, 10 at a time; an extrapolation)"
+    )
+    # a wave a measured batch's procs ran at once: twice the trials at the same procs take twice as long
+    twice = dataclasses.replace(plan[3], procs=5)
+    (half,) = planned_gpu_sweeps([*plan[:3], twice], banked)["mul_simple_case"]
+    assert half.measured.batch == "six"  # 6 at once is nearer 5 than 10 is
+    assert (
+        "about 9 min"
+        in judged_cost("mul_simple_case", [], "...", [], {}, {}, {}, planned={"mul_simple_case": [half]})[
+            "on a GPU"
+        ]
+    )
 
 
 def test_a_claims_points_are_those_of_its_paper_tables_the_plan_runs() -> None:
