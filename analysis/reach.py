@@ -39,8 +39,7 @@ def compared_points(grid: str, parts: list[Planned], claim: str) -> list[str]:
     kept = []
     wanted = [parse_only(part.only) for part in parts] or [{}]
     for point in experiment.grid.points():
-        shown = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in point.overrides.items()}
-        if any(all(k not in shown or shown[k] in values for k, values in only.items()) for only in wanted):
+        if any(_kept(point.overrides, only) for only in wanted):
             tables = experiment.grid.table_of(ExperimentConfig().with_overrides(point.overrides))
             kept.append((point.name, tables))
     found = re.search(r"\[([^\]]+)\]$", claim)
@@ -49,6 +48,12 @@ def compared_points(grid: str, parts: list[Planned], claim: str) -> list[str]:
     )
     hit = [name for name, tables in kept if any(t.startswith(lab) for t in tables for lab in labels)]
     return hit or [name for name, _ in kept]
+
+
+def _kept(overrides: dict[str, object], only: dict[str, tuple[str, ...]]) -> bool:
+    """Whether a point (its overrides) is one that `--only` keeps, its values compared as they are written."""
+    shown = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in overrides.items()}
+    return all(k not in shown or shown[k] in values for k, values in only.items())
 
 
 def one_core_cost(costs: list[TrialCost], points: int, steps: list[float | None], what: str) -> str:
@@ -163,7 +168,7 @@ def gpu_cost(batches: list[GpuBatch], points: int) -> str:
 @dataclass(frozen=True)
 class PlannedGpuSweep:
     """A judged batch the GPU plan holds for a grid, not banked yet, and the banked batch that measured its
-    setting (the same scale, batch size and steps) on a lent GPU."""
+    setting (the same task, scale, factor digits, batch size and steps) on a lent GPU."""
 
     batch: str
     trials: int
@@ -177,10 +182,7 @@ def _trials(part: PlannedPart) -> int:
     if experiment is None:
         return 0
     only = {k: (str(v),) for k, v in part.only.items()}
-    kept = 0
-    for point in experiment.grid.points():
-        shown = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in point.overrides.items()}
-        kept += all(k not in shown or shown[k] in values for k, values in only.items())
+    kept = sum(_kept(point.overrides, only) for point in experiment.grid.points())
     return kept * len(part.seed_values)
 
 
@@ -195,9 +197,9 @@ def _setting(part: PlannedPart) -> tuple[str, ...]:
 def planned_gpu_sweeps(
     plan: Sequence[PlannedBatch], banked: dict[str, list[GpuBatch]]
 ) -> dict[str, list[PlannedGpuSweep]]:
-    """By grid: the plan's judged batches not banked yet whose setting a banked batch measured (that batch's
-    trials of one grid, the first the plan names), so that a claim waiting on a lease is costed at the
-    setting the lease will run, not at an earlier pre-search's."""
+    """By grid: the plan's judged batches not banked yet whose setting a banked batch measured (of those,
+    the one nearest the batch's load), so that a claim waiting on a lease is costed at the setting the
+    lease will run, not at an earlier pre-search's."""
     measured = {(b.batch, grid): b for grid, batches in banked.items() for b in batches}
     by_setting: dict[tuple[str, ...], list[GpuBatch]] = {}
     for batch in plan:
