@@ -18,6 +18,7 @@ from arith.tracking import schema
 from arith.validation import validate
 from experiments.grid import Grid, Point
 from experiments.registry import recipe_for
+from experiments.search import PRESEARCH_FIRST_SEED
 from sweeps.errors import SweepError
 from sweeps.scales import Recipe, Scale, get_scale
 from sweeps.tuning import CPU_TUNE_RECIPES
@@ -218,15 +219,11 @@ def select(
     return kept
 
 
-#: a bare count this large is read as a seed mistyped: pre-search seeds start at 100
-COUNT_LIMIT = 100
-
-
 def parse_seeds(text: str) -> int | tuple[int, ...]:
     """`--seeds`: a count K ("3": the configured seed and the K-1 after it), explicit seeds ("1,2"), or a
     range of them ("20-29", both ends included, mixed with lists: "5,7-9"); explicit seeds add seeds to an
-    earlier sweep without re-running the ones it has. A count of COUNT_LIMIT or more is refused: it is
-    nearly always one seed written without its comma ("100" for "100,")."""
+    earlier sweep without re-running the ones it has. A count of PRESEARCH_FIRST_SEED (100) or more is
+    refused: it is nearly always a pre-search seed written without its comma ("100" for "100,")."""
     values: list[int] = []
     try:
         for part in filter(None, (p.strip() for p in text.split(","))):
@@ -241,7 +238,7 @@ def parse_seeds(text: str) -> int | tuple[int, ...]:
         raise ConfigError(f"--seeds takes a count (3), seeds like 1,2 or a range like 20-29, not {text!r}")
     if len(values) == 1 and "," not in text and "-" not in text:
         count = values[0]
-        if count >= COUNT_LIMIT:
+        if count >= PRESEARCH_FIRST_SEED:
             raise ConfigError(
                 f"--seeds {count} would be a count of {count} seeds ({count} from the first); "
                 f"for seed {count} alone write --seeds {count}, (with its comma), "
