@@ -162,6 +162,9 @@ def section(result: GridResult, curves: str = "", by_digits: str = "") -> str:
     if len(parts) > 1:
         lines += [f"Read as one sweep from {len(ran)} part(s) of the plan, each run by its own command:", ""]
     for (plan, run), cost in zip(parts, result.costs or [None] * len(parts), strict=True):
+        if run is None and plan.ended_early:  # the plan ended it before it started
+            lines.append(f"- **ended before it ran**: `{shlex.join(plan.sweep_args())}`: {plan.ended_early}")
+            continue
         if run is None:
             lines.append(
                 f"- **not yet run**: `{shlex.join(plan.sweep_args())}`"

@@ -654,22 +654,30 @@ def test_a_grid_whose_plan_has_parts_waiting_is_not_judged_yet(tmp_path: Path) -
     """The plan fixes a judged sweep's seeds before any part runs, so a verdict on the parts run so far is
     an interim look: from the real archives of fig:acc_add_rand's sweep, less one of its parts, every claim
     of the grid reads not testable, says how many parts wait, keeps what the parts read as no verdict, and
-    stays out of Holm's family; a claim not testable on its own ground (add_length's) keeps that reason
-    first; the fig:randembed replication, its one part run, is judged."""
+    stays out of Holm's family; a claim not testable on its own ground (mul_simple_case_long's, less its
+    seeds 3-10: its seeds 0-2 chose its budget) keeps that reason first; a part the plan ended before it
+    ran (add_length's seeds 1-2) does not wait; the fig:randembed replication, its one part run, is
+    judged."""
     from analysis.findings import NOT_TESTABLE, one_family
     from analysis.plan import ARCHIVES, restore_archives
 
     # without its seed-9 part every model still has 4 seeds (5-8), enough for a verdict by the rules
     held_back = (
-        "add_posembed_recipe_24k__cpu_recipe__seed-9__model.position=random_embed__model.position=learned"
+        "add_posembed_recipe_24k__cpu_recipe__seed-9__model.position=random_embed__model.position=learned",
+        "mul_simple_case_long__seeds-3-10",
     )
     folder = tmp_path / "archives"
     folder.mkdir()
     for path in ARCHIVES.glob("*.jsonl"):
         ours = path.name.startswith(
-            ("add_posembed_recipe_24k__", "reverse_posembed_replication__", "add_length__")
+            (
+                "add_posembed_recipe_24k__",
+                "reverse_posembed_replication__",
+                "add_length__",
+                "mul_simple_case_long__",
+            )
         )
-        if ours and path.stem != held_back:
+        if ours and path.stem not in held_back:
             (folder / path.name).symlink_to(path)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     restore_archives(uri, folder)
@@ -686,11 +694,20 @@ def test_a_grid_whose_plan_has_parts_waiting_is_not_judged_yet(tmp_path: Path) -
         assert "the parts run so far read, for reference, not a verdict: " in finding.evidence
         assert finding.numbers["effect"] == ""  # no effect or interval shown as if it were a verdict
         assert "seed(s)" not in finding.evidence  # not for want of seeds: 4 a side would be judged
-    (pretrained,) = by_grid["add_length"].analysis.findings  # not testable on its own ground, which leads
-    assert pretrained.evidence.startswith("the paper's claim (tb:acc_dataformat) is about GPT-2 fine-tuned")
-    assert pretrained.evidence.endswith(
-        "; the plan's sweep of it is not complete: 1 of 2 parts not yet run (Core-minutes, below)"
+    (unlearned,) = by_grid["mul_simple_case_long"].analysis.findings  # its own ground leads, waits after
+    assert unlearned.evidence.startswith("judged on the seeds that chose its budget: seeds 0, 1, 2, and the")
+    assert unlearned.evidence.endswith(
+        "; the plan's sweep of it is not complete: 1 of 3 parts not yet run (Core-minutes, below)"
     )
+    # add_length's seeds 1-2 were ended before they ran (random-init runs cannot test a pretrained claim)
+    ended = by_grid["add_length"]
+    assert [run is None and bool(plan.ended_early) for plan, run in ended.parts] == [False, True]
+    (pretrained,) = ended.analysis.findings
+    assert pretrained.evidence.startswith("the paper's claim (tb:acc_dataformat) is about GPT-2 fine-tuned")
+    assert "not yet run" not in pretrained.evidence
+    text = results.section(ended)
+    assert f"- **ended before it ran**: `{shlex.join(ended.parts[1][0].sweep_args())}`: " in text
+    assert "**not yet run**" not in text
     replicated = by_grid["reverse_posembed_replication"]
     assert not any(plan.still_to_run(run) for plan, run in replicated.parts)
     assert all(f.judged for f in replicated.analysis.findings)
@@ -698,11 +715,11 @@ def test_a_grid_whose_plan_has_parts_waiting_is_not_judged_yet(tmp_path: Path) -
     one_family([r.analysis for r in by_grid.values()])  # the page's Holm correction: no verdict comes back
     assert not any(f.judged for f in partway.analysis.findings)
     assert all("parts not yet run" in f.evidence for f in partway.analysis.findings)
-    assert pretrained.evidence == by_grid["add_length"].analysis.findings[0].evidence
+    assert unlearned.evidence == by_grid["mul_simple_case_long"].analysis.findings[0].evidence
     (replication,) = replicated.analysis.findings
     assert replication.p_holm == replication.weakest_interval.p  # a family of one claim: p unadjusted
     lead = by_claim.judged_line(
         [f for r in by_grid.values() for f in r.analysis.findings],
         [f.claim_text for r in by_grid.values() for f in r.analysis.findings],
     )
-    assert lead.startswith("**Judged: 1 of the 3 claims below**: fig:randembed (")
+    assert lead.startswith("**Judged: 1 of the 4 claims below**: fig:randembed (")
