@@ -33,7 +33,7 @@ from analysis.ui_view import TRAINING_WORKFLOW, share_view
 WINDOW = (1900, 1250)
 #: the wrong-answers section: the width of the report's column, the height of the demo's two points
 ERRORS_WINDOW = (1400, 900)
-BUDGET_MS = 15000
+BUDGET_MS = 30000
 #: README's pictures above this size are stored as 256-colour PNGs (screenshots are flat colour)
 MAX_BYTES = 400_000
 #: the anchor of the report's first wrong-answers section (`analysis.html.wrong_answers_section`)

@@ -11,7 +11,11 @@ where the trials have numbers, would otherwise be a group of its own. The link a
 "Model training" workflow (`TRAINING_WORKFLOW`): MLflow 3.17 opens a first visit in its GenAI one.
 
 Adding ``&compareRunsMode=CHART`` opens the chart view, led by a section of its own: a bar chart of each
-headline accuracy (each trial's last value); MLflow's own charts of every other metric follow. The charts
+headline accuracy (each trial's last value); MLflow's own charts of every other metric follow, in sections
+the view orders (`metric_sections`: accuracies, then training, then bookkeeping, the throughput of the
+evaluation last) where MLflow would sort them by name (`eval` second, under the accuracies). Every trial is
+drawn (`runsHiddenMode` SHOW_ALL): the UI's default draws the first 10 runs only, which in a sweep of 20
+trials sorted by accuracy left one side of the comparison out of every chart. The charts
 draw the trials one by one, not the groups' averages (`useGroupedValuesInCharts` off), because only a run
 can be given a colour: each trial's `mlflow.runColor` tag (`arith.tracking.schema.RUN_COLOR_TAG`, set by
 `sweeps.space`) is its point's colour from a ten-colour palette, the same in the report's figures, every
@@ -29,9 +33,18 @@ from __future__ import annotations
 
 import json
 
+from analysis.curves import point_colours, point_labels
 from analysis.load import FINISHED, Sweep
 from arith.tracking import store
-from arith.tracking.schema import CONTEXT_COLUMN, CPU_SECONDS, POINT_TAG, RUN_ID_COLUMN, SWEEP_TAG
+from arith.tracking.schema import (
+    COLOUR_COLUMN,
+    CONTEXT_COLUMN,
+    CPU_SECONDS,
+    POINT_TAG,
+    RUN_COLOR_TAG,
+    RUN_ID_COLUMN,
+    SWEEP_TAG,
+)
 from experiments.search import CORE_MINUTES, GATE_METRIC, STOPPED_TAG
 
 VIEW_TAG = "mlflow.sharedViewState."
@@ -41,6 +54,15 @@ VIEW_TAG = "mlflow.sharedViewState."
 TRAINING_WORKFLOW = "workflowType=machine_learning"
 #: the accuracy metrics a view shows first, when the trials logged them (arith.training.metrics)
 LEADING_METRICS = ("test_acc", "test_acc/in_range", "test_acc/beyond")
+#: the UI's run-visibility mode that draws every run in the charts (its default: the first 10)
+SHOW_ALL_RUNS = "SHOW_ALL"
+#: the most runs a chart of ours compares: every trial of any sweep this project runs
+RUNS_COMPARED = 100
+#: MLflow's section for metrics without a prefix (`epochs_done`, `seen_fraction`, `test_acc` itself)
+UNPREFIXED_SECTION = "Model metrics"
+#: the chart sections by prefix, in the order the view shows them (accuracies first, the evaluation's
+#: throughput last); a prefix not named here comes after the named ones, before the throughput
+SECTION_ORDER = ("test_acc", "gate", "search", "train", UNPREFIXED_SECTION, "eval")
 
 
 def _quoted(kind: str, key: str) -> str:
@@ -80,7 +102,8 @@ def view_state(sweep: Sweep, logged: list[str] | None = None) -> dict:
         },
         "useGroupedValuesInCharts": False,
         "hideEmptyCharts": True,
-        **claim_charts(metrics),
+        "runsHiddenMode": SHOW_ALL_RUNS,
+        **claim_charts(metrics, logged or metrics),
     }
 
 
@@ -98,16 +121,41 @@ def view_filter(sweep: Sweep) -> str:
 CLAIM_SECTION = "claim-accuracies"
 
 
-def claim_charts(metrics: list[str], name: str = "Accuracy by the sweep's axes") -> dict:
+def claim_charts(
+    metrics: list[str], logged: list[str] = (), name: str = "Accuracy by the sweep's axes"
+) -> dict:
     """The UI's chart-view state: one section (`name`) with a bar chart per headline accuracy (MLflow's
-    `RunsChartsBarCardConfig` fields)."""
+    `RunsChartsBarCardConfig` fields), then a section per prefix of the `logged` metrics, in the view's
+    order (`metric_sections`), for MLflow to fill with its own charts."""
     headline = [m for m in LEADING_METRICS if m in metrics] or metrics[:1]
     card = _card(CLAIM_SECTION)
     bars = [
         {**card, "uuid": f"bar-{m}", "type": "BAR", "metricKey": m, "displayName": f"{m} (last value)"}
         for m in headline
     ]
-    return {"compareRunSections": [_section(CLAIM_SECTION, name)], "compareRunCharts": bars}
+    sections = [_section(CLAIM_SECTION, name), *metric_sections(logged)]
+    return {"compareRunSections": sections, "compareRunCharts": bars, "isAccordionReordered": True}
+
+
+def section_name(metric: str) -> str:
+    """The chart section MLflow puts a metric's chart in: its key less the last `/` part, or
+    `UNPREFIXED_SECTION` for a key without one (the UI's `extractChartSectionName`)."""
+    return "/".join(metric.split("/")[:-1]) or UNPREFIXED_SECTION
+
+
+def metric_sections(logged: list[str]) -> list[dict]:
+    """A section for each prefix of the `logged` metrics, ordered by `SECTION_ORDER` (a nested prefix,
+    `test_acc/regular`, after its parent) where the UI would sort them by name. With the view's
+    `isAccordionReordered` MLflow keeps this order and puts each metric it charts itself in the section of
+    its name; a metric logged later, of a prefix not here, gets a section after these."""
+    names = sorted({section_name(m) for m in logged})
+
+    def rank(name: str) -> tuple[int, str]:
+        top = name.split("/")[0] if name != UNPREFIXED_SECTION else name
+        place = SECTION_ORDER.index(top) if top in SECTION_ORDER else SECTION_ORDER.index(UNPREFIXED_SECTION)
+        return (2 * place + (top not in SECTION_ORDER), name)
+
+    return [_section(f"section-{name}", name) for name in sorted(names, key=rank)]
 
 
 def _section(uuid: str, name: str) -> dict:
@@ -116,8 +164,8 @@ def _section(uuid: str, name: str) -> dict:
 
 
 def _card(section: str) -> dict:
-    """What every chart card of ours in `section` shares (up to 10 runs compared)."""
-    return dict(metricSectionId=section, runsCountToCompare=10, deleted=False, isGenerated=False)
+    """What every chart card of ours in `section` shares (every trial compared: `RUNS_COMPARED`)."""
+    return dict(metricSectionId=section, runsCountToCompare=RUNS_COMPARED, deleted=False, isGenerated=False)
 
 
 def logged_metrics(sweep: Sweep) -> list[str]:
@@ -128,8 +176,27 @@ def logged_metrics(sweep: Sweep) -> list[str]:
     return sorted(store.client(sweep.tracking_uri).get_run(finished.iloc[0]).data.metrics)
 
 
+def colour_untagged_trials(sweep: Sweep) -> int:
+    """Give each trial without a run colour (a sweep from before the tag, or restored from its archive)
+    the colour the report's figures draw its point in (`analysis.curves.point_colours`), so that the UI's
+    charts draw every seed of a point alike, in the figures' colour, rather than each run in a colour of
+    the UI's own; returns how many trials it tagged."""
+    trials = sweep.trials
+    labels = point_labels(trials, sweep.axes)
+    colours = point_colours(trials, labels)
+    tagged = trials[COLOUR_COLUMN].fillna("") if COLOUR_COLUMN in trials else [""] * len(trials)
+    client = store.client(sweep.tracking_uri)
+    every = zip(trials[RUN_ID_COLUMN], labels, tagged, strict=True)
+    untagged = [(run_id, label) for run_id, label, tag in every if not tag]
+    for run_id, label in untagged:
+        client.set_tag(run_id, RUN_COLOR_TAG, colours[label])
+    return len(untagged)
+
+
 def share_view(sweep: Sweep, ui_url: str = "http://127.0.0.1:5000") -> str:
-    """Store the view on the sweep's experiment; return the UI address that opens it."""
+    """Store the view on the sweep's experiment, its trials coloured by point (`colour_untagged_trials`);
+    return the UI address that opens it."""
+    colour_untagged_trials(sweep)
     client = store.client(sweep.tracking_uri)
     experiment_id = client.get_run(sweep.parent_run_id).info.experiment_id
     key = f"sweep-{sweep.parent_run_id[:12]}"
@@ -184,6 +251,7 @@ def search_view_state(parent_run_id: str) -> dict:
         "selectedColumns": columns,
         "useGroupedValuesInCharts": False,
         "hideEmptyCharts": True,
+        "runsHiddenMode": SHOW_ALL_RUNS,
         **search_charts(),
     }
 

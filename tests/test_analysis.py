@@ -687,7 +687,7 @@ def test_multiplication_sweep_beside_the_paper_from_a_real_store(tmp_path: Path,
     UI view."""
     from mlflow import MlflowClient
 
-    from analysis.ui_view import VIEW_TAG, share_view
+    from analysis.ui_view import VIEW_TAG, logged_metrics, metric_sections, share_view
 
     uri = write_store(tmp_path, empty_store, grid="mul_simple_case")
     sweep = read_sweep("mul_simple_case", uri)
@@ -732,10 +732,35 @@ def test_multiplication_sweep_beside_the_paper_from_a_real_store(tmp_path: Path,
     # the chart view opens on a section of bar charts of the accuracies, a bar per trial in its point's
     # colour (a run's colour is a tag; a group's is the UI's hash of its name)
     assert view["useGroupedValuesInCharts"] is False
-    (section,) = view["compareRunSections"]
+    section, *by_prefix = view["compareRunSections"]
     charts = view["compareRunCharts"]
     assert {c["metricSectionId"] for c in charts} == {section["uuid"]} and section["display"]
     assert [(c["type"], c["metricKey"]) for c in charts] == [("BAR", "test_acc")]
+    # every trial drawn and compared, not the UI's first 10; MLflow's own charts in sections of the
+    # view's order, one per prefix the trials logged, the evaluation's throughput last
+    assert view["runsHiddenMode"] == "SHOW_ALL" and {c["runsCountToCompare"] for c in charts} == {100}
+    # this store's trials log cells, no metrics: the sections are those of the accuracies the cells imply
+    assert logged_metrics(sweep) == [] and view["isAccordionReordered"] is True
+    assert by_prefix == metric_sections(["test_acc"]) and [s["name"] for s in by_prefix] == ["Model metrics"]
+
+
+def test_the_chart_view_orders_mlflows_sections_accuracies_first_and_throughput_last() -> None:
+    """The metrics a reversal trial logs (reverse_posembed_replication's, read from its store): the
+    sections MLflow would sort by name (`eval` right under the accuracies) come in the view's order."""
+    from analysis.ui_view import metric_sections
+
+    logged = [
+        "epochs_done", "eval/samples_per_s", "seen_fraction", "test_acc", "test_acc/beyond",
+        "test_acc/in_range", "test_acc/regular", "test_acc/regular/beyond", "test_acc/repetitive/beyond",
+        "train/loss", "train/tokens_per_s", "gate/weakest_unseen", "search/core_minutes", "a_new/metric",
+    ]  # fmt: skip
+    names = [s["name"] for s in metric_sections(logged)]
+    assert names == [
+        "test_acc", "test_acc/regular", "test_acc/repetitive", "gate", "search", "train", "Model metrics",
+        "a_new", "eval",
+    ]  # fmt: skip
+    assert len({s["uuid"] for s in metric_sections(logged)}) == len(names)
+    assert metric_sections([]) == []
 
 
 def test_a_points_trials_share_a_run_colour_the_report_draws_it_in(tmp_path: Path, empty_store: Path) -> None:
@@ -760,6 +785,42 @@ def test_a_points_trials_share_a_run_colour_the_report_draws_it_in(tmp_path: Pat
     drawn = point_colours(sweep.trials, labels)
     for label, point in zip(labels, sweep.trials["point"], strict=True):
         assert {drawn[label]} == by_point[point]
+
+
+def test_the_view_colours_trials_from_before_the_colour_tag_as_the_figures_draw_them(
+    tmp_path: Path, empty_store: Path
+) -> None:
+    """A sweep restored from an archive of before the run-colour tag: sharing its view tags each trial with
+    the colour the report's figures draw its point in, every seed of a point alike; a trial that has a
+    colour keeps it."""
+    from mlflow import MlflowClient
+
+    from analysis.curves import point_colours, point_labels
+    from analysis.ui_view import colour_untagged_trials, share_view
+    from arith.tracking.schema import RUN_COLOR_TAG
+
+    uri = write_store(tmp_path, empty_store, fail_first=False, seeds=2)
+    client = MlflowClient(uri)
+    sweep = read_sweep("add_posembed", uri)
+    kept, *rest = sweep.trials["run_id"]
+    for run_id in rest:
+        client.delete_tag(run_id, RUN_COLOR_TAG)
+    client.set_tag(kept, RUN_COLOR_TAG, "#000000")
+    before = read_sweep("add_posembed", uri)
+    drawn = point_colours(before.trials, point_labels(before.trials, before.axes))
+
+    share_view(before)
+    after = read_sweep("add_posembed", uri)
+    assert (after.trials["run_id"] == before.trials["run_id"]).all()
+    colours = [client.get_run(run_id).data.tags[RUN_COLOR_TAG] for run_id in after.trials["run_id"]]
+    labels = point_labels(after.trials, after.axes)
+    assert colours[0] == "#000000"  # its own colour, kept (and so its point's, in the figures too)
+    assert colours == [drawn[label] for label in labels]
+    by_label: dict[str, set[str]] = {}
+    for label, colour in zip(labels, colours, strict=True):
+        by_label.setdefault(label, set()).add(colour)
+    assert len(by_label) == 3 and all(len(c) == 1 for c in by_label.values())
+    assert colour_untagged_trials(after) == 0  # every trial has one now: nothing to do again
 
 
 def test_sweeps_run_apart_are_read_as_one(tmp_path: Path, empty_store: Path) -> None:
