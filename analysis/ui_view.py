@@ -91,11 +91,13 @@ def view_state(sweep: Sweep, logged: list[str] | None = None) -> dict:
     """The UI view for this sweep (columns, order, grouping, charts of the trials in their colours)."""
     axes = varying_axes(sweep)
     metrics = accuracy_metrics(sweep, logged)
+    columns = [*(_quoted("params", a) for a in axes), *(_quoted("metrics", m) for m in metrics)]
     return {
         "searchFilter": view_filter(sweep),
         "orderByKey": _quoted("metrics", "test_acc"),
         "orderByAsc": False,
-        "selectedColumns": [*(_quoted("params", a) for a in axes), *(_quoted("metrics", m) for m in metrics)],
+        "selectedColumns": columns,
+        **column_layout(columns),
         "groupBy": {
             "aggregateFunction": "average",
             "groupByKeys": [{"mode": "param", "groupByData": a} for a in axes],
@@ -105,6 +107,19 @@ def view_state(sweep: Sweep, logged: list[str] | None = None) -> dict:
         "runsHiddenMode": SHOW_ALL_RUNS,
         **claim_charts(metrics, logged or metrics),
     }
+
+
+#: the runs table's duration column (it has no column id of its own: ag-grid names it by its field)
+DURATION_COLUMN = "duration"
+
+
+def column_layout(columns: list[str]) -> dict:
+    """The runs table's column order and widths: the sweep's axes first, beside the run names, then the
+    accuracies, each column wide enough for its whole name (the UI's default width cut
+    `test_acc/regular`, `test_acc/regular/beyond` and `test_acc/regular/in_range` to one
+    `test_acc/regula`), where the UI puts every metric before every parameter."""
+    widths = {c: max(140, 8 * len(c.split(".", 1)[1].strip("`")) + 40) for c in columns}
+    return {"columnOrder": [DURATION_COLUMN, *columns], "columnWidths": widths}
 
 
 def view_filter(sweep: Sweep) -> str:

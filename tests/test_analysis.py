@@ -718,6 +718,11 @@ def test_multiplication_sweep_beside_the_paper_from_a_real_store(tmp_path: Path,
     assert (
         "params.`data.augment`" in view["selectedColumns"] and "metrics.`test_acc`" in view["selectedColumns"]
     )
+    # the axes first, beside the run names (the UI puts metrics before params), every name shown whole
+    assert view["columnOrder"] == ["duration", *view["selectedColumns"]]
+    widths = view["columnWidths"]
+    assert set(widths) == set(view["selectedColumns"]) and min(widths.values()) >= 140
+    assert widths["params.`data.augment`"] >= 8 * len("data.augment")
     # the sweep's trials only: its parent run is no group of its own
     client = MlflowClient(uri)
     shown = client.search_runs([experiment.experiment_id], view["searchFilter"])
