@@ -264,6 +264,7 @@ def search_view_state(parent_run_id: str) -> dict:
         "orderByKey": _quoted("metrics", GATE_METRIC),
         "orderByAsc": False,
         "selectedColumns": columns,
+        **column_layout(columns),
         "useGroupedValuesInCharts": False,
         "hideEmptyCharts": True,
         "runsHiddenMode": SHOW_ALL_RUNS,

@@ -792,6 +792,20 @@ def test_a_points_trials_share_a_run_colour_the_report_draws_it_in(tmp_path: Pat
         assert {drawn[label]} == by_point[point]
 
 
+def test_a_search_view_draws_every_trial_and_leads_with_its_configuration_and_gate() -> None:
+    """A recipe search runs 24 configurations or more: its view draws every trial (not the UI's first 10),
+    its table leads with each trial's configuration and gate, and its charts with the cost to the gate."""
+    from analysis.ui_view import SEARCH_SECTION, search_view_state
+    from experiments.search import GATE_METRIC
+
+    view = search_view_state("0123456789abcdef")
+    assert view["runsHiddenMode"] == "SHOW_ALL"
+    assert view["columnOrder"][:3] == ["duration", "tags.`point`", f"metrics.`{GATE_METRIC}`"]
+    assert set(view["columnWidths"]) == set(view["selectedColumns"])
+    assert view["compareRunSections"][0]["uuid"] == SEARCH_SECTION
+    assert {c["runsCountToCompare"] for c in view["compareRunCharts"]} == {100}
+
+
 def test_the_view_colours_trials_from_before_the_colour_tag_as_the_figures_draw_them(
     tmp_path: Path, empty_store: Path
 ) -> None:
