@@ -48,6 +48,9 @@ def test_run_holds_params_tags_metrics_and_artifacts(tmp_path) -> None:
     assert run.data.params["data.task"] == "add" and json.loads(run.data.params["train.eval_epochs"]) == []
     history = client.get_metric_history(tracker.run_id, "train/loss")
     assert len(history) == 1200 and {m.step for m in history} == set(range(1, 1201))
+    # stored with 6 significant digits: 1/3 reads 0.333333 in the UI, not 0.3333333333333333
+    by_step = {m.step: m.value for m in history}
+    assert by_step[3] == 0.333333 and by_step[7] == 0.142857 and by_step[1000] == 0.001
 
     artifacts = {a.path for a in client.list_artifacts(tracker.run_id)}
     assert {"config.json", "eval"} <= artifacts

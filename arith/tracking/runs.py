@@ -36,7 +36,17 @@ _MAX_PARAMS_PER_BATCH = 100
 #: the kept wrong answers of the latest evaluation: the canonical CSV and the table the MLflow UI shows
 ERRORS_CSV, ERRORS_TABLE = "eval/errors.csv", "eval/errors.json"
 
+#: significant digits a metric is stored with: far below what any metric measures (an accuracy over 100
+#: problems moves in steps of 0.01), and what keeps the UI's columns from reading 0.9450000000000001
+METRIC_DIGITS = 6
+
 T = TypeVar("T")
+
+
+def stored(value: float) -> float:
+    """A metric's value as the store keeps it: `METRIC_DIGITS` significant digits (nan and inf as they are).
+    The trainer and Ray Tune read the value itself; only its record in MLflow is rounded."""
+    return float(f"{float(value):.{METRIC_DIGITS}g}")
 
 
 class TrackingUnavailableError(RuntimeError):
@@ -165,7 +175,7 @@ class MlflowTracker(NullTracker):
         step = int(step)
         self.outbox.add_metrics(
             [
-                (key, float(value), now, step)
+                (key, stored(value), now, step)
                 for key, value in metrics.items()
                 if (key, step) not in self._logged
             ]
