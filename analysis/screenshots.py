@@ -29,10 +29,11 @@ from PIL import Image
 from analysis.load import read_sweep
 from analysis.ui_view import TRAINING_WORKFLOW, share_view
 
-#: the browser window of every picture, and how long (virtual ms) a page may take to draw
+#: the browser window of every picture
 WINDOW = (1900, 1250)
 #: the wrong-answers section: the width of the report's column, the height of the demo's two points
 ERRORS_WINDOW = (1400, 900)
+#: how long (virtual ms) a page may take to draw: a 20-trial sweep's charts still spun after 15 s
 BUDGET_MS = 30000
 #: README's pictures above this size are stored as 256-colour PNGs (screenshots are flat colour)
 MAX_BYTES = 400_000

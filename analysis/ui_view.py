@@ -32,6 +32,7 @@ differently shows its default view.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from analysis.curves import point_colours, point_labels
 from analysis.load import FINISHED, Sweep
@@ -111,6 +112,9 @@ def view_state(sweep: Sweep, logged: list[str] | None = None) -> dict:
 
 #: the runs table's duration column (it has no column id of its own: ag-grid names it by its field)
 DURATION_COLUMN = "duration"
+#: a column's width in pixels: about 8 a character of its header, 40 for the sort icon and padding, and
+#: at least MIN_COLUMN_PX, which shows an accuracy to 6 digits with the UI's "(average)" after it
+PX_PER_CHARACTER, HEADER_PADDING_PX, MIN_COLUMN_PX = 8, 40, 140
 
 
 def column_layout(columns: list[str]) -> dict:
@@ -118,7 +122,10 @@ def column_layout(columns: list[str]) -> dict:
     accuracies, each column wide enough for its whole name (the UI's default width cut
     `test_acc/regular`, `test_acc/regular/beyond` and `test_acc/regular/in_range` to one
     `test_acc/regula`), where the UI puts every metric before every parameter."""
-    widths = {c: max(140, 8 * len(c.split(".", 1)[1].strip("`")) + 40) for c in columns}
+    widths = {
+        c: max(MIN_COLUMN_PX, PX_PER_CHARACTER * len(c.split(".", 1)[1].strip("`")) + HEADER_PADDING_PX)
+        for c in columns
+    }
     return {"columnOrder": [DURATION_COLUMN, *columns], "columnWidths": widths}
 
 
@@ -137,7 +144,7 @@ CLAIM_SECTION = "claim-accuracies"
 
 
 def claim_charts(
-    metrics: list[str], logged: list[str] = (), name: str = "Accuracy by the sweep's axes"
+    metrics: list[str], logged: Sequence[str] = (), name: str = "Accuracy by the sweep's axes"
 ) -> dict:
     """The UI's chart-view state: one section (`name`) with a bar chart per headline accuracy (MLflow's
     `RunsChartsBarCardConfig` fields), then a section per prefix of the `logged` metrics, in the view's
@@ -158,7 +165,7 @@ def section_name(metric: str) -> str:
     return "/".join(metric.split("/")[:-1]) or UNPREFIXED_SECTION
 
 
-def metric_sections(logged: list[str]) -> list[dict]:
+def metric_sections(logged: Sequence[str]) -> list[dict]:
     """A section for each prefix of the `logged` metrics, ordered by `SECTION_ORDER` (a nested prefix,
     `test_acc/regular`, after its parent) where the UI would sort them by name. With the view's
     `isAccordionReordered` MLflow keeps this order and puts each metric it charts itself in the section of
@@ -166,6 +173,7 @@ def metric_sections(logged: list[str]) -> list[dict]:
     names = sorted({section_name(m) for m in logged})
 
     def rank(name: str) -> tuple[int, str]:
+        # a named prefix at its place; one not named just after the unprefixed section, before `eval`
         top = name.split("/")[0] if name != UNPREFIXED_SECTION else name
         place = SECTION_ORDER.index(top) if top in SECTION_ORDER else SECTION_ORDER.index(UNPREFIXED_SECTION)
         return (2 * place + (top not in SECTION_ORDER), name)
