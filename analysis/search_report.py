@@ -79,7 +79,8 @@ def conclusion(table: pd.DataFrame, search: Search, complete: bool) -> str:
         budget = search.scheduler.max_core_min
         said = f"complete: {which} every compared point to the gate within {budget:g} core-min a trial"
         missed = table[table["core-min to gate"].str.startswith("not reached")]
-        cut, trials = (missed["cut at a rung"].str.extract(r"(\d+) of (\d+)").astype(int)[i] for i in (0, 1))
+        counts = missed["cut at a rung"].str.extract(r"(\d+) of (\d+)").astype(int)  # "k of n" trials cut
+        cut, trials = counts[0], counts[1]
         each = pd.to_numeric(missed["core-min spent"], errors="coerce") / trials
         if len(missed) and not cut.any() and each.max() < ENDED_SHORT * budget:
             # they ran out of steps, not of the budget: say so, or the budget reads as what they spent

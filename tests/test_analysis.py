@@ -750,8 +750,9 @@ def test_multiplication_sweep_beside_the_paper_from_a_real_store(tmp_path: Path,
 
 
 def test_the_chart_view_orders_mlflows_sections_accuracies_first_and_throughput_last() -> None:
-    """The metrics a reversal trial logs (reverse_posembed_replication's, read from its store): the
-    sections MLflow would sort by name (`eval` right under the accuracies) come in the view's order."""
+    """Metrics of the kinds a reversal trial logs (as reverse_posembed_replication's do), a search's and
+    one of a prefix the view does not name: the sections MLflow would sort by name (`eval` right under the
+    accuracies) come in the view's order."""
     from analysis.ui_view import metric_sections
 
     logged = [
