@@ -30,7 +30,8 @@ from arith.training.hardware import (
     cpu_threads,
     resolve_device,
 )
-from arith.training.train import head_on_loss_rows, make_optimizer, setup, train, train_step
+from arith.training.step import head_on_loss_rows, train_step
+from arith.training.train import make_optimizer, setup, train
 from arith.validation import validate
 
 #: peak dense bf16 tensor FLOP/s of the GPUs this project is lent, for MFU

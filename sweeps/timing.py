@@ -24,16 +24,15 @@ from arith.model.tokenizer import build_tokenizer
 from arith.tracking import schema
 from arith.training.batching import EncodedLine, batches_per_epoch, collate, pad_token_id
 from arith.training.evaluate import evaluate
+from arith.training.step import drain_losses, train_step
 from arith.training.train import (
     autocast_context,
     compile_model,
-    drain_losses,
     lr_lambda,
     make_optimizer,
     seed_everything,
     total_steps,
     train_loader,
-    train_step,
 )
 from arith.validation import validate
 from sweeps import cost

@@ -28,7 +28,8 @@ from arith.config import ExperimentConfig
 from arith.tracking import store
 from arith.tracking.schema import POINT_TAG, SEED_TAG
 from arith.training.checkpoints import load_checkpoint, save_checkpoint
-from arith.training.train import NonFiniteLossError, train
+from arith.training.step import NonFiniteLossError
+from arith.training.train import train
 from experiments.search import GATE_METRIC
 
 

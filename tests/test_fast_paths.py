@@ -231,6 +231,7 @@ _FAULTS_PER_STEP = """
 import resource, statistics, sys
 import arith.training.train as trainer
 from arith.config import ExperimentConfig
+from arith.training.step import train_step
 if sys.argv[1] == "default":
     trainer.keep_freed_memory = lambda: False
 cfg = ExperimentConfig().with_overrides({"data.max_digits": 3, "data.train_samples": 640,
@@ -240,7 +241,7 @@ batch = next(iter(s.loader.epoch(1)))
 faults = []
 for _ in range(16):
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    trainer.train_step(s.step_model, s.optimizer, s.scheduler, batch, cfg.train, s.autocast)
+    train_step(s.step_model, s.optimizer, s.scheduler, batch, cfg.train, s.autocast)
     faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 print(statistics.median(faults[4:]))
 """

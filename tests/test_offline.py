@@ -27,7 +27,7 @@ from analysis.report import analyse
 from arith.tracking import archive, store
 from arith.tracking.archive import export_sweep, import_sweep, read_archive
 from arith.tracking.recorder import RunRecorder
-from arith.tracking.schema import PRESEARCH_SEEDS_TAG
+from arith.tracking.schema import PRESEARCH_SEEDS_TAG, WEIGHTS_DIGEST_TAG
 from arith.training.train import train
 from sweeps import offline
 from sweeps.bank import Batch, archive_summary, load_batches, next_batch, run_next, status
@@ -264,6 +264,7 @@ def test_offline_archive_imports_and_judges_like_a_tune_sweep(tmp_path):
             assert off_steps == tune_steps, key
             assert off_values == pytest.approx(tune_values, rel=1e-5, abs=1e-6), key
         assert off_run["artifacts"]["eval/cells.csv"] == tune_run["artifacts"]["eval/cells.csv"]
+        assert off_run["tags"][WEIGHTS_DIGEST_TAG] == tune_run["tags"][WEIGHTS_DIGEST_TAG]  # to the last bit
     assert len(off_sweep.cells) == len(tune_sweep.cells)
     tune_findings = [(f.claim, f.status, f.numbers) for f in analyse(tune_sweep).findings]
     off_findings = [(f.claim, f.status, f.numbers) for f in analyse(off_sweep).findings]

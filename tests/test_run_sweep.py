@@ -17,6 +17,7 @@ import pytest
 from analysis.report import VERDICTS_HEADING
 from arith.config import ExperimentConfig
 from arith.tracking.runs import stored
+from arith.tracking.schema import WEIGHTS_DIGEST_TAG
 from arith.training.train import train
 from experiments.registry import claims_for
 from sweeps.grids import GRIDS
@@ -135,18 +136,20 @@ def test_smoke_sweep_of_two_grids_into_mlflow(tmp_path, ray_temp_dir):
             assert children["tags.ray_worker_pid"].nunique() < len(children)
             last = children.sort_values("start_time").iloc[-1]
             config = state["configs"][trial_key(last["tags.point"], int(last["tags.seed"]))]
-            alone = trained_alone(config)  # what a fresh process computes, as the store keeps it
+            alone, digest = trained_alone(config)  # what a fresh process computes, as the store keeps it
             assert alone and {step: stored(v) for step, v in alone.items()} == losses_of(uri, last["run_id"])
+            assert last[f"tags.{WEIGHTS_DIGEST_TAG}"] == digest  # and the weights, to the last bit
 
 
-def trained_alone(config: dict) -> dict[int, float]:
-    """The loss curve of a trial's config trained in this process, on one thread, as Ray gave it one CPU."""
+def trained_alone(config: dict) -> tuple[dict[int, float], str]:
+    """The loss curve and weights digest of a trial's config trained in this process, on one thread, as Ray
+    gave it one CPU."""
     cfg = ExperimentConfig.from_dict(config).with_overrides(
         {"tracking.enabled": False, "train.num_threads": 1, "train.checkpoint_dir": ""}
     )
     curve = LossCurve()
-    train(cfg, tracker=curve)
-    return curve.losses
+    result = train(cfg, tracker=curve)
+    return curve.losses, result.weights_sha256
 
 
 def losses_of(uri: str, run_id: str) -> dict[int, float]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 
@@ -10,10 +11,12 @@ import torch
 
 from arith.config import ConfigError, ExperimentConfig, TrainConfig
 from arith.data.datasets import test_examples
-from arith.training.checkpoints import CHECKPOINT_FILE, load_checkpoint
+from arith.tracking.schema import WEIGHTS_DIGEST_TAG
+from arith.training.checkpoints import CHECKPOINT_FILE, load_checkpoint, weights_digest
 from arith.training.cli import build_config, config_from_args, main
 from arith.training.metrics import probe_examples
-from arith.training.train import NonFiniteLossError, lr_lambda, total_steps, train
+from arith.training.step import NonFiniteLossError
+from arith.training.train import lr_lambda, total_steps, train
 
 mlflow = pytest.importorskip("mlflow")
 
@@ -72,6 +75,7 @@ def test_trial_is_one_mlflow_run_with_the_schema(tmp_path) -> None:
     run = client.get_run(result.run_id)
     assert run.info.status == "FINISHED" and run.info.run_name == "t1" and run.data.tags["grid"] == "g"
     assert run.data.params["train.lr"] == "0.003" and set(run.data.params) == set(cfg.flat())
+    assert len(result.weights_sha256) == 64 and run.data.tags[WEIGHTS_DIGEST_TAG] == result.weights_sha256
     losses = client.get_metric_history(result.run_id, "train/loss")
     assert [m.step for m in losses] == list(range(4, 33, 4))
     assert losses[-1].value < losses[0].value  # it learns something
@@ -152,11 +156,36 @@ def test_resumed_trial_ends_with_the_same_weights_in_the_same_run(
     for name in a:
         torch.testing.assert_close(a[name], b[name], rtol=0, atol=0, msg=name)
     assert resumed.cells.equals(straight.cells)
+    assert resumed.weights_sha256 == straight.weights_sha256  # what the run's tag tells a reader
     client = _client(cfg)
+    assert client.get_run(resumed.run_id).data.tags[WEIGHTS_DIGEST_TAG] == straight.weights_sha256
     assert client.get_run(resumed.run_id).info.status == "FINISHED"
     assert [m.step for m in client.get_metric_history(resumed.run_id, "test_acc")] == [2, 5]
     runs = client.search_runs([client.get_experiment_by_name("test-train").experiment_id])
     assert len(runs) == 2  # the straight run and the one resumed run, not a third
+
+
+def test_the_weights_digest_tells_weights_apart_to_the_last_bit() -> None:
+    """Equal for a copy; different for one float moved by one ulp, for the same values in bf16, and for
+    the same bytes under another name or shape."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.LayerNorm(2))
+    digest = weights_digest(model)
+    assert weights_digest(copy.deepcopy(model)) == digest
+    nudged = copy.deepcopy(model)
+    with torch.no_grad():
+        nudged[0].weight[1, 2] = torch.nextafter(nudged[0].weight[1, 2], torch.tensor(float("inf")))
+    assert weights_digest(nudged) != digest
+    halved = copy.deepcopy(model).to(torch.bfloat16)
+    assert weights_digest(halved) not in (digest, "") and weights_digest(
+        copy.deepcopy(halved)
+    ) == weights_digest(halved)
+    flat = torch.nn.Linear(1, 6, bias=False)
+    wide = torch.nn.Linear(2, 3, bias=False)
+    with torch.no_grad():
+        flat.weight.copy_(torch.arange(6.0).reshape(6, 1))
+        wide.weight.copy_(torch.arange(6.0).reshape(3, 2))
+    assert weights_digest(flat) != weights_digest(wide)  # the same bytes, another shape
 
 
 def test_a_run_asked_to_exit_is_killed_not_failed(tmp_path) -> None:

@@ -31,6 +31,10 @@ DIGIT_MAP_TAG, AXES_TAG, PRESEARCH_SEEDS_TAG = "digit_map", "axes", "presearch_s
 VARIANT_OF_TAG = "variant_of"
 #: how a trial's bf16 products were computed: "native", "fp32 kernels" (a CPU without bf16 hardware) or "none"
 BF16_MATMULS_TAG = "bf16_matmuls"
+#: a trial's trained weights as one sha256 (`arith.training.checkpoints.weights_digest`): two runs that
+#: trained bit for bit alike (a trial under Ray and its config rerun alone, a resumed trial and a straight
+#: one) carry the same digest, and a digest that differs says they did not, whatever their metrics read
+WEIGHTS_DIGEST_TAG = "weights_sha256"
 #: the metric a trial reports after every epoch: its process's CPU seconds so far (every thread, summed
 #: across restores; `arith.training.train.TrainState.cpu_seconds`), the clock of a recipe search
 CPU_SECONDS = "cpu_seconds"

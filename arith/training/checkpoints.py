@@ -4,6 +4,7 @@ checkpoint resumes only the config that wrote it. `Checkpoints` is what `arith.t
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 from pathlib import Path
@@ -38,6 +39,17 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
+
+
+def weights_digest(model: torch.nn.Module) -> str:
+    """One sha256 of `model`'s state dict: each entry's name, dtype, shape and bytes, in the dict's order.
+    Equal digests mean equal weights to the last bit, which metrics stored to 6 significant digits cannot
+    say; the weights are hashed where they are (a GPU's are copied to the host one tensor at a time)."""
+    digest = hashlib.sha256()
+    for name, tensor in model.state_dict().items():
+        digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)};".encode())
+        digest.update(tensor.detach().reshape(-1).contiguous().view(torch.uint8).cpu().numpy().tobytes())
+    return digest.hexdigest()
 
 
 def save_checkpoint(directory: str | Path, state: dict[str, Any]) -> Path:

@@ -31,7 +31,13 @@ from arith.data.tasks import problem_ids
 from arith.model.gpt import build_model
 from arith.model.tokenizer import tokenizer_for
 from arith.tracking.runs import NullTracker, start_tracker
-from arith.tracking.schema import ACCURACY_COLUMN, BF16_MATMULS_TAG, CPU_SECONDS, EXPERIMENT_CONFIG
+from arith.tracking.schema import (
+    ACCURACY_COLUMN,
+    BF16_MATMULS_TAG,
+    CPU_SECONDS,
+    EXPERIMENT_CONFIG,
+    WEIGHTS_DIGEST_TAG,
+)
 from arith.training.batching import (
     BatchLoader,
     check_line_lengths,
@@ -46,11 +52,11 @@ from arith.training.checkpoints import (
     rng_state,
     seed_everything,
     set_rng_state,
+    weights_digest,
 )
 from arith.training.evaluate import evaluate
 from arith.training.hardware import (
     autocast_context,
-    backward_context,
     bf16_matmuls,
     compile_model,
     cpu_threads,
@@ -59,14 +65,11 @@ from arith.training.hardware import (
 )
 from arith.training.metrics import exact_match, probe_examples, summary_metrics
 from arith.training.optim import lr_lambda, make_optimizer, total_steps
+from arith.training.step import NonFiniteLossError, drain_losses, train_step
 from arith.validation import validate
 
 #: called after every epoch with its metrics and the checkpoint saved at it (None when none was due)
 Reporter = Callable[[dict[str, Any], "Path | None"], None]
-
-
-class NonFiniteLossError(FloatingPointError):
-    """The loss became NaN or infinite; the message names the step and epoch."""
 
 
 @dataclass
@@ -86,6 +89,8 @@ class TrainResult:
     #: training seconds at which the probe first reached train.target_accuracy (None if it did not)
     seconds_to_target: float | None = None
     failures: list[dict] = field(default_factory=list)
+    #: the trained weights' sha256 (`weights_digest`), also the run's WEIGHTS_DIGEST_TAG
+    weights_sha256: str = ""
 
 
 @dataclass
@@ -352,6 +357,8 @@ def _loop(
         last_eval = evaluate_and_log(s, state.epoch, NullTracker())
     cells, failures, _ = last_eval
     tracker.log_metrics({"train_seconds": state.train_seconds, "epochs_done": state.epoch}, state.step)
+    digest = weights_digest(model)
+    tracker.set_tags({WEIGHTS_DIGEST_TAG: digest})
     log_model(s, tracker, state.epoch)
     return TrainResult(
         test_acc=float(cells[ACCURACY_COLUMN].mean()),
@@ -365,53 +372,8 @@ def _loop(
         stopped=state.stopped,
         seconds_to_target=state.seconds_to_target,
         failures=failures,
+        weights_sha256=digest,
     )
-
-
-def head_on_loss_rows(device: torch.device, t: TrainConfig) -> bool:
-    """Whether a training step runs the LM head on the loss's columns only (`ArithModel.forward`'s
-    logits=False): on a CPU, where selecting them is free; not on a GPU, where the selection's
-    data-dependent shape would cost a host sync each step and break CUDA graphs, nor under compile."""
-    return device.type == "cpu" and not t.compile
-
-
-def train_step(step_model, optimizer, scheduler, batch, t: TrainConfig, autocast) -> torch.Tensor:
-    """One optimiser step on `batch` (on the device); returns the loss, still on the device (no sync).
-    The benchmarks time this same function."""
-    with autocast:
-        loss = step_model(
-            batch.input_ids,
-            batch.attention_mask,
-            loss_mask=batch.loss_mask,
-            logits=not head_on_loss_rows(batch.input_ids.device, t),
-        ).loss
-    with backward_context(autocast):
-        loss.backward()
-    if t.grad_clip > 0:
-        torch.nn.utils.clip_grad_norm_(step_model.parameters(), t.grad_clip)
-    optimizer.step()
-    scheduler.step()
-    optimizer.zero_grad(set_to_none=True)
-    # a copy: a CUDA-graph step (compile mode reduce-overhead) reuses its output memory next step
-    return loss.detach().clone()
-
-
-def drain_losses(window: list[torch.Tensor], step: int, epoch: int) -> float:
-    """Sum the losses of the last `len(window)` steps (ending at `step`), emptying the window; a NaN or
-    infinite one stops training with an error naming its step and epoch."""
-    if not window:
-        return 0.0
-    losses = torch.stack(window).float().cpu()
-    first_step = step - len(window) + 1
-    window.clear()
-    bad = (~torch.isfinite(losses)).nonzero()
-    if len(bad):
-        i = int(bad[0])
-        raise NonFiniteLossError(
-            f"training loss became {float(losses[i])} at step {first_step + i} (epoch {epoch}); "
-            "lower train.lr, raise train.warmup_steps or check the data"
-        )
-    return float(losses.sum())
 
 
 def evaluate_and_log(s: Setup, epoch: int, tracker) -> tuple[pd.DataFrame, list[dict], float]:
