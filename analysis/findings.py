@@ -172,16 +172,18 @@ def one_family(holders: Sequence[Any]) -> None:
         holder.findings, every = every[: len(holder.findings)], every[len(holder.findings) :]
 
 
-def awaiting_plan(findings: list[Finding], waiting: int, parts: int) -> list[Finding]:
+def awaiting_plan(
+    findings: list[Finding], waiting: int, parts: int, see: str = "Core-minutes, below"
+) -> list[Finding]:
     """A planned sweep's findings while `waiting` of its `parts` have not run: none of them judged yet.
 
     The plan fixed the sweep's seeds before any of it ran, so a verdict on the parts run so far would be an
     interim look that the plan did not declare (and one whose sides hold enough seeds would read as if the
     sweep were done). A claim the parts so far would judge becomes not testable, what they read kept as no
     verdict, its outcome untestable so that Holm's correction (`one_family`) leaves it out of the page's
-    family; a claim already not testable keeps its own reason, the parts waiting said after it."""
-    waits = f"the plan's sweep of it is not complete: {waiting} of {parts} parts not yet run"
-    waits += " (Core-minutes, below)"
+    family; a claim already not testable keeps its own reason, the parts waiting said after it. `see`:
+    where the reader finds the parts (the page's section, or the plan's file)."""
+    waits = f"the plan's sweep of it is not complete: {waiting} of {parts} parts not yet run ({see})"
     out = []
     for f in findings:
         if not f.judged:

@@ -151,7 +151,7 @@ def wrong_answers_section(sweep: Sweep, table: Table, anchor: str = "wrong-answe
     (report.html#wrong-answers) straight to it."""
     points, clean = points_of(sweep, table)
     if not points and not clean:
-        if sweep.errors.empty:
+        if not sweep.errors_kept_by:
             return '<p class="meta">No wrong answers kept (trials from before eval/errors.csv).</p>'
         return ""
     title = html.escape(table.title)

@@ -316,6 +316,7 @@ def read_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] 
         variant_of=parent.data.tags.get(schema.VARIANT_OF_TAG, ""),
         declared_axes=tuple(declared),
         errors=tidy_errors(trials, errors_by_run, axes),
+        errors_kept_by=frozenset(errors_by_run),
         history=history,
     )
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import yaml
 
+from analysis.load import AnalysisError
 from arith.config import ConfigError, parse_only
 from arith.tracking.archive import export_sweep, import_sweep
 from arith.tracking.store import client as store_client
@@ -249,6 +250,43 @@ def part_runs(client, grid: str, plan: tuple[Planned, ...] = PLAN) -> list[tuple
         runs = [r for r in sweeps if sweep_args_of(r.data.tags[TAG_COMMAND]) == part.sweep_args()]
         out.append((part, runs[0] if runs else None))
     return out
+
+
+def waiting_parts(parts: list[tuple[Planned, object | None]]) -> int:
+    """How many of a grid's parts (`part_runs`) are work left: not run, and not ended without it."""
+    return sum(plan.still_to_run(run) for plan, run in parts)
+
+
+@dataclass(frozen=True)
+class PlanSweeps:
+    """A grid's parts of the plan as one store holds them: the parent runs of those that ran (each part's
+    latest sweep, in the plan's order) and how many parts are still work left."""
+
+    grid: str
+    ran: tuple[str, ...]
+    waiting: int
+    parts: int
+
+    def to_read(self, uri: str) -> list[str]:
+        """The parent runs to read as one sweep: every part the store holds (an AnalysisError saying why
+        where there is none)."""
+        if not self.parts:
+            raise AnalysisError(f"--plan: docs/results/plan.yaml has no part of grid {self.grid!r}")
+        if not self.ran:
+            raise AnalysisError(
+                f"--plan: none of the {self.parts} parts of {self.grid!r} in docs/results/plan.yaml is in "
+                f"{uri} (`python scripts/reproduce_cpu.py --report-only` imports their archives into "
+                "runs/cpu/mlflow.db; `--grids GRID` runs them)"
+            )
+        return list(self.ran)
+
+
+def plan_sweeps(client, grid: str, plan: tuple[Planned, ...] = PLAN) -> PlanSweeps:
+    """Where `grid`'s parts of the plan stand in the store: what `python -m analysis --plan` reads as one
+    sweep, as docs/RESULTS.md does (`analysis.results.grid_results`)."""
+    parts = part_runs(client, grid, plan)
+    ran = tuple(run.info.run_id for _, run in parts if run is not None)
+    return PlanSweeps(grid, ran, waiting_parts(parts), len(parts))
 
 
 def archive_store(uri: str, folder: Path = ARCHIVES) -> list[str]:

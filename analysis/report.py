@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
 
 from analysis.by_claim import verdict_numbers
-from analysis.findings import Finding, evaluate_findings, findings_frame, render_findings
+from analysis.findings import Finding, awaiting_plan, evaluate_findings, findings_frame, render_findings
 from analysis.html import page
 from analysis.load import read_sweep
 from analysis.plots import write_heatmaps
@@ -61,8 +61,11 @@ def render(analysis: Analysis, fmt: str = "markdown") -> str:
     if fmt not in FORMATS:
         raise ValueError(f"format {fmt!r} is not one of: {', '.join(FORMATS)}")
     sweep = analysis.sweep
+    more = len(sweep.parent_run_ids) - 1
+    first = sweep.parent_run_id
+    which = f"Sweeps {first} and {more} more, read as one," if more > 0 else f"Sweep {first}"
     head = (
-        f"Sweep {sweep.parent_run_id} of grid {sweep.grid!r} (scale {sweep.scale or '?'}) "
+        f"{which} of grid {sweep.grid!r} (scale {sweep.scale or '?'}) "
         f"at {sweep.tracking_uri}: "
         f"{_status_line(sweep)}; numbers are from finished trials only."
     )
@@ -164,12 +167,21 @@ def report(
 
 
 def report_sweep(
-    sweep: Sweep, out_dir: str | Path | None = None, fmt: str = "markdown", log_artifacts: bool = True
+    sweep: Sweep,
+    out_dir: str | Path | None = None,
+    fmt: str = "markdown",
+    log_artifacts: bool = True,
+    waiting: tuple[int, int] = (0, 0),
 ) -> str:
-    """`report` of a sweep already read (`read_sweep`): its text, written to `out_dir` and logged."""
+    """`report` of a sweep already read (`read_sweep`): its text, written to `out_dir` and logged.
+    `waiting`: (parts not yet run, parts) of the plan the sweep's parts belong to; while any waits, no
+    claim is judged (`analysis.findings.awaiting_plan`, as docs/RESULTS.md reads a plan)."""
     if fmt not in FORMATS:
         raise ValueError(f"format {fmt!r} is not one of: {', '.join(FORMATS)}")
     analysis = analyse(sweep)
+    if waiting[0]:
+        findings = awaiting_plan(analysis.findings, *waiting, see="docs/results/plan.yaml")
+        analysis = replace(analysis, findings=findings)
     text = render(analysis, fmt)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(out_dir) if out_dir is not None else Path(tmp)

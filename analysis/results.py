@@ -41,6 +41,7 @@ from analysis.plan import (
     ran_lines,
     repo_relative,
     seeds_of,
+    waiting_parts,
 )
 from analysis.presearch import presearch_records, presearch_tables
 from analysis.reach import (
@@ -121,7 +122,7 @@ def grid_results(uri: str) -> list[GridResult]:
             out.append(result)
             continue
         analysis = analyse(read_sweep(grid, uri, ids))
-        waiting = sum(plan.still_to_run(run) for plan, run in parts)
+        waiting = waiting_parts(parts)
         if waiting:  # judged once every part of the plan has run
             analysis = replace(analysis, findings=awaiting_plan(analysis.findings, waiting, len(parts)))
         out.append(replace(result, analysis=analysis))

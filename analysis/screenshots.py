@@ -62,12 +62,19 @@ def free_port(host: str = "127.0.0.1") -> int:
         return sock.getsockname()[1]
 
 
+def has_anchor(page: str, anchor: str) -> bool:
+    return f'id="{anchor}"' in page
+
+
 def starting_at(page: str, anchor: str) -> str:
     """The report's page drawn from its element `anchor` on: every element of <main> before it hidden. (A
     link to report.html#anchor is what a reader follows, but headless Chromium's screenshot of it comes out
     blank.)"""
-    if f'id="{anchor}"' not in page:
-        raise ValueError(f"the report has no #{anchor}: a report from before the anchor; run make demo again")
+    if not has_anchor(page, anchor):
+        raise ValueError(
+            f"the report has no #{anchor}: its trials kept no wrong answers (or answered everything right), "
+            "or it was written before the section existed"
+        )
     return page.replace("</style>", f"main > *:has(~ #{anchor}) {{ display: none; }}\n</style>", 1)
 
 
@@ -77,9 +84,14 @@ def report_shots(report: Path, workdir: Path) -> list[Shot]:
     page = report.resolve() / "report.html"
     if not page.is_file():
         raise FileNotFoundError(f"{page}: no report there (make demo writes reports/demo/report.html)")
+    top = Shot("report_html.png", page.as_uri())
+    text = page.read_text()
+    if not has_anchor(text, WRONG_ANSWERS):  # nothing to shoot there: every answer right, or no file kept
+        print(f"{page} has no wrong answers section: report_errors.png not taken", file=sys.stderr)
+        return [top]
     errors = workdir / "report_errors.html"  # the page's images are inline: the copy shows them all
-    errors.write_text(starting_at(page.read_text(), WRONG_ANSWERS))
-    return [Shot("report_html.png", page.as_uri()), Shot("report_errors.png", errors.as_uri(), ERRORS_WINDOW)]
+    errors.write_text(starting_at(text, WRONG_ANSWERS))
+    return [top, Shot("report_errors.png", errors.as_uri(), ERRORS_WINDOW)]
 
 
 def ui_shots(view_url: str) -> list[Shot]:
@@ -172,11 +184,19 @@ def shoot(chromium: str, shot: Shot, out: Path, budget_ms: int = BUDGET_MS) -> P
     return path
 
 
-def take(grid: str, tracking_uri: str, report: Path, out: Path, port: int | None = None) -> list[Path]:
-    """Every picture of the grid's latest sweep in the store and its report folder, written to `out`."""
+def take(
+    grid: str,
+    tracking_uri: str,
+    report: Path,
+    out: Path,
+    port: int | None = None,
+    runs: list[str] | None = None,
+) -> list[Path]:
+    """Every picture of the grid's sweep in the store (its latest, or the parent `runs` read as one) and
+    of its report folder, written to `out`."""
     chromium = browser()
     with tempfile.TemporaryDirectory() as workdir:
         shots = report_shots(report, Path(workdir))
         with mlflow_server(tracking_uri, port or free_port()) as url:
-            view = share_view(read_sweep(grid, tracking_uri), url)
+            view = share_view(read_sweep(grid, tracking_uri, runs), url)
             return [shoot(chromium, shot, out) for shot in [*shots, *ui_shots(view)]]

@@ -112,6 +112,9 @@ class Sweep:
     #: the kept wrong answers of each finished trial's last evaluation (eval/errors.csv) with the trial's
     #: columns (run_id, seed, point keys); empty for trials from before eval/errors.csv
     errors: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: the finished trials that wrote an eval/errors.csv, by run id: one of them without a row in `errors`
+    #: answered every test problem right, where a trial not here is from before the file existed
+    errors_kept_by: frozenset[str] = frozenset()
     #: the `HISTORY_METRICS` each finished trial logged (`HISTORY_COLUMNS`: run_id, metric, step, value);
     #: empty for a sweep read from elsewhere than its store
     history: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=HISTORY_COLUMNS))

@@ -218,11 +218,13 @@ def colour_untagged_trials(sweep: Sweep) -> int:
 
 def share_view(sweep: Sweep, ui_url: str = "http://127.0.0.1:5000") -> str:
     """Store the view on the sweep's experiment, its trials coloured by point (`colour_untagged_trials`);
-    return the UI address that opens it."""
+    return the UI address that opens it. A sweep read from several parts gets a view apart from its first
+    part's."""
     colour_untagged_trials(sweep)
     client = store.client(sweep.tracking_uri)
     experiment_id = client.get_run(sweep.parent_run_id).info.experiment_id
-    key = f"sweep-{sweep.parent_run_id[:12]}"
+    more = len(sweep.parent_run_ids) - 1  # several parts read as one: a view of its own, not the first's
+    key = f"sweep-{sweep.parent_run_id[:12]}" + (f"-and-{more}-more" if more > 0 else "")
     state = view_state(sweep, logged_metrics(sweep) or None)
     client.set_experiment_tag(experiment_id, VIEW_TAG + key, json.dumps(state))
     runs_page = f"{ui_url.rstrip('/')}/#/experiments/{experiment_id}/runs"

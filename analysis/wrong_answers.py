@@ -51,12 +51,12 @@ class PointErrors:
 
 def points_of(sweep: Sweep, table: Table) -> tuple[list[PointErrors], list[str]]:
     """The points of `table`, in its order, where the sweep kept wrong answers at all: those whose trials
-    kept some (with their cells), and the labels of those whose trials kept none (every test answer
-    right: the report names them instead of leaving them out unsaid). Each point's trials are its run ids
-    (`Table.points`), so errors and cells join their trials by run id and cell, never by config values
-    (which a frame may hold as 3, 3.0 or "3", False or 0.0)."""
+    kept some (with their cells), and the labels of those whose trials wrote the file with none in it
+    (every test answer right: the report names them instead of leaving them out unsaid). Each point's
+    trials are its run ids (`Table.points`), so errors and cells join their trials by run id and cell,
+    never by config values (which a frame may hold as 3, 3.0 or "3", False or 0.0)."""
     errors = sweep.errors
-    if errors.empty or table.points.empty or RUN_IDS not in table.points:
+    if not sweep.errors_kept_by or table.points.empty or RUN_IDS not in table.points:
         return [], []
     errors = errors[errors[CONTEXT_COLUMN].astype(str).isin(table.contexts)]
     cells = sweep.cells[sweep.cells[CONTEXT_COLUMN].astype(str).isin(table.contexts)]
@@ -69,7 +69,8 @@ def points_of(sweep: Sweep, table: Table) -> tuple[list[PointErrors], list[str]]
         label = named or ", ".join(f"{k}={v}" for k, v in point.items())
         kept = errors[errors[RUN_ID_COLUMN].isin(runs)]
         if kept.empty:
-            clean.append(label)
+            if runs & sweep.errors_kept_by:  # else its trials are from before eval/errors.csv
+                clean.append(label)
             continue
         erring.append(
             PointErrors(

@@ -2,6 +2,8 @@
 
     python scripts/screenshots.py                  # make demo's store and report -> docs/img/
     python scripts/screenshots.py --grid mul_format --report reports/mul_format --out /tmp/shots
+    python scripts/screenshots.py --grid add_posembed_recipe_24k --plan --tracking-uri \
+        sqlite:///runs/cpu/mlflow.db --report reports/acc_add_rand --out /tmp/shots   # the plan's parts
 
 Needs `chromium` on PATH (`make screenshots` installs it with apt-get when missing). It starts and stops
 its own `mlflow server` on a free port (`analysis.screenshots`).
@@ -13,8 +15,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from analysis.load import AnalysisError, require_store
+from analysis.plan import plan_sweeps
 from analysis.screenshots import take
 from arith.config import TrackingConfig
+from arith.tracking import store
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,11 +35,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", type=Path, default=Path("reports/demo"), help="the HTML report's folder")
     parser.add_argument("--out", type=Path, default=Path("docs/img"), help="where the PNGs go")
     parser.add_argument("--port", type=int, default=None, help="MLflow server port (default: a free one)")
+    parser.add_argument(
+        "--plan",
+        action="store_true",
+        help="the view of every part of the grid's plan (docs/results/plan.yaml) in the store, read as one "
+        "sweep (the report's: `python -m analysis --plan`); default: the grid's latest sweep",
+    )
     args = parser.parse_args(argv)
     uri = TrackingConfig(tracking_uri=args.tracking_uri).resolved_uri()
     try:
-        paths = take(args.grid, uri, args.report, args.out, args.port)
-    except (FileNotFoundError, RuntimeError, TimeoutError) as err:
+        runs = None
+        if args.plan:
+            require_store(uri)
+            runs = plan_sweeps(store.client(uri), args.grid).to_read(uri)
+        paths = take(args.grid, uri, args.report, args.out, args.port, runs)
+    except (AnalysisError, FileNotFoundError, RuntimeError, TimeoutError) as err:
         print(f"screenshots: {err}", file=sys.stderr)
         return 2
     for path in paths:

@@ -279,3 +279,35 @@ def test_report_shows_digit_errors_and_wrong_answers_under_each_table(tmp_path, 
     assert "What the trials wrote when wrong" in page and "<code>4 7</code>" in page
     assert page.count('class="wrong-answers"') >= 1 and 'alt="digit errors: ' in page
     assert list((out / "digit_errors").glob("*.png")) and (out / "errors.csv").exists()
+
+
+def test_a_point_whose_trials_erred_nowhere_says_so_and_not_that_its_trials_are_old(
+    tmp_path,
+    empty_store,  # noqa: F811
+) -> None:
+    """A trial that answered every test problem right writes eval/errors.csv with its header alone: its
+    point reads "no wrong answers", where trials without the file read as from before it."""
+    from analysis import report
+    from analysis.load import read_sweep
+
+    uri = write_store(tmp_path, empty_store, recorded=True)
+    old = report("add_posembed", uri, out_dir=tmp_path / "old", fmt="html", log_artifacts=False)
+    assert "No wrong answers kept (trials from before eval/errors.csv)" in old
+    sweep = read_sweep("add_posembed", uri)
+    finished = sweep.trials[sweep.trials["status"] == "FINISHED"]
+    clean_point = str(finished["point"].iloc[0])
+    client = mlflow.MlflowClient(uri)
+    header = "epoch,context,row_digits,col_digits,a,b,prompt,expected,reply\n"
+    for run_id, point in zip(finished["run_id"], finished["point"], strict=True):
+        text = header
+        if point != clean_point:
+            cells = pd.read_csv(client.download_artifacts(run_id, "eval/cells.csv", str(tmp_path / run_id)))
+            last = cells[cells["epoch"] == cells["epoch"].max()].iloc[0]
+            text += f"{last['epoch']},{last['context']},,{last['col_digits']},12,34,1 2 + 3 4 =,4 6,4 7\n"
+        client.log_text(run_id, text, "eval/errors.csv")
+    page = report("add_posembed", uri, out_dir=tmp_path / "new", fmt="html", log_artifacts=False)
+    assert "trials from before eval/errors.csv" not in page
+    assert (
+        f"<strong>{clean_point}</strong>: no wrong answers: every test answer of its trials was right" in page
+    )
+    assert "<code>4 7</code>" in page  # the other points' wrong answer, as before

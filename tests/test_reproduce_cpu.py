@@ -723,3 +723,57 @@ def test_a_grid_whose_plan_has_parts_waiting_is_not_judged_yet(tmp_path: Path) -
         [f.claim_text for r in by_grid.values() for f in r.analysis.findings],
     )
     assert lead.startswith("**Judged: 1 of the 4 claims below**: fig:randembed (")
+
+
+def test_the_analysis_cli_reads_a_grids_plan_whole_with_plan_and_says_what_the_latest_leaves_out(
+    tmp_path: Path, capsys
+) -> None:
+    """`python -m analysis --grid G` reads G's latest sweep: for fig:acc_add_rand's sweep, run in 9 parts,
+    one trial. It says so, and `--plan` reads every part the store holds as one sweep, judged as
+    RESULTS.md judges it (the real archives), logging nothing on any part; with a part missing from the
+    store, no verdict; a grid the plan has no part of, or --plan with --run, is refused."""
+    from analysis.__main__ import main as analysis_main
+    from analysis.plan import ARCHIVES, plan_sweeps, restore_archives
+    from arith.tracking import store
+
+    grid = "add_posembed_recipe_24k"
+    held_back = f"{grid}__cpu_recipe__seed-9__model.position=none"
+    folder = tmp_path / "archives"
+    folder.mkdir()
+    for path in ARCHIVES.glob(f"{grid}__*.jsonl"):
+        if path.stem != held_back:
+            (folder / path.name).symlink_to(path)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    restore_archives(uri, folder)
+    capsys.readouterr()
+    planned = plan_sweeps(store.client(uri), grid)
+    assert (len(planned.ran), planned.waiting, planned.parts) == (8, 1, 9)
+
+    assert analysis_main(["--grid", grid, "--tracking-uri", uri, "--plan", "--no-log"]) == 0
+    out, err = capsys.readouterr()
+    assert (
+        f"read as one sweep: 8 of the 9 parts of '{grid}' in docs/results/plan.yaml (1 still to run)" in err
+    )
+    assert f"Sweeps {planned.ran[0]} and 7 more, read as one, of grid '{grid}'" in out
+    assert "**not testable**" in out and "1 of 9 parts not yet run (docs/results/plan.yaml)" in out
+
+    restore_archives(uri, ARCHIVES)  # the held-back part: the plan whole
+    capsys.readouterr()
+    planned = plan_sweeps(store.client(uri), grid)
+    assert analysis_main(["--grid", grid, "--tracking-uri", uri]) == 0  # the latest sweep alone
+    out, err = capsys.readouterr()
+    assert "1 trials (1 FINISHED)" in out and "**the seeds cannot tell**" not in out
+    assert f"one of the 9 parts of '{grid}' in this store" in err and "--plan reads them as one" in err
+    assert analysis_main(["--grid", grid, "--tracking-uri", uri, "--plan"]) == 0
+    out, err = capsys.readouterr()
+    assert "17 trials (17 FINISHED)" in out and "(0 still to run)" in err
+    verdict = next(line for line in out.splitlines() if "[fig:acc_add_rand]" in line)
+    assert "**the seeds cannot tell**" in verdict and "-0.058 | [-0.171, +0.055]" in verdict  # RESULTS.md's
+    client = store.client(uri)
+    assert not any("verdicts" in client.get_run(run_id).data.tags for run_id in planned.ran[:1])
+
+    assert analysis_main(["--grid", "demo", "--tracking-uri", uri, "--plan"]) == 2
+    assert "docs/results/plan.yaml has no part of grid 'demo'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        analysis_main(["--grid", grid, "--tracking-uri", uri, "--plan", "--run", planned.ran[0]])
+    assert "give one of them" in capsys.readouterr().err

@@ -30,8 +30,11 @@ def test_the_report_is_shot_at_its_top_and_from_its_wrong_answers_on(tmp_path: P
     assert top.url == (tmp_path / "report.html").as_uri() and errors.url.startswith("file://")
     cut = (work / "report_errors.html").read_text()
     assert cut == page.replace("</style>", "main > *:has(~ #wrong-answers) { display: none; }\n</style>")
-    with pytest.raises(ValueError, match="no #wrong-answers"):
+    with pytest.raises(ValueError, match="no #wrong-answers: its trials kept no wrong answers"):
         starting_at("<style></style><main></main>", "wrong-answers")
+    # a report without the section (every answer right, or trials from before the file): its top alone
+    (tmp_path / "report.html").write_text("<style></style><main><h2>table</h2></main>")
+    assert [shot.name for shot in report_shots(tmp_path, work)] == ["report_html.png"]
 
 
 def test_the_ui_is_shot_on_the_views_charts_its_runs_and_its_logged_models() -> None:
