@@ -12,7 +12,7 @@ import urllib.parse
 from pathlib import Path
 
 from analysis.load import AnalysisError, read_sweep, require_store
-from analysis.plan import PlanSweeps, plan_sweeps
+from analysis.plan import PLAN_FILE, ROOT, PlanSweeps, plan_sweeps
 from analysis.report import FORMATS, report_sweep
 from analysis.ui_view import share_view
 from arith.config import ConfigError, TrackingConfig
@@ -28,11 +28,19 @@ def check_out(out: Path) -> None:
 
 def plan_note(planned: PlanSweeps, latest: str) -> str:
     """What a report of the grid's latest sweep leaves out of its plan ('' when it leaves out nothing)."""
-    if len(planned.ran) < 2 or latest not in planned.ran:
+    if not planned.ran or (planned.ran == (latest,) and not planned.waiting):
         return ""
+    how = (
+        f"`python -m analysis.search --grid {planned.grid}` reads them as one search"
+        if planned.search
+        else "--plan reads them as one sweep, as docs/RESULTS.md does"
+    )
+    left = f", {planned.waiting} still to run" if planned.waiting else ""
+    held = f"{len(planned.ran)} in this store{left}"
+    which = "one part" if latest in planned.ran else "none"
     return (
-        f"note: this report reads sweep {latest}, one of the {len(planned.ran)} parts of {planned.grid!r} "
-        "in this store (docs/results/plan.yaml); --plan reads them as one sweep, as docs/RESULTS.md does"
+        f"note: this report reads sweep {latest}, {which} of the {planned.parts} parts of {planned.grid!r} "
+        f"in docs/results/plan.yaml ({held}); {how}"
     )
 
 
@@ -87,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
             plan = plan_sweeps(store.client(uri), args.grid)
         waiting = (plan.waiting, plan.parts) if args.plan else (0, 0)
         log = not args.no_log and not args.plan  # the plan's analysis is no one part's
-        text = report_sweep(sweep, args.out, args.format, log_artifacts=log, waiting=waiting)
+        plan_file = str(PLAN_FILE.relative_to(ROOT))
+        text = report_sweep(sweep, args.out, args.format, log, waiting, plan_file)
         link = share_view(sweep, args.ui_url) if args.ui_url else ""
     except (AnalysisError, ConfigError) as err:  # ConfigError: a broken plugin of experiments
         print(f"analysis: {err}", file=sys.stderr)

@@ -18,11 +18,17 @@ def judged_line(findings: Sequence[Finding], claims: Sequence[str]) -> str:
     """How many of the report's claims (`claims`, by text) a finding judges, a claim judged in several
     grids counted once, and which: the table's lead."""
     judged = {f.claim_text: f.source for f in findings if f.judged}
+    verdicts = sum(f.judged for f in findings)
     total = len(set(claims) | {f.claim_text for f in findings})
     which = f": {', '.join(sorted(set(judged.values())))}" if judged else ""
+    many = (
+        f"; its {verdicts} verdicts are the family Holm's correction adjusts over"
+        if verdicts > len(judged)
+        else ""
+    )
     return (
         f"**Judged: {len(judged)} of the {total} claims below**{which} (a claim judged in several grids "
-        "counts once); each row of the others says why it is not judged yet.\n"
+        f"counts once here{many}); each row of the others says why it is not judged yet.\n"
     )
 
 

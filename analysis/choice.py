@@ -107,7 +107,7 @@ def search_part_choice(plan: Planned, tracking_uri: str, parent_run_id: str) -> 
     ended = store.client(tracking_uri).get_run(parent_run_id).info.status == "FINISHED"
     reading = read_gate_by_step(plan, search_evaluations(tracking_uri, parent_run_id), ended)
     recipe = search_recipe(plan.grid)
-    return choice_line(reading, None if recipe is None else recipe.chosen)
+    return choice_line(reading, None if recipe is None else recipe.chosen, plan.rule_declared)
 
 
 def read_choice(plan: Planned, trials: pd.DataFrame, cells: pd.DataFrame) -> ChoiceReading:
@@ -137,12 +137,15 @@ def part_choice(plan: Planned, tracking_uri: str, parent_run_id: str) -> str:
     recipe = experiment.recipe(plan.scale) if experiment is not None else None
     sweep = read_sweep(plan.grid, tracking_uri, [parent_run_id])
     reading = read_choice(plan, sweep.trials, sweep.cells)
-    return choice_line(reading, None if recipe is None else recipe.chosen)
+    return choice_line(reading, None if recipe is None else recipe.chosen, plan.rule_declared)
 
 
-def choice_line(reading: ChoiceReading | GateByStepReading, recipe_chosen: bool | None) -> str:
-    """The part's line in its section: the rule, what it read, and whether the recipe's flag follows it."""
-    line = f"  - choice rule, declared before it ran: {reading.said()}"
+def choice_line(
+    reading: ChoiceReading | GateByStepReading, recipe_chosen: bool | None, declared: str = ""
+) -> str:
+    """The part's line in its section: the rule, when it was declared (before it ran, unless the plan says
+    when: `Planned.rule_declared`), what it read, and whether the recipe's flag follows it."""
+    line = f"  - choice rule, declared {declared or 'before it ran'}: {reading.said()}"
     if recipe_chosen is None or reading.met is None:
         return line
     if recipe_chosen == reading.met:

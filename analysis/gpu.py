@@ -38,6 +38,7 @@ from arith.tracking.schema import (
     SEED_TAG,
 )
 from experiments.gpu_plan import PlannedBatch, PlannedPart
+from experiments.paper import stand_in, training_range_map
 from experiments.verdicts import competence, in_range, measured
 
 
@@ -199,6 +200,27 @@ def summary_rows(results: Sequence[BatchResult]) -> list[str]:
     ]
 
 
+def fewer_digits_note(trained: int = 3, paper: int = 5) -> str:
+    """How a part trained on fewer digits than the paper's model (3-digit factors beside its 5) is read,
+    from the map the analysis reads it through (`experiments.paper.training_range_map`, `stand_in`), so the
+    section says what its tables show: the part's training maximum stands for the paper's."""
+    digit_map = training_range_map(None, trained, paper)
+    ours = range(1, trained + 1)
+    theirs = [stand_in(n, list(range(1, paper + 1)), digit_map, paper) for n in ours]
+    return (
+        f"a part run on {trained}-digit factors is read through the training-range digit map "
+        f"(`experiments.paper.training_range_map`): its {', '.join(map(str, ours))} digits stand for the "
+        f"paper's {', '.join(map(str, theirs))}, so the tables label its {trained} "
+        f'"{trained} (paper {theirs[-1]})" and read its {trained} x {trained} cell beside the paper\'s '
+        f"{paper}-digit model's {theirs[-1]} x {theirs[-1]}"
+    )
+
+
+def verdicts_text(n: int) -> str:
+    """How many verdicts the gpu scale reached: Holm's family counts verdicts, a claim once per grid."""
+    return f"{n} verdict" + ("" if n == 1 else "s")
+
+
 def gpu_section(results: Sequence[BatchResult]) -> str:
     """The markdown section of docs/RESULTS.md for the `gpu` scale, from the banked batches read by
     `gpu_results` (their findings Holm-corrected with the rest of the report's by the caller)."""
@@ -212,8 +234,7 @@ def gpu_section(results: Sequence[BatchResult]) -> str:
         "gpt2-mini (6 layers, 8 heads, width 256) and its budget is chosen by pre-searches on seeds from "
         "100 up, so the seeds that judge a claim never chose its budget. A model has learned when every "
         "seed reaches 0.9 on each cell where the paper's own model did (`experiments.verdicts.competence`); "
-        "a part run on 3-digit factors is read against the paper's 5-digit model's cells up to 3 x 3 (the "
-        "paper ran no 3-digit model), a question of whether the lease pays for fewer digits. Parts of one "
+        f"{fewer_digits_note()}, a question of whether the lease pays for fewer digits. Parts of one "
         "grid at one setting are judged together (both formats of a comparison, say).",
         "",
     ]
@@ -261,8 +282,8 @@ def gpu_section(results: Sequence[BatchResult]) -> str:
         for r, f in judged
     ]
     lines += [
-        f"{len(judged)} claim(s) judged, each on the fresh seeds of one batch (Holm's correction over every "
-        "claim of this page):",
+        f"{verdicts_text(len(judged))} reached, each on the fresh seeds of one batch (Holm's correction "
+        "over every verdict of this page, a claim judged in several grids once in each):",
         "",
         markdown_table(pd.DataFrame(rows)),
         "",

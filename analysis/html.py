@@ -152,7 +152,10 @@ def wrong_answers_section(sweep: Sweep, table: Table, anchor: str = "wrong-answe
     points, clean = points_of(sweep, table)
     if not points and not clean:
         if not sweep.errors_kept_by:
-            return '<p class="meta">No wrong answers kept (trials from before eval/errors.csv).</p>'
+            return (
+                '<p class="meta">No wrong answers kept (trials from before eval/errors.csv, or run with '
+                "train.errors_per_cell=0).</p>"
+            )
         return ""
     title = html.escape(table.title)
     parts = [f'<h4 id="{anchor}">What the trials wrote when wrong: {title}</h4>']
@@ -194,10 +197,14 @@ def page(analysis, head: str) -> str:
         parts += ["<h2>Unfinished trials</h2>", sweep.unfinished[columns].to_html(index=False)]
     parts += ["<h2>The paper's claims</h2>", findings_html(analysis.findings, sweep.grid)]
     parts.append("<h2>Tables beside the paper's</h2>")
-    for i, table in enumerate(analysis.tables):
+    sections = 0  # anchors numbered by the sections there are: #wrong-answers is the first
+    for table in analysis.tables:
         parts.append(_img(heatmap(table), f"heatmap: {table.title}"))
         parts.append(render_tables([table], "html"))
-        parts.append(wrong_answers_section(sweep, table, "wrong-answers" + (f"-{i + 1}" if i else "")))
+        anchor = "wrong-answers" + (f"-{sections + 1}" if sections else "")
+        section = wrong_answers_section(sweep, table, anchor)
+        sections += f'id="{anchor}"' in section
+        parts.append(section)
     history = metric_histories(sweep)
     parts += figure_section(
         "Accuracy by digit count",

@@ -39,6 +39,9 @@ from analysis.sweep import (
 from arith.config import ExperimentConfig
 from arith.tracking import schema, store
 
+#: the param of how many wrong answers a cell keeps in eval/errors.csv (0: none, the file empty)
+ERRORS_PER_CELL_PARAM = "train.errors_per_cell"
+
 
 class AnalysisError(RuntimeError):
     """Input the analysis cannot turn into a result; the message says what is wrong and what to do."""
@@ -250,14 +253,33 @@ def tidy_cells(trials: pd.DataFrame, cells_by_run: dict[str, pd.DataFrame], axes
     return tidy
 
 
+def one_run_per_trial(trials: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """One run a (point, seed), and how many were left out: a seed counted twice would weigh double in
+    its point's sample. A finished run is kept before one that is not (a killed part-way run of a sweep
+    listed first must not hide the finished run of a later part), then the first listed: the parts in
+    the order given, a part's runs in the store's order (latest started first, so that a trial run again
+    from scratch within one sweep is read from its last run)."""
+    keys = [schema.POINT_COLUMN, schema.SEED_COLUMN]
+    unfinished = (trials["status"] != FINISHED).to_numpy()
+    order = trials.iloc[unfinished.argsort(kind="stable")]
+    kept = order[~order.duplicated(keys)].sort_index()
+    return kept.reset_index(drop=True), len(trials) - len(kept)
+
+
+def keeping_no_errors(children: list) -> frozenset[str]:
+    """The runs told to keep no wrong answers (`train.errors_per_cell` 0): their eval/errors.csv is empty
+    whatever they answered, so it says nothing of whether they erred."""
+    return frozenset(r.info.run_id for r in children if r.data.params.get(ERRORS_PER_CELL_PARAM) == "0")
+
+
 def read_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] | None = None) -> Sweep:
     """The typed record of one sweep (the latest of `grid` unless `parent_run_id` is given), read in one
     pass over the store: its parent runs' tags, its trials, their cells, wrong answers and metric
     histories (`HISTORY_METRICS`). The analysis reads nothing of the store after this.
 
     Several parent run ids read as one sweep: the parts of a study run at different times (seeds added
-    later, a grid's costly points run apart). A (point, seed) trial in more than one part is taken from
-    the first part listed that has it."""
+    later, a grid's costly points run apart). A (point, seed) with more than one run is read from one
+    (`one_run_per_trial`)."""
     require_store(tracking_uri)
     from mlflow.exceptions import MlflowException
 
@@ -275,11 +297,13 @@ def read_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] 
         declared, notes = declared_axes(parents)
         trials, axes, trial_notes = trials_frame([TrialRun.of(run) for run in children], declared)
         notes += trial_notes
+        trials, repeated = one_run_per_trial(trials)
+        if repeated:
+            notes.append(
+                f"{repeated} run(s) of a (point, seed) that another run holds were left out (a finished run "
+                "is kept before one that did not finish, then the first listed)"
+            )
         if len(parents) > 1:
-            repeated = trials.duplicated([schema.POINT_COLUMN, schema.SEED_COLUMN])
-            if repeated.any():
-                notes.append(f"{int(repeated.sum())} trial(s) repeated in a later-listed sweep were left out")
-                trials = trials[~repeated].reset_index(drop=True)
             notes.append(f"combines {len(parents)} sweeps: {', '.join(p.info.run_id for p in parents)}")
         finished = list(trials.loc[trials["status"] == FINISHED, schema.RUN_ID_COLUMN])
         cells_by_run, errors_by_run = _artifacts(client, finished)
@@ -316,7 +340,7 @@ def read_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] 
         variant_of=parent.data.tags.get(schema.VARIANT_OF_TAG, ""),
         declared_axes=tuple(declared),
         errors=tidy_errors(trials, errors_by_run, axes),
-        errors_kept_by=frozenset(errors_by_run),
+        errors_kept_by=frozenset(errors_by_run) - keeping_no_errors(children),
         history=history,
     )
 

@@ -22,6 +22,7 @@ import yaml
 from analysis.load import AnalysisError
 from arith.config import ConfigError, parse_only
 from arith.tracking.archive import export_sweep, import_sweep
+from arith.tracking.commands import seeds_argument, sweep_identity
 from arith.tracking.store import client as store_client
 from arith.tracking.store import sweep_runs
 
@@ -68,6 +69,9 @@ class Planned:
     #: a recipe search's choice rule (`analysis.choice`): the recipe it tried is chosen only if every
     #: configuration the part ran passed the gate, on every seed, at or before this optimiser step
     choose_if_gate_by_step: int | None = None
+    #: when the part's choice rule was written, where not before its sweep started (the report says so
+    #: rather than "declared before it ran"), e.g. "6 min after it started, before any reading above 0.00"
+    rule_declared: str = ""
     #: the part is a slice of the recipe search `grid` (`sweeps/run.py --search`, experiments' SEARCHES):
     #: a search longer than a session runs as parts, each archived when it ends, so that a machine lost
     #: between sessions loses at most the part in flight
@@ -95,9 +99,7 @@ class Planned:
     @property
     def seeds_arg(self) -> str:
         """The seeds as sweeps/run.py's --seeds takes them: a count K, or a list `1,2`."""
-        if isinstance(self.seeds, int):
-            return str(self.seeds)
-        return ",".join(map(str, self.seeds)) + ("," if len(self.seeds) == 1 else "")
+        return seeds_argument(self.seeds)
 
     @property
     def seeds_name(self) -> str:
@@ -123,18 +125,11 @@ class Planned:
 
 
 def sweep_args_of(command: str) -> list[str]:
-    """The `Planned.sweep_args` of a command a parent run was tagged with (the store's paths dropped)."""
+    """The `Planned.sweep_args` of a command a parent run was tagged with: its sweeps/run.py arguments less
+    where it ran (`sweep_identity`, the rule by which a stopped sweep's folder is found again)."""
     words = shlex.split(command)
     words = words[words.index("sweeps/run.py") + 1 :] if "sweeps/run.py" in words else words
-    out, skip = [], False
-    for word in words:
-        if skip:
-            skip = False
-        elif word in ("--tracking-uri", "--storage-path"):
-            skip = True
-        else:
-            out.append(word)
-    return out
+    return sweep_identity(words)
 
 
 #: the fields of a part of docs/results/plan.yaml (the file's header says what each means); only `grid` is
@@ -151,6 +146,7 @@ PLAN_FIELDS = (
     "ended_early",
     "choose_if_at_least",
     "choose_if_gate_by_step",
+    "rule_declared",
     "search",
 )
 
@@ -182,14 +178,17 @@ def load_plan(path: Path) -> tuple[Planned, ...]:
             ended_early=part.get("ended_early", ""),
             choose_if_at_least=part.get("choose_if_at_least"),
             choose_if_gate_by_step=part.get("choose_if_gate_by_step"),
+            rule_declared=part.get("rule_declared", ""),
             search=bool(part.get("search", False)),
         )
         for part in parts
     )
 
 
-#: in order: the tuning sweeps that chose the preset, then the paper's grids cheapest first
-PLAN: tuple[Planned, ...] = load_plan(TEXTS / "plan.yaml")
+PLAN_FILE = TEXTS / "plan.yaml"
+#: in order: the tuning sweeps that chose the preset, then the paper's grids cheapest first; none where the
+#: package runs without its checkout's docs/ (a `pip install .`), which only --plan and the reproduction read
+PLAN: tuple[Planned, ...] = load_plan(PLAN_FILE) if PLAN_FILE.is_file() else ()
 
 
 def grids(plan: tuple[Planned, ...] = PLAN) -> list[str]:
@@ -266,17 +265,27 @@ class PlanSweeps:
     ran: tuple[str, ...]
     waiting: int
     parts: int
+    #: the parts are a recipe search's (`search: true`), which `python -m analysis.search` reads whole
+    search: bool = False
 
     def to_read(self, uri: str) -> list[str]:
         """The parent runs to read as one sweep: every part the store holds (an AnalysisError saying why
         where there is none)."""
+        if not PLAN_FILE.is_file():
+            raise AnalysisError(f"--plan reads the plan of a checkout, {PLAN_FILE}, which is not here")
         if not self.parts:
             raise AnalysisError(f"--plan: docs/results/plan.yaml has no part of grid {self.grid!r}")
+        if self.search:
+            raise AnalysisError(
+                f"--plan: {self.grid!r} is a recipe search, read whole (every part) by "
+                f"`python -m analysis.search --grid {self.grid} --tracking-uri {uri}`"
+            )
         if not self.ran:
             raise AnalysisError(
                 f"--plan: none of the {self.parts} parts of {self.grid!r} in docs/results/plan.yaml is in "
-                f"{uri} (`python scripts/reproduce_cpu.py --report-only` imports their archives into "
-                "runs/cpu/mlflow.db; `--grids GRID` runs them)"
+                f"{uri}. Import their archives: `python -m arith.tracking.archive import "
+                f"docs/results/sweeps/{self.grid}__*.jsonl --tracking-uri {uri}` (or run them: "
+                f"`python scripts/reproduce_cpu.py --grids {self.grid}`)"
             )
         return list(self.ran)
 
@@ -286,7 +295,8 @@ def plan_sweeps(client, grid: str, plan: tuple[Planned, ...] = PLAN) -> PlanSwee
     sweep, as docs/RESULTS.md does (`analysis.results.grid_results`)."""
     parts = part_runs(client, grid, plan)
     ran = tuple(run.info.run_id for _, run in parts if run is not None)
-    return PlanSweeps(grid, ran, waiting_parts(parts), len(parts))
+    search = any(part.search for part, _ in parts)
+    return PlanSweeps(grid, ran, waiting_parts(parts), len(parts), search)
 
 
 def archive_store(uri: str, folder: Path = ARCHIVES) -> list[str]:

@@ -172,15 +172,16 @@ def report_sweep(
     fmt: str = "markdown",
     log_artifacts: bool = True,
     waiting: tuple[int, int] = (0, 0),
+    plan_file: str = "",
 ) -> str:
     """`report` of a sweep already read (`read_sweep`): its text, written to `out_dir` and logged.
-    `waiting`: (parts not yet run, parts) of the plan the sweep's parts belong to; while any waits, no
-    claim is judged (`analysis.findings.awaiting_plan`, as docs/RESULTS.md reads a plan)."""
+    `waiting`: (parts not yet run, parts) of the plan (`plan_file`) the sweep's parts belong to; while any
+    waits, no claim is judged (`analysis.findings.awaiting_plan`, as docs/RESULTS.md reads a plan)."""
     if fmt not in FORMATS:
         raise ValueError(f"format {fmt!r} is not one of: {', '.join(FORMATS)}")
     analysis = analyse(sweep)
     if waiting[0]:
-        findings = awaiting_plan(analysis.findings, *waiting, see="docs/results/plan.yaml")
+        findings = awaiting_plan(analysis.findings, *waiting, see=plan_file or "the plan")
         analysis = replace(analysis, findings=findings)
     text = render(analysis, fmt)
     with tempfile.TemporaryDirectory() as tmp:

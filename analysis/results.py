@@ -25,6 +25,7 @@ import yaml
 from analysis.budget import budget_table, steps_needed
 from analysis.by_claim import claims_table, judged_line, judged_where
 from analysis.by_digits import accuracy_by_digits_figure
+from analysis.cell_text import clip_reason, command_notes
 from analysis.choice import part_choice
 from analysis.curves import budget_figure, learning_curves_figure, save
 from analysis.findings import Finding, awaiting_plan, one_family
@@ -278,9 +279,9 @@ def before_after(results: list[GridResult]) -> str:
 
 
 def _short_why(finding: Finding) -> str:
-    """The first clause of a verdict's reason (its full evidence is in the grid's section)."""
-    first = finding.evidence.split("; ")[0]
-    return first if len(first) <= 220 else first[:217] + "..."
+    """The first clause of a verdict's reason, cut where it would not fit the table (its full evidence is
+    in the grid's section)."""
+    return clip_reason(finding.evidence)
 
 
 def untestable_table(
@@ -357,8 +358,9 @@ def untestable_table(
             )
     if not rows:
         return ""
+    rows, commands = command_notes(rows)
     table = markdown(pd.DataFrame(rows))
-    return f"### Not testable: why, and what it would take\n\n{UNTESTABLE_NOTE}\n\n{table}\n"
+    return f"### Not testable: why, and what it would take\n\n{UNTESTABLE_NOTE}\n\n{table}\n{commands}"
 
 
 def write_results(

@@ -39,6 +39,8 @@ BUDGET_MS = 30000
 MAX_BYTES = 400_000
 #: the anchor of the report's first wrong-answers section (`analysis.html.wrong_answers_section`)
 WRONG_ANSWERS = "wrong-answers"
+#: the picture of the report's first wrong-answers section
+ERRORS_SHOT = "report_errors.png"
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 #: the name the browser reaches the server by (mapped to 127.0.0.1 in the browser alone): MLflow 3.17's UI
 #: opens its Assistant panel over a third of the page on a first visit to localhost / 127.0.0.1, a panel a
@@ -72,8 +74,8 @@ def starting_at(page: str, anchor: str) -> str:
     blank.)"""
     if not has_anchor(page, anchor):
         raise ValueError(
-            f"the report has no #{anchor}: its trials kept no wrong answers (or answered everything right), "
-            "or it was written before the section existed"
+            f"the report has no #{anchor}: its trials kept no wrong answers (from before eval/errors.csv, "
+            "or run with train.errors_per_cell=0), or it was written before the section existed"
         )
     return page.replace("</style>", f"main > *:has(~ #{anchor}) {{ display: none; }}\n</style>", 1)
 
@@ -86,12 +88,12 @@ def report_shots(report: Path, workdir: Path) -> list[Shot]:
         raise FileNotFoundError(f"{page}: no report there (make demo writes reports/demo/report.html)")
     top = Shot("report_html.png", page.as_uri())
     text = page.read_text()
-    if not has_anchor(text, WRONG_ANSWERS):  # nothing to shoot there: every answer right, or no file kept
-        print(f"{page} has no wrong answers section: report_errors.png not taken", file=sys.stderr)
+    if not has_anchor(text, WRONG_ANSWERS):  # nothing to shoot: its trials kept no wrong answers
+        print(f"{page} has no wrong answers section: {ERRORS_SHOT} not taken", file=sys.stderr)
         return [top]
     errors = workdir / "report_errors.html"  # the page's images are inline: the copy shows them all
     errors.write_text(starting_at(text, WRONG_ANSWERS))
-    return [top, Shot("report_errors.png", errors.as_uri(), ERRORS_WINDOW)]
+    return [top, Shot(ERRORS_SHOT, errors.as_uri(), ERRORS_WINDOW)]
 
 
 def ui_shots(view_url: str) -> list[Shot]:
@@ -197,6 +199,8 @@ def take(
     chromium = browser()
     with tempfile.TemporaryDirectory() as workdir:
         shots = report_shots(report, Path(workdir))
+        if not any(shot.name == ERRORS_SHOT for shot in shots):  # an older run's picture must not stay
+            (out / ERRORS_SHOT).unlink(missing_ok=True)
         with mlflow_server(tracking_uri, port or free_port()) as url:
             view = share_view(read_sweep(grid, tracking_uri, runs), url)
             return [shoot(chromium, shot, out) for shot in [*shots, *ui_shots(view)]]

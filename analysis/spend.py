@@ -16,6 +16,7 @@ from itertools import pairwise
 
 import pandas as pd
 
+from analysis.by_claim import seed_span
 from analysis.plan import TAG_MACHINE, Planned, points_named
 from analysis.tables import markdown_table
 from arith.tracking import store
@@ -123,6 +124,90 @@ def spent_line(plan: Planned, costs: list[TrialCost]) -> str:
     )
 
 
+#: a part that spent more than this many times the core-minutes it declared is flagged under the table
+OVERRUN = 1.5
+
+
+def part_label(plan: Planned) -> str:
+    """The part's points and settings ("only / set"): what tells apart the parts of one grid."""
+    return " ".join((", ".join(points_named(plan.only)), *plan.sets)).strip()
+
+
+def seeds_named(seeds: list[int]) -> str:
+    """ "seeds 20-29", "seed 100": with the points and settings, what names one part of a grid whose parts
+    differ only in their seeds."""
+    return ("seed " if len(seeds) == 1 else "seeds ") + seed_span(seeds)
+
+
+def spent_minutes(costs: list[TrialCost]) -> int:
+    """A run part's core-minutes as its row shows them, rounded: the totals sum these, so that they add
+    up to the column they sum."""
+    return round(sum(c.core_minutes for c in costs))
+
+
+def _parts(n: int) -> str:
+    return f"{n} part" if n == 1 else f"{n} parts"
+
+
+def spend_totals(parts: list[tuple[Planned, list[TrialCost] | None]]) -> str:
+    """The totals: planned beside spent over the parts that declared an estimate and ran (the only parts
+    for which the two compare), then apart what the parts without an estimate spent, what the parts ended
+    unrun had declared (they spent nothing) and what the parts still to run declare. Each sums the
+    rounded minutes of the table's rows."""
+    ran = [(p, c) for p, c in parts if c is not None]
+    declared = [(p, c) for p, c in ran if p.estimate_core_min is not None]
+    undeclared = [c for p, c in ran if p.estimate_core_min is None]
+    ended = [p for p, c in parts if c is None and p.ended_early and p.estimate_core_min is not None]
+    todo = [p for p, c in parts if p.still_to_run(c) and p.estimate_core_min is not None]
+    planned = sum(round(p.estimate_core_min or 0.0) for p, _ in declared)
+    spent = sum(spent_minutes(c) for _, c in declared)
+    lines = [
+        f"Over the {_parts(len(declared))} that declared an estimate and then ran: "
+        f"{planned:,} core-minutes planned, {spent:,} spent."
+    ]
+    if undeclared:
+        lines.append(
+            f"The {_parts(len(undeclared))} run before the plan declared estimates spent "
+            f"{sum(spent_minutes(c) for c in undeclared):,} more."
+        )
+    if ended:
+        lines.append(
+            f"The {_parts(len(ended))} ended unrun had declared "
+            f"{sum(round(p.estimate_core_min or 0.0) for p in ended):,} and spent nothing."
+        )
+    if todo:
+        lines.append(
+            f"The {_parts(len(todo))} not yet run {'declares' if len(todo) == 1 else 'declare'} "
+            f"{sum(round(p.estimate_core_min or 0.0) for p in todo):,}."
+        )
+    trials = sum(len(c) for _, c in ran)
+    lines.append(
+        f"Spent in all: {sum(spent_minutes(c) for _, c in ran):,} core-minutes over {trials} trials "
+        "(the sum of the spent column, each part's minutes rounded)."
+    )
+    return " ".join(lines)
+
+
+def overruns(parts: list[tuple[Planned, list[TrialCost] | None]]) -> str:
+    """The line under the table naming each run part that spent more than OVERRUN times its estimate:
+    what a later estimate of the same kind should allow for. '' when none did."""
+    over = [
+        (plan, spent_minutes(costs))
+        for plan, costs in parts
+        if costs is not None
+        and plan.estimate_core_min
+        and sum(c.core_minutes for c in costs) > OVERRUN * plan.estimate_core_min
+    ]
+    if not over:
+        return ""
+    named = "; ".join(
+        f"{plan.grid} ({'; '.join(filter(None, [seeds_named(plan.seed_values), part_label(plan)]))}): "
+        f"{plan.estimate_core_min:,.0f} -> {spent:,} ({spent / (plan.estimate_core_min or 1):.1f}x)"
+        for plan, spent in over
+    )
+    return f"Over {OVERRUN:g}x their estimate: {named}.\n"
+
+
 def spend_table(
     parts: list[tuple[Planned, list[TrialCost] | None]], unarchived: set[str] = frozenset()
 ) -> str:
@@ -133,24 +218,21 @@ def spend_table(
             spent = "before the archives" if plan.grid in unarchived else "not yet run"
             spent = f"ended unrun: {plan.ended_early}" if plan.ended_early else spent
         else:
-            spent = f"{sum(c.core_minutes for c in costs):,.0f}"
+            spent = f"{spent_minutes(costs):,}"
         cpu = "" if costs is None else cpu_text(costs)
         rows.append(
             {
                 "grid": plan.grid,
                 "scale": plan.scale,
                 "seeds": ", ".join(map(str, plan.seed_values)),
-                "only / set": " ".join((", ".join(points_named(plan.only)), *plan.sets)).strip(),
+                "only / set": part_label(plan),
                 "trials": "" if costs is None else len(costs),
                 "core-minutes planned": planned_text(plan),
                 "core-minutes spent": spent,
                 "of which CPU time": cpu,
             }
         )
-    ran = [c for _, costs in parts if costs is not None for c in costs]
-    declared = [p.estimate_core_min for p, _ in parts if p.estimate_core_min is not None]
-    todo = [p.estimate_core_min for p, c in parts if p.still_to_run(c) and p.estimate_core_min is not None]
-    spent = sum(c.core_minutes for c in ran)
+    over = overruns(parts)
     return (
         "### Core-minutes: planned and spent\n\n"
         "Each part of docs/results/plan.yaml: the core-minutes it declared before it ran "
@@ -160,7 +242,6 @@ def spend_table(
         "sessions), and of it the trials' own CPU time where their trainer logged it (`cpu_seconds`, from "
         "29 Nov 2026 21:30 UTC; — before): other work on the same cores (a test suite beside a sweep) "
         "stretches the wall minutes, not the CPU time, which is what an estimate of a trial's cost "
-        "predicts. Spent in all: "
-        f"{spent:,.0f} core-minutes over {len(ran)} trials; declared: {sum(declared):,.0f}, of which "
-        f"{sum(todo):,.0f} for the parts not yet run.\n\n{markdown_table(pd.DataFrame(rows))}\n"
+        f"predicts. {spend_totals(parts)}\n\n{markdown_table(pd.DataFrame(rows))}\n"
+        + (f"\n{over}" if over else "")
     )

@@ -31,6 +31,7 @@ differently shows its default view.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 
@@ -44,7 +45,6 @@ from arith.tracking.schema import (
     POINT_TAG,
     RUN_COLOR_TAG,
     RUN_ID_COLUMN,
-    SWEEP_TAG,
 )
 from experiments.search import CORE_MINUTES, GATE_METRIC, STOPPED_TAG
 
@@ -131,12 +131,25 @@ def column_layout(columns: list[str]) -> dict:
 
 def view_filter(sweep: Sweep) -> str:
     """The UI's search filter that keeps the sweep's trials and leaves its parent run(s) out: the
-    trials of its one parent run (`store.trials_filter`), or of several parts every run that is no sweep
-    parent."""
+    trials of its one parent run (`store.trials_filter`), or of several parts the trials read, by run id
+    (MLflow filters `IN` on run ids, not on tags): the grid's experiment also holds other sweeps of it
+    (superseded, searches, trials a rerun replaced), which the report did not read."""
     parents = sweep.parent_run_ids or (sweep.parent_run_id,)
     if len(parents) == 1:
         return store.trials_filter(parents[0])
-    return f"tags.`{SWEEP_TAG}` IS NULL"
+    ids = ", ".join(f"'{run_id}'" for run_id in dict.fromkeys(sweep.trials[RUN_ID_COLUMN]))
+    return f"attributes.run_id IN ({ids})"
+
+
+def view_key(sweep: Sweep) -> str:
+    """The name the view is stored under: its parent run's, or for several parts read as one, the first's
+    with a digest of them all (two reads of different parts get views of their own)."""
+    key = f"sweep-{sweep.parent_run_id[:12]}"
+    parents = sorted(set(sweep.parent_run_ids) | {sweep.parent_run_id})
+    if len(parents) == 1:
+        return key
+    digest = hashlib.sha1(",".join(parents).encode()).hexdigest()[:8]
+    return f"{key}-and-{len(parents) - 1}-more-{digest}"
 
 
 #: the chart view's first section: the accuracies a claim rests on, by the sweep's axes
@@ -223,8 +236,7 @@ def share_view(sweep: Sweep, ui_url: str = "http://127.0.0.1:5000") -> str:
     colour_untagged_trials(sweep)
     client = store.client(sweep.tracking_uri)
     experiment_id = client.get_run(sweep.parent_run_id).info.experiment_id
-    more = len(sweep.parent_run_ids) - 1  # several parts read as one: a view of its own, not the first's
-    key = f"sweep-{sweep.parent_run_id[:12]}" + (f"-and-{more}-more" if more > 0 else "")
+    key = view_key(sweep)  # several parts read as one: a view of its own, not the first's
     state = view_state(sweep, logged_metrics(sweep) or None)
     client.set_experiment_tag(experiment_id, VIEW_TAG + key, json.dumps(state))
     runs_page = f"{ui_url.rstrip('/')}/#/experiments/{experiment_id}/runs"

@@ -9,9 +9,13 @@ Verdicts (`Finding.status`):
   >= `LEARNED` on; where the paper gives no table, the cells the claim names), the sweep lacks the runs the
   claim needs, or its only seeds are those a pre-search chose its budget on (`analysis.findings`);
 - **held**: every contrast positive with the claim's Holm-adjusted one-sided p below `ALPHA` / 2, i.e. the
-  95% t interval's lower end above 0 after Holm's correction over every claim judged in the same report;
-- **not held**: a contrast's 95% interval excludes the paper's direction (its upper end at most 0);
-- **the seeds cannot tell**: otherwise, with the seeds the observed spread says would tell.
+  95% t interval's lower end above 0 after Holm's correction over every verdict of the same report (the
+  family is the verdicts, not the claims: a claim judged in two grids is two verdicts);
+- **not held**: the one-sided p that some contrast runs against the paper's direction (the smallest of the
+  contrasts', Bonferroni-corrected over them: `Outcome.p_against`), Holm-adjusted over the same verdicts,
+  below `ALPHA` / 2; or a reason the claim fails whatever the seeds say (`Outcome.fails`);
+- **the seeds cannot tell**: otherwise, with the seeds the observed spread says would tell, in the paper's
+  direction or, where the observed effect runs against it, in the direction against the paper's.
 
 A side is one point (every axis but the seed fixed; `Side.of` refuses pooled configurations) and its sample
 is each seed's mean over the compared cells. Compared points that share their seeds (the same `data.seed`
@@ -30,12 +34,8 @@ from scipy import stats
 
 from arith.tracking.schema import (
     ACCURACY_COLUMN,
-    ACCURACY_SEEN_COLUMN,
-    ACCURACY_UNSEEN_COLUMN,
     COL_DIGITS_COLUMN,
     CONTEXT_COLUMN,
-    N_COLUMN,
-    N_SEEN_COLUMN,
     ROW_DIGITS_COLUMN,
     RUN_ID_COLUMN,
     SEED_COLUMN,
@@ -59,6 +59,7 @@ from experiments.cells import (  # noqa: F401  (the cell selectors are re-export
     within_training,
 )
 from experiments.intervals import ALPHA, Interval, holm, p_is, paired_interval, seed_list, welch_interval
+from experiments.memorised import memorised_note
 
 HELD, NOT_HELD, NOT_TESTABLE = "held", "not held", "not testable"
 CANNOT_TELL = "the seeds cannot tell"
@@ -73,11 +74,6 @@ LEARNED = 0.9
 TOLERANCE = 1e-9
 #: "does not extrapolate": no cell beyond the training length above this accuracy
 NO_EXTRAPOLATION = 0.1
-#: "memorised": a cell at LEARNED or more on its test problems seen in training and at least this much
-#: lower on the unseen ones
-MEMORISED_GAP = 0.3
-#: ... read on at least this many seen problems (one right answer seen in training says little)
-MEMORISED_MIN_SEEN = 10
 #: a paper cell is one the paper's table contrasts when its two models differ there by at least this
 PAPER_CONTRAST = 0.1
 
@@ -131,7 +127,7 @@ def competence(
         if below.empty:
             continue
         worst = below.loc[below[ACCURACY_COLUMN].idxmin()]
-        memorised = memorised_note(below)
+        memorised = memorised_note(below, LEARNED, TOLERANCE)
         paper_note = ""
         if "paper_accuracy" in worst and not pd.isna(worst.get("paper_accuracy")):
             paper_note = (
@@ -146,33 +142,6 @@ def competence(
             f"({seeds_below} of {seeds} seeds below {LEARNED:g} on some cell){memorised}"
         )
     return "; ".join(why), "gated on " + "; ".join(on)
-
-
-def memorised_note(below: pd.DataFrame) -> str:
-    """', memorised: ...' when gated cells below the gate are right on their test problems that are also
-    training problems (>= LEARNED, on at least MEMORISED_MIN_SEEN of them) and far below on the others
-    (MEMORISED_GAP lower): the model learned its training set, not the task. '' when no cell is, or the
-    trials did not record the split."""
-    if ACCURACY_SEEN_COLUMN not in below or ACCURACY_UNSEEN_COLUMN not in below:
-        return ""
-    seen, unseen = below[ACCURACY_SEEN_COLUMN].astype(float), below[ACCURACY_UNSEEN_COLUMN].astype(float)
-    n_seen = (
-        below[N_SEEN_COLUMN].astype(float) if N_SEEN_COLUMN in below else pd.Series(float("nan"), below.index)
-    )
-    memorised = below[
-        (seen >= LEARNED - TOLERANCE) & (unseen <= seen - MEMORISED_GAP) & (n_seen >= MEMORISED_MIN_SEEN)
-    ]
-    if memorised.empty:
-        return ""
-    worst = memorised.loc[memorised[ACCURACY_UNSEEN_COLUMN].astype(float).idxmin()]
-    cell = cell_name(worst[ROW_DIGITS_COLUMN], worst[COL_DIGITS_COLUMN], worst[CONTEXT_COLUMN])
-    counts = f" ({int(worst[N_SEEN_COLUMN])} of {int(worst[N_COLUMN])} seen)" if N_COLUMN in worst else ""
-    seen_accuracy, unseen_accuracy = worst[ACCURACY_SEEN_COLUMN], worst[ACCURACY_UNSEEN_COLUMN]
-    return (
-        f"; memorised: seed {int(worst[SEED_COLUMN])} on {cell} is {seen_accuracy:.2f} on the test "
-        f"problems it was trained on and {unseen_accuracy:.2f} on the others{counts}; "
-        f"{len(memorised)} of the {len(below)} cell(s) below the gate read so"
-    )
 
 
 def paper_contrast_cells(
@@ -384,15 +353,44 @@ def compared(contrasts: Sequence[Contrast], fails: str = "", notes: Sequence[str
     return Outcome(tuple(contrasts), fails=fails, notes=tuple(notes))
 
 
-def decide(outcome: Outcome, p_holm: float, claims: int, p_against_holm: float = math.nan) -> tuple[str, str]:
+def family_text(verdicts: int) -> str:
+    """The Holm family a p was adjusted over, as the evidence names it: the report's verdicts, which are
+    more than its claims where a claim is judged in several grids (the glance counts those once)."""
+    return f"over {verdicts} verdict" + ("" if verdicts == 1 else "s")
+
+
+def would_tell(contrast: Contrast, level: float) -> str:
+    """What more seeds would do for the claim's weakest contrast at one-sided `level`: tell it in the
+    paper's direction, or, where its observed effect runs against the paper's, tell it against (a not
+    held, not a held): `seeds_to_tell` counts the seeds that put the interval clear of 0 on either side."""
+    interval = contrast.interval
+    n = contrast.seeds_to_tell(level)
+    against = ", in the direction against the paper's" if n and interval.effect < 0 else ""
+    if interval.zero_spread:
+        if not n:
+            return "with no spread and no effect no number of seeds would"
+        return f"with no spread the exact test needs about {n} seeds per side{against}"
+    if math.isnan(interval.se):
+        return f"one seed per side measures no spread: at least {MIN_SEEDS} seeds per side"
+    if n is None:
+        return "at the observed spread no feasible number of seeds would"
+    if against:
+        return f"about {n} seeds per side would tell{against}, at the observed mean and spread"
+    return f"at the observed mean and spread about {n} seeds per side would"
+
+
+def decide(
+    outcome: Outcome, p_holm: float, verdicts: int, p_against_holm: float = math.nan
+) -> tuple[str, str]:
     """The verdict of one claim given its Holm-adjusted p-values, for and against the paper's direction,
-    over the `claims` judged in the same report: both directions read at the same level.
+    over the `verdicts` reached in the same report: both directions read at the same level.
 
     held: adjusted one-sided p < ALPHA / 2 (the lower end of the 95% interval, Holm-corrected, above 0);
-    not held: the adjusted one-sided p against the paper's direction < ALPHA / 2 (a contrast's
-    Holm-corrected interval excludes it), or a reason it fails whatever the seeds; not testable on fewer
-    than MIN_SEEDS seeds a side; else the seeds cannot tell, with the seeds the observed spread says would
-    (at Holm's strictest level, ALPHA / 2 over the report's claims)."""
+    not held: the adjusted one-sided p against the paper's direction (`Outcome.p_against`: the smallest
+    contrast's, Bonferroni over the contrasts) < ALPHA / 2, or a reason it fails whatever the seeds; not
+    testable on fewer than MIN_SEEDS seeds a side; else the seeds cannot tell, with the seeds the observed
+    spread says would tell, in whichever direction the effect runs (at Holm's strictest level, ALPHA / 2
+    over the report's verdicts)."""
     notes = "; ".join(outcome.notes)
     if outcome.untestable:
         return NOT_TESTABLE, "; ".join(filter(None, [outcome.untestable, notes]))
@@ -402,35 +400,24 @@ def decide(outcome: Outcome, p_holm: float, claims: int, p_against_holm: float =
         return NOT_TESTABLE, f"{outcome.too_few_seeds}; for reference, not a verdict: {evidence}"
     if outcome.fails:
         return NOT_HELD, f"{outcome.fails}; {evidence}"
-    family = f"over {claims} claim(s)"
+    family = family_text(verdicts)
     if not math.isnan(p_holm) and p_holm < ALPHA / 2:
         return HELD, f"Holm-adjusted {p_is(p_holm)} {family}; {evidence}"
     if not math.isnan(p_against_holm) and p_against_holm < ALPHA / 2:
         against = f"Holm-adjusted {p_is(p_against_holm)} {family}"
         return NOT_HELD, f"against the paper's direction: {against}; {evidence}"
-    level = ALPHA / 2 / max(claims, 1)
+    level = ALPHA / 2 / max(verdicts, 1)
     worst = max(outcome.contrasts, key=lambda c: (math.isnan(c.interval.p), c.interval.p))
-    n = worst.seeds_to_tell(level)
-    if worst.interval.zero_spread:
-        would = (
-            f"with no spread the exact test needs about {n} seeds per side"
-            if n
-            else "with no spread and no effect no number of seeds would"
-        )
-    elif math.isnan(worst.interval.se):
-        would = f"one seed per side measures no spread: at least {MIN_SEEDS} seeds per side"
-    elif n is None:
-        would = "at the observed spread no feasible number of seeds would"
-    else:
-        would = f"at the observed mean and spread about {n} seeds per side would"
+    would = would_tell(worst, level)
     held = f"Holm-adjusted {p_is(p_holm)} {family}; " if not math.isnan(p_holm) else ""
     return CANNOT_TELL, f"{held}{would}; {evidence}"
 
 
 def decide_family(outcomes: Sequence[Outcome]) -> list[tuple[str, str, float]]:
     """Every claim of one report judged together: (status, evidence, Holm-adjusted p) each. The p-values
-    for and against the paper's direction are each Holm-adjusted over the claims judged."""
+    for and against the paper's direction are each Holm-adjusted over the verdicts reached (one per
+    outcome judged: a claim judged in two grids is two)."""
     adjusted = holm([o.p for o in outcomes])
     against = holm([o.p_against for o in outcomes])
-    claims = sum(not math.isnan(p) for p in adjusted)
-    return [(*decide(o, p, claims, q), p) for o, p, q in zip(outcomes, adjusted, against, strict=True)]
+    verdicts = sum(not math.isnan(p) for p in adjusted)
+    return [(*decide(o, p, verdicts, q), p) for o, p, q in zip(outcomes, adjusted, against, strict=True)]

@@ -41,19 +41,19 @@ from typing import Any
 
 from arith.config import ConfigError, ExperimentConfig, parse_only, parse_set
 from arith.tracking.archive import FORMAT, VERSION, read_archive
+from arith.tracking.commands import seeds_argument
 from arith.tracking.recorder import RunRecorder, new_run_id, now_ms, run_record, write_json
 from arith.training.checkpoints import CheckpointFolder, load_checkpoint
 from arith.training.train import train
 from experiments.grid import Grid
+from experiments.search import PRESEARCH_FIRST_SEED
 from sweeps.errors import SweepError
 from sweeps.grids import get_grid, points
 from sweeps.scales import Scale, get_scale
-from sweeps.space import SweepLink, parse_seeds, seeds_argument
+from sweeps.space import SweepLink, parse_seeds
 from sweeps.storage import git_commit, machine, sweep_link, sweep_name, sweep_tags
 from sweeps.workdir import claim, config_key, lock, plan_of, stop_stale
 
-#: pre-searches draw their seeds from here up, so the judged seeds (0 up) never chose their own budget
-PRESEARCH_FIRST_SEED = 100
 #: seconds between looks at the running trials
 POLL_S = 1.0
 
@@ -136,10 +136,13 @@ class Trial:
         pid_file = self.folder / f"{self.key}.pid"
         stop_stale(pid_file, str(config_path))
         config_path.write_text(self.cfg.to_json())
-        log = self.log_path.open("a")  # a resumed trial's log continues its earlier attempts'
         command = [sys.executable, "-m", "sweeps.offline", "trial", str(config_path), str(self.record_path)]
-        # its own process group: stopping it at the deadline stops whatever it started too
-        self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        # a resumed trial's log continues its earlier attempts'; the child keeps its own copy of the file
+        with self.log_path.open("a") as log:
+            # its own process group: stopping it at the deadline stops whatever it started too
+            self.process = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
         pid_file.write_text(str(self.process.pid))
         self.started = time.monotonic()
 

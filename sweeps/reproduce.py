@@ -87,7 +87,10 @@ def run_part(plan: Planned, uri: str, storage: str, archives: Path = ARCHIVES) -
         raise SweepError(f"{plan.grid}: its sweep ended without leaving a sweep folder to record")
     wall, machines, commits = noted
     client = store_client(uri)
-    record(client, find_parent(client, plan.grid), plan, shown, wall, machines, commits, archives)
+    # this part's own parent run, as its sweep folder recorded it: the store's latest sweep of the grid may
+    # be another part's (one started later, or imported from another machine's archive)
+    parent = find_parent(client, plan.grid, folders.state(name)["parent_run_id"])
+    record(client, parent, plan, shown, wall, machines, commits, archives)
 
 
 def wait_noting(sweep: subprocess.Popen, note: Callable[[], None], every_s: float) -> int:

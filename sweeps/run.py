@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,7 @@ import pandas as pd
 
 from arith.config import ConfigError, ExperimentConfig, parse_only, parse_set
 from arith.tracking import schema, store
+from arith.tracking.commands import sweep_identity
 from arith.tracking.store import absolute_uri
 from experiments.grid import Grid
 from experiments.registry import PluginError
@@ -44,7 +46,6 @@ from sweeps.storage import (
     check_tracking,
     open_sweep,
     resume_tracking_uri,
-    sweep_identity,
     sweep_state,
     trial_outcomes,
 )
@@ -201,8 +202,8 @@ class SweepOptions:
     args: tuple[str, ...] = ()
 
 
-#: flags whose value a resumed sweep takes from the interrupted one (flag, attribute, default)
-RESUME_IGNORES = (
+#: the flags naming the part of a grid a sweep runs (flag, attribute, default): with --resume, they pick it
+PART_FLAGS = (
     ("--set", "sets", ()),
     ("--seeds", "seeds", 1),
     ("--only", "only", ()),
@@ -211,9 +212,10 @@ RESUME_IGNORES = (
 )
 
 
-def ignored_on_resume(options: SweepOptions) -> list[str]:
-    """The flags given with --resume that it does not use (the interrupted sweep's values hold)."""
-    return [flag for flag, attr, default in RESUME_IGNORES if getattr(options, attr) != default]
+def names_its_part(options: SweepOptions) -> bool:
+    """Whether the command gives any of `PART_FLAGS`: then --resume takes the sweep started as it was, not
+    a later part's (a bare --grid/--scale --resume takes the latest)."""
+    return any(getattr(options, attr) != default for _, attr, default in PART_FLAGS)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -322,16 +324,16 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
     set_uri = parse_set(list(options.sets)).get("tracking.tracking_uri")
     tracking_uri = absolute_uri(options.tracking_uri or set_uri or ExperimentConfig().tracking.resolved_uri())
     res = resources(scale, options.gpus_per_trial, options.cpus_per_trial)
+    started_as = list(options.args)
     if options.resume:
-        sweep_name = storage.latest(grid.name, scale.name)
+        sweep_name = storage.latest(grid.name, scale.name, started_as if names_its_part(options) else None)
         state = storage.state(sweep_name)
         configs, res = state["configs"], state["resources"]
+        started_as = state.get("args", started_as)
         tracking_uri = resume_tracking_uri(options.tracking_uri, state, configs)
         if tracking_uri != state["tracking_uri"]:
             storage.save(sweep_name, {**state, "tracking_uri": tracking_uri, "configs": configs})
-        ignored = ignored_on_resume(options)
-        if ignored:
-            print(f"--resume ignores {', '.join(ignored)}: taken from the interrupted sweep", file=sys.stderr)
+        print(f"resuming sweep {sweep_name}, started as: {shlex.join(started_as)}", file=sys.stderr)
     else:
         configs = build_configs(grid, scale, options, tracking_uri)  # validated before anything starts
     for note in (scale_note(grid, scale), emulated_bf16_note(configs, res["gpu"], options.address)):
@@ -392,10 +394,9 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
         store.end_stopped_trials(store.client(tracking_uri), parent_run_id)  # none left RUNNING in the UI
         if search:  # what it found so far: printed, and logged on its parent run for the MLflow UI
             print("\nSo far:\n" + search.report(tracking_uri, parent_run_id))
-        which = f"--search {search.search.name}" if search else f"--grid {grid.name} --scale {scale.name}"
         print(
             f"\nInterrupted with {unfinished} trial(s) unfinished. Continue with:\n  python sweeps/run.py "
-            f"{which} --storage-path {storage.location} --resume"
+            f"{shlex.join(started_as)} --storage-path {storage.location} --resume"
         )
         return 130
     store.set_run_status(tracking_uri, parent_run_id, "FAILED" if errors else "FINISHED")

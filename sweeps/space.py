@@ -248,14 +248,6 @@ def parse_seeds(text: str) -> int | tuple[int, ...]:
     return tuple(values)
 
 
-def seeds_argument(seeds: int | tuple[int, ...]) -> str:
-    """`--seeds` as `parse_seeds` reads it back: a count K as "K", explicit seeds as "1,2", and one explicit
-    seed as "100," (a bare "100" would be a count of a hundred seeds)."""
-    if isinstance(seeds, int):
-        return str(seeds)
-    return ",".join(map(str, seeds)) + ("," if len(seeds) == 1 else "")
-
-
 def _seed_values(seeds: int | Iterable[int], base: int) -> list[int]:
     if isinstance(seeds, int):
         if seeds < 1:

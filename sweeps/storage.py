@@ -26,17 +26,6 @@ from sweeps.space import SweepLink
 SWEEP_FILE = "sweep.json"
 #: a sweep's sessions (wall time, machine, commit), beside its folder (`SweepStorage.session_entries`)
 SESSIONS_SUFFIX = ".sessions.json"
-#: the flags of sweeps/run.py that say where a sweep runs and reports, not what it runs (value or none)
-PLACE_FLAGS = {
-    "--tracking-uri": True,
-    "--storage-path": True,
-    "--address": True,
-    "--ray-temp-dir": True,
-    "--resume": False,
-    "--dry-run": False,
-    "--quiet": False,
-    "--verbose": False,
-}
 #: the commit of a tree copied without its .git, given by whoever copied it
 COMMIT_ENV = "POSDESC_GIT_COMMIT"
 
@@ -80,8 +69,29 @@ class SweepStorage:
         with self.fs.open_input_stream(f"{self.root}/{name}/{SWEEP_FILE}") as src:
             return json.loads(src.read().decode())
 
-    def latest(self, grid: str, scale: str) -> str:
-        """The most recent sweep of this grid and scale (names sort by start time)."""
+    def latest(self, grid: str, scale: str, args: list[str] | None = None) -> str:
+        """The most recent sweep of this grid and scale (names sort by start time); with `args`, the most
+        recent one started with them (`sweep_identity`): a grid run in parts (seeds, --only slices) has
+        several sweeps, and a later part must not be taken for an earlier one that stopped."""
+        names = self._sweeps(grid, scale)
+        if args is None:
+            if not names:
+                raise SweepError(
+                    f"no sweep of grid {grid!r} at scale {scale!r} to resume under {self.location}"
+                )
+            return names[-1]
+        started = {name: self.state(name).get("args") for name in names}
+        matching = [name for name, was in started.items() if was == list(args)]
+        if not matching:
+            seen = "; ".join(f"{n}: {shlex.join(a) if a else '(not recorded)'}" for n, a in started.items())
+            raise SweepError(
+                f"no sweep of grid {grid!r} at scale {scale!r} started as `{shlex.join(args)}` under "
+                f"{self.location}" + (f"; those there were started as: {seen}" if seen else "")
+            )
+        return matching[-1]
+
+    def _sweeps(self, grid: str, scale: str) -> list[str]:
+        """This grid's sweep folders at this scale that hold a sweep record, oldest first."""
         import pyarrow.fs
 
         selector = pyarrow.fs.FileSelector(self.root, allow_not_found=True, recursive=False)
@@ -90,20 +100,17 @@ class SweepStorage:
             for info in self.fs.get_file_info(selector)
             if info.type == pyarrow.fs.FileType.Directory and info.base_name.startswith(f"{grid}-{scale}-")
         )
-        names = [n for n in names if self.fs.get_file_info(f"{self.root}/{n}/{SWEEP_FILE}").is_file]
-        if not names:
-            raise SweepError(f"no sweep of grid {grid!r} at scale {scale!r} to resume under {self.location}")
-        return names[-1]
+        return [n for n in names if self.fs.get_file_info(f"{self.root}/{n}/{SWEEP_FILE}").is_file]
 
     def stopped(self, grid: str, scale: str, args: list[str]) -> str | None:
-        """The latest sweep of `grid` at `scale` when it was started with `args` (`sweep_identity`): one a
-        stopped session left, for `--resume` to finish; None when the latest is another's or there is none.
-        Whether it finished is the tracking store's to say (its parent run), not the folder's."""
+        """The latest sweep of `grid` at `scale` started with `args` (`sweep_identity`), even where a sweep
+        of another part started after it: one a stopped session left, for `--resume` to finish; None when
+        there is none. Whether it finished is the tracking store's to say (its parent run), not the
+        folder's."""
         try:
-            name = self.latest(grid, scale)
+            return self.latest(grid, scale, args)
         except SweepError:
             return None
-        return name if self.state(name).get("args") == list(args) else None
 
     def add_session(
         self, name: str, wall_s: float, machine: str, commit: str = "", session: str = ""
@@ -335,18 +342,3 @@ def trial_outcomes(
     failed = {r.info.run_name for r in runs if r.info.status == "FAILED"} & names
     failed |= {configs[key]["tracking"]["run_name"] for key in errored}
     return len(finished), len(failed - finished)
-
-
-def sweep_identity(argv: list[str]) -> list[str]:
-    """What a sweep runs, as its command line says it: `argv` less the flags of where it runs and reports
-    (`PLACE_FLAGS`), so that the same sweep run against another store or Ray is known as the same."""
-    out, skip = [], False
-    for word in argv:
-        flag = word.split("=", 1)[0]
-        if skip:
-            skip = False
-        elif flag in PLACE_FLAGS:
-            skip = PLACE_FLAGS[flag] and "=" not in word
-        else:
-            out.append(word)
-    return out

@@ -34,6 +34,7 @@ from analysis.load import (
     FINISHED,
     Sweep,
     TrialRun,
+    one_run_per_trial,
     read_sweep,
     tidy_cells,
     trials_frame,
@@ -858,7 +859,9 @@ def test_sweeps_run_apart_are_read_as_one(tmp_path: Path, empty_store: Path) -> 
     sweep = read_sweep("add_posembed", uri, [first, second])
     assert sweep.parent_run_ids == (first, second) and sweep.parent_run_id == first
     assert sorted(sweep.trials["seed"].value_counts().to_dict().items()) == [(0, 3), (1, 3)]
-    assert any("3 trial(s) repeated" in note for note in sweep.notes)
+    assert any(
+        "3 run(s) of a (point, seed) that another run holds were left out" in note for note in sweep.notes
+    )
     means = aggregate_seeds(sweep.cells, sweep.axes)
     assert (means["seeds"] == 2).all() and (means["accuracy"] - 0.5).abs().max() < 1e-9
 
@@ -1134,3 +1137,22 @@ def test_out_naming_a_file_is_refused_before_the_analysis(tmp_path: Path, capsys
         lines = capsys.readouterr().err.strip().splitlines()
         assert len(lines) == 1 and f"{taken} is a file" in lines[0], lines
     assert taken.read_text() == "mine" and not (tmp_path / "none.db").exists()
+
+
+def test_a_trial_with_several_runs_is_read_from_one_its_finished_one_first() -> None:
+    """A (point, seed) run twice (a part listed first killed part-way and finished by a later part, or a
+    trial run again from scratch within one sweep) counts once: a finished run before an unfinished one,
+    then the first listed; distinct trials are all kept, in their order."""
+    trials = pd.DataFrame(
+        {
+            schema.RUN_ID_COLUMN: ["a", "b", "c", "d", "e"],
+            schema.POINT_COLUMN: ["p", "p", "q", "q", "r"],
+            schema.SEED_COLUMN: ["0", "0", "0", "0", "0"],
+            "status": ["KILLED", "FINISHED", "FINISHED", "FINISHED", "KILLED"],
+        }
+    )
+    kept, left_out = one_run_per_trial(trials)
+    assert list(kept[schema.RUN_ID_COLUMN]) == ["b", "c", "e"] and left_out == 2
+    alone = trials.iloc[[2, 4]]
+    assert one_run_per_trial(alone)[0][schema.RUN_ID_COLUMN].tolist() == ["c", "e"]  # nothing repeated
+    assert one_run_per_trial(alone)[1] == 0

@@ -103,7 +103,11 @@ def test_a_search_rule_reads_the_step_each_configuration_first_reached_the_gate(
         ("augment=n_times_1", 100, 20_000, 0.93),
     )
     said = choice_line(reading, recipe_chosen=True)
+    assert said.startswith("  - choice rule, declared before it ran: every configuration at the gate")
     assert "every configuration at the gate on every seed by step 30,000: met" in said
+    # a rule the plan says was written after the sweep started says when, not "before it ran"
+    late_rule = choice_line(reading, True, "6 min after it started, before any reading above 0.00")
+    assert late_rule.startswith("  - choice rule, declared 6 min after it started, before any reading")
     assert "augment=n_times_1 seed 100 at the gate at step 20,000" in said and "as the rule says" in said
     # one step late, or never: not met
     late = read_gate_by_step(

@@ -333,8 +333,19 @@ def test_killed_driver_resumes_only_unfinished_trials(tmp_path, ray_temp_dir):
     assert 0 < len(done_before) < N_TRIALS
     finished_at = {r.info.run_id: r.info.end_time for r in done_before}
 
+    # a command naming another part (here: another --set) resumes no sweep of this one, and says which
+    # there are; the same command as the sweep's start, with --resume, continues it
+    other = subprocess.run(
+        [*sweep_cmd(uri, storage, ray_temp_dir, "--resume"), "--set", "train.lr=1"],
+        cwd=ROOT,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+    )
+    assert other.returncode == 2 and "started as" in other.stderr, other.stderr[-3000:]
     resumed = subprocess.run(
-        sweep_cmd(uri, storage, ray_temp_dir, "--resume", "--set", "train.lr=1"),
+        [*cmd, "--resume"],
         cwd=ROOT,
         env=clean_env(),
         capture_output=True,
@@ -342,7 +353,7 @@ def test_killed_driver_resumes_only_unfinished_trials(tmp_path, ray_temp_dir):
         timeout=2 * WAIT_S,
     )
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
-    assert "--resume ignores --set" in resumed.stderr
+    assert f"resuming sweep {GRID}-smoke-" in resumed.stderr
     client = store.client(uri)
     for run_id, end_time in finished_at.items():  # finished trials were not run again
         assert client.get_run(run_id).info.end_time == end_time

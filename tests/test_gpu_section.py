@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 
 from analysis.findings import NOT_TESTABLE
-from analysis.gpu import gpu_results, gpu_section, judged_findings, setting_key, summary_rows
+from analysis.gpu import (
+    fewer_digits_note,
+    gpu_results,
+    gpu_section,
+    judged_findings,
+    setting_key,
+    summary_rows,
+)
 from analysis.results import GPU_BANK
 from experiments.gpu_plan import load_gpu_plan
 
@@ -64,7 +71,8 @@ def test_the_verdict_reaches_the_section_and_the_findings_at_a_glance(banked) ->
     assert "**unseen problems only (not in the training set)**" in judged_part and "**paper**" in judged_part
     assert "#### mul:" not in text.split(f"### {PRESEARCH}", 1)[1].split(f"### {JUDGED}", 1)[0]
     claims = text.split("### Claims at the `gpu` scale", 1)[1]
-    assert "1 claim(s) judged" in claims and "**held**" in claims and JUDGED in claims
+    assert "1 verdict reached" in claims and "**held**" in claims and JUDGED in claims
+    assert "over every verdict of this page" in claims
     (row,) = summary_rows(results)
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[0] == f"mul_format (gpu: {JUDGED})" and cells[2] == "**held**"
@@ -75,3 +83,13 @@ def test_the_verdict_reaches_the_section_and_the_findings_at_a_glance(banked) ->
 def test_no_banked_batch_says_so(tmp_path: Path) -> None:
     assert gpu_results(tmp_path, load_gpu_plan(), f"sqlite:///{tmp_path}/gpu.db") == []
     assert "No batch is banked yet." in gpu_section([])
+
+
+def test_a_part_of_fewer_digits_is_said_to_be_read_through_the_map_its_tables_use(banked) -> None:
+    """The section's account of the 3-digit parts is the digit map the analysis reads them through: 3
+    stands for the paper's 5 (its training maximum), as the judged batch's own tables label it."""
+    text = gpu_section([banked[JUDGED]])
+    assert fewer_digits_note() in text and "the paper ran no 3-digit model" not in text
+    assert "its 1, 2, 3 digits stand for the paper's 1, 2, 5" in fewer_digits_note()
+    assert "read its 3 x 3 cell beside the paper's 5-digit model's 5 x 5" in fewer_digits_note()
+    assert "| 3 (paper 5) |" in text  # the tables the note describes

@@ -13,6 +13,7 @@ import pytest
 
 from arith.config import ConfigError, ExperimentConfig, parse_only
 from arith.data.datasets import train_examples, train_size
+from arith.tracking.commands import seeds_argument
 from arith.training import hardware
 from experiments.grid import Grid, Variant
 from experiments.recipes import (
@@ -28,7 +29,7 @@ from sweeps.grids import GRIDS, get_grid, longest_trial, paper_trial, points
 from sweeps.offline import SweepPart
 from sweeps.run import SweepOptions, absolute_uri, build_configs, main, trial_outcomes, trial_table
 from sweeps.scales import SCALES, get_scale
-from sweeps.space import parse_seeds, seeds_argument, trial_config
+from sweeps.space import parse_seeds, trial_config
 
 ROOT = Path(__file__).resolve().parent.parent
 PAPER_TABLES = ROOT / "experiments" / "paper_tables.csv"

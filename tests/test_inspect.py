@@ -288,11 +288,11 @@ def test_a_point_whose_trials_erred_nowhere_says_so_and_not_that_its_trials_are_
     """A trial that answered every test problem right writes eval/errors.csv with its header alone: its
     point reads "no wrong answers", where trials without the file read as from before it."""
     from analysis import report
-    from analysis.load import read_sweep
+    from analysis.load import keeping_no_errors, read_sweep
 
     uri = write_store(tmp_path, empty_store, recorded=True)
     old = report("add_posembed", uri, out_dir=tmp_path / "old", fmt="html", log_artifacts=False)
-    assert "No wrong answers kept (trials from before eval/errors.csv)" in old
+    assert "No wrong answers kept (trials from before eval/errors.csv, or run with" in old
     sweep = read_sweep("add_posembed", uri)
     finished = sweep.trials[sweep.trials["status"] == "FINISHED"]
     clean_point = str(finished["point"].iloc[0])
@@ -311,3 +311,10 @@ def test_a_point_whose_trials_erred_nowhere_says_so_and_not_that_its_trials_are_
         f"<strong>{clean_point}</strong>: no wrong answers: every test answer of its trials was right" in page
     )
     assert "<code>4 7</code>" in page  # the other points' wrong answer, as before
+    # a trial told to keep no wrong answers (train.errors_per_cell 0) writes the header alone whatever it
+    # answered: its file is no sign that it erred nowhere
+    experiment = client.get_experiment_by_name("add_posembed").experiment_id
+    told, kept = client.create_run(experiment).info.run_id, client.create_run(experiment).info.run_id
+    client.log_param(told, "train.errors_per_cell", "0")
+    client.log_param(kept, "train.errors_per_cell", "100")
+    assert keeping_no_errors([client.get_run(told), client.get_run(kept)]) == {told}

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis import by_claim, results
+from analysis import by_claim, cell_text, results
 from analysis.plan import (
     PLAN,
     TAG_COMMAND,
@@ -28,7 +28,9 @@ from analysis.plan import (
     sweep_args_of,
 )
 from analysis.presearch import presearch_records
+from analysis.ui_view import VIEW_TAG
 from arith.config import ConfigError, parse_only, parse_set
+from sweeps.errors import SweepError
 from sweeps.grids import points
 from sweeps.run import parse_args
 from sweeps.search import SearchRun
@@ -236,6 +238,39 @@ def test_the_readme_states_each_claims_verdict_as_the_report_does() -> None:
     assert len(report) == 10 and readme == report
 
 
+def _holm_p_values(text: str) -> set[str]:
+    """Every value of the "p (Holm)" column of each table that has one (the findings, the gpu claims)."""
+    values: set[str] = set()
+    column = None
+    for line in text.splitlines():
+        if not line.startswith("|"):
+            column = None
+            continue
+        cells = [cell.strip() for cell in line.strip().strip("|").split(" | ")]
+        if "p (Holm)" in cells:
+            column = cells.index("p (Holm)")
+        elif column is not None and len(cells) > column and cells[column].strip("-"):
+            values.add(cells[column])
+    return values
+
+
+def test_the_readme_quotes_the_holm_p_values_and_seed_counts_the_report_holds() -> None:
+    """README's prose (written by hand) quotes Holm-adjusted p values and the seeds a side that would tell;
+    each must be one the generated docs/RESULTS.md holds, so that a new family (a claim judged, a rule
+    changed) cannot leave the README quoting the old one."""
+    import re
+
+    report = (ROOT / "docs" / "RESULTS.md").read_text()
+    readme = (ROOT / "README.md").read_text()
+    quoted = re.findall(r"Holm-adjusted\s+p\s*=\s*([0-9][0-9.]*(?:e[+-]?\d+)?)", readme)
+    holm = _holm_p_values(report)
+    assert quoted and holm
+    assert set(quoted) <= holm, f"README quotes Holm p values not in RESULTS.md: {set(quoted) - holm}"
+    would = re.findall(r"about\s+(\d+)\s+seeds\s+a\s+side\s+would", readme)
+    told = set(re.findall(r"about (\d+) seeds per side would", report))
+    assert set(would) <= told, f"README's seeds a side not in RESULTS.md: {set(would) - told}"
+
+
 def test_a_claim_not_testable_in_one_grid_says_where_it_is_judged() -> None:
     """A claim not testable in its cpu grid but judged in another (a recipe's grid, a gpu batch): its row
     names where, with the verdict and its numbers."""
@@ -362,9 +397,10 @@ def test_a_stopped_part_is_found_again_by_its_command_and_its_sessions_add_up(tm
     """The sweep folder a session leaves records the command line that started it, less where it ran, so
     the next session's reproduction of the same part resumes it (and another part's starts its own); the
     sweep's record then holds every session's wall time and machine."""
+    from arith.tracking.commands import sweep_identity
     from sweeps.grids import get_grid
     from sweeps.scales import get_scale
-    from sweeps.storage import SweepStorage, sweep_identity, sweep_state
+    from sweeps.storage import SweepStorage, sweep_state
 
     (part,) = [p for p in PLAN if p.grid == "reverse_posembed_replication"]
     started = [*part.command("sqlite:////a dir/mlflow.db", "/a dir/ray"), "--resume", "--quiet"]
@@ -386,6 +422,15 @@ def test_a_stopped_part_is_found_again_by_its_command_and_its_sessions_add_up(tm
     assert folders.stopped(part.grid, part.scale, part.sweep_args()) == name
     other = [*part.sweep_args()[:-2], "--set", "train.precision=bf16"]
     assert folders.stopped(part.grid, part.scale, other) is None  # another part's command: a sweep of its own
+    # a later part's sweep of the same grid does not hide this one: each resumes its own
+    later = f"{part.grid}-{part.scale}-20261130-000000"
+    folders.create(later, sweep_state(grid, scale, "sqlite:///x.db", "def", {"CPU": 1.0}, {}, other))
+    assert folders.stopped(part.grid, part.scale, part.sweep_args()) == name
+    assert folders.stopped(part.grid, part.scale, other) == later
+    assert folders.latest(part.grid, part.scale) == later  # a bare --resume: the latest
+    with pytest.raises(SweepError, match="started as") as err:
+        folders.latest(part.grid, part.scale, [*other, "--seeds", "3"])
+    assert name in str(err.value) and later in str(err.value)  # it lists what is there to resume
 
     assert folders.add_session(name, 3000.0, "AMD EPYC (no native bf16), 2 CPU cores, Linux", "a1") == (
         3000.0,
@@ -581,6 +626,12 @@ def test_a_part_stopped_mid_trial_resumes_in_the_next_session(tmp_path: Path, re
     (name,) = [p.name for p in storage.iterdir() if p.is_dir()]
     assert folders.stopped(part.grid, part.scale, part.sweep_args()) == name
     assert len(folders.session_entries(name)) == 1
+    # a later sweep of the grid in the store (another part's, or one imported from another machine's
+    # archive): the resumed part records and archives its own parent run, not the store's latest
+    client = store.client(uri)
+    (experiment,) = store.experiment_ids(client, [GRID])
+    later = client.create_run(experiment, tags={"sweep": "1", "grid": GRID, "scale": part.scale}).info.run_id
+    client.set_terminated(later, "FINISHED")
 
     second = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=2 * WAIT_S
@@ -591,12 +642,8 @@ def test_a_part_stopped_mid_trial_resumes_in_the_next_session(tmp_path: Path, re
     check_histories(uri, 1)
     sessions = folders.session_entries(name)
     assert len(sessions) == 2
-    client = store.client(uri)
-    (parent,) = [
-        r
-        for r in store.search_runs(client, store.experiment_ids(client, [GRID]))
-        if r.data.tags.get("sweep") == "1"
-    ]
+    parent = client.get_run(folders.state(name)["parent_run_id"])
+    assert TAG_COMMAND not in client.get_run(later).data.tags  # the later sweep's record left alone
     assert float(parent.data.tags[TAG_WALL]) == pytest.approx(sum(s["wall_s"] for s in sessions), abs=1)
     # both sessions ran this checkout: one commit on record, the sweep's own
     assert sessions[0]["commit"] == sessions[1]["commit"] == parent.data.tags[TAG_COMMITS]
@@ -647,6 +694,7 @@ def test_the_findings_lead_counts_a_claim_judged_in_two_grids_once() -> None:
     claims = ["random embedding fixes it", "no embedding generalises", "a claim no grid has run"]
     line = by_claim.judged_line(findings, claims)
     assert line.startswith("**Judged: 1 of the 3 claims below**: fig:randembed (a claim judged in several")
+    assert "counts once here; its 2 verdicts are the family Holm's correction adjusts over)" in line
     assert by_claim.judged_line([], claims).startswith("**Judged: 0 of the 3 claims below** (")
 
 
@@ -763,7 +811,8 @@ def test_the_analysis_cli_reads_a_grids_plan_whole_with_plan_and_says_what_the_l
     assert analysis_main(["--grid", grid, "--tracking-uri", uri]) == 0  # the latest sweep alone
     out, err = capsys.readouterr()
     assert "1 trials (1 FINISHED)" in out and "**the seeds cannot tell**" not in out
-    assert f"one of the 9 parts of '{grid}' in this store" in err and "--plan reads them as one" in err
+    assert f"one part of the 9 parts of '{grid}' in docs/results/plan.yaml (9 in this store)" in err
+    assert "--plan reads them as one" in err
     assert analysis_main(["--grid", grid, "--tracking-uri", uri, "--plan"]) == 0
     out, err = capsys.readouterr()
     assert "17 trials (17 FINISHED)" in out and "(0 still to run)" in err
@@ -771,9 +820,94 @@ def test_the_analysis_cli_reads_a_grids_plan_whole_with_plan_and_says_what_the_l
     assert "**the seeds cannot tell**" in verdict and "-0.058 | [-0.171, +0.055]" in verdict  # RESULTS.md's
     client = store.client(uri)
     assert not any("verdicts" in client.get_run(run_id).data.tags for run_id in planned.ran[:1])
+    # its MLflow UI view lists the trials read and nothing else the grid's experiment holds (a trial of a
+    # superseded sweep, say)
+    experiment = client.get_experiment_by_name(grid).experiment_id
+    stray = client.create_run(experiment).info.run_id
+    assert analysis_main(["--grid", grid, "--tracking-uri", uri, "--plan", "--ui-url", "http://ui"]) == 0
+    key = capsys.readouterr().out.split("viewStateShareKey=")[1].split()[0].split("&")[0]
+    assert key.startswith(f"sweep-{planned.ran[0][:12]}-and-8-more-")
+    state = json.loads(client.get_experiment(experiment).tags[VIEW_TAG + key])
+    shown = {r.info.run_id for r in client.search_runs([experiment], state["searchFilter"], max_results=100)}
+    assert len(shown) == 17 and stray not in shown
 
     assert analysis_main(["--grid", "demo", "--tracking-uri", uri, "--plan"]) == 2
     assert "docs/results/plan.yaml has no part of grid 'demo'" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         analysis_main(["--grid", grid, "--tracking-uri", uri, "--plan", "--run", planned.ran[0]])
     assert "give one of them" in capsys.readouterr().err
+
+
+def test_the_plan_note_says_what_a_report_of_the_latest_sweep_leaves_out() -> None:
+    """Without --plan the report is of the grid's latest sweep; a note says which of the plan's parts it
+    is (or that it is none of them) and what is still to run, and where a search's parts are read whole.
+    --plan refuses a search's parts, and with no part in the store says how to import their archives."""
+    from analysis.__main__ import plan_note
+    from analysis.load import AnalysisError
+    from analysis.plan import PlanSweeps
+
+    assert plan_note(PlanSweeps("g", ("a",), 0, 1), "a") == ""  # the plan's one part: nothing left out
+    assert plan_note(PlanSweeps("g", (), 2, 2), "x") == ""  # no part ran: a sweep by hand
+    waits = plan_note(PlanSweeps("g", ("a",), 2, 3), "a")
+    assert "one part of the 3 parts of 'g'" in waits and "(1 in this store, 2 still to run)" in waits
+    other = plan_note(PlanSweeps("g", ("a", "b"), 0, 2), "x")
+    assert "reads sweep x, none of the 2 parts" in other and "--plan reads them as one sweep" in other
+    search = plan_note(PlanSweeps("s", ("a", "b"), 0, 2, search=True), "b")
+    assert "`python -m analysis.search --grid s` reads them as one search" in search
+    with pytest.raises(AnalysisError, match="is a recipe search, read whole"):
+        PlanSweeps("s", ("a",), 0, 1, search=True).to_read("sqlite:///x.db")
+    with pytest.raises(AnalysisError, match=r"arith.tracking.archive import docs/results/sweeps/g__"):
+        PlanSweeps("g", (), 1, 1).to_read("sqlite:///x.db")
+
+
+#: a not-testable reason as analysis.findings writes it for mul_format at two digit counts (RESULTS.md)
+MUL_FORMAT_WHY = (
+    "max_digits=3 not testable (basic not learned: seed 2 0.00 on 2x2, the paper's 2x2 0.99 (3 of 3 seeds "
+    "below 0.9 on some cell); padding_reverse not learned: seed 2 0.00 on 2x3, the paper's 2x5 1.00 (3 of 3 "
+    "seeds below 0.9 on some cell)); max_digits=5 not testable (basic not learned: seed 0 0.00 on 2x2, the "
+    "paper's 2x2 0.95 (1 of 1 seeds below 0.9 on some cell)); max_digits=3 gated on basic: 1x1, 1x2"
+)
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for char in text:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def test_a_short_reason_is_cut_at_a_clause_with_its_parentheses_closed_and_says_what_it_dropped() -> None:
+    """The before-and-after table's reason: the first clause outside any parenthesis; where that is too
+    long, its inner clauses that fit, closed, with "…" wherever text was dropped."""
+    short = cell_text.clip_reason(MUL_FORMAT_WHY)
+    assert short == (
+        "max_digits=3 not testable (basic not learned: seed 2 0.00 on 2x2, the paper's 2x2 0.99 (3 of 3 "
+        "seeds below 0.9 on some cell); …); …"
+    )
+    assert len(short) <= cell_text.SHORT_WHY and _balanced(short)
+    # a first clause that fits is kept whole; the clauses after it are said to be dropped
+    assert (
+        cell_text.clip_reason("a not learned (1 of 3 seeds); gated on a: 2x2")
+        == "a not learned (1 of 3 seeds); …"
+    )
+    assert cell_text.clip_reason("a not learned (1 of 3; seeds)") == "a not learned (1 of 3; seeds)"
+    # no clause boundary inside the limit: cut at a word, still closed
+    word = cell_text.clip_reason("x (" + "long words " * 30 + ")", 60)
+    assert word.endswith("…)") and len(word) <= 60 and _balanced(word)
+
+
+def test_a_long_command_quoted_in_the_not_testable_table_is_cited_by_a_note_written_once() -> None:
+    """A benchmark's full command line moves from every cell that quotes it to one numbered note under the
+    table; the cell keeps its numbers and reason, and a short quoted name stays where it is."""
+    command = "benchmarks/bench_train.py throughput --presets gpt2-small " + "--set data.x=1 " * 8
+    cell = f"151 tokens/s on one core (`sweeps.cost`; `{command.strip()}`, 2026-11-29): 3,100 core-hours"
+    rows = [{"grid": "nl_mix", "cost": cell, "n": 3}, {"grid": "nl_mix", "cost": cell, "n": 4}]
+    cited, notes = cell_text.command_notes(rows)
+    assert [r["cost"] for r in cited] == [
+        "151 tokens/s on one core (`sweeps.cost`; command [1], 2026-11-29): 3,100 core-hours"
+    ] * 2
+    assert [r["n"] for r in cited] == [3, 4]
+    assert notes == f"\nCommands the table cites:\n\n[1] `{command.strip()}`\n"
+    assert cell_text.command_notes([{"cost": "`sweeps.cost`"}]) == ([{"cost": "`sweeps.cost`"}], "")

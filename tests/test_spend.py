@@ -95,7 +95,14 @@ def test_spent_is_each_finished_trials_minutes_times_its_cpus_read_from_the_stor
     waiting = Planned("w", 1, estimate_core_min=40)
     ended = spend_table([(plan, costs), (unrun, None), (waiting, None)])
     assert "| e | cpu | 0 |  |  | 30 | ended unrun: no padded configuration passed |  |" in ended
-    assert "declared: 90, of which 40 for the parts not yet run" in ended
+    # planned beside spent only over the parts that declared and ran; the unrun parts' estimates apart
+    assert (
+        "Over the 1 part that declared an estimate and then ran: 20 core-minutes planned, 14 spent." in ended
+    )
+    assert (
+        "The 1 part ended unrun had declared 30 and spent nothing. The 1 part not yet run declares 40."
+        in ended
+    )
     # trials that logged their own CPU time (cpu_seconds) show it beside the wall minutes other work
     # on the same cores stretched: 5 + 7 of the 14
     for cost, seconds in zip(costs, [300.0, 420.0], strict=True):
@@ -105,10 +112,7 @@ def test_spent_is_each_finished_trials_minutes_times_its_cpus_read_from_the_stor
     assert sorted(c.cpu_minutes for c in clocked) == [5.0, 7.0]
     assert spent_line(plan, clocked).endswith("between sessions; 12 of the trials' own CPU time)")
     assert "| g | cpu | 0, 1, 2 |  | 2 | 20 | 14 | 12 |" in spend_table([(plan, clocked)])
-    assert (
-        "Spent in all: 14 core-minutes over 2 trials; declared: 20, of which 0 for the parts not yet run"
-        in table
-    )
+    assert "Spent in all: 14 core-minutes over 2 trials (the sum of the spent column" in table
 
 
 def test_a_judged_sweep_costs_its_seeds_times_its_points_at_the_measured_rate_on_one_core() -> None:
@@ -314,3 +318,44 @@ def test_a_gpu_cost_without_a_banked_batch_is_read_from_the_presearch_gpu_trials
     assert judged_cost("nl_mix", [], "...", [dialogue], {}, {}, {}, rates=rates)["on a GPU"] == (
         "no GPU measurement"
     )
+
+
+def _trial(minutes: float, seed: int = 0) -> TrialCost:
+    return TrialCost("p", seed, minutes, 1.0, 100)
+
+
+def test_the_totals_compare_planned_and_spent_only_over_the_parts_that_declared_and_ran() -> None:
+    """Planned beside spent over the parts with an estimate that ran; apart, what parts without one spent
+    and what parts ended unrun had declared. Each total sums the rounded rows, so it matches its column."""
+    declared = Planned("d", 1, estimate_core_min=100)
+    undeclared = Planned("u", 1)
+    ended = Planned("e", 1, estimate_core_min=70, ended_early="what the rest could not change")
+    # two trials of 10.4 min: the row shows 21 (20.8 rounded); undeclared rows 5 (4.6) and 5 (4.6)
+    parts = [
+        (declared, [_trial(10.4), _trial(10.4, 1)]),
+        (undeclared, [_trial(4.6)]),
+        (Planned("u", (1,)), [_trial(4.6)]),
+        (ended, None),
+    ]
+    table = spend_table(parts)
+    assert "| d | cpu | 0 |  | 2 | 100 | 21 | — |" in table
+    assert (
+        "Over the 1 part that declared an estimate and then ran: 100 core-minutes planned, 21 spent." in table
+    )
+    assert "The 2 parts run before the plan declared estimates spent 10 more." in table
+    assert "The 1 part ended unrun had declared 70 and spent nothing." in table
+    assert "not yet run declare" not in table  # no part is left to run
+    # 21 + 5 + 5 as the column shows them, not the unrounded 30.4
+    assert "Spent in all: 31 core-minutes over 4 trials (the sum of the spent column" in table
+
+
+def test_a_part_that_overran_its_estimate_by_more_than_half_again_is_flagged_under_the_table() -> None:
+    over = Planned("r", (20, 21, 22, 23), sets=("train.precision=fp32",), estimate_core_min=200)
+    near = Planned("r", (5, 6), only=("position=random_embed",), estimate_core_min=100)
+    parts = [(over, [_trial(399.4)]), (near, [_trial(150.0)]), (Planned("u", 1), [_trial(900.0)])]
+    table = spend_table(parts)
+    # 2.0x is flagged; 1.5x exactly is not, nor a part that declared no estimate
+    assert table.endswith(
+        "\nOver 1.5x their estimate: r (seeds 20-23; train.precision=fp32): 200 -> 399 (2.0x).\n"
+    )
+    assert "Over 1.5x" not in spend_table(parts[1:])

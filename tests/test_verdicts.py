@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -294,3 +295,31 @@ def test_a_p_value_below_what_the_text_rounds_to_reads_as_an_inequality() -> Non
         np.subtract([0.9, 0.95, 1.0, 0.97, 0.99], [0.01, 0.02, 0.0, 0.03, 0.01]), range(5)
     )
     assert "one-sided p < 0.0001" in paired.describe() and "= <" not in paired.describe()
+
+
+def test_the_holm_family_is_named_by_its_verdicts_as_the_glance_counts_claims_apart() -> None:
+    """Holm's family is one member per verdict reached (a claim judged in two grids is two): the evidence
+    says "over N verdicts", not claims, so it reads beside the glance's count of claims judged once."""
+    one = compared([difference(Side.of("a", side_frame(BETTER)), Side.of("b", side_frame(WORSE)))])
+    assert "Holm-adjusted p = 0.0086 over 1 verdict;" in decide_family([one])[0][1]
+    told = decide_family([one, one, one])[0][1]
+    assert "over 3 verdicts;" in told and "claim(s)" not in told
+
+
+def test_seeds_that_would_tell_an_effect_against_the_paper_say_they_would_tell_it_against() -> None:
+    """The weakest contrast running against the paper's direction: more seeds would make the claim not
+    held, and the evidence says so; an effect the paper's way keeps the plain sentence."""
+    against = compared([difference(Side.of("b", side_frame(WORSE)), Side.of("a", side_frame(BETTER)))])
+    status, evidence, _p = decide_family([against] * 3)[0]
+    assert status == CANNOT_TELL
+    assert re.search(
+        r"about \d+ seeds per side would tell, in the direction against the paper's, at the observed mean "
+        r"and spread; ",
+        evidence,
+    )
+    mirror = compared([difference(Side.of("a", side_frame(BETTER)), Side.of("b", side_frame(WORSE)))])
+    plain = decide_family([mirror] * 3)[0][1]
+    assert re.search(r"at the observed mean and spread about \d+ seeds per side would; ", plain)
+    assert "against the paper's" not in plain
+    # the count is the same either way: the spread is, and the interval is put clear of 0 on its own side
+    assert against.contrasts[0].seeds_to_tell(0.01) == mirror.contrasts[0].seeds_to_tell(0.01)
