@@ -17,11 +17,15 @@ $(VENV)/.installed: pyproject.toml scripts/install.sh
 
 install: $(VENV)/.installed
 
+# Two test processes, each test file whole on one (its module fixtures run once): the unit tests train on
+# one thread, so a second process fills the other core; Ray's sweeps overlap their start-up waits.
+XDIST  ?= -n 2 --dist loadfile
+
 test: install                    ## everything, slow end-to-end tests included (what CI runs)
-	$(PY) -m pytest
+	$(PY) -m pytest $(XDIST)
 
 test-fast: install               ## the fast unit tests only
-	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest $(XDIST) -m "not slow"
 
 lint: install
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

@@ -4,12 +4,13 @@ bf16 trials land on a CPU without bf16 hardware (`emulated_bf16_note`).
 
 A local Ray outlives a driver killed with SIGKILL: its agents (`ray::DashboardAgent`,
 `ray::RuntimeEnvAgent`) stay up under pid 1 and ignore SIGTERM. So a driver that starts one notes it in
-Ray's temp folder (`posdesc-driver-<pid>.json`: its pid and Ray's session folder), removes the note when
-it stops Ray, and the next sweep started with the same temp folder (`--resume` or a new one) first stops
-the processes of every noted session whose driver is gone. Only those: every process of a Ray session
-names its session folder on its command line or holds its log files open, and no other Ray is touched
-(no `ray stop`). A sweep abandoned after its driver was killed is cleaned up by hand the same way:
-`python -m sweeps.cluster stop-stale [--ray-temp-dir DIR]`.
+Ray's temp folder (`posdesc-driver-<pid>.json`: its pid, start time and Ray's session folder), removes
+the note when it stops Ray, and the next sweep started with the same temp folder (`--resume` or a new
+one) first stops the processes of every noted session whose driver is gone (its pid no longer the process
+that started then: a driver run from a script, a notebook or a test counts as running). Only those: every
+process of a Ray session names its session folder on its command line or holds its log files open, and no
+other Ray is touched (no `ray stop`). A sweep abandoned after its driver was killed is cleaned up by hand
+the same way: `python -m sweeps.cluster stop-stale [--ray-temp-dir DIR]`.
 """
 
 from __future__ import annotations
@@ -107,12 +108,32 @@ def note_local_ray(folder: Path) -> None:
     import ray
 
     session = ray._private.worker._global_node.get_session_dir_path()  # no public API names it
-    _note(folder, os.getpid()).write_text(json.dumps({"driver_pid": os.getpid(), "session_dir": session}))
+    pid = os.getpid()
+    noted = {"driver_pid": pid, "driver_started": _start_time(pid), "session_dir": session}
+    _note(folder, pid).write_text(json.dumps(noted))
 
 
 def forget_local_ray(temp_dir: str | None) -> None:
     """After `ray.shutdown()`: this driver's session is stopped, its note goes."""
     _note(ray_temp_dir(temp_dir), os.getpid()).unlink(missing_ok=True)
+
+
+def _start_time(pid: int) -> int | None:
+    """When process `pid` started (clock ticks after boot, /proc/PID/stat's field 22); None if it is gone.
+    A pid and its start time name one process: a later process given the same pid started later."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _driver_running(noted: Mapping[str, Any]) -> bool:
+    """Whether the driver that wrote a note still runs: its pid is the same process (same start time).
+    Notes from before the start time was noted fall back to the pid's command line naming a sweep."""
+    pid = int(noted["driver_pid"])
+    if "driver_started" in noted:
+        return noted["driver_started"] is not None and _start_time(pid) == noted["driver_started"]
+    return "sweeps" in _cmdline(pid)
 
 
 def _cmdline(pid: int) -> str:
@@ -142,11 +163,11 @@ def stop_stale_ray(folder: Path) -> int:
     for note in sorted(folder.glob("posdesc-driver-*.json")):
         try:
             noted = json.loads(note.read_text())
-            driver, session = int(noted["driver_pid"]), str(noted["session_dir"])
+            session, running = str(noted["session_dir"]), _driver_running(noted)
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if "sweeps" in _cmdline(driver) or not session:
-            continue  # its driver runs on (a sweep beside this one)
+        if running or not session:
+            continue  # its driver runs on (a sweep beside this one, from a script, a notebook or a test)
         pids = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
         left = [pid for pid in pids if pid != os.getpid() and _in_session(pid, session)]
         for pid in left:

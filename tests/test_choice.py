@@ -7,6 +7,7 @@ import dataclasses
 import math
 
 import pandas as pd
+import pytest
 
 from analysis.choice import (
     choice_line,
@@ -21,6 +22,14 @@ from arith.tracking import store
 from experiments.registry import EXPERIMENTS
 
 PLAN_24K = Planned("add_posembed_recipe_24k", seeds=(101, 102), scale="cpu_recipe", choose_if_at_least=0.95)
+
+
+@pytest.fixture(scope="module")
+def archived_store(tmp_path_factory) -> str:
+    """Every archived sweep in one store (a minute to import), read, never written, by the tests here."""
+    uri = f"sqlite:///{tmp_path_factory.mktemp('archived') / 'mlflow.db'}"
+    restore_archives(uri)
+    return uri
 
 
 def sweep_frames(readings: dict[int, list[tuple[int, float, float]]], status: str = "FINISHED"):
@@ -122,7 +131,7 @@ def test_a_search_rule_reads_the_step_each_configuration_first_reached_the_gate(
     assert running.met is None and "not read yet" in choice_line(running, recipe_chosen=False)
 
 
-def test_every_recipe_a_pre_search_chooses_follows_its_declared_rule(tmp_path) -> None:
+def test_every_recipe_a_pre_search_chooses_follows_its_declared_rule(archived_store: str) -> None:
     """Each plan part with a choice rule: its grid's recipe is chosen only if its archived pre-search met
     the rule (a recipe whose pre-search has no archive yet is not chosen)."""
     ruled = [p for p in PLAN if p.choose_if_at_least is not None or p.choose_if_gate_by_step is not None]
@@ -136,8 +145,7 @@ def test_every_recipe_a_pre_search_chooses_follows_its_declared_rule(tmp_path) -
             assert not recipe.chosen, f"{plan.grid}: its recipe is chosen before its pre-search is archived"
     if not archived:
         return
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    restore_archives(uri)
+    uri = archived_store
     client = store.client(uri)
     for plan in archived:
         (run,) = [run for part, run in part_runs(client, plan.grid) if part == plan]
@@ -146,14 +154,13 @@ def test_every_recipe_a_pre_search_chooses_follows_its_declared_rule(tmp_path) -
         assert "against the rule" not in said and "not read yet" not in said, said
 
 
-def test_a_rule_read_off_a_real_archived_pre_search(tmp_path) -> None:
+def test_a_rule_read_off_a_real_archived_pre_search(archived_store: str) -> None:
     """The 12,000-step pre-search of scratchpad addition (seed 100, random_embed alone in its part, the
     other schemes in parts of their own on the same seed) read as if it had declared the 24,000-step
     rule: met (0.99 at the end), though the 12,000-step recipe was rejected on a judged seed since: a rule
     of 0.95 on one seed is what the 24,000-step pre-search runs on two."""
     (part,) = [p for p in PLAN if p.grid == "add_posembed_recipe_long" and "random_embed" in "".join(p.only)]
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    restore_archives(uri)
+    uri = archived_store
     (run,) = [run for planned, run in part_runs(store.client(uri), part.grid) if planned == part]
     said = part_choice(dataclasses.replace(part, choose_if_at_least=0.95), uri, run.info.run_id)
     assert said.startswith("  - choice rule, declared before it ran: every cell in range at least 0.95")
