@@ -100,6 +100,32 @@ MUL_SIMPLE_CASE_40K = ChosenRecipe(
     chosen=False,
 )
 
+#: the same claim at the setting a GPU pre-search chose for mul_format (a2: gpt2-mini, batch 512 x 8,000
+#: steps, peak lr 1e-3 with 5% warmup and linear decay, the paper's 300,000 lines; its padded 3x3 read
+#: 0.87-0.93 at ~5,700 steps and 1.00 at 8,000 on seeds 100-101, and b3 judged mul_format at it), in bf16 as
+#: the GPU ran it, ten epochs a pass as the search evaluates it. The recipe search mul_simple_case_b512
+#: tries it on the CPU; chosen only as its plan part's rule says (docs/results/plan.yaml
+#: `choose_if_gate_by_step`: both points at the gate by step 6,000 of the 8,000)
+MUL_SIMPLE_CASE_B512 = ChosenRecipe(
+    scale="cpu_recipe",
+    settings={
+        "model.preset": "gpt2-mini",
+        "train.batch_size": 512,
+        "train.max_steps": 8_000,
+        "train.lr": 1e-3,
+        "train.precision": "bf16",
+        "train.warmup_ratio": 0.05,
+        "train.schedule": "linear",
+        "train.epochs_per_pass": 10,
+    },
+    chosen_by="the recipe search mul_simple_case_b512, seed 100 (docs/results/plan.yaml; one configuration "
+    "a compared point, each ended at the gate or at its 8,000 steps)",
+    evidence="not read yet: its part started on 3 Dec 2026 (a sweep of several sessions: about 8 hours of "
+    "two one-core trials on a CPU that emulates bf16, a third of that where bf16 is native)",
+    search="mul_simple_case_b512",
+    chosen=False,
+)
+
 #: per task that no experiment has a cpu_recipe recipe for: what its nearest pre-search reached (a task not
 #: named here has had none)
 NO_RECIPE = {

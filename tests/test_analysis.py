@@ -172,6 +172,7 @@ EXPECTED_TABLES = {
     # mul_simple_case's 5-digit (3 at cpu) n x 1 and first-step points, one table each
     "mul_simple_case_long": 2,
     "mul_simple_case_40k": 2,
+    "mul_simple_case_8k": 2,
     "add_length": 1,
     "reverse_posembed": 2,
     # reverse_posembed's random-init points at the cpu_recipe scale
@@ -413,6 +414,7 @@ CLAIM_GRIDS = [
     "mul_simple_case",
     "mul_simple_case_long",
     "mul_simple_case_40k",
+    "mul_simple_case_8k",
     "add_length",
     "nl_mix",
 ]
@@ -442,6 +444,7 @@ def test_claims_not_held_when_the_numbers_contradict_them() -> None:
     assert statuses("mul_simple_case", worse_best("data.augment", "n_times_1")) == [NOT_HELD]
     assert statuses("mul_simple_case_long", worse_best("data.augment", "n_times_1")) == [NOT_HELD]
     assert statuses("mul_simple_case_40k", worse_best("data.augment", "n_times_1")) == [NOT_HELD]
+    assert statuses("mul_simple_case_8k", worse_best("data.augment", "n_times_1")) == [NOT_HELD]
     assert statuses(
         "add_length", learned_then(lambda cfg, _: 0.9 if cfg.data.format == "basic" else 0.3)
     ) == [NOT_HELD]
