@@ -44,6 +44,7 @@ from arith.tracking.archive import FORMAT, VERSION, read_archive
 from arith.tracking.commands import seeds_argument
 from arith.tracking.recorder import RunRecorder, new_run_id, now_ms, run_record, write_json
 from arith.training.checkpoints import CheckpointFolder, load_checkpoint
+from arith.training.hardware import machine
 from arith.training.train import train
 from experiments.grid import Grid
 from experiments.search import PRESEARCH_FIRST_SEED
@@ -51,7 +52,7 @@ from sweeps.errors import SweepError
 from sweeps.grids import get_grid, points
 from sweeps.scales import Scale, get_scale
 from sweeps.space import SweepLink, parse_seeds
-from sweeps.storage import git_commit, machine, sweep_link, sweep_name, sweep_tags
+from sweeps.storage import git_commit, sweep_link, sweep_name, sweep_tags
 from sweeps.workdir import claim, config_key, lock, plan_of, stop_stale
 
 #: seconds between looks at the running trials

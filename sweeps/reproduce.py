@@ -36,8 +36,9 @@ from arith.tracking import store
 from arith.tracking.archive import export_sweep
 from arith.tracking.schema import COMMIT_TAG
 from arith.tracking.store import client as store_client
+from arith.training.hardware import machine
 from sweeps.errors import SweepError
-from sweeps.storage import SweepStorage, git_commit, machine
+from sweeps.storage import SweepStorage, git_commit
 
 #: sweeps/run.py's exit code after a Ctrl+C (128 + SIGINT): Tune's state saved, the sweep resumable
 INTERRUPTED = 130

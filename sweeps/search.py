@@ -44,6 +44,7 @@ from analysis.search import cost_report
 from arith.config import ConfigError, ExperimentConfig
 from arith.data.datasets import test_examples
 from arith.tracking import schema, store
+from arith.training.hardware import machine
 from arith.training.metrics import gate_cell_name
 from arith.validation import validate
 from experiments.cells import CELL_KEYS
@@ -63,7 +64,7 @@ from experiments.verdicts import LEARNED, TOLERANCE, gated_cells
 from sweeps.asha import ASHA_STATE_FILE, SearchAsha
 from sweeps.grids import get_grid
 from sweeps.scales import Recipe, Scale, get_scale
-from sweeps.storage import digit_map, machine
+from sweeps.storage import digit_map
 from sweeps.trainable import trial_key
 
 #: the gate's weakest cell at which a search's trial has passed (and its scheduler ends it)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import shlex
 import subprocess
 import time
@@ -184,37 +183,6 @@ def git_commit() -> str:
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return commit + ("-dirty" if dirty else "")
-
-
-def machine() -> tuple[str, str]:
-    """(what the trials run on, the precision they train in), for a sweep's records: a GPU's name (it
-    trains in bf16 autocast), else the CPU (`scripts/reproduce_cpu.py` tags its parent runs with it)."""
-    import torch
-
-    if torch.cuda.is_available():
-        return torch.cuda.get_device_name(0), "bf16 autocast"
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"{cpu_name()}, {cpus} CPU cores, {platform.system()}", "fp32"
-
-
-def cpu_name(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
-    """The processor's model, its family and model numbers, and whether it multiplies bf16 in hardware
-    (AVX512-BF16 or AMX): the CPUs a sweep lands on differ from session to session, and its timings (and a
-    bf16 trial's cost, ~10x on a CPU that emulates bf16) compare only on one. A virtual machine's model
-    name can be the vendor's alone ("AMD EPYC" for a Zen 3, Zen 4 and Zen 5 alike, whose bf16 trials ran
-    at ~0.21 and ~0.14 s a step on the last two), so the numbers tell them apart (AMD family 25 model 1:
-    Zen 3; 25 model 17: Zen 4; family 26: Zen 5). Read from /proc/cpuinfo; elsewhere the architecture."""
-    try:
-        lines = cpuinfo.read_text().splitlines()
-    except OSError:
-        return platform.processor() or platform.machine()
-    fields = dict(line.split(":", 1) for line in lines if ":" in line)
-    fields = {k.strip(): v.strip() for k, v in fields.items()}
-    flags = set(fields.get("flags", "").split())
-    native = "native bf16" if flags & {"avx512_bf16", "amx_bf16"} else "no native bf16"
-    family, model = fields.get("cpu family"), fields.get("model")
-    numbers = f"family {family} model {model}, " if family and model else ""
-    return f"{fields.get('model name') or platform.machine()} ({numbers}{native})"
 
 
 def digit_map(grid: Grid, scale: Scale) -> dict[int, int]:

@@ -524,7 +524,7 @@ def test_a_part_ended_early_is_archived_as_it_stands_and_never_resumed(tmp_path:
 
 
 def test_the_machine_names_its_processor_its_family_and_whether_it_has_native_bf16(tmp_path: Path) -> None:
-    from sweeps.storage import cpu_name
+    from arith.training.hardware import cpu_name
 
     info = tmp_path / "cpuinfo"
     info.write_text(

@@ -36,6 +36,7 @@ from arith.tracking import store
 from arith.tracking.archive import export_sweep, import_sweep
 from arith.tracking.schema import CPU_SECONDS, POINT_TAG
 from arith.training.epochs import epoch_steps
+from arith.training.hardware import machine
 from arith.training.metrics import MIN_UNSEEN, weakest_unseen
 from arith.training.optim import run_steps
 from experiments import registry
@@ -52,7 +53,7 @@ from sweeps.errors import SweepError
 from sweeps.grids import get_grid, points
 from sweeps.run import main
 from sweeps.search import PASSED, SearchRun, gate_cells, stopped_why
-from sweeps.storage import digit_map, machine
+from sweeps.storage import digit_map
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -165,6 +165,63 @@ def test_resumed_trial_ends_with_the_same_weights_in_the_same_run(
     assert len(runs) == 2  # the straight run and the one resumed run, not a third
 
 
+def test_a_trial_resumed_on_another_machine_records_each_machines_steps(tmp_path, monkeypatch) -> None:
+    """A sweep that spans sessions may resume a trial on another processor: its run keeps one session a
+    process, each with the steps it computed (from the checkpoint it started at) and its CPU time, so a
+    rate per step is read per machine; the checkpoint holds the same record. A checkpoint written before
+    the record existed gets its earlier steps as one session on a machine not recorded."""
+    import arith.training.train as trainer
+    from arith.model.gpt import ArithModel
+    from arith.training import sessions as record
+    from arith.training.checkpoints import save_checkpoint
+
+    cfg = tiny_cfg(tmp_path, **{"train.epochs": 5, "train.checkpoint_dir": str(tmp_path / "c")})
+    real_new_epoch = ArithModel.new_epoch
+
+    def crash_at_epoch_3(self, epoch: int) -> None:
+        if epoch == 3:
+            raise RuntimeError("session over")
+        real_new_epoch(self, epoch)
+
+    monkeypatch.setattr(trainer, "device_name", lambda device: "machine A")
+    monkeypatch.setattr(ArithModel, "new_epoch", crash_at_epoch_3)
+    with pytest.raises(RuntimeError, match="session over"):
+        train(cfg)
+    saved = load_checkpoint(tmp_path / "c")
+    (first,) = saved["sessions"]
+    assert (first["machine"], first["from_step"], first["to_step"]) == ("machine A", 0, saved["step"])
+    assert first["bf16_matmuls"] == "none" and first["cpu_seconds"] == pytest.approx(
+        saved["cpu_seconds"], abs=0.01
+    )
+
+    monkeypatch.setattr(ArithModel, "new_epoch", real_new_epoch)
+    monkeypatch.setattr(trainer, "device_name", lambda device: "machine B")
+    done = train(cfg)
+    final = load_checkpoint(tmp_path / "c")
+    a, b = final["sessions"]
+    assert (b["machine"], b["from_step"], b["to_step"]) == ("machine B", a["to_step"], done.steps)
+    assert a == first  # the steps a stopped process computed after its checkpoint are not counted twice
+    assert a["cpu_seconds"] + b["cpu_seconds"] == pytest.approx(final["cpu_seconds"], abs=0.01)
+    tags = _client(cfg).get_run(done.run_id).data.tags
+    assert record.read(tags[record.SESSIONS_TAG]) == final["sessions"]
+    steps = f"{a['to_step']:,}"
+    assert tags[record.TRAINED_ON_TAG].startswith(f"steps 0-{steps} on machine A, ")
+    assert f"; steps {steps}-{done.steps:,} on machine B, " in tags[record.TRAINED_ON_TAG]
+
+    # a checkpoint from before the record: its steps so far were computed somewhere no one noted
+    older = {k: v for k, v in saved.items() if k != "sessions"}
+    save_checkpoint(tmp_path / "old", older)
+    resumed = train(cfg.with_overrides({"train.checkpoint_dir": str(tmp_path / "old")}))
+    unknown, here = load_checkpoint(tmp_path / "old")["sessions"]
+    assert (unknown["machine"], unknown["from_step"], unknown["to_step"]) == (
+        record.NOT_RECORDED,
+        0,
+        saved["step"],
+    )
+    assert (here["machine"], here["to_step"]) == ("machine B", resumed.steps)
+    assert record.described([unknown]) == f"steps 0-{saved['step']:,} on not recorded"
+
+
 def test_the_weights_digest_tells_weights_apart_to_the_last_bit() -> None:
     """Equal for a copy; different for one float moved by one ulp, for the same values in bf16, and for
     the same bytes under another name or shape."""

@@ -60,11 +60,14 @@ from arith.training.hardware import (
     bf16_matmuls,
     compile_model,
     cpu_threads,
+    device_name,
     keep_freed_memory,
     resolve_device,
 )
 from arith.training.metrics import exact_match, probe_examples, summary_metrics
 from arith.training.optim import lr_lambda, make_optimizer, total_steps
+from arith.training.sessions import advanced, opened
+from arith.training.sessions import tags as session_tags
 from arith.training.step import NonFiniteLossError, drain_losses, train_step
 from arith.validation import validate
 
@@ -108,6 +111,8 @@ class TrainState:
     #: why training ended: "epochs" (not yet, or all done), "max_steps" or "target_accuracy"
     stopped: str = "epochs"
     run_id: str = ""
+    #: each process that trained it: its machine, steps and CPU time (`arith.training.sessions`)
+    sessions: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
     def of(cls, saved: dict[str, Any]) -> TrainState:
@@ -242,12 +247,15 @@ def train(
             cfg, state.run_id, (saved or {}).get("unsent"), folder=cfg.train.checkpoint_dir or None
         )
     state.run_id = tracker.run_id
+    kernels = bf16_matmuls(s.device, cfg.train.precision)
+    state.sessions = opened(state.sessions, state.step, device_name(s.device), kernels)
     # the device it trained on: a scheduler may assign a (fractional, or fake) GPU where torch has none
     tracker.set_tags(
         {
             "hostname": socket.gethostname(),
             "device": s.device.type,
-            BF16_MATMULS_TAG: bf16_matmuls(s.device, cfg.train.precision),
+            BF16_MATMULS_TAG: kernels,
+            **session_tags(state.sessions),
         }
     )
     if saved is not None:
@@ -307,7 +315,8 @@ def _loop(
         epoch_loss += drain_losses(window, state.step, epoch)
         if device.type == "cuda":
             torch.cuda.synchronize()
-        state.train_seconds += time.perf_counter() - epoch_start
+        epoch_seconds = time.perf_counter() - epoch_start
+        state.train_seconds += epoch_seconds
         state.epoch = epoch
         mean_loss = epoch_loss / max(1, epoch_steps)
         if state.step >= s.n_steps and epoch < t.epochs:
@@ -337,13 +346,17 @@ def _loop(
         print(line, flush=True)
         # the scheduler sees test_acc in every report: the latest evaluation's (0 before the first one)
         metrics["evaluated"] = "test_acc" in metrics
-        state.cpu_seconds += time.process_time() - cpu_mark
-        cpu_mark = time.process_time()
+        cpu_now = time.process_time()
+        state.cpu_seconds += cpu_now - cpu_mark
+        advanced(state.sessions, state.step, cpu_now - cpu_mark, epoch_seconds)
+        cpu_mark = cpu_now
         metrics[CPU_SECONDS] = state.cpu_seconds
         tracker.log_metrics({CPU_SECONDS: state.cpu_seconds}, epoch)  # a search's clock, live in MLflow
         last_test_acc = metrics.setdefault("test_acc", last_test_acc)
         due = final or epoch in t.eval_epochs or (t.checkpoint_every and epoch % t.checkpoint_every == 0)
         path = None
+        if due:  # the record of where it trained, as its checkpoint will hold it
+            tracker.set_tags(session_tags(state.sessions))
         if due and checkpoints is not None:
             tracker.flush()  # the store has every value up to here before a checkpoint says so ...
             path = checkpoints.save(s.checkpoint(state, tracker.unsent()))  # ... or the checkpoint has it
