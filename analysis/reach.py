@@ -61,26 +61,24 @@ def one_core_cost(costs: list[TrialCost], points: int, steps: list[float | None]
     which), at the seconds a step the sweep's own finished trials measured on one core: their CPU time
     where every one logged it, else the wall time they held (which trials sharing cores inflate). Trials
     from different machines (their sweeps' `reproduce.machine`: a CPU with bf16 hardware runs these bf16
-    trials ~3x faster than one without) give a rate each, and the cost spans them."""
+    trials ~3x faster than one without) give a rate each, and the cost spans them; a trial resumed on
+    another machine counts each session's steps and CPU time on its own (`TrialCost.by_machine`)."""
     one = [c for c in costs if c.steps and c.cpus == 1 and c.finished]
     if not one:
         return "no one-core measurement"
     clocked = all(c.cpu_minutes is not None for c in one)
     clock = "CPU time" if clocked else "wall time held (slower where trials shared cores)"
-    by_machine: dict[str, list[TrialCost]] = {}
+    spent: dict[str, list[float]] = {}  # machine -> [minutes, steps, trials]
     for cost in one:
-        by_machine.setdefault(cost.machine, []).append(cost)
-
-    def minutes_a_step(trials: list[TrialCost]) -> float:
-        spent = sum((c.cpu_minutes or 0.0) if clocked else c.minutes for c in trials)
-        return spent / sum(c.steps for c in trials)
-
-    per_step = sorted((minutes_a_step(trials), machine) for machine, trials in by_machine.items())
+        for machine, (minutes, trained) in cost.by_machine(clocked).items():
+            total = spent.setdefault(machine, [0.0, 0.0, 0.0])
+            total[0], total[1], total[2] = total[0] + minutes, total[1] + trained, total[2] + 1
+    per_step = sorted((minutes / n, machine) for machine, (minutes, n, _) in spent.items() if n)
     if len(per_step) == 1:
         rate = f"{per_step[0][0] * 60:.2f} s a step of {clock}, measured over its sweep's {len(one)} one-CPU"
         rate += " trials"
     else:
-        each = [(minutes, machine, len(by_machine[machine])) for minutes, machine in per_step]
+        each = [(minutes, machine, int(spent[machine][2])) for minutes, machine in per_step]
         rate = (
             f"the seconds a step of {clock} its sweep's one-CPU trials measured on each machine: "
             + "; ".join(

@@ -33,9 +33,18 @@ from analysis.ui_view import share_search_view
 from arith.config import ExperimentConfig
 from arith.data.datasets import train_size
 from arith.tracking import store
-from arith.tracking.schema import CPU_SECONDS, POINT_COLUMN, POINT_TAG, SEED_COLUMN, SEED_TAG
+from arith.tracking.schema import (
+    CPU_SECONDS,
+    POINT_COLUMN,
+    POINT_TAG,
+    SEED_COLUMN,
+    SEED_TAG,
+    SESSIONS_TAG,
+)
 from arith.training.epochs import steps_after
 from arith.training.metrics import MIN_UNSEEN
+from arith.training.sessions import machine_at
+from arith.training.sessions import read as read_sessions
 from experiments.registry import EXPERIMENTS, SEARCHES
 from experiments.search import CORE_MINUTES, GATE_METRIC, MACHINES_TAG, RUNG, STOPPED_TAG, Search
 from experiments.verdicts import LEARNED, TOLERANCE
@@ -85,6 +94,7 @@ def search_evaluations(tracking_uri: str, parent_run_id: str) -> pd.DataFrame:
         gate = {m.step: m.value for m in client.get_metric_history(run.info.run_id, GATE_METRIC)}
         spent = core_minutes_by_epoch(client, run.info.run_id)
         steps = steps_by_epoch(run.data.params)
+        sessions = read_sessions(tags.get(SESSIONS_TAG))
         for epoch in sorted(set(gate) & set(spent)):
             rows.append(
                 {
@@ -96,7 +106,9 @@ def search_evaluations(tracking_uri: str, parent_run_id: str) -> pd.DataFrame:
                     "steps": steps(epoch),
                     "core_minutes": spent[epoch],
                     "gate": gate[epoch],
-                    "machine": parent.data.tags.get(MACHINES_TAG, ""),
+                    # the machine that computed the epoch's last step where the trial recorded it (a
+                    # trial resumed on another processor), else every machine of the search's sessions
+                    "machine": machine_at(sessions, steps(epoch)) or parent.data.tags.get(MACHINES_TAG, ""),
                 }
             )
     return pd.DataFrame(rows, columns=EVALUATION_COLUMNS)

@@ -20,7 +20,8 @@ from analysis.by_claim import seed_span
 from analysis.plan import TAG_MACHINE, Planned, points_named
 from analysis.tables import markdown_table
 from arith.tracking import store
-from arith.tracking.schema import CPU_SECONDS, LOSS_METRIC, POINT_TAG, SEED_TAG
+from arith.tracking.schema import CPU_SECONDS, LOSS_METRIC, POINT_TAG, SEED_TAG, SESSIONS_TAG
+from arith.training.sessions import NOT_RECORDED, Session, read
 
 
 @dataclass(frozen=True)
@@ -44,10 +45,25 @@ class TrialCost:
     #: the machine its sweep ran on (`reproduce.machine` on the parent run; "" where not tagged): a rate
     #: compares only on one
     machine: str = ""
+    #: each process that trained it (`arith.training.sessions`; none for a trial from before the record)
+    sessions: tuple[Session, ...] = ()
 
     @property
     def core_minutes(self) -> float:
         return self.minutes * self.cpus
+
+    def by_machine(self, clocked: bool) -> dict[str, tuple[float, int]]:
+        """Machine -> (minutes, steps) the trial spent on it: from its sessions where it recorded each
+        one's machine and CPU time (a trial resumed on another processor counts each one's steps there),
+        else its whole minutes (CPU time where `clocked`, else wall time held) and step budget on its
+        sweep's machine."""
+        if clocked and self.sessions and all(s["machine"] != NOT_RECORDED for s in self.sessions):
+            out: dict[str, tuple[float, int]] = {}
+            for s in self.sessions:
+                minutes, steps = out.get(s["machine"], (0.0, 0))
+                out[s["machine"]] = (minutes + s["cpu_seconds"] / 60, steps + s["to_step"] - s["from_step"])
+            return out
+        return {self.machine: ((self.cpu_minutes or 0.0) if clocked else self.minutes, self.steps)}
 
 
 #: a silence this long in a trial's loss log (written every `train.log_every_steps` steps, seconds apart on
@@ -88,6 +104,7 @@ def trial_costs(client, parent) -> list[TrialCost]:
             finished=run.info.status == "FINISHED",
             cpu_minutes=run.data.metrics[CPU_SECONDS] / 60 if CPU_SECONDS in run.data.metrics else None,
             machine=parent.data.tags.get(TAG_MACHINE, ""),
+            sessions=tuple(read(run.data.tags.get(SESSIONS_TAG))),
         )
         for run in runs
         if run.info.end_time and run.info.start_time

@@ -25,6 +25,7 @@ from analysis.reach import (
 )
 from analysis.spend import TrialCost, planned_text, spend_table, spent_line, trial_costs
 from arith.tracking.schema import CPU_SECONDS
+from arith.training.sessions import NOT_RECORDED
 from experiments.gpu_plan import PlannedBatch, PlannedPart, load_gpu_plan
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -150,6 +151,35 @@ def test_a_judged_sweep_costs_its_seeds_times_its_points_at_the_measured_rate_on
         "1.7-5.0 core-hours: 5 seeds x 2 points x 6,000 steps (x) at the seconds a step of CPU"
     )
     assert "0.10 s on EPYC (native bf16) (2 trials); 0.30 s on EPYC (no native bf16) (1 trial)" in said
+    # a trial resumed on the other machine: each session's steps at its own CPU time, not the sweep's
+    # last machine for the whole trial (1,000 steps in 5 min where bf16 is emulated, 2,000 in 3.33 min
+    # where it is native: the rates of the trials that ran on one machine each)
+    sessions = (
+        {"machine": "EPYC (no native bf16)", "from_step": 0, "to_step": 1000, "cpu_seconds": 300.0},
+        {"machine": "EPYC (native bf16)", "from_step": 1000, "to_step": 3000, "cpu_seconds": 200.0},
+    )
+    both = TrialCost(
+        "p", 3, 20.0, 1.0, 3000, cpu_minutes=500 / 60, machine="EPYC (native bf16)", sessions=sessions
+    )
+    said = one_core_cost([*fast, slow, both], 2, [6000.0], "x")
+    assert "0.10 s on EPYC (native bf16) (3 trials); 0.30 s on EPYC (no native bf16) (2 trials)" in said
+    assert both.by_machine(clocked=True) == {
+        "EPYC (no native bf16)": (5.0, 1000),
+        "EPYC (native bf16)": (200 / 60, 2000),
+    }
+    # without a CPU clock, or with steps no one recorded the machine of, the trial counts as a whole
+    assert both.by_machine(clocked=False) == {"EPYC (native bf16)": (20.0, 3000)}
+    unknown = TrialCost(
+        "p",
+        4,
+        20.0,
+        1.0,
+        3000,
+        cpu_minutes=8.0,
+        machine="m",
+        sessions=({**sessions[0], "machine": NOT_RECORDED}, sessions[1]),
+    )
+    assert unknown.by_machine(clocked=True) == {"m": (8.0, 3000)}
 
 
 def test_a_gpu_cost_is_what_the_banked_batches_measured() -> None:

@@ -11,7 +11,7 @@ import torch
 
 from arith.config import ConfigError, ExperimentConfig, TrainConfig
 from arith.data.datasets import test_examples
-from arith.tracking.schema import WEIGHTS_DIGEST_TAG
+from arith.tracking.schema import SESSIONS_TAG, TRAINED_ON_TAG, WEIGHTS_DIGEST_TAG
 from arith.training.checkpoints import CHECKPOINT_FILE, load_checkpoint, weights_digest
 from arith.training.cli import build_config, config_from_args, main
 from arith.training.metrics import probe_examples
@@ -190,7 +190,7 @@ def test_a_trial_resumed_on_another_machine_records_each_machines_steps(tmp_path
     saved = load_checkpoint(tmp_path / "c")
     (first,) = saved["sessions"]
     assert (first["machine"], first["from_step"], first["to_step"]) == ("machine A", 0, saved["step"])
-    assert first["bf16_matmuls"] == "none" and first["cpu_seconds"] == pytest.approx(
+    assert first["kernels"] == "none" and first["cpu_seconds"] == pytest.approx(
         saved["cpu_seconds"], abs=0.01
     )
 
@@ -203,10 +203,10 @@ def test_a_trial_resumed_on_another_machine_records_each_machines_steps(tmp_path
     assert a == first  # the steps a stopped process computed after its checkpoint are not counted twice
     assert a["cpu_seconds"] + b["cpu_seconds"] == pytest.approx(final["cpu_seconds"], abs=0.01)
     tags = _client(cfg).get_run(done.run_id).data.tags
-    assert record.read(tags[record.SESSIONS_TAG]) == final["sessions"]
+    assert record.read(tags[SESSIONS_TAG]) == final["sessions"]
     steps = f"{a['to_step']:,}"
-    assert tags[record.TRAINED_ON_TAG].startswith(f"steps 0-{steps} on machine A, ")
-    assert f"; steps {steps}-{done.steps:,} on machine B, " in tags[record.TRAINED_ON_TAG]
+    assert tags[TRAINED_ON_TAG].startswith(f"steps 0-{steps} on machine A, ")
+    assert f"; steps {steps}-{done.steps:,} on machine B, " in tags[TRAINED_ON_TAG]
 
     # a checkpoint from before the record: its steps so far were computed somewhere no one noted
     older = {k: v for k, v in saved.items() if k != "sessions"}

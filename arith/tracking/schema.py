@@ -31,6 +31,9 @@ DIGIT_MAP_TAG, AXES_TAG, PRESEARCH_SEEDS_TAG = "digit_map", "axes", "presearch_s
 VARIANT_OF_TAG = "variant_of"
 #: how a trial's bf16 products were computed: "native", "fp32 kernels" (a CPU without bf16 hardware) or "none"
 BF16_MATMULS_TAG = "bf16_matmuls"
+#: each process that trained a trial (`arith.training.sessions`): its machine, bf16 kernels, steps and CPU
+#: time, as JSON (what the analysis reads) and as one line for the MLflow UI
+SESSIONS_TAG, TRAINED_ON_TAG = "trial_sessions", "trained_on"
 #: a trial's trained weights as one sha256 (`arith.training.checkpoints.weights_digest`): two runs that
 #: trained bit for bit alike (a trial under Ray and its config rerun alone, a resumed trial and a straight
 #: one) carry the same digest, and a digest that differs says they did not, whatever their metrics read

@@ -14,18 +14,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from arith.tracking.schema import SESSIONS_TAG, TRAINED_ON_TAG
+
 Session = dict[str, Any]
 
-#: the run's tags: the sessions as JSON (what the analysis reads) and as a line for the MLflow UI
-SESSIONS_TAG = "sessions"
-TRAINED_ON_TAG = "trained_on"
 #: the machine of steps a checkpoint from before this record existed had already computed
 NOT_RECORDED = "not recorded"
 #: the CPU seconds from which a machine's line gives hours, not minutes
 _HOUR = 3600.0
 
 
-def opened(sessions: list[Session], step: int, machine: str, bf16_matmuls: str) -> list[Session]:
+def opened(sessions: list[Session], step: int, machine: str, kernels: str) -> list[Session]:
     """The record with this process's session opened at `step` (where its checkpoint left the trial).
     A checkpoint from before the record existed (none recorded, `step` > 0) had its first steps computed
     on a machine no one noted: they are one session of `NOT_RECORDED`. A session that computed no step
@@ -33,7 +32,7 @@ def opened(sessions: list[Session], step: int, machine: str, bf16_matmuls: str) 
     out = [dict(session) for session in sessions if session["to_step"] > session["from_step"]]
     if not out and step > 0:
         out.append(_session(NOT_RECORDED, "", 0, step))
-    out.append(_session(machine, bf16_matmuls, step, step))
+    out.append(_session(machine, kernels, step, step))
     return out
 
 
@@ -60,28 +59,36 @@ def read(tag: str | None) -> list[Session]:
     return [s for s in sessions if isinstance(s, dict) and {"machine", "from_step", "to_step"} <= s.keys()]
 
 
+def machine_at(sessions: list[Session], step: int) -> str:
+    """The machine that computed optimiser step `step` ("" where no session recorded it)."""
+    for session in reversed(sessions):
+        if session["from_step"] < step <= session["to_step"] and session["machine"] != NOT_RECORDED:
+            return session["machine"]
+    return ""
+
+
 def described(sessions: list[Session]) -> str:
     """One line: each machine's steps and CPU time, consecutive sessions on one machine together, e.g.
     "steps 0-2,360 on AMD EPYC (...), 2 CPU cores, Linux (bf16 on fp32 kernels), 1.9 CPU-h; steps
     2,360-8,000 on ... (native bf16), 3.1 CPU-h"."""
     merged: list[Session] = []
     for session in sessions:
-        if merged and (merged[-1]["machine"], merged[-1]["bf16_matmuls"]) == (
+        if merged and (merged[-1]["machine"], merged[-1]["kernels"]) == (
             session["machine"],
-            session.get("bf16_matmuls", ""),
+            session.get("kernels", ""),
         ):
             merged[-1] = {**merged[-1], "to_step": session["to_step"]}
             merged[-1]["cpu_seconds"] += session.get("cpu_seconds", 0.0)
-            merged[-1]["sessions"] += 1
+            merged[-1]["count"] += 1
         else:
             merged.append(
                 {
                     "machine": session["machine"],
-                    "bf16_matmuls": session.get("bf16_matmuls", ""),
+                    "kernels": session.get("kernels", ""),
                     "from_step": session["from_step"],
                     "to_step": session["to_step"],
                     "cpu_seconds": session.get("cpu_seconds", 0.0),
-                    "sessions": 1,
+                    "count": 1,
                 }
             )
     return "; ".join(_line(m) for m in merged)
@@ -89,20 +96,20 @@ def described(sessions: list[Session]) -> str:
 
 def _line(merged: Session) -> str:
     kernels = {"fp32 kernels": " (bf16 on fp32 kernels)", "native": " (bf16 native)"}.get(
-        merged["bf16_matmuls"], ""
+        merged["kernels"], ""
     )
     text = f"steps {merged['from_step']:,}-{merged['to_step']:,} on {merged['machine']}{kernels}"
     if merged["machine"] == NOT_RECORDED:
         return text
     cpu = merged["cpu_seconds"]
     text += f", {cpu / _HOUR:.1f} CPU-h" if cpu >= _HOUR else f", {cpu / 60:.0f} CPU-min"
-    return text + (f" in {merged['sessions']} sessions" if merged["sessions"] > 1 else "")
+    return text + (f" in {merged['count']} sessions" if merged["count"] > 1 else "")
 
 
-def _session(machine: str, bf16_matmuls: str, from_step: int, to_step: int) -> Session:
+def _session(machine: str, kernels: str, from_step: int, to_step: int) -> Session:
     return {
         "machine": machine,
-        "bf16_matmuls": bf16_matmuls,
+        "kernels": kernels,
         "from_step": from_step,
         "to_step": to_step,
         "cpu_seconds": 0.0,
