@@ -23,6 +23,7 @@ from analysis.load import AnalysisError
 from arith.config import ConfigError, parse_only
 from arith.tracking.archive import export_sweep, import_sweep
 from arith.tracking.commands import seeds_argument, sweep_identity
+from arith.tracking.schema import GRID_TAG
 from arith.tracking.store import client as store_client
 from arith.tracking.store import sweep_runs
 
@@ -239,6 +240,16 @@ def reproduced(client, grid: str) -> list:
     """The finished sweeps of `grid` the reproduction ran (parent runs tagged with their command), latest
     first."""
     return [run for run in sweep_runs(client, grid) if TAG_COMMAND in run.data.tags]
+
+
+def unended_grids(client) -> set[str]:
+    """The grids with a sweep in the store that has not ended: its parent run not FINISHED and not yet
+    recorded as a part (no command tag): running now, or stopped to be resumed next session."""
+    return {
+        run.data.tags.get(GRID_TAG, "")
+        for run in sweep_runs(client)
+        if run.info.status != "FINISHED" and TAG_COMMAND not in run.data.tags
+    }
 
 
 def part_runs(client, grid: str, plan: tuple[Planned, ...] = PLAN) -> list[tuple[Planned, object | None]]:

@@ -42,6 +42,7 @@ from analysis.plan import (
     ran_lines,
     repo_relative,
     seeds_of,
+    unended_grids,
     waiting_parts,
 )
 from analysis.presearch import presearch_records, presearch_tables
@@ -425,6 +426,7 @@ def write_results(
         spend_table(
             [p for r in every_part for p in zip((plan for plan, _ in r.parts), r.costs, strict=True)],
             set(unarchived),
+            unended_grids(store_client(uri)),
         ),
     ]
     parts = [

@@ -194,7 +194,7 @@ def spend_totals(parts: list[tuple[Planned, list[TrialCost] | None]]) -> str:
         )
     if todo:
         lines.append(
-            f"The {_parts(len(todo))} not yet run {'declares' if len(todo) == 1 else 'declare'} "
+            f"The {_parts(len(todo))} not yet run or not ended {'declares' if len(todo) == 1 else 'declare'} "
             f"{sum(round(p.estimate_core_min or 0.0) for p in todo):,}."
         )
     trials = sum(len(c) for _, c in ran)
@@ -225,14 +225,22 @@ def overruns(parts: list[tuple[Planned, list[TrialCost] | None]]) -> str:
     return f"Over {OVERRUN:g}x their estimate: {named}.\n"
 
 
+#: a part with no ended sweep whose grid has one in the store that has not ended (`analysis.plan.unended`)
+NOT_ENDED = "not ended: its sweep is in the store, running or stopped to be resumed; counted when it ends"
+
+
 def spend_table(
-    parts: list[tuple[Planned, list[TrialCost] | None]], unarchived: set[str] = frozenset()
+    parts: list[tuple[Planned, list[TrialCost] | None]],
+    unarchived: set[str] = frozenset(),
+    unended: set[str] = frozenset(),
 ) -> str:
-    """Every part of the plan: core-minutes declared before it ran and spent, with totals."""
+    """Every part of the plan: core-minutes declared before it ran and spent, with totals; `unended`: the
+    grids with a sweep in the store that has not ended (a part of one, not run, reads as not ended)."""
     rows = []
     for plan, costs in parts:
         if costs is None:
             spent = "before the archives" if plan.grid in unarchived else "not yet run"
+            spent = NOT_ENDED if plan.grid in unended else spent
             spent = f"ended unrun: {plan.ended_early}" if plan.ended_early else spent
         else:
             spent = f"{spent_minutes(costs):,}"

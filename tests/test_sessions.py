@@ -28,6 +28,9 @@ def test_sessions_on_one_machine_read_as_one_line_and_each_step_has_its_machine(
         "",
     ]
     assert record.read(record.tags(moved)[SESSIONS_TAG]) == moved
+    # a session just opened on the same machine (no step yet) is not counted as one more
+    reopened = record.opened(moved, 8000, "EPYC Zen 5", "native")
+    assert record.described(reopened).endswith("steps 4,000-8,000 on EPYC Zen 5 (bf16 native), 40 CPU-min")
 
 
 def test_a_session_that_trained_nothing_is_dropped_and_a_bad_tag_reads_as_none() -> None:

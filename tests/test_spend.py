@@ -11,7 +11,7 @@ import pytest
 
 from analysis import results
 from analysis.budget import steps_needed
-from analysis.plan import PLAN, Planned, load_plan
+from analysis.plan import PLAN, TAG_COMMAND, Planned, load_plan, unended_grids
 from analysis.presearch import presearch_records
 from analysis.reach import (
     GpuBatch,
@@ -23,7 +23,7 @@ from analysis.reach import (
     one_core_cost,
     planned_gpu_sweeps,
 )
-from analysis.spend import TrialCost, planned_text, spend_table, spent_line, trial_costs
+from analysis.spend import NOT_ENDED, TrialCost, planned_text, spend_table, spent_line, trial_costs
 from arith.tracking.schema import CPU_SECONDS
 from arith.training.sessions import NOT_RECORDED
 from experiments.gpu_plan import PlannedBatch, PlannedPart, load_gpu_plan
@@ -101,9 +101,16 @@ def test_spent_is_each_finished_trials_minutes_times_its_cpus_read_from_the_stor
         "Over the 1 part that declared an estimate and then ran: 20 core-minutes planned, 14 spent." in ended
     )
     assert (
-        "The 1 part ended unrun had declared 30 and spent nothing. The 1 part not yet run declares 40."
-        in ended
+        "The 1 part ended unrun had declared 30 and spent nothing. The 1 part not yet run or not ended "
+        "declares 40." in ended
     )
+    # a part whose grid has a sweep in the store that has not ended (the parent here is still RUNNING and
+    # was never recorded as a part): running now, or stopped to be resumed; once recorded, it has ended
+    assert unended_grids(client) == {"g"}
+    assert f"| w | cpu | 0 |  |  | 40 | {NOT_ENDED} |  |" in spend_table([(waiting, None)], unended={"w"})
+    client.set_tag(parent.info.run_id, TAG_COMMAND, "python sweeps/run.py --grid g")
+    assert unended_grids(client) == set()
+    client.delete_tag(parent.info.run_id, TAG_COMMAND)
     # trials that logged their own CPU time (cpu_seconds) show it beside the wall minutes other work
     # on the same cores stretched: 5 + 7 of the 14
     for cost, seconds in zip(costs, [300.0, 420.0], strict=True):

@@ -79,7 +79,7 @@ def described(sessions: list[Session]) -> str:
         ):
             merged[-1] = {**merged[-1], "to_step": session["to_step"]}
             merged[-1]["cpu_seconds"] += session.get("cpu_seconds", 0.0)
-            merged[-1]["count"] += 1
+            merged[-1]["count"] += session["to_step"] > session["from_step"]  # one just opened: not yet
         else:
             merged.append(
                 {
