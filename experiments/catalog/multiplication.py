@@ -389,22 +389,17 @@ MUL_SIMPLE_CASE_RECIPE = Search(
 # setting, each compared point one configuration alone in its ASHA bracket, ended at the gate or at its
 # 8,000 steps (the budget, 900 core-minutes of CPU time, is above a whole trial's ~480 on a CPU that
 # emulates bf16): whether the claim's models learn at it here, before ten judged trials are spent on it.
-MUL_SIMPLE_CASE_B512_SEARCH = Search(
+MUL_SIMPLE_CASE_B512_SEARCH = dataclasses.replace(
+    MUL_SIMPLE_CASE_RECIPE,
     name="mul_simple_case_b512",
     description="whether mul_simple_case's models (n x 1 and first-step lines, 3-digit factors, the paper's "
     "5) pass the gate at a2's GPU setting trained on a CPU: gpt2-mini, batch 512 x 8,000 steps, lr 1e-3",
-    experiment="mul_simple_case",
-    compared=MUL_SIMPLE_CASE_RECIPE.compared,
     axes={
         "model": [Variant("gpt2-mini", {"model.preset": "gpt2-mini"})],
         "batch": [Variant("512x8000", {"train.batch_size": 512, "train.max_steps": 8_000})],
         "train.lr": [1e-3],
     },
-    base=MUL_FORMAT_RECIPE.base,
-    scale="cpu_recipe",
-    seeds=(100,),
     scheduler=Asha(grace_core_min=10, max_core_min=900, reduction_factor=3),
-    fallback=small_products,
 )
 
 SEARCHES = (MUL_FORMAT_RECIPE, MUL_FORMAT_RECIPE_LONG, MUL_SIMPLE_CASE_RECIPE, MUL_SIMPLE_CASE_B512_SEARCH)
