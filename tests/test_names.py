@@ -50,7 +50,7 @@ def test_the_walk_finds_the_known_names() -> None:
     defined = public_functions()
     assert defined["trial_config"] == ["sweeps/space.py"]
     assert defined["run_trial"] == ["sweeps/trainable.py"]
-    assert defined["machine"] == ["sweeps/storage.py"]
+    assert defined["machine"] == ["arith/training/hardware.py"]
     assert len(defined["main"]) > 5
 
 

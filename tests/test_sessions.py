@@ -14,7 +14,7 @@ def test_sessions_on_one_machine_read_as_one_line_and_each_step_has_its_machine(
     moved = record.opened(again, 4000, "EPYC Zen 5", "native")
     record.advanced(moved, 8000, cpu_seconds=2400.0, train_seconds=2500.0)
     # the two sessions on Zen 3 together (7,200 CPU-s), then Zen 5's
-    assert record.described(moved) == (
+    assert record.trained_on_line(moved) == (
         "steps 0-4,000 on EPYC Zen 3 (bf16 on fp32 kernels), 2.0 CPU-h in 2 sessions; "
         "steps 4,000-8,000 on EPYC Zen 5 (bf16 native), 40 CPU-min"
     )
@@ -30,7 +30,8 @@ def test_sessions_on_one_machine_read_as_one_line_and_each_step_has_its_machine(
     assert record.read(record.tags(moved)[SESSIONS_TAG]) == moved
     # a session just opened on the same machine (no step yet) is not counted as one more
     reopened = record.opened(moved, 8000, "EPYC Zen 5", "native")
-    assert record.described(reopened).endswith("steps 4,000-8,000 on EPYC Zen 5 (bf16 native), 40 CPU-min")
+    zen5 = "steps 4,000-8,000 on EPYC Zen 5 (bf16 native), 40 CPU-min"
+    assert record.trained_on_line(reopened).endswith(zen5)
 
 
 def test_a_session_that_trained_nothing_is_dropped_and_a_bad_tag_reads_as_none() -> None:

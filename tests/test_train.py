@@ -183,7 +183,7 @@ def test_a_trial_resumed_on_another_machine_records_each_machines_steps(tmp_path
             raise RuntimeError("session over")
         real_new_epoch(self, epoch)
 
-    monkeypatch.setattr(trainer, "device_name", lambda device: "machine A")
+    monkeypatch.setattr(trainer, "machine_of", lambda device: "machine A")
     monkeypatch.setattr(ArithModel, "new_epoch", crash_at_epoch_3)
     with pytest.raises(RuntimeError, match="session over"):
         train(cfg)
@@ -195,7 +195,7 @@ def test_a_trial_resumed_on_another_machine_records_each_machines_steps(tmp_path
     )
 
     monkeypatch.setattr(ArithModel, "new_epoch", real_new_epoch)
-    monkeypatch.setattr(trainer, "device_name", lambda device: "machine B")
+    monkeypatch.setattr(trainer, "machine_of", lambda device: "machine B")
     done = train(cfg)
     final = load_checkpoint(tmp_path / "c")
     a, b = final["sessions"]
@@ -219,7 +219,7 @@ def test_a_trial_resumed_on_another_machine_records_each_machines_steps(tmp_path
         saved["step"],
     )
     assert (here["machine"], here["to_step"]) == ("machine B", resumed.steps)
-    assert record.described([unknown]) == f"steps 0-{saved['step']:,} on not recorded"
+    assert record.trained_on_line([unknown]) == f"steps 0-{saved['step']:,} on not recorded"
 
 
 def test_the_weights_digest_tells_weights_apart_to_the_last_bit() -> None:

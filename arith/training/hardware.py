@@ -153,11 +153,11 @@ def machine() -> tuple[str, str]:
     """(what the trials run on, the precision they train in), for a sweep's records: a GPU's name (it
     trains in bf16 autocast), else the CPU (`scripts/reproduce_cpu.py` tags its parent runs with it)."""
     if torch.cuda.is_available():
-        return device_name(torch.device("cuda")), "bf16 autocast"
-    return device_name(torch.device("cpu")), "fp32"
+        return machine_of(torch.device("cuda")), "bf16 autocast"
+    return machine_of(torch.device("cpu")), "fp32"
 
 
-def device_name(device: torch.device) -> str:
+def machine_of(device: torch.device) -> str:
     """The machine a run computes on, as a sweep's records name it: the GPU's name, else the CPU's model
     (`cpu_name`), its cores and the system."""
     if device.type == "cuda":

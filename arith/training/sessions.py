@@ -47,7 +47,7 @@ def advanced(sessions: list[Session], step: int, cpu_seconds: float, train_secon
 
 def tags(sessions: list[Session]) -> dict[str, str]:
     """The run's tags that carry the record."""
-    return {SESSIONS_TAG: json.dumps(sessions), TRAINED_ON_TAG: described(sessions)}
+    return {SESSIONS_TAG: json.dumps(sessions), TRAINED_ON_TAG: trained_on_line(sessions)}
 
 
 def read(tag: str | None) -> list[Session]:
@@ -67,7 +67,7 @@ def machine_at(sessions: list[Session], step: int) -> str:
     return ""
 
 
-def described(sessions: list[Session]) -> str:
+def trained_on_line(sessions: list[Session]) -> str:
     """One line: each machine's steps and CPU time, consecutive sessions on one machine together, e.g.
     "steps 0-2,360 on AMD EPYC (...), 2 CPU cores, Linux (bf16 on fp32 kernels), 1.9 CPU-h; steps
     2,360-8,000 on ... (native bf16), 3.1 CPU-h"."""

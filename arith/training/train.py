@@ -60,8 +60,8 @@ from arith.training.hardware import (
     bf16_matmuls,
     compile_model,
     cpu_threads,
-    device_name,
     keep_freed_memory,
+    machine_of,
     resolve_device,
 )
 from arith.training.metrics import exact_match, probe_examples, summary_metrics
@@ -248,7 +248,7 @@ def train(
         )
     state.run_id = tracker.run_id
     kernels = bf16_matmuls(s.device, cfg.train.precision)
-    state.sessions = opened(state.sessions, state.step, device_name(s.device), kernels)
+    state.sessions = opened(state.sessions, state.step, machine_of(s.device), kernels)
     # the device it trained on: a scheduler may assign a (fractional, or fake) GPU where torch has none
     tracker.set_tags(
         {
