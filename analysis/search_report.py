@@ -37,8 +37,10 @@ def plan_progress(name: str, runs: list[Any], plan_parts: PlanParts | None) -> s
     (how many have a sweep in the store, how many it ended before they ran), else of its sweeps; and how
     many are still running."""
     running = sum(run.info.status != "FINISHED" for run in runs)
-    still = f", {running} not ended" if running else ""
     if plan_parts and name in plan_parts:
+        # a part counts as run once its sweep is recorded (at its end); a sweep running or stopped to be
+        # resumed is counted apart, as a sweep
+        still = f", {running} sweep{'s' if running > 1 else ''} not ended" if running else ""
         parts = plan_parts[name]
         started = sum(run is not None for _, run in parts)
         unrun = sum(run is None and bool(plan.ended_early) for plan, run in parts)

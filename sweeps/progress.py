@@ -5,15 +5,18 @@
 Counts come from Tune's trial states; accuracies from the trials' reports (the trainer reports `test_acc`
 with `evaluated` set when it ran the test grid; a recipe search shows the metric its scheduler reads, the
 gate's weakest cell, as `gate`), from the trials' last reports after a resume; the time left for the
-whole sweep from each trial's step rate: a running trial's own (`step` / `time_total_s`), less the time it
-has run since its last report (since it started in this session, where that report is older: a resumed
-trial restarted from its checkpoint), a pending one's at the mean seconds a step of the trials seen so far,
-queued onto as many slots as trials have run at once. Under a recipe search's
-scheduler a trial ends at its CPU-time budget at the latest (`clock_budget_s`, `schema.CPU_SECONDS`), and
-most end sooner (at a rung, at the gate): there the line says "left at most", each trial's time capped at
-its budget's worth of wall time. On a terminal the line is
-rewritten in place (`\\r`), at most once a second; into a file or pipe it is printed every `every_s`
-seconds, so logs stay short.
+whole sweep from each trial's step rate: a running trial's own, less the time it has run since its last
+report (since it started in this session, where that report is older: a resumed trial restarted from its
+checkpoint), a pending one's at the mean seconds a step of the trials seen so far, queued onto as many
+slots as trials have run at once. A trial's rate is its pace in this session once it has reported twice
+here (the wall seconds between those reports over the steps between them), else its lifetime
+`time_total_s` / `step`: a sweep resumed on an idle machine after a session whose cores it shared would
+otherwise be told the old, slower pace (mul_simple_case_b512 on 3 Dec 2026: its line said 26 h left at
+the resume and 14 h an hour later, where its trials' 4.3 s a step since the resume left about 8 h).
+Under a recipe search's scheduler a trial ends at its CPU-time budget at the latest (`clock_budget_s`,
+`schema.CPU_SECONDS`), and most end sooner (at a rung, at the gate): there the line says "left at most",
+each trial's time capped at its budget's worth of wall time. On a terminal the line is rewritten in place
+(`\\r`), at most once a second; into a file or pipe it is printed every `every_s` seconds, so logs stay short.
 """
 
 from __future__ import annotations
@@ -43,7 +46,9 @@ class TrialState:
     """What the line needs of one trial: its Tune status, steps done of its total, seconds it has run (and
     of them, CPU seconds, `clock`) by its last report, and wall seconds it has run since that report
     (`since_report`: a trial reports at its epochs' ends, which may be an hour apart; a resumed trial whose
-    last report is from an earlier session, since it started in this one)."""
+    last report is from an earlier session, since it started in this one). `pace_now`, `ratio_now`: wall
+    seconds a step and a CPU second between its first and latest reports in this session, where it has
+    reported twice here."""
 
     status: str
     steps_done: int
@@ -51,14 +56,21 @@ class TrialState:
     seconds: float
     clock: float = 0.0
     since_report: float = 0.0
+    pace_now: float | None = None
+    ratio_now: float | None = None
 
     @property
     def seconds_per_step(self) -> float | None:
+        """Wall seconds a step: this session's pace where known, else the trial's lifetime average."""
+        if self.pace_now is not None:
+            return self.pace_now
         return self.seconds / self.steps_done if self.steps_done > 0 and self.seconds > 0 else None
 
     @property
     def seconds_per_clock(self) -> float | None:
-        """Wall seconds per CPU second: above 1 where trials share cores."""
+        """Wall seconds per CPU second (above 1 where trials share cores): this session's, else lifetime."""
+        if self.ratio_now is not None:
+            return self.ratio_now
         return self.seconds / self.clock if self.clock > 0 and self.seconds > 0 else None
 
 
@@ -170,6 +182,8 @@ class SweepProgress(Callback):
         self.width = 0
         #: when each trial was first seen running in this session (wall clock)
         self.running_since: dict[str, float] = {}
+        #: each trial's first report in this session: (timestamp, step, CPU seconds), its pace's baseline
+        self.first_report: dict[str, tuple[float, int, float]] = {}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """A resumed sweep gets back the callback its first session pickled (Tune restores the run config
@@ -178,7 +192,7 @@ class SweepProgress(Callback):
         self.__dict__.update(clock_budget_s=None, metric=ACCURACY, label=ACCURACY, slots=1, width=0)
         self.__dict__.update(state)
         self.start, self.started_at, self.last_shown = time.monotonic(), time.time(), -math.inf
-        self.running_since = {}
+        self.running_since, self.first_report = {}, {}
         self.latest = self.best = None  # read again from the trials' last reports
 
     def states(self, trials: Sequence[Any]) -> list[TrialState]:
@@ -194,20 +208,40 @@ class SweepProgress(Callback):
             else:  # not running now: its clock starts again when it next runs
                 self.running_since.pop(key, None)
             reported = float(result.get("timestamp", 0) or 0)
+            step = int(result.get("step", 0) or 0)
+            cpu = float(result.get(CPU_SECONDS, 0.0) or 0.0)
+            pace_now, ratio_now = self.pace(key, reported, step, cpu)
             if reported < self.started_at:  # reported in an earlier session, restarted in this one
                 reported = self.running_since.get(key, now)
             out.append(
                 TrialState(
                     status=self.status_of(trial.status, result),
-                    steps_done=int(result.get("step", 0) or 0),
+                    steps_done=step,
                     steps_total=self.steps.get(key, 0),
                     seconds=float(result.get("time_total_s", 0.0) or 0.0),
-                    clock=float(result.get(CPU_SECONDS, 0.0) or 0.0),
+                    clock=cpu,
                     since_report=max(0.0, now - reported) if running else 0.0,
+                    pace_now=pace_now,
+                    ratio_now=ratio_now,
                 )
             )
         out += [TrialState("PENDING", 0, n, 0.0) for key, n in self.steps.items() if key not in seen]
         return out
+
+    def pace(self, key: str, reported: float, step: int, cpu: float) -> tuple[float | None, float | None]:
+        """Wall seconds a step and a CPU second between a trial's first report in this session and this
+        one (None before its second): the pace of the cores as they are shared now. A report whose step
+        is below the baseline's (a retry restarted from its checkpoint) starts the baseline again."""
+        if reported < self.started_at or step <= 0:
+            return None, None
+        first = self.first_report.get(key)
+        if first is None or step < first[1]:
+            self.first_report[key] = (reported, step, cpu)
+            return None, None
+        seconds, steps, clock_s = reported - first[0], step - first[1], cpu - first[2]
+        if seconds <= 0 or steps <= 0:
+            return None, None
+        return seconds / steps, (seconds / clock_s if clock_s > 0 else None)
 
     @staticmethod
     def status_of(status: str, result: Mapping[str, Any]) -> str:

@@ -154,6 +154,30 @@ def test_a_running_trial_has_run_since_its_last_report_in_this_session() -> None
     assert "a|seed=0" not in resumed.running_since
 
 
+def test_a_resumed_trial_is_timed_at_its_pace_in_this_session() -> None:
+    """A trial that ran at 10 s a step in a session whose cores it shared, and at 2 s a step since this one
+    began, has its remaining steps timed at 2 s once it has reported twice here (before, at its lifetime
+    average); its CPU-time bound likewise at this session's wall seconds per CPU second. A retry that
+    restarts from its checkpoint (its step below the baseline's) starts the baseline again."""
+    progress = SweepProgress({"a|seed=0": 100}, key_of, stream=io.StringIO(), tty=False)
+    start = progress.started_at
+    earlier = dict(step=40, time_total_s=400.0, timestamp=start - 600.0)  # 10 s a step, last session
+    late = trial("a", Trial.RUNNING, **earlier)
+    assert progress.states([late])[0].seconds_per_step == pytest.approx(10.0)
+    first = dict(step=50, time_total_s=420.0, timestamp=start + 20.0, cpu_seconds=300.0)
+    late.update_last_result(first)
+    assert progress.states([late])[0].pace_now is None  # one report here: no pace yet
+    second = dict(step=60, time_total_s=440.0, timestamp=start + 40.0, cpu_seconds=316.0)
+    late.update_last_result(second)
+    (state,) = progress.states([late])
+    assert state.seconds_per_step == pytest.approx(2.0) and state.seconds_per_clock == pytest.approx(1.25)
+    assert seconds_left([state], slots=1) == pytest.approx(40 * 2.0 - state.since_report)
+    by_clock = seconds_left([state], slots=1, clock_budget_s=340.0)
+    assert by_clock == pytest.approx(24 * 1.25 - state.since_report)
+    late.update_last_result(dict(step=30, time_total_s=460.0, timestamp=start + 60.0, cpu_seconds=320.0))
+    assert progress.states([late])[0].pace_now is None and progress.first_report["a|seed=0"][1] == 30
+
+
 def test_a_search_shows_the_gate_and_a_resumed_sweep_its_trials_last_reports() -> None:
     """The line shows the metric given (a search's scheduler metric, as `gate`); a sweep resumed shows at
     once what its trials last reported: the newest as latest, the best of them as best."""

@@ -730,7 +730,9 @@ def test_a_claim_not_testable_names_what_its_recipe_search_found(tmp_path) -> No
     first, *rest = [dataclasses.replace(p, ended_early="") for p in PLAN if p.grid == "mul_format_recipe"]
     parts = [(first, parent), *((p, None) for p in rest)]
     planned = search_evidence(uri, "mul_format", {"mul_format_recipe": parts})
-    assert planned.startswith("mul_format_recipe (1 of 6 plan parts run, 1 not ended; 4 of 24 configurations")
+    assert planned.startswith(
+        "mul_format_recipe (1 of 6 plan parts run, 1 sweep not ended; 4 of 24 configurations"
+    )
     client.set_terminated(parent.info.run_id, "FINISHED")
     assert search_evidence(uri, "mul_format").startswith("mul_format_recipe (ended; ")
     # a second part of the search (docs/results/plan.yaml): its own configuration, and one of the first
@@ -760,15 +762,15 @@ def test_a_claim_not_testable_names_what_its_recipe_search_found(tmp_path) -> No
     parts = [(first, parent), (rest[0], later), *((p, None) for p in rest[1:])]
     planned = search_sections(uri, ["mul_format_recipe"], plan_parts={"mul_format_recipe": parts})
     assert (
-        f"{later.info.run_id}; 2 of 6 plan parts run, 1 not ended; the tables read the configurations run so "
-        "far." in planned
+        f"{later.info.run_id}; 2 of 6 plan parts run, 1 sweep not ended; the tables read the configurations "
+        "run so far." in planned
     )
     # the plan ends the parts left before they run (a basic part of a shape whose padded ones all failed)
     ended = [(dataclasses.replace(p, ended_early="no padded configuration passed"), None) for p in rest[1:]]
     planned = search_sections(uri, ["mul_format_recipe"], plan_parts={"mul_format_recipe": parts[:2] + ended})
     assert (
-        f"{later.info.run_id}; 2 of 6 plan parts run, 1 not ended, 4 ended unrun (docs/results/plan.yaml "
-        "says why)." in planned
+        f"{later.info.run_id}; 2 of 6 plan parts run, 1 sweep not ended, 4 ended unrun "
+        "(docs/results/plan.yaml says why)." in planned
     )
     assert section.count("model=gpt2-mini,batch=512x6000,lr=0.001,format=padding_reverse") == 1
     # the command line reads the parts as one too; --run reads one sweep
