@@ -141,14 +141,23 @@ def bare_loop_tokens_per_s(cfg: ExperimentConfig, steps: int, warmup: int) -> tu
 
 def trainer_tokens_per_s(cfg: ExperimentConfig, steps: int, warmup: int) -> float:
     """The trainer's own tokens/s over `steps` steps after `warmup` (two runs; the difference cancels
-    setup, the warmup steps and the final evaluation)."""
+    setup, the warmup steps and the final evaluation). A compiled model is compiled once before them, so
+    that neither timed run pays a compile the other finds in inductor's cache (which had made the
+    difference negative)."""
 
     def run(n: int) -> tuple[float, int]:
         result = train(cfg.with_overrides({"train.max_steps": n, "train.epochs": 10_000}))
         return result.train_seconds, result.tokens_per_s * result.train_seconds
 
+    if cfg.train.compile:  # the first compile fills inductor's caches: both timed runs then find them full
+        run(warmup)
     short_s, short_tokens = run(warmup)
     long_s, long_tokens = run(warmup + steps)
+    if long_s <= short_s:
+        raise RuntimeError(
+            f"the {warmup + steps}-step run took {long_s:.1f} s, no longer than the {warmup}-step run's "
+            f"{short_s:.1f} s: their setup differed by more than {steps} steps cost; raise --steps"
+        )
     return (long_tokens - short_tokens) / (long_s - short_s)
 
 
