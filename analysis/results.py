@@ -5,7 +5,8 @@
 The page is composed here from the store alone (every archive of docs/results/sweeps/ imported into it
 first: `analysis.plan.restore_archives`), the pre-search records (docs/presearch/), the gpu scale's banked
 archives (`analysis.gpu`), the recipe searches' cost-to-gate tables (`analysis.search`) and the fixed prose
-beside it in docs/results/ (intro.md, presearch.md, notes.yaml). A grid of the plan with no sweep in the
+beside it in docs/results/ (intro.md, presearch.md, notes.yaml), under a contents list
+(`analysis.contents`). A grid of the plan with no sweep in the
 store is listed as not yet run, with the reason, unless docs/results/unarchived/<grid>.md holds its
 section: measured before the sweeps were archived, it is included verbatim and not re-judged.
 `scripts/reproduce_cpu.py` runs the plan's sweeps, then calls this.
@@ -26,6 +27,7 @@ from analysis.budget import budget_table, steps_needed
 from analysis.by_claim import claims_table, judged_line, judged_where
 from analysis.by_digits import accuracy_by_digits_figure
 from analysis.cell_text import clip_reason, command_notes
+from analysis.contents import with_contents
 from analysis.choice import part_choice
 from analysis.curves import budget_figure, learning_curves_figure, save
 from analysis.findings import Finding, awaiting_plan, one_family
@@ -438,5 +440,5 @@ def write_results(
         *sections,
         gpu_section(gpu),
     ]
-    out.write_text("\n".join(parts))
+    out.write_text(with_contents("\n".join(parts), grids()))
     print(f"wrote {out}")
