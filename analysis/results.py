@@ -27,8 +27,8 @@ from analysis.budget import budget_table, steps_needed
 from analysis.by_claim import claims_table, judged_line, judged_where
 from analysis.by_digits import accuracy_by_digits_figure
 from analysis.cell_text import clip_reason, command_notes
-from analysis.contents import with_contents
 from analysis.choice import part_choice
+from analysis.contents import with_contents
 from analysis.curves import budget_figure, learning_curves_figure, save
 from analysis.findings import Finding, awaiting_plan, one_family
 from analysis.gpu import BatchResult, gpu_results, gpu_section, judged_findings, summary_rows

@@ -120,8 +120,10 @@ MUL_SIMPLE_CASE_B512 = ChosenRecipe(
     },
     chosen_by="the recipe search mul_simple_case_b512, seed 100 (docs/results/plan.yaml; one configuration "
     "a compared point, each ended at the gate or at its 8,000 steps)",
-    evidence="not read yet: its part started on 3 Dec 2026 (a sweep of several sessions: about 8 hours of "
-    "two one-core trials on a CPU that emulates bf16, a third of that where bf16 is native)",
+    evidence="its search read on 4 Dec 2026 (seed 100, bf16 on a 2-core AMD EPYC Zen 5, 98 and 102 "
+    "core-minutes a trial for the whole 8,000 steps): the gate's weakest cell read at best 0.22 (n x 1) and "
+    "0.03 (first-step) by step 6,000 and 0.24 / 0.04 by the end, where 3x3 read 0.04 / 0.02 and 2x3 0.25 / "
+    "0.40: neither point reached the gate, so the rule (both by step 6,000) is not met; not chosen",
     search="mul_simple_case_b512",
     chosen=False,
 )

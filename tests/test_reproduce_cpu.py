@@ -122,7 +122,10 @@ def test_the_report_is_written_from_its_prose_files_and_the_store(tmp_path: Path
     results.write_results(uri, out)
     text = out.read_text()
     texts = ROOT / "docs" / "results"
-    assert text.startswith((texts / "intro.md").read_text())
+    # the intro, with the page's contents list before its first section (analysis.contents)
+    listed = text[text.index("**Contents**") : text.index("\n## ")] + "\n"
+    assert text.replace(listed, "", 1).startswith((texts / "intro.md").read_text())
+    assert "- [Findings at a glance](#findings-at-a-glance)" in listed
     assert results.VERDICT_RULES in text and (texts / "presearch.md").read_text() in text
     assert "claims and their checks: `experiments/catalog/`" in text
     kept = results.unarchived_sections()
