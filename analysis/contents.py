@@ -19,7 +19,7 @@ from collections.abc import Collection
 _DROPPED = re.compile(r"[^\w\- ]", re.UNICODE)
 
 
-def slug(heading: str) -> str:
+def github_anchor(heading: str) -> str:
     """GitHub's anchor for a heading's text (before repeats are numbered)."""
     return _DROPPED.sub("", heading.strip().lower()).replace(" ", "-")
 
@@ -36,7 +36,7 @@ def headings(page: str) -> list[tuple[int, str, str]]:
         if match is None:
             continue
         text = match.group(2).strip()
-        base = slug(text)
+        base = github_anchor(text)
         anchor = base if not seen[base] else f"{base}-{seen[base]}"
         seen[base] += 1
         out.append((len(match.group(1)), text, anchor))

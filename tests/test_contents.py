@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from analysis.contents import contents, headings, slug, with_contents
+from analysis.contents import contents, github_anchor, headings, with_contents
 from analysis.plan import grids
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,8 +37,8 @@ The intro.
 
 
 def test_anchors_are_githubs_punctuation_dropped_and_repeats_numbered() -> None:
-    assert slug("The `cpu_recipe` scale: a recipe per task") == "the-cpu_recipe-scale-a-recipe-per-task"
-    assert slug("Learning check (CI)") == "learning-check-ci"
+    assert github_anchor("The `cpu_recipe` scale: a recipe per task") == "the-cpu_recipe-scale-a-recipe-per-task"
+    assert github_anchor("Learning check (CI)") == "learning-check-ci"
     anchors = {(level, text): anchor for level, text, anchor in headings(PAGE)}
     # the second nl_mix (a section) follows the first (a subsection): GitHub numbers it over every level
     assert anchors[(3, "nl_mix")] == "nl_mix"
