@@ -37,7 +37,8 @@ The intro.
 
 
 def test_anchors_are_githubs_punctuation_dropped_and_repeats_numbered() -> None:
-    assert github_anchor("The `cpu_recipe` scale: a recipe per task") == "the-cpu_recipe-scale-a-recipe-per-task"
+    heading = "The `cpu_recipe` scale: a recipe per task"
+    assert github_anchor(heading) == "the-cpu_recipe-scale-a-recipe-per-task"
     assert github_anchor("Learning check (CI)") == "learning-check-ci"
     anchors = {(level, text): anchor for level, text, anchor in headings(PAGE)}
     # the second nl_mix (a section) follows the first (a subsection): GitHub numbers it over every level
