@@ -30,7 +30,7 @@ import pandas as pd
 
 from arith.config import ConfigError, ExperimentConfig, parse_only, parse_set
 from arith.tracking import schema, store
-from arith.tracking.commands import sweep_identity
+from arith.tracking.commands import sweep_identity, unapplied_on_resume
 from arith.tracking.store import absolute_uri
 from experiments.grid import Grid
 from experiments.registry import PluginError
@@ -329,6 +329,8 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
         sweep_name = storage.latest(grid.name, scale.name, started_as if names_its_part(options) else None)
         state = storage.state(sweep_name)
         configs, res = state["configs"], state["resources"]
+        for line in unapplied_on_resume(state["args"], started_as) if "args" in state else ():
+            print(line, file=sys.stderr)
         started_as = state.get("args", started_as)
         tracking_uri = resume_tracking_uri(options.tracking_uri, state, configs)
         if tracking_uri != state["tracking_uri"]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from arith.tracking import schema, store
+from arith.tracking.commands import same_sweep
 from arith.tracking.store import absolute_uri
 from experiments.grid import Grid
 from sweeps.errors import SweepError
@@ -70,8 +71,9 @@ class SweepStorage:
 
     def latest(self, grid: str, scale: str, args: list[str] | None = None) -> str:
         """The most recent sweep of this grid and scale (names sort by start time); with `args`, the most
-        recent one started with them (`sweep_identity`): a grid run in parts (seeds, --only slices) has
-        several sweeps, and a later part must not be taken for an earlier one that stopped."""
+        recent one started with them (`sweep_identity`, whatever either says of how Tune runs the trials:
+        `same_sweep`): a grid run in parts (seeds, --only slices) has several sweeps, and a later part must
+        not be taken for an earlier one that stopped."""
         names = self._sweeps(grid, scale)
         if args is None:
             if not names:
@@ -80,7 +82,7 @@ class SweepStorage:
                 )
             return names[-1]
         started = {name: self.state(name).get("args") for name in names}
-        matching = [name for name, was in started.items() if was == list(args)]
+        matching = [name for name, was in started.items() if was is not None and same_sweep(was, args)]
         if not matching:
             seen = "; ".join(f"{n}: {shlex.join(a) if a else '(not recorded)'}" for n, a in started.items())
             raise SweepError(

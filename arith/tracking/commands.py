@@ -20,19 +20,64 @@ PLACE_FLAGS = {
 }
 
 
+#: the flags of how Tune runs a sweep's trials (value or none): a resumed sweep keeps the values it started
+#: with (`Tuner.restore` restores its TuneConfig and RunConfig), so on `--resume` they pick no sweep and
+#: change none (`unapplied_on_resume` says so)
+RESTORED_FLAGS = {
+    "--max-concurrent": True,
+    "--max-failures": True,
+}
+
+
 def sweep_identity(argv: list[str]) -> list[str]:
     """What a sweep runs, as its command line says it: `argv` less the flags of where it runs and reports
     (`PLACE_FLAGS`), so that the same sweep run against another store or Ray is known as the same."""
+    return without_flags(argv, PLACE_FLAGS)
+
+
+def without_flags(argv: list[str], flags: dict[str, bool]) -> list[str]:
+    """`argv` less `flags` (flag -> whether it takes a value), in either form, `--flag v` or `--flag=v`."""
     out, skip = [], False
     for word in argv:
         flag = word.split("=", 1)[0]
         if skip:
             skip = False
-        elif flag in PLACE_FLAGS:
-            skip = PLACE_FLAGS[flag] and "=" not in word
+        elif flag in flags:
+            skip = flags[flag] and "=" not in word
         else:
             out.append(word)
     return out
+
+
+def flag_values(argv: list[str], flags: dict[str, bool]) -> dict[str, str]:
+    """The value each of `flags` that takes one has in `argv` (the last, as argparse reads it)."""
+    values = {}
+    for i, word in enumerate(argv):
+        flag, eq, value = word.partition("=")
+        if flags.get(flag):
+            if eq:
+                values[flag] = value
+            elif i + 1 < len(argv):
+                values[flag] = argv[i + 1]
+    return values
+
+
+def same_sweep(started: list[str], resumed: list[str]) -> bool:
+    """Whether a `--resume` command's identity names the sweep started as `started`: the same arguments,
+    whatever either says of `RESTORED_FLAGS`."""
+    return without_flags(started, RESTORED_FLAGS) == without_flags(resumed, RESTORED_FLAGS)
+
+
+def unapplied_on_resume(started: list[str], resumed: list[str]) -> list[str]:
+    """One line for each of `RESTORED_FLAGS` the resume command sets otherwise than the sweep started:
+    Tune keeps the first value, and the user should know theirs is not applied."""
+    was, asked = flag_values(started, RESTORED_FLAGS), flag_values(resumed, RESTORED_FLAGS)
+    return [
+        f"{flag} {value} is not applied: a resumed sweep runs as it started "
+        f"({f'{flag} {was[flag]}' if flag in was else f'without {flag}'}; Tune restores its settings)"
+        for flag, value in asked.items()
+        if was.get(flag) != value
+    ]
 
 
 def seeds_argument(seeds: int | tuple[int, ...]) -> str:
