@@ -30,7 +30,7 @@ import pandas as pd
 
 from arith.config import ConfigError, ExperimentConfig, parse_only, parse_set
 from arith.tracking import schema, store
-from arith.tracking.commands import sweep_identity, unapplied_on_resume
+from arith.tracking.commands import resuming, sweep_identity
 from arith.tracking.store import absolute_uri
 from experiments.grid import Grid
 from experiments.registry import PluginError
@@ -329,13 +329,11 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
         sweep_name = storage.latest(grid.name, scale.name, started_as if names_its_part(options) else None)
         state = storage.state(sweep_name)
         configs, res = state["configs"], state["resources"]
-        for line in unapplied_on_resume(state["args"], started_as) if "args" in state else ():
-            print(line, file=sys.stderr)
-        started_as = state.get("args", started_as)
+        started_as, resumed_as = state.get("args", started_as), started_as
         tracking_uri = resume_tracking_uri(options.tracking_uri, state, configs)
         if tracking_uri != state["tracking_uri"]:
             storage.save(sweep_name, {**state, "tracking_uri": tracking_uri, "configs": configs})
-        print(f"resuming sweep {sweep_name}, started as: {shlex.join(started_as)}", file=sys.stderr)
+        print(resuming(sweep_name, started_as, resumed_as), file=sys.stderr)
     else:
         configs = build_configs(grid, scale, options, tracking_uri)  # validated before anything starts
     for note in (scale_note(grid, scale), emulated_bf16_note(configs, res["gpu"], options.address)):

@@ -7,6 +7,8 @@ sweeps/, so that the analysis reading a tagged command and the sweep writing it 
 
 from __future__ import annotations
 
+import shlex
+
 #: the flags of sweeps/run.py that say where a sweep runs and reports, not what it runs (value or none)
 PLACE_FLAGS = {
     "--tracking-uri": True,
@@ -86,3 +88,10 @@ def seeds_argument(seeds: int | tuple[int, ...]) -> str:
     if isinstance(seeds, int):
         return str(seeds)
     return ",".join(map(str, seeds)) + ("," if len(seeds) == 1 else "")
+
+
+def resuming(sweep: str, started: list[str], resumed: list[str]) -> str:
+    """What `--resume` prints: the sweep it continues, the command that started it, and a line for each
+    of `RESTORED_FLAGS` the resume command sets otherwise (`unapplied_on_resume`)."""
+    said = f"resuming sweep {sweep}, started as: {shlex.join(started)}"
+    return "\n".join([said, *unapplied_on_resume(started, resumed)])
