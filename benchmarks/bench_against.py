@@ -80,7 +80,7 @@ def side_by_side(runs: dict[str, list[dict]]) -> list[dict]:
                 for side, records in runs.items()
             }
             if all(values.values()):
-                medians = {side: statistics.median(v) for side, v in values.items()}
+                medians = {side: round(statistics.median(v), 4) for side, v in values.items()}
                 row[measure] = {**medians, "ratio": round(medians["this"] / medians["revision"], 3)}
         rows.append(row)
     return rows
