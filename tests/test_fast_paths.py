@@ -77,30 +77,6 @@ def test_bf16_autocast_stays_within_tolerance_of_fp32(monkeypatch) -> None:
     assert max(abs(a - b) for a, b in zip(fp32, bf16, strict=True)) < BF16_TOLERANCE
 
 
-def test_cpu_bf16_attention_is_computed_in_fp32() -> None:
-    """Under CPU bf16 autocast the project's attention attends in fp32 (PyTorch's bf16 CPU flash-attention
-    backward is several times slower) and returns bf16; in fp32 it is Transformers' SDPA itself."""
-    from types import SimpleNamespace
-
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
-    from arith.model.attention import sdpa_fp32_on_cpu
-
-    module = SimpleNamespace(is_causal=True, training=False)
-    q, k, v = (torch.randn(2, 4, 7, 8, generator=torch.Generator().manual_seed(i)) for i in range(3))
-    fp32, _ = sdpa_fp32_on_cpu(module, q, k, v, None)
-    assert torch.equal(fp32, sdpa_attention_forward(module, q, k, v, None)[0])
-    bias = torch.zeros(2, 1, 7, 7, dtype=torch.bfloat16)  # an additive mask in the autocast dtype
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        q16, k16, v16 = q.bfloat16(), k.bfloat16(), v.bfloat16()
-        out, _ = sdpa_fp32_on_cpu(module, q16, k16, v16, bias)
-        plain, _ = sdpa_attention_forward(module, q16, k16, v16, bias)
-    exact, _ = sdpa_attention_forward(module, q16.float(), k16.float(), v16.float(), bias.float())
-    assert out.dtype == torch.bfloat16 and plain.dtype == torch.bfloat16
-    assert torch.equal(out, exact.bfloat16())  # attended in fp32, rounded once at the end
-    assert (out.float() - exact).abs().max() <= (plain.float() - exact).abs().max()
-
-
 def test_cpu_bf16_runs_its_matmuls_on_fp32_kernels_where_the_cpu_lacks_bf16(monkeypatch) -> None:
     """Without bf16 hardware, bf16 autocast's products run on fp32 kernels and are rounded to bf16: the
     forward and the backward equal the fp32 product of the bf16-rounded operands, bit for bit."""
