@@ -7,7 +7,8 @@ A speed-up is only as good as its baseline, and the processor (and how busy its 
 between sessions and drifts within one. So the revision is checked out in a temporary git worktree and
 both sides run `benchmarks/bench_train.py` with the arguments after `--`, one after the other, round after
 round, on the same machine. Every run's JSON line is printed with its side and round, then one summary line
-per preset: the median of each measure on either side and their ratio (this tree / the revision).
+per preset (per seed for `tta`): the median of each measure on either side and their ratio (this tree /
+the revision).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-#: the measures a summary compares (those a record has): higher is better for all but the step times
+#: the measures a summary compares (those a record has): higher is better for all but times and steps
 MEASURES = (
     "trainer_tokens_per_s",
     "bare_tokens_per_s",
@@ -32,6 +33,8 @@ MEASURES = (
     "tokens_per_s",
     "ms_per_step",
     "ms_per_step_unprofiled",
+    "train_seconds_to_target",
+    "steps",
 )
 
 
@@ -68,15 +71,21 @@ def bench(tree: Path, args: list[str]) -> list[dict]:
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
 
+def subject(record: dict) -> tuple[str, object]:
+    """What a record measures: its preset (throughput, profile) or its seed (time to accuracy)."""
+    return ("preset", record["preset"]) if "preset" in record else ("seed", record.get("seed"))
+
+
 def side_by_side(runs: dict[str, list[dict]]) -> list[dict]:
-    """Per preset, the median of every measure on each side and `ratio` = this tree / the revision."""
-    presets = dict.fromkeys(r["preset"] for side in runs.values() for r in side)
+    """Per preset (or seed), the median of every measure on each side and `ratio` = this tree / the
+    revision."""
+    subjects = dict.fromkeys(subject(r) for side in runs.values() for r in side)
     rows = []
-    for preset in presets:
-        row: dict = {"preset": preset}
+    for key in subjects:
+        row: dict = dict([key])
         for measure in MEASURES:
             values = {
-                side: [r[measure] for r in records if r["preset"] == preset and measure in r]
+                side: [r[measure] for r in records if subject(r) == key and r.get(measure) is not None]
                 for side, records in runs.items()
             }
             if all(values.values()):

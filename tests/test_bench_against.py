@@ -26,6 +26,21 @@ def test_summary_compares_medians_per_preset() -> None:
     assert rows[1] == {"preset": "nano"}  # measured on one side only: nothing to compare
 
 
+def test_time_to_accuracy_is_compared_seed_by_seed() -> None:
+    tta = lambda seed, s, steps: {"seed": seed, "train_seconds_to_target": s, "steps": steps}  # noqa: E731
+    runs = {
+        "revision": [tta(0, 20.0, 500), tta(1, 30.0, 400), tta(0, 22.0, 500)],
+        "this": [tta(0, 10.0, 500), tta(1, None, 900), tta(0, 12.0, 500)],  # seed 1 never reached it
+    }
+    seed0, seed1 = bench_against.side_by_side(runs)
+    assert seed0["seed"] == 0 and seed0["train_seconds_to_target"] == {
+        "revision": 21.0,
+        "this": 11.0,
+        "ratio": 0.524,
+    }
+    assert seed1 == {"seed": 1, "steps": {"revision": 400, "this": 900, "ratio": 2.25}}
+
+
 def _git(repo, *args) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
 
