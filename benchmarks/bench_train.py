@@ -241,8 +241,24 @@ OP_KINDS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: autograd functions whose whole subtree, forward and backward, is attention (the written-out softmax of
+#: `arith.model.attention`: its amax, exp, sum and divide are attention's, not "other")
+ATTENTION_SCOPES = ("ShortRowSoftmax",)
+
+
 def op_kind(name: str) -> str:
     return next((kind for kind, parts in OP_KINDS.items() if any(p in name for p in parts)), "other")
+
+
+def event_kind(event) -> str:
+    """The kind a profiled event's own time counts in: attention inside one of `ATTENTION_SCOPES`, else
+    its operator's (`op_kind`)."""
+    scope = event
+    while scope is not None:
+        if any(name in scope.name for name in ATTENTION_SCOPES):
+            return "attention"
+        scope = scope.cpu_parent
+    return op_kind(event.name)
 
 
 def matmul_roofline_flops(device: torch.device, precision: str, size: int = 1024, reps: int = 5) -> float:
@@ -334,8 +350,8 @@ def profile_steps(
         events = [e for e in prof.key_averages() if e.self_cpu_time_total > 0]
         total = sum(e.self_cpu_time_total for e in events)
         shares: dict[str, float] = {}
-        for e in events:
-            shares[op_kind(e.key)] = shares.get(op_kind(e.key), 0.0) + e.self_cpu_time_total / total
+        for e in prof.events():
+            shares[event_kind(e)] = shares.get(event_kind(e), 0.0) + e.self_cpu_time_total / total
         top = sorted(events, key=lambda e: e.self_cpu_time_total, reverse=True)[:10]
         tokens = sum(b.n_tokens for b in batches[warmup:])
         seq_len = sum(b.input_ids.shape[1] for b in batches) / len(batches)

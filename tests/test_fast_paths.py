@@ -201,6 +201,26 @@ def test_the_profile_mode_says_where_a_training_step_goes(capsys) -> None:
     assert bench.op_kind("aten::addmm") == "matmul" and bench.op_kind("aten::gelu_backward") == "activation"
 
 
+def test_the_written_out_attentions_softmax_counts_as_attention_in_the_profile() -> None:
+    """Its amax, exp, sum and divide (forward and backward) are attention's time, though by name they
+    would be "other"; the same operators outside it stay "other"."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from arith.model.attention import ShortRowSoftmax
+    from benchmarks.bench_train import event_kind
+
+    scores = torch.randn(64, 4, 9, 9, requires_grad=True)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        ShortRowSoftmax.apply(scores).sum().backward()
+        torch.randn(64, 9).exp().amax(-1)
+    kinds: dict[str, set[str]] = {}
+    for event in prof.events():
+        kinds.setdefault(event.name, set()).add(event_kind(event))
+    assert kinds["aten::exp_"] == {"attention"} and kinds["aten::amax"] == {"attention", "other"}
+    assert kinds["aten::exp"] == {"other"}  # the plain exp outside it
+    assert any("ShortRowSoftmaxBackward" in name and k == {"attention"} for name, k in kinds.items())
+
+
 #: a subprocess: page faults a training step of the tiny model takes, with the trainer's allocator
 #: setting or (argv "default") glibc's own
 _FAULTS_PER_STEP = """
