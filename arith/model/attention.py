@@ -50,7 +50,9 @@ class ShortRowSoftmax(torch.autograd.Function):
         return probs * (grad - (grad * probs).sum(-1, keepdim=True))
 
 
-def keep_mask(attention_mask: torch.Tensor | None, q_len: int, kv_len: int, causal: bool, device):
+def keep_mask(
+    attention_mask: torch.Tensor | None, q_len: int, kv_len: int, causal: bool, device: torch.device
+) -> torch.Tensor | None:
     """Where a query may attend, as transformers' SDPA path reads `attention_mask`: a boolean mask as
     given (True: attend), an additive float mask as its finite entries, and none at all as causal
     (from the first key, as SDPA's `is_causal` aligns it) for more than one query, else everything."""
@@ -62,8 +64,15 @@ def keep_mask(attention_mask: torch.Tensor | None, q_len: int, kv_len: int, caus
 
 
 def explicit_fp32_attention(
-    module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None, **kwargs
-):
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    dropout: float = 0.0,
+    scaling: float | None = None,
+    **kwargs,
+) -> tuple[torch.Tensor, None]:
     """softmax(q k^T * scale, masked) v in fp32, whatever the inputs' dtype, returned in it: under bf16
     autocast the attention is computed in fp32 and rounded once (PyTorch's bf16 CPU flash-attention
     backward is also ~8x slower than its fp32 one). Masked scores are -inf, not a least finite value
@@ -84,7 +93,14 @@ def explicit_fp32_attention(
     return out.transpose(1, 2).contiguous().to(query.dtype), None
 
 
-def arith_attention(module, query, key, value, attention_mask, **kwargs):
+def arith_attention(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    **kwargs,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Under bf16 on a CPU: `explicit_fp32_attention` for up to `EXPLICIT_MAX_KEYS` keys, SDPA in fp32 for
     more. Elsewhere (fp32, CUDA) transformers' `sdpa_attention_forward` itself: in fp32 the written-out
     attention buys nothing measurable on a whole step (its products are the step's), so an fp32 CPU run
