@@ -33,6 +33,7 @@ NOT_THE_SCHEMA: dict[tuple[str, str], str] = {
     ("arith/data/datasets.py", "seed"): "DataConfig's field, not the trial's seed tag",
     ("sweeps/timing.py", "seed"): "DataConfig's field in a cache key",
     ("benchmarks/bench_train.py", "seed"): "a field of the benchmark's own JSON rows",
+    ("benchmarks/bench_against.py", "seed"): "a field of bench_train.py's JSON rows, which it compares",
     **{
         (module, "run_id"): "a field of the archive / outbox JSON record (its own file format)"
         for module in (
