@@ -79,14 +79,17 @@ def subject(record: dict) -> tuple[str, object]:
 def side_by_side(runs: dict[str, list[dict]]) -> list[dict]:
     """Per preset (or seed), the median of every measure on each side and `ratio` = this tree / the
     revision."""
-    subjects = dict.fromkeys(subject(r) for side in runs.values() for r in side)
+    grouped: dict[tuple[str, object], dict[str, list[dict]]] = {}
+    for side, records in runs.items():
+        for r in records:
+            grouped.setdefault(subject(r), {s: [] for s in runs})[side].append(r)
     rows = []
-    for key in subjects:
+    for key, by_side in grouped.items():
         row: dict = dict([key])
         for measure in MEASURES:
             values = {
-                side: [r[measure] for r in records if subject(r) == key and r.get(measure) is not None]
-                for side, records in runs.items()
+                side: [r[measure] for r in records if r.get(measure) is not None]
+                for side, records in by_side.items()
             }
             if all(values.values()):
                 medians = {side: round(statistics.median(v), 4) for side, v in values.items()}

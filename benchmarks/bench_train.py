@@ -351,7 +351,8 @@ def profile_steps(
         total = sum(e.self_cpu_time_total for e in events)
         shares: dict[str, float] = {}
         for e in prof.events():
-            shares[event_kind(e)] = shares.get(event_kind(e), 0.0) + e.self_cpu_time_total / total
+            kind = event_kind(e)  # walks the event's ancestors: once an event
+            shares[kind] = shares.get(kind, 0.0) + e.self_cpu_time_total / total
         top = sorted(events, key=lambda e: e.self_cpu_time_total, reverse=True)[:10]
         tokens = sum(b.n_tokens for b in batches[warmup:])
         seq_len = sum(b.input_ids.shape[1] for b in batches) / len(batches)
