@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import replace
 
+import pandas as pd
 import pytest
 import torch
 
@@ -16,7 +17,8 @@ from arith.data.tasks import render_example
 from arith.model.gpt import ArithModel, build_model
 from arith.model.tokenizer import build_tokenizer, encode_example
 from arith.training.evaluate import evaluate
-from experiments.catalog.length_gen import TESTED, TRAINED
+from experiments.catalog.length_gen import TESTED, TRAINED, beats_learned, holds_beyond
+from experiments.verdicts import HELD, NOT_HELD, NOT_TESTABLE, decide_family
 from sweeps.grids import points
 
 SCHEMES = ("learned", "none", "random_embed", "randomized", "abacus", "coupling")
@@ -123,3 +125,73 @@ def test_an_input_past_the_models_reach_is_refused_in_one_line(configs):
         model(tokens, torch.ones_like(tokens))
     message = str(refused.value)
     assert "\n" not in message and "n_positions=128" in message and "cannot place" in message
+
+
+# --- the claims on known numbers ---------------------------------------------------------------------------
+
+
+def trial_cells(scheme: str, fmt: str, seed: int, accuracy_at) -> pd.DataFrame:
+    """One trial's last evaluation: an equal-length cell per length 1..TESTED at `accuracy_at(length)`."""
+    lengths = list(range(1, TESTED + 1))
+    return pd.DataFrame(
+        {
+            "context": "main",
+            "row_digits": None,
+            "col_digits": lengths,
+            "accuracy": [accuracy_at(n) for n in lengths],
+            "seed": seed,
+            "run_id": f"{scheme}-{fmt}-{seed}",
+            "final": True,
+            "data.min_digits": 1,
+            "data.max_digits": TRAINED,
+            "data.format": fmt,
+            "model.position": scheme,
+        }
+    )
+
+
+def sweep_of(*points: tuple[str, str, object], seeds=range(5)) -> pd.DataFrame:
+    return pd.concat(
+        [trial_cells(s, f, seed, at) for s, f, at in points for seed in seeds], ignore_index=True
+    )
+
+
+def judged(check, frame) -> tuple[str, str]:
+    status, evidence, _ = decide_family([check(frame, None)])[0]
+    return status, evidence
+
+
+def reaches(longest: int, beyond: float = 0.0):
+    """Right on every length up to `longest`, then `beyond` (a seed's wobble keeps the spread non-zero)."""
+    return lambda n: 1.0 if n <= longest else beyond
+
+
+def test_a_scheme_that_reaches_further_than_learned_holds_its_claim():
+    frame = sweep_of(("abacus", "lsd_first", reaches(12, 0.3)), ("learned", "lsd_first", reaches(TRAINED)))
+    wobble = (frame["col_digits"] == 13) & (frame["model.position"] == "abacus")
+    frame.loc[wobble, "accuracy"] += frame["seed"] * 0.01
+    status, evidence = judged(beats_learned("abacus"), frame)
+    assert status == HELD, evidence
+    assert "abacus holds >= 0.9 to 12 digits on every seed" in evidence
+    assert "learned holds >= 0.9 to 5 digits on every seed" in evidence
+
+
+def test_a_seed_below_the_gate_in_range_makes_the_claim_not_testable():
+    frame = sweep_of(
+        ("coupling", "line_padding_reverse", reaches(12)), ("learned", "lsd_first", reaches(TRAINED))
+    )
+    low = (frame["model.position"] == "learned") & (frame["seed"] == 3) & (frame["col_digits"] == 4)
+    frame.loc[low, "accuracy"] = 0.5
+    status, evidence = judged(beats_learned("coupling"), frame)
+    assert status == NOT_TESTABLE and "learned not learned: seed 3 0.50" in evidence
+    assert "learned on lsd_first" in evidence  # coupling's own lines differ: said, not hidden
+
+
+def test_holding_one_digit_beyond_is_judged_against_the_threshold_per_seed():
+    wobble = sweep_of(("learned", "lsd_first", reaches(TRAINED)))
+    wobble.loc[wobble["col_digits"] == TRAINED + 1, "accuracy"] = wobble["seed"] * 0.02
+    status, evidence = judged(holds_beyond("learned"), wobble)
+    assert status == NOT_HELD and "learned holds >= 0.9 to 5 digits on every seed" in evidence
+    far = sweep_of(("abacus", "lsd_first", reaches(15)))
+    far.loc[far["col_digits"] == TRAINED + 1, "accuracy"] -= far["seed"] * 0.005
+    assert judged(holds_beyond("abacus"), far)[0] == HELD
