@@ -391,9 +391,14 @@ def coerce(value: Any, hint: Any, key: str = "value") -> Any:
                 raise ValueError(value)
             return bool(value)
         if hint is int:
-            if isinstance(value, float) and not value.is_integer():
+            # a fraction is refused, not truncated ("2.5"); "1e3" and "3.0" are whole numbers
+            number = value
+            if isinstance(value, str):
+                text = value.strip()
+                number = int(text) if text.lstrip("+-").isdigit() else float(text)
+            if isinstance(number, float) and not number.is_integer():
                 raise ValueError(value)
-            return int(float(value)) if isinstance(value, str) else int(value)
+            return int(number)
         if hint is float:
             return float(value)
         if hint is str:

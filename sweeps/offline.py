@@ -50,6 +50,7 @@ from experiments.grid import Grid
 from experiments.search import PRESEARCH_FIRST_SEED
 from sweeps.errors import SweepError
 from sweeps.grids import get_grid, points
+from sweeps.prelaunch import check_before_launch
 from sweeps.scales import Scale, get_scale
 from sweeps.space import SweepLink, parse_seeds
 from sweeps.storage import git_commit, sweep_link, sweep_name, sweep_tags
@@ -187,6 +188,7 @@ def run_parts(
     for part in parts:  # each trial's key is its config as the plan resolves it, before the sweep's link
         configs = part.configs()
         _check_presearch(part, configs)
+        check_before_launch(configs)
         keys.append([config_key(cfg) for cfg in configs])
     plan = plan_of([(part.name, k) for part, k in zip(parts, keys, strict=True)])
     new = {
