@@ -392,10 +392,8 @@ def coerce(value: Any, hint: Any, key: str = "value") -> Any:
             return bool(value)
         if hint is int:
             # a fraction is refused, not truncated ("2.5"); "1e3" and "3.0" are whole numbers
-            number = value
-            if isinstance(value, str):
-                text = value.strip()
-                number = int(text) if text.lstrip("+-").isdigit() else float(text)
+            whole = not isinstance(value, str) or value.strip().lstrip("+-").isdigit()
+            number = value if whole else float(value)
             if isinstance(number, float) and not number.is_integer():
                 raise ValueError(value)
             return int(number)
