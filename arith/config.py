@@ -391,9 +391,12 @@ def coerce(value: Any, hint: Any, key: str = "value") -> Any:
                 raise ValueError(value)
             return bool(value)
         if hint is int:
-            if isinstance(value, float) and not value.is_integer():
+            # a fraction is refused, not truncated ("2.5"); "1e3" and "3.0" are whole numbers
+            whole = not isinstance(value, str) or value.strip().lstrip("+-").isdigit()
+            number = value if whole else float(value)
+            if isinstance(number, float) and not number.is_integer():
                 raise ValueError(value)
-            return int(float(value)) if isinstance(value, str) else int(value)
+            return int(number)
         if hint is float:
             return float(value)
         if hint is str:

@@ -38,6 +38,7 @@ from sweeps.cluster import check_cluster, emulated_bf16_note, forget_local_ray, 
 from sweeps.errors import SweepError
 from sweeps.grids import GRIDS, get_grid, list_grids, points
 from sweeps.packing import check_packing, default_gpus_per_trial
+from sweeps.prelaunch import check_before_launch
 from sweeps.scales import SCALES, Scale, get_scale
 from sweeps.search import SearchRun
 from sweeps.space import SweepLink, parse_seeds, scale_note
@@ -296,23 +297,6 @@ def trial_table(configs: dict[str, dict[str, Any]], res: dict[str, float]) -> pd
     return pd.DataFrame(rows)
 
 
-def check_pretrained(configs: dict[str, dict[str, Any]]) -> None:
-    """Fail before any trial starts when a pretrained point's model cannot be loaded (no hub access, a
-    wrong path), rather than in every one of its trials."""
-    names = sorted({c["model"]["pretrained"] for c in configs.values() if c["model"]["init"] == "pretrained"})
-    for name in names:
-        from transformers import AutoConfig
-
-        try:
-            AutoConfig.from_pretrained(name)
-        except Exception as err:
-            raise SweepError(
-                f"model.pretrained={name!r} cannot be loaded here ({type(err).__name__}: "
-                f"{str(err).splitlines()[0][:200]}). Give a local copy: --set model.pretrained=/path/to/gpt2 "
-                "(a save_pretrained directory), or set HF_HUB_OFFLINE=1 with the model in the HF cache."
-            ) from err
-
-
 # ---------------------------------------------------------------------------------------------------------
 # The sweep
 # ---------------------------------------------------------------------------------------------------------
@@ -346,8 +330,9 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
             print(options.search.describe(c["tracking"]["tags"][schema.POINT_TAG] for c in configs.values()))
         return 0
 
+    # what needs only the configs and their data, before MLflow or Ray is touched
+    check_before_launch(map(ExperimentConfig.from_dict, configs.values()), lengths=not options.resume)
     check_tracking(tracking_uri)
-    check_pretrained(configs)
     started_ray = start_ray(options.address, options.ray_temp_dir, log_to_driver=options.tune.verbose)
     parent_run_id = ""
     try:

@@ -217,11 +217,9 @@ def test_a_killed_import_is_redone_whole_and_a_failed_one_leaves_nothing(
     (tmp_path / "c").mkdir()
     shutil.copy(empty_store, tmp_path / "c" / "mlflow.db")
     third = f"sqlite:///{tmp_path / 'c' / 'mlflow.db'}"
-    lines = path.read_text().splitlines()
-    last = json.loads(lines[-1])
-    last["params"]["x" * 300] = "1"
-    path.write_text("\n".join([*lines[:-1], json.dumps(last)]) + "\n")
-    with pytest.raises(ArchiveError, match="nothing was imported"):
+    records[-1]["params"]["x" * 300] = "1"
+    archive.write_records(path, header["experiment"], records)  # sealed again: the store refuses it
+    with pytest.raises(ArchiveError, match=r"the store refused a run .*; nothing was imported"):
         import_sweep(third, path)
     assert _active_runs(third) == 0
 

@@ -1,15 +1,19 @@
-"""What a sweep archive must hold before any of it is imported: the trials its header counts, each run
-record in the archive's schema, and cell tables whose counts and accuracies are numbers.
+"""What a sweep archive must hold before any of it is imported: the trials its header counts, the digest
+of its content, each run record in the archive's schema, and cell tables whose counts and accuracies are
+numbers.
 
 An import writes run after run into a store; a record found wrong half-way would leave half a sweep
 there, and an archive cut short (a copy interrupted at a line boundary) would import as a smaller sweep
 whose missing trials nobody is told about. So the whole file is checked first, and the first fault is
-named in one line.
+named in one line. An archive edited so that it stays consistent (a trial's line removed and the count
+fixed, a metric history cut short) passes every other check; its digest, written with it, does not.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 from typing import Any
 
 import pandas as pd
@@ -24,13 +28,31 @@ ARCHIVED_CELL_COLUMNS = tuple(c for c in REQUIRED_CELL_COLUMNS if c != SEEN_IN_T
 NUMERIC_CELL_COLUMNS = tuple(c for c in ARCHIVED_CELL_COLUMNS if c != CONTEXT_COLUMN)
 
 
+#: the header's field holding `content_digest`, which every archive from version 2 on carries
+DIGEST_FIELD = "sha256"
+SEALED_FROM_VERSION = 2
+
+
 class RecordError(ValueError):
     """One record breaks the archive's schema; the message says which field and how."""
 
 
+def canonical(value: Any) -> bytes:
+    """JSON with sorted keys and no spaces: the same content gives the same bytes however a file was
+    written (key order, spacing, line ends)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def content_digest(header: dict[str, Any], records: list[dict[str, Any]]) -> str:
+    """The sha256 of an archive's content: its header (less the digest itself) and every run record."""
+    head = {k: v for k, v in header.items() if k != DIGEST_FIELD}
+    return hashlib.sha256(canonical([head, records])).hexdigest()
+
+
 def check_archive(header: dict[str, Any], records: list[dict[str, Any]]) -> None:
     """Raise RecordError for the first fault of an archive (its header, then its records: the parent
-    first); the caller names the file."""
+    first); the caller names the file. Its digest is checked last (a fault the other checks name is
+    named so); an archive of the format's first version has none."""
     trials = header.get("trials")
     if not isinstance(trials, int) or isinstance(trials, bool):
         raise RecordError(f"the header's trial count is {trials!r}, not a number")
@@ -47,6 +69,10 @@ def check_archive(header: dict[str, Any], records: list[dict[str, Any]]) -> None
             name = record.get("run_name") if isinstance(record, dict) else None
             raise RecordError(f"{where}{f' ({name})' if name else ''}: {err}") from None
         parent_id = parent_id or record["run_id"]
+    sealed = header.get("version", SEALED_FROM_VERSION) >= SEALED_FROM_VERSION
+    if sealed and header.get(DIGEST_FIELD) != content_digest(header, records):
+        found = "no digest" if DIGEST_FIELD not in header else "a digest that does not match its content"
+        raise RecordError(f"the header has {found}: the file was changed after it was written")
 
 
 def check_record(record: Any, parent_id: str | None) -> None:

@@ -38,13 +38,7 @@ from arith.tracking.schema import (
     EXPERIMENT_CONFIG,
     WEIGHTS_DIGEST_TAG,
 )
-from arith.training.batching import (
-    BatchLoader,
-    check_line_lengths,
-    encode_lines,
-    example_digits,
-    pad_token_id,
-)
+from arith.training.batching import BatchLoader, encode_lines, example_digits, pad_token_id
 from arith.training.checkpoints import (
     CheckpointFolder,
     Checkpoints,
@@ -64,6 +58,7 @@ from arith.training.hardware import (
     machine_of,
     resolve_device,
 )
+from arith.training.lengths import check_decoding, check_train_lines
 from arith.training.metrics import exact_match, probe_examples, summary_metrics
 from arith.training.optim import lr_lambda, make_optimizer, total_steps
 from arith.training.sessions import advanced, opened
@@ -193,8 +188,9 @@ def setup(cfg: ExperimentConfig) -> Setup:
     tokenizer = tokenizer_for(cfg.model, [example.text for example in train_set])
     loader = train_loader(train_set, tokenizer, t)
     test_set = test_examples(cfg.data)
-    check_line_lengths(map(len, loader.lines), cfg.model.n_positions, "training data", t.bucket_lengths)
-    check_line_lengths(map(len, encode_lines(tokenizer, test_set)), cfg.model.n_positions, "test problems")
+    probe = probe_examples(cfg) if t.target_accuracy > 0 else []
+    check_train_lines(map(len, loader.lines), cfg)
+    check_decoding(tokenizer, test_set + probe, cfg)
     model = build_model(cfg.model, tokenizer, cfg.data).to(device)
     optimizer = make_optimizer(model, t, device)
     n_steps = total_steps(t, len(loader))
@@ -207,7 +203,7 @@ def setup(cfg: ExperimentConfig) -> Setup:
         train_set=train_set,
         test_set=test_set,
         train_problems=problem_ids(train_set),
-        probe=probe_examples(cfg) if t.target_accuracy > 0 else [],
+        probe=probe,
         loader=loader,
         model=model,
         step_model=compile_model(model, t),
