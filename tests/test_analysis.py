@@ -195,6 +195,9 @@ EXPECTED_TABLES = {
     "cpu_tune_plain_add": 1,
     # make demo: one addition table, rows the two answer formats
     "demo": 1,
+    # beyond the paper: one addition table, a row per scheme (and per setup where test ranges differ)
+    "length_gen": 1,
+    "length_gen_papers": 1,
 }
 
 

@@ -24,6 +24,7 @@ gate reads every equal-length cell of the training range, on every seed.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import pandas as pd
 
@@ -308,8 +309,11 @@ _COUPLING_PAPER = Variant(
         "model.coupling_max_offset": 200,
     },
 )
-LENGTH_GEN_PAPERS = LENGTH_GEN.with_grid(
-    Grid(
+#: The papers' lengths are for a GPU: the cpu recipe (searched on 1-5 digits) is not theirs
+LENGTH_GEN_PAPERS = replace(
+    LENGTH_GEN,
+    recipes=(),
+    grid=Grid(
         name="length_gen_papers",
         description="length_gen at the papers' lengths (Abacus 20 -> 100 digits, coupling 30 -> 200), "
         "each beside learned positions, for a GPU.",
@@ -318,7 +322,7 @@ LENGTH_GEN_PAPERS = LENGTH_GEN.with_grid(
         also=({"lengths": [_COUPLING_PAPER], "model.position": ["coupling", "learned"]},),
         scale_digits=False,
         scale="gpu",
-    )
+    ),
 )
 
 EXPERIMENTS = (LENGTH_GEN, LENGTH_GEN_PAPERS)
