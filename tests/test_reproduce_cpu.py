@@ -133,7 +133,14 @@ def test_the_report_is_written_from_its_prose_files_and_the_store(tmp_path: Path
         if any(p.search for p in PLAN if p.grid == grid):  # a search: in the core-minutes, its own section
             first = next(p for p in PLAN if p.grid == grid and p.search)
             planned = str(first.estimate_core_min or "not declared")
-            cells = [first.scale, first.seeds_arg.rstrip(","), " ".join(first.only), "", planned, "not yet run"]
+            cells = [
+                first.scale,
+                first.seeds_arg.rstrip(","),
+                " ".join(first.only),
+                "",
+                planned,
+                "not yet run",
+            ]
             part = f"| {grid} | {' | '.join(cells)} |"
             assert part in text
             assert f"## {grid}\n" not in text
