@@ -267,7 +267,7 @@ class TrainConfig:
     target_accuracy: float = 0.0
     #: test cells ("main:2x3", "regular:5") whose weakest accuracy on unseen problems (all of a cell's
     #: where it has few unseen: arith.training.metrics.MIN_UNSEEN) each evaluation reports as
-    #: `gate/weakest_unseen`: a recipe search (sweeps/search.py) names its competence gate's
+    #: `gate/weakest_unseen`: a recipe search (lab/search/sweep.py) names its competence gate's
     #: cells, so that its scheduler reads what the gate will read; empty = not reported
     gate_cells: list[str] = field(default_factory=list)
     seed: int = 0

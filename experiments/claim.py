@@ -17,7 +17,7 @@ import pandas as pd
 
 from arith.tracking.schema import ACCURACY_COLUMN
 from experiments.grid import Grid, variant
-from experiments.search import ChosenRecipe
+from experiments.recipes import ChosenRecipe
 from experiments.verdicts import Outcome
 
 #: a claim's check: the sweep's per-seed cells and its digit map -> the contrasts read, or why not testable

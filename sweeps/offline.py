@@ -46,8 +46,7 @@ from arith.tracking.recorder import RunRecorder, new_run_id, now_ms, run_record,
 from arith.training.checkpoints import CheckpointFolder, load_checkpoint
 from arith.training.hardware import machine
 from arith.training.train import train
-from experiments.grid import Grid
-from experiments.search import PRESEARCH_FIRST_SEED
+from experiments.grid import PRESEARCH_FIRST_SEED, Grid
 from sweeps.errors import SweepError
 from sweeps.grids import get_grid, points
 from sweeps.scales import Scale, get_scale

@@ -9,7 +9,7 @@
   paper's epochs. At it reversal passes the competence gate, scratchpad addition needs 6,000 steps and no
   multiplication model passes (the models memorise their few thousand lines: docs/RESULTS.md, "Steps to
   competence"); `cpu_recipe` is the scale that learns. The tuning grids of
-  sweeps/tuning.py (`cpu_tune_*`; results in docs/RESULTS.md) chose it: reversal saturates at every
+  lab/catalog/tuning.py (`cpu_tune_*`; results in docs/RESULTS.md) chose it: reversal saturates at every
   learning rate and sample count tried; on multiplication x 50 was best for the basic format and as good
   as any for the padded one; 1,570 steps left random tags and scratchpad addition at 0 and 3,000 did not;
   tags of 8 dims learned where 32 (a quarter of the width, the default) barely did.
@@ -39,7 +39,7 @@ from arith.config import ConfigError, ExperimentConfig
 from arith.data.datasets import train_size
 from arith.data.tasks import get_task
 from arith.training.epochs import epochs_for_steps
-from experiments.recipes import NO_RECIPE
+from experiments.registry import why_no_recipe
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class Recipe:
     """How one task trains at a scale, as a pre-search chose it: its step budget, the fraction of the
     paper's sample count it draws (uncapped: distinct lines are what keeps a small model from memorising)
     and the settings that go with them (precision, batch). Made from an experiment's `ChosenRecipe`
-    (`sweeps.space.recipe_scale`) or a search's candidate (`sweeps.search`); declared on neither scale."""
+    (`sweeps.space.recipe_scale`) or a search's candidate (`lab.search.sweep`); declared on neither scale."""
 
     steps: int
     sample_fraction: float = 1.0
@@ -103,12 +103,11 @@ class Scale:
 
     def recipe(self, task: str) -> Recipe | None:
         """The task's recipe at this scale (None: none given); a scale given recipes, or needing them,
-        refuses a task it has none for, saying what its nearest pre-search reached (`NO_RECIPE`)."""
+        refuses a task it has none for, saying what its nearest pre-search reached (`why_no_recipe`)."""
         if task in self.recipes:
             return self.recipes[task]
         if self.recipes or self.needs_recipe:
-            why = NO_RECIPE.get(task, "no pre-search has run for it")
-            raise ConfigError(f"scale {self.name!r} has no recipe for task {task!r}: {why}")
+            raise ConfigError(f"scale {self.name!r} has no recipe for task {task!r}: {why_no_recipe(task)}")
         return None
 
     def with_recipe(self, task: str, recipe: Recipe) -> Scale:

@@ -16,12 +16,10 @@ from arith.config import ConfigError, ExperimentConfig
 from arith.data.datasets import validate_data
 from arith.tracking import schema
 from arith.validation import validate
-from experiments.grid import Grid, Point
+from experiments.grid import PRESEARCH_FIRST_SEED, Grid, Point
 from experiments.registry import recipe_for
-from experiments.search import PRESEARCH_FIRST_SEED
 from sweeps.errors import SweepError
 from sweeps.scales import Recipe, Scale, get_scale
-from sweeps.tuning import CPU_TUNE_RECIPES
 
 
 @dataclass(frozen=True)
@@ -47,11 +45,9 @@ def scale_note(grid: Grid, scale: Scale | str) -> str | None:
 
 def recipe_scale(grid: Grid, scale: Scale, task: str) -> Scale:
     """`scale` with the recipe declared for the grid at it as the task's: its experiment's
-    (`Experiment.recipes`, chosen by a search or pre-search), or a tuning grid's (`CPU_TUNE_RECIPES`), so
-    every point trains at it. Else the scale as it is (a scale that needs a recipe then refuses the task:
-    `Scale.recipe`)."""
-    tuned = (r for r in CPU_TUNE_RECIPES.get(grid.name, ()) if r.scale == scale.name)
-    chosen = recipe_for(grid.name, scale.name) or next(tuned, None)
+    (`Experiment.recipes`, chosen by a search or pre-search), so every point trains at it. Else the scale
+    as it is (a scale that needs a recipe then refuses the task: `Scale.recipe`)."""
+    chosen = recipe_for(grid.name, scale.name)
     if chosen is None:
         return scale
     settings = dict(chosen.settings)

@@ -26,11 +26,10 @@ from typing import Any
 
 from arith.config import ExperimentConfig
 from arith.tracking import store
-from arith.tracking.schema import POINT_TAG, SEED_TAG
+from arith.tracking.schema import GATE_METRIC, POINT_TAG, SEED_TAG
 from arith.training.checkpoints import load_checkpoint, save_checkpoint
 from arith.training.step import NonFiniteLossError
 from arith.training.train import train
-from experiments.search import GATE_METRIC
 
 
 class TuneCheckpoints:

@@ -14,7 +14,6 @@ import pandas as pd
 from analysis.report import report
 from arith.config import ExperimentConfig
 from arith.tracking.schema import POINT_TAG, SEED_TAG
-from sweeps.asha import SearchAsha
 from sweeps.progress import trial_steps, tune_output
 from sweeps.storage import SweepStorage
 from sweeps.trainable import run_trial, trial_key
@@ -108,9 +107,10 @@ def fit(
 ):
     """Hand the trials to Tune (or, with `resume`, restore the interrupted Tune experiment, its param space
     and scheduler with it) and wait for them; returns Tune's `ResultGrid`. `scheduler`: a Tune trial
-    scheduler (a recipe search's ASHA, `sweeps.search`), else Tune's default (every trial runs to its end).
-    `callbacks`: Tune callbacks beside the progress line (a search's `sweeps.search.EndStoppedRuns`). A
-    restored experiment keeps the scheduler and callbacks it was started with (Tune pickles them)."""
+    scheduler (a sweep extension's, `sweeps.extension`: a recipe search's ASHA), else Tune's default (every
+    trial runs to its end); one with a `clock_budget_s` has the progress line show its metric against that
+    budget of the trials' clock. `callbacks`: Tune callbacks beside the progress line. A restored
+    experiment keeps the scheduler and callbacks it was started with (Tune pickles them)."""
     from ray import tune
 
     trainable = make_trainable(configs, res)
@@ -122,8 +122,8 @@ def fit(
     steps = {k: trial_steps(c) for k, c in configs.items()}
     key_of = lambda c: trial_key(c[POINT_TAG], c[SEED_TAG])  # noqa: E731
     shown = {}  # a search's line shows what its scheduler reads, and its trials' CPU budget
-    if isinstance(scheduler, SearchAsha):
-        shown = {"clock_budget_s": scheduler.clock_budget_s, "metric": scheduler.metric, "label": "gate"}
+    if (budget_s := getattr(scheduler, "clock_budget_s", None)) is not None:
+        shown = {"clock_budget_s": budget_s, "metric": scheduler.metric, "label": "gate"}
     output = tune_output(steps, key_of, settings.quiet, settings.verbose, **shown)
     tuner = tune.Tuner(
         trainable,

@@ -800,8 +800,8 @@ def test_a_points_trials_share_a_run_colour_the_report_draws_it_in(tmp_path: Pat
 def test_a_search_view_draws_every_trial_and_leads_with_its_configuration_and_gate() -> None:
     """A recipe search runs 24 configurations or more: its view draws every trial (not the UI's first 10),
     its table leads with each trial's configuration and gate, and its charts with the cost to the gate."""
-    from analysis.ui_view import SEARCH_SECTION, search_view_state
-    from experiments.search import GATE_METRIC
+    from arith.tracking.schema import GATE_METRIC
+    from lab.search.view import SEARCH_SECTION, search_view_state
 
     view = search_view_state("0123456789abcdef")
     assert view["runsHiddenMode"] == "SHOW_ALL"

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from test_analysis import empty_store, write_store  # noqa: F401  (the fixture and the store writer)
 
-from analysis import plan as reproduction
 from analysis import report
 from analysis.load import AnalysisError, read_sweep
 from arith.tracking import archive
@@ -18,6 +17,7 @@ from arith.tracking.archive import SOURCE_TAG, ArchiveError, export_sweep, impor
 from arith.tracking.archive import main as archive_main
 from arith.tracking.archive_checks import check_archive
 from arith.tracking.recorder import run_record
+from lab import plan as reproduction
 
 
 def _sweep_with_curves(tmp_path: Path, empty_store: Path) -> tuple[str, str]:  # noqa: F811

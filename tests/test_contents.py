@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from analysis.contents import contents, github_anchor, headings, with_contents
-from analysis.plan import grids
+from lab.contents import contents, github_anchor, headings, with_contents
+from lab.plan import grids
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -63,7 +63,7 @@ def test_the_contents_list_every_section_and_put_the_grids_on_one_line() -> None
 
 
 def test_every_in_page_link_of_the_results_page_lands_on_a_heading() -> None:
-    """The committed docs/RESULTS.md (written by `python scripts/reproduce_cpu.py --report-only`): its
+    """The committed docs/RESULTS.md (written by `python -m lab.results`): its
     contents list names every section, and each of its `(#anchor)` links is an anchor of the page."""
     page = (ROOT / "docs" / "RESULTS.md").read_text()
     assert page.count("**Contents**") == 1

@@ -11,17 +11,18 @@ from pathlib import Path
 import pytest
 from test_analysis import empty_store  # noqa: F401  (the fixture)
 
-from analysis import plan, results
-from analysis.budget import budget_table
 from analysis.by_digits import accuracy_by_digits_figure
-from analysis.curves import budget_figure, gated_by_trial, learning_curves_figure, save
+from analysis.curves import gated_by_trial, learning_curves_figure, save
 from analysis.load import read_sweep
-from analysis.presearch import presearch_records
 from analysis.report import analyse
 from arith.tracking.archive import import_sweep
 from arith.tracking.schema import LOSS_METRIC
 from arith.tracking.store import client as store_client
 from experiments.verdicts import LEARNED
+from lab import plan
+from lab.budget import budget_figure, budget_table
+from lab.presearch import presearch_records
+from lab.results import page as results
 from sweeps.grids import longest_trial, paper_trial
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,13 +16,10 @@ from arith.data.datasets import train_examples, train_size
 from arith.tracking.commands import seeds_argument
 from arith.training import hardware
 from experiments.grid import Grid, Variant
-from experiments.recipes import (
-    ADD_SCRATCHPAD_12K,
-    ADD_SCRATCHPAD_24K,
-    ADD_SCRATCHPAD_CANDIDATE,
-    REVERSE_RECIPE,
-)
+from experiments.recipes import ADD_SCRATCHPAD_24K, REVERSE_RECIPE
 from experiments.registry import EXPERIMENTS
+from lab.recipes import ADD_SCRATCHPAD_12K, ADD_SCRATCHPAD_CANDIDATE
+from lab.sweep import main as lab_sweep
 from sweeps import cluster
 from sweeps.errors import SweepError
 from sweeps.grids import GRIDS, get_grid, longest_trial, paper_trial, points
@@ -368,7 +365,10 @@ def test_list_and_dry_run(capsys, tmp_path):
     for name in ISSUE_GRIDS:
         assert name in out
     assert "tb:padding-20" in out
-    # the recipe searches `--search NAME` takes, with what they serve and where ASHA compares
+    # the lab's recipe searches `python -m lab.sweep --search NAME` takes, with what they serve and where
+    # ASHA compares
+    assert lab_sweep(["--list"]) == 0
+    out = capsys.readouterr().out
     assert "search mul_format_recipe  (24 configurations)" in out
     assert "for: mul_format; ASHA at 10 / 30 / 90 core-minutes; pre-search seeds 100" in out
     assert (

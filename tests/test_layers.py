@@ -6,6 +6,7 @@ only under `arith.tracking` (and the layers above), `import analysis` loads no t
 from __future__ import annotations
 
 import ast
+import os
 import re
 import subprocess
 import sys
@@ -14,7 +15,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("arith", "experiments", "sweeps", "analysis")
+#: the tool, and the lab: the project's own research bookkeeping, which the tool never imports
+TOOL = ("arith", "experiments", "sweeps", "analysis")
+PACKAGES = (*TOOL, "lab")
 TOP = (*PACKAGES, "scripts", "benchmarks")
 
 
@@ -140,6 +143,21 @@ def test_no_import_cycle_between_packages():
     assert not loops, "import cycles between packages:\n" + "\n".join(loops)
 
 
+def test_the_tool_imports_nothing_from_the_lab():
+    """The lab (recipe searches, budgets, the plan and its reproduction, the GPU bank, RESULTS.md) builds on
+    the tool and registers its grids through the experiments' plugin hook: no module of the tool imports it,
+    so a user's commands load none of it."""
+    graph, _ = _graph()
+    found = [
+        f"{m} -> {t}"
+        for m, targets in graph.items()
+        if m.startswith(TOOL)
+        for t in targets
+        if _package(t) == "lab"
+    ]
+    assert not found, "\n".join(found)
+
+
 def test_the_config_is_a_leaf():
     graph, _ = _graph()
     assert graph["arith.config"] <= {"arith.errors"}
@@ -222,5 +240,20 @@ def test_light_imports_load_no_torch(module):
 
 
 def test_the_offline_executor_imports_without_mlflow_or_ray():
-    code = "import sys; sys.modules['mlflow'] = sys.modules['ray'] = None; import sweeps.offline, sweeps.bank"
+    code = "import sys; sys.modules['mlflow'] = sys.modules['ray'] = None; import sweeps.offline, lab.bank"
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+
+
+def test_a_users_commands_load_nothing_of_the_lab():
+    """`python sweeps/run.py` and `python -m analysis`, their grids listed, load no module of the lab: without
+    it registered ($POSDESC_EXPERIMENTS) the grids are the catalogue's alone."""
+    code = (
+        "import sys, sweeps.run, analysis.__main__\n"
+        "from sweeps.grids import GRIDS\n"
+        "assert 'demo' in GRIDS and 'cpu_tune_reverse' not in GRIDS, list(GRIDS)\n"
+        "print(sorted(m for m in sys.modules if m == 'lab' or m.startswith('lab.')))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "POSDESC_EXPERIMENTS"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]"

@@ -1,4 +1,4 @@
-"""The executor for machines without Ray or MLflow (sweeps.offline) and the GPU plan (sweeps.bank).
+"""The executor for machines without Ray or MLflow (sweeps.offline) and the GPU plan (lab.bank).
 
 The executor's archive must import and judge like a Ray Tune sweep's: the slow test runs one smoke grid
 both ways (a real local Ray and SQLite MLflow store for Tune; plain processes for the executor), imports
@@ -29,8 +29,8 @@ from arith.tracking.archive import export_sweep, import_sweep, read_archive
 from arith.tracking.recorder import RunRecorder
 from arith.tracking.schema import PRESEARCH_SEEDS_TAG, WEIGHTS_DIGEST_TAG
 from arith.training.train import train
+from lab.bank import Batch, archive_summary, load_batches, next_batch, run_next, status
 from sweeps import offline
-from sweeps.bank import Batch, archive_summary, load_batches, next_batch, run_next, status
 from sweeps.errors import SweepError
 from sweeps.grids import GRIDS
 from sweeps.offline import SweepPart, run_parts

@@ -1,4 +1,4 @@
-"""The cpu reproduction (analysis.plan, analysis.results; scripts/reproduce_cpu.py runs it): the plan's parts,
+"""The cpu reproduction (lab.plan, lab.results; `python -m lab.reproduce` runs it): the plan's parts,
 how each part finds its sweep in a real MLflow store, and the page composed from the store."""
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis import by_claim, cell_text, results
-from analysis.plan import (
+from analysis import by_claim, cell_text
+from analysis.ui_view import VIEW_TAG
+from arith.config import ConfigError, parse_only, parse_set
+from lab.plan import (
     PLAN,
     TAG_COMMAND,
     TAG_COMMITS,
@@ -27,13 +29,12 @@ from analysis.plan import (
     seeds_of,
     sweep_args_of,
 )
-from analysis.presearch import presearch_records
-from analysis.ui_view import VIEW_TAG
-from arith.config import ConfigError, parse_only, parse_set
+from lab.presearch import presearch_records
+from lab.results import page as results
+from lab.search.sweep import SearchRun
+from lab.sweep import parse_args
 from sweeps.errors import SweepError
 from sweeps.grids import points
-from sweeps.run import parse_args
-from sweeps.search import SearchRun
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,7 +45,7 @@ def shown(plan: Planned, uri: str = "sqlite:////a dir/mlflow.db", storage: str =
 
 @pytest.mark.parametrize("plan", PLAN, ids=lambda p: " ".join(p.sweep_args()[1:]))
 def test_every_part_is_a_valid_sweep_that_selects_points(plan: Planned) -> None:
-    args = parse_args(plan.command("sqlite:///x.db", "/tmp/ray")[1:])
+    args = parse_args(plan.command("sqlite:///x.db", "/tmp/ray")[2:])
     assert (args.search if plan.search else args.grid) == plan.grid
     assert args.scale == plan.scale in ("cpu", "cpu_recipe")
     overrides = parse_set(args.sets) if args.sets else None
@@ -122,7 +123,7 @@ def test_the_report_is_written_from_its_prose_files_and_the_store(tmp_path: Path
     results.write_results(uri, out)
     text = out.read_text()
     texts = ROOT / "docs" / "results"
-    # the intro, with the page's contents list before its first section (analysis.contents)
+    # the intro, with the page's contents list before its first section (lab.contents)
     listed = text[text.index("**Contents**") : text.index("\n## ")] + "\n"
     assert text.replace(listed, "", 1).startswith((texts / "intro.md").read_text())
     assert "- [Findings at a glance](#findings-at-a-glance)" in listed
@@ -155,8 +156,8 @@ def test_a_claim_not_testable_shows_the_pre_searched_budgets_of_its_own_points_s
     and add_posembed's random embedding at one budget only says that 6,000 steps did not reach 0.9."""
     from types import SimpleNamespace
 
-    from analysis.budget import budget_table
     from analysis.findings import NOT_TESTABLE, Finding
+    from lab.budget import budget_table
 
     every = [rec for records in presearch_records().values() for rec in records]
     judged = [
@@ -323,9 +324,9 @@ def test_the_glance_names_the_seeds_each_set_of_points_ran_with() -> None:
 
 
 def test_the_script_is_a_command_line_over_the_analysis() -> None:
-    """scripts/reproduce_cpu.py runs from any folder (the installed packages, no sys.path edit)."""
+    """`python -m lab.reproduce` runs from any folder (the installed packages, no sys.path edit)."""
     out = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "reproduce_cpu.py"), "--help"],
+        [sys.executable, "-m", "lab.reproduce", "--help"],
         capture_output=True,
         text=True,
         check=True,
@@ -387,9 +388,9 @@ def test_a_grid_not_yet_run_shows_its_command_and_planned_core_minutes() -> None
     assert text.startswith(
         "## reverse_posembed_replication\n\n**Not yet run** at cpu_recipe scale (fig:randembed"
     )
-    assert "`python scripts/reproduce_cpu.py --grids reverse_posembed_replication`" in text
+    assert "`python -m lab.reproduce --grids reverse_posembed_replication`" in text
     command = (
-        "python sweeps/run.py --grid reverse_posembed_replication --scale cpu_recipe --seeds "
+        "python -m lab.sweep --grid reverse_posembed_replication --scale cpu_recipe --seeds "
         "20,21,22,23,24,25,26,27,28,29 --set train.precision=fp32 --tracking-uri "
         "sqlite:///runs/cpu/mlflow.db --storage-path runs/cpu/ray_results"
     )
@@ -407,7 +408,7 @@ def test_a_stopped_part_is_found_again_by_its_command_and_its_sessions_add_up(tm
 
     (part,) = [p for p in PLAN if p.grid == "reverse_posembed_replication"]
     started = [*part.command("sqlite:////a dir/mlflow.db", "/a dir/ray"), "--resume", "--quiet"]
-    assert sweep_identity(started[1:]) == part.sweep_args()
+    assert sweep_identity(started[2:]) == part.sweep_args()
     assert sweep_identity(["--grid", "demo", "--tracking-uri=sqlite:///x.db", "--seeds", "2"]) == [
         "--grid",
         "demo",
@@ -471,8 +472,8 @@ def test_a_part_ended_early_is_archived_as_it_stands_and_never_resumed(tmp_path:
     from mlflow import MlflowClient
 
     from arith.tracking.archive import read_archive
+    from lab.run_part import end_part
     from sweeps.grids import get_grid
-    from sweeps.reproduce import end_part
     from sweeps.scales import get_scale
     from sweeps.storage import SweepStorage, sweep_state
 
@@ -568,8 +569,8 @@ def a_session_of_a_part(
     )
     code = (
         "import pathlib\n"
-        "from analysis.plan import Planned\n"
-        "from sweeps import reproduce\n"
+        "from lab.plan import Planned\n"
+        "from lab import run_part as reproduce\n"
         + (f"reproduce.NOTE_EVERY_S = {note_every_s}\n" if note_every_s else "")
         + f"part = Planned(grid={part.grid!r}, scale='smoke', seeds=1,"
         f" only={part.only!r}, sets={part.sets!r})\n"
@@ -623,7 +624,7 @@ def test_a_part_stopped_mid_trial_resumes_in_the_next_session(tmp_path: Path, re
         log.close()
     assert first.returncode != 0
     said = (tmp_path / "session1.log").read_text()
-    # a stop, not a failure: scripts/reproduce_cpu.py says so and exits 130, without a traceback
+    # a stop, not a failure: the reproduction says so and exits 130, without a traceback
     assert "SweepInterrupted" in said and "CalledProcessError" not in said, said[-3000:]
     folders = SweepStorage(str(storage))
     (name,) = [p.name for p in storage.iterdir() if p.is_dir()]
@@ -710,7 +711,7 @@ def test_a_grid_whose_plan_has_parts_waiting_is_not_judged_yet(tmp_path: Path) -
     ran (add_length's seeds 1-2) does not wait; the fig:randembed replication, its one part run, is
     judged."""
     from analysis.findings import NOT_TESTABLE, one_family
-    from analysis.plan import ARCHIVES, restore_archives
+    from lab.plan import ARCHIVES, restore_archives
 
     # without its seed-9 part every model still has 4 seeds (5-8), enough for a verdict by the rules
     held_back = (
@@ -779,13 +780,13 @@ def test_a_grid_whose_plan_has_parts_waiting_is_not_judged_yet(tmp_path: Path) -
 def test_the_analysis_cli_reads_a_grids_plan_whole_with_plan_and_says_what_the_latest_leaves_out(
     tmp_path: Path, capsys
 ) -> None:
-    """`python -m analysis --grid G` reads G's latest sweep: for fig:acc_add_rand's sweep, run in 9 parts,
+    """`python -m lab.report --grid G` reads G's latest sweep: for fig:acc_add_rand's sweep, run in 9 parts,
     one trial. It says so, and `--plan` reads every part the store holds as one sweep, judged as
     RESULTS.md judges it (the real archives), logging nothing on any part; with a part missing from the
     store, no verdict; a grid the plan has no part of, or --plan with --run, is refused."""
-    from analysis.__main__ import main as analysis_main
-    from analysis.plan import ARCHIVES, plan_sweeps, restore_archives
     from arith.tracking import store
+    from lab.plan import ARCHIVES, plan_sweeps, restore_archives
+    from lab.report import main as analysis_main
 
     grid = "add_posembed_recipe_24k"
     held_back = f"{grid}__cpu_recipe__seed-9__model.position=none"
@@ -845,9 +846,9 @@ def test_the_plan_note_says_what_a_report_of_the_latest_sweep_leaves_out() -> No
     """Without --plan the report is of the grid's latest sweep; a note says which of the plan's parts it
     is (or that it is none of them) and what is still to run, and where a search's parts are read whole.
     --plan refuses a search's parts, and with no part in the store says how to import their archives."""
-    from analysis.__main__ import plan_note
     from analysis.load import AnalysisError
-    from analysis.plan import PlanSweeps
+    from lab.plan import PlanSweeps
+    from lab.report import plan_note
 
     assert plan_note(PlanSweeps("g", ("a",), 0, 1), "a") == ""  # the plan's one part: nothing left out
     assert plan_note(PlanSweeps("g", (), 2, 2), "x") == ""  # no part ran: a sweep by hand
@@ -856,7 +857,7 @@ def test_the_plan_note_says_what_a_report_of_the_latest_sweep_leaves_out() -> No
     other = plan_note(PlanSweeps("g", ("a", "b"), 0, 2), "x")
     assert "reads sweep x, none of the 2 parts" in other and "--plan reads them as one sweep" in other
     search = plan_note(PlanSweeps("s", ("a", "b"), 0, 2, search=True), "b")
-    assert "`python -m analysis.search --grid s` reads them as one search" in search
+    assert "`python -m lab.search --grid s` reads them as one search" in search
     with pytest.raises(AnalysisError, match="is a recipe search, read whole"):
         PlanSweeps("s", ("a",), 0, 1, search=True).to_read("sqlite:///x.db")
     with pytest.raises(AnalysisError, match=r"arith.tracking.archive import docs/results/sweeps/g__"):

@@ -1,5 +1,5 @@
-"""The recipe search (`python sweeps/run.py --search NAME`): its declaration (`experiments.search`), the
-cost-to-gate table built from the store (`analysis.search`), and a real search at smoke scale under Ray
+"""The recipe search (`python -m lab.sweep --search NAME`): its declaration (`lab.search.declared`), the
+cost-to-gate table built from the store (`lab.search.costs`), and a real search at smoke scale under Ray
 Tune's ASHA on a local Ray into a SQLite MLflow store."""
 
 from __future__ import annotations
@@ -21,38 +21,32 @@ import pandas as pd
 import pytest
 
 from analysis.load import find_parent
-from analysis.plan import PLAN
-from analysis.search import (
+from arith.config import ConfigError, ExperimentConfig
+from arith.tracking import store
+from arith.tracking.archive import export_sweep, import_sweep
+from arith.tracking.schema import CPU_SECONDS, GATE_METRIC, POINT_TAG
+from arith.training.epochs import epoch_steps
+from arith.training.hardware import machine
+from arith.training.metrics import MIN_UNSEEN, weakest_unseen
+from arith.training.optim import run_steps
+from experiments import registry
+from experiments.grid import PRESEARCH_FIRST_SEED
+from experiments.recipes import ChosenRecipe
+from lab.plan import PLAN
+from lab.search.costs import (
     NOT_NEEDED,
     cost_to_gate,
     recipe_costs,
     search_cost_table,
     search_evaluations,
 )
-from analysis.search import main as search_main
-from analysis.search_report import search_sections
-from arith.config import ConfigError, ExperimentConfig
-from arith.tracking import store
-from arith.tracking.archive import export_sweep, import_sweep
-from arith.tracking.schema import CPU_SECONDS, POINT_TAG
-from arith.training.epochs import epoch_steps
-from arith.training.hardware import machine
-from arith.training.metrics import MIN_UNSEEN, weakest_unseen
-from arith.training.optim import run_steps
-from experiments import registry
-from experiments.search import (
-    CORE_MINUTES,
-    GATE_METRIC,
-    PRESEARCH_FIRST_SEED,
-    STOPPED_TAG,
-    Asha,
-    ChosenRecipe,
-    Search,
-)
+from lab.search.costs import main as search_main
+from lab.search.declared import CORE_MINUTES, STOPPED_TAG, Asha, Search
+from lab.search.report import search_sections
+from lab.search.sweep import PASSED, SearchRun, gate_cells, stopped_why
+from lab.sweep import main
 from sweeps.errors import SweepError
 from sweeps.grids import get_grid, points
-from sweeps.run import main
-from sweeps.search import PASSED, SearchRun, gate_cells, stopped_why
 from sweeps.storage import digit_map
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,7 +61,7 @@ TOY_SEARCH = textwrap.dedent(
     """
     from experiments.claim import Experiment
     from experiments.grid import Grid
-    from experiments.search import Asha, Search
+    from lab.search.declared import Asha, Search
 
 
     def regular(frame):
@@ -158,7 +152,7 @@ def test_the_search_figure_draws_each_format_apart_and_marks_how_each_trial_ende
     where ASHA cut it at a rung, a square where it spent its whole budget short of the gate (every epoch,
     or the search's core-minutes), a ring while it runs or waits to resume; ASHA's rungs and the gate
     drawn across."""
-    from analysis.curves import search_figure
+    from lab.search.figure import search_figure
 
     rows = evaluations(
         [
@@ -336,7 +330,7 @@ def test_a_recipe_a_search_tries_trains_its_judged_grid_as_the_search_trained_it
     grid it is declared on trains, on a pre-search seed, the config one of the search's configurations
     trains (the search only adds its evaluations and gate cells, and ends at the gate), so a judged
     sweep at it computes what the search read."""
-    from analysis.choice import search_recipe
+    from lab.choice import search_recipe
 
     tried = [(name, e) for name, e in registry.EXPERIMENTS.items() for r in e.recipes if r.search]
     assert tried, "mul_simple_case_40k declares the recipe mul_simple_case_recipe tries"
@@ -356,7 +350,7 @@ def test_a_recipe_a_search_tries_trains_its_judged_grid_as_the_search_trained_it
 def toy_search_command(
     tmp_path: Path, plugin: str, source: str, ray_temp: str
 ) -> tuple[list[str], dict[str, str], str]:
-    """`sweeps/run.py --search toy_reverse_recipe` as a user runs it, the search declared by the plugin
+    """`python -m lab.sweep --search toy_reverse_recipe` as a user runs it, the search declared by the plugin
     module `plugin` (its `source` written into tmp_path), on a local Ray into a SQLite store there, one
     trial at a time: (command, environment, the store's URI)."""
     (tmp_path / f"{plugin}.py").write_text(source)
@@ -367,7 +361,7 @@ def toy_search_command(
     env[registry.PLUGINS_ENV] = plugin
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     command = [
-        sys.executable, "sweeps/run.py", "--search", "toy_reverse_recipe", "--cpus-per-trial", "1",
+        sys.executable, "-m", "lab.sweep", "--search", "toy_reverse_recipe", "--cpus-per-trial", "1",
         "--max-concurrent", "1", "--ray-temp-dir", ray_temp, "--tracking-uri", uri,
         "--storage-path", str(tmp_path / "ray_results"),
     ]  # fmt: skip
@@ -422,7 +416,7 @@ def test_a_search_run_as_plan_parts_is_archived_part_by_part_and_read_as_one(tmp
     search: every configuration once, the cost table as if one sweep had run them."""
     from test_faults import clean_env
 
-    from analysis.plan import Planned, part_runs, restore_archives
+    from lab.plan import Planned, part_runs, restore_archives
 
     (tmp_path / "toy_parts.py").write_text(TOY_SEARCH)
     uri, storage = f"sqlite:///{tmp_path}/mlflow.db", tmp_path / "ray_results"
@@ -440,8 +434,8 @@ def test_a_search_run_as_plan_parts_is_archived_part_by_part_and_read_as_one(tmp
         for part in parts:
             code = (
                 "import pathlib\n"
-                "from analysis.plan import Planned\n"
-                "from sweeps.reproduce import run_part\n"
+                "from lab.plan import Planned\n"
+                "from lab.run_part import run_part\n"
                 f"run_part({part!r}, {uri!r}, {str(storage)!r}, archives=pathlib.Path({str(archives)!r}))\n"
             )
             proc = subprocess.run(
@@ -473,7 +467,7 @@ def test_a_search_run_as_plan_parts_is_archived_part_by_part_and_read_as_one(tmp
 
 def check_the_toy_search_parts(uri: str) -> None:
     """The toy search's two parts read as one: a cost row per configuration, lr 0.003 at the gate."""
-    from analysis.search import every_part_evaluations
+    from lab.search.costs import every_part_evaluations
 
     runs = store.sweep_runs(store.client(uri), "toy_reverse_recipe")
     assert len(runs) == 2
@@ -590,7 +584,7 @@ def test_asha_keeps_its_rungs_across_a_resume(tmp_path) -> None:
 
     from ray.tune.schedulers import TrialScheduler
 
-    from sweeps.asha import ASHA_STATE_FILE
+    from lab.search.asha import ASHA_STATE_FILE
 
     run = SearchRun.of("mul_format_recipe", None, 1)
     asha = run.scheduler(str(tmp_path))
@@ -671,7 +665,7 @@ def test_ending_a_stopped_trials_run_never_ends_the_search(tmp_path, capsys) -> 
     a store that cannot be reached only warns, and the search's end records the run."""
     from ray.tune.experiment import Trial
 
-    from sweeps.search import EndStoppedRuns
+    from lab.search.sweep import EndStoppedRuns
 
     configs = {"p|seed=100": {"train": {"epochs": 10}, "tracking": {"experiment": "x", "run_name": "p"}}}
     (tmp_path / "a_file").write_text("")
@@ -690,8 +684,8 @@ def test_a_claim_not_testable_names_what_its_recipe_search_found(tmp_path) -> No
     from mlflow import MlflowClient
     from mlflow.entities import Metric
 
-    from analysis.search_report import search_evidence
-    from experiments.search import CORE_MINUTES
+    from lab.search.declared import CORE_MINUTES
+    from lab.search.report import search_evidence
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     assert search_evidence(uri, "mul_format") == ""  # no search has run
@@ -819,8 +813,8 @@ def test_a_claim_not_testable_names_what_its_recipe_search_found(tmp_path) -> No
 def test_a_search_section_names_every_processor_its_sessions_ran_on() -> None:
     from types import SimpleNamespace
 
-    from analysis.search_report import machines
-    from experiments.search import MACHINES_TAG
+    from lab.search.declared import MACHINES_TAG
+    from lab.search.report import machines
 
     def parent(tag: str) -> SimpleNamespace:
         return SimpleNamespace(data=SimpleNamespace(tags={MACHINES_TAG: tag} if tag else {}))
@@ -842,7 +836,7 @@ def test_a_search_stopped_part_way_resumes_with_its_rungs(tmp_path) -> None:
 
     from test_faults import end_session, wait_for
 
-    from sweeps.asha import ASHA_STATE_FILE
+    from lab.search.asha import ASHA_STATE_FILE
 
     ray_temp = tempfile.mkdtemp(prefix="ray", dir="/tmp")
     command, env, uri = toy_search_command(tmp_path, "toy_search", TOY_SEARCH, ray_temp)
@@ -974,7 +968,7 @@ def test_the_mul_search_gates_each_format_on_the_cells_its_paper_table_learned()
 
 
 def test_a_search_whose_trials_ran_out_of_steps_before_its_budget_says_so() -> None:
-    from analysis.search_report import conclusion
+    from lab.search.report import conclusion
 
     search = registry.SEARCHES["mul_simple_case_recipe"]  # 180 core-min a trial at most
     shape = "model=4x256,batch=128x40000,lr=0.001,max_digits=5"

@@ -1,4 +1,4 @@
-"""What the reproduction's sweeps cost (analysis.spend): core-minutes spent, read from a real MLflow store,
+"""What the reproduction's sweeps cost (lab.spend): core-minutes spent, read from a real MLflow store,
 beside what a plan part declared before it ran, and the cost of a judged sweep of a claim not testable."""
 
 from __future__ import annotations
@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from analysis import results
-from analysis.budget import steps_needed
-from analysis.plan import PLAN, TAG_COMMAND, Planned, load_plan, unended_grids
-from analysis.presearch import presearch_records
-from analysis.reach import (
+from arith.tracking.schema import CPU_SECONDS
+from arith.training.sessions import NOT_RECORDED
+from lab.budget import steps_needed
+from lab.gpu_plan import PlannedBatch, PlannedPart, load_gpu_plan
+from lab.plan import PLAN, TAG_COMMAND, Planned, load_plan, unended_grids
+from lab.presearch import presearch_records
+from lab.reach import (
     GpuBatch,
     compared_points,
     gpu_batches,
@@ -23,10 +25,8 @@ from analysis.reach import (
     one_core_cost,
     planned_gpu_sweeps,
 )
-from analysis.spend import NOT_ENDED, TrialCost, planned_text, spend_table, spent_line, trial_costs
-from arith.tracking.schema import CPU_SECONDS
-from arith.training.sessions import NOT_RECORDED
-from experiments.gpu_plan import PlannedBatch, PlannedPart, load_gpu_plan
+from lab.results import page as results
+from lab.spend import NOT_ENDED, TrialCost, planned_text, spend_table, spent_line, trial_costs
 
 ROOT = Path(__file__).resolve().parent.parent
 MINUTE_MS = 60_000

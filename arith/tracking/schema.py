@@ -41,6 +41,10 @@ WEIGHTS_DIGEST_TAG = "weights_sha256"
 #: the metric a trial reports after every epoch: its process's CPU seconds so far (every thread, summed
 #: across restores; `arith.training.train.TrainState.cpu_seconds`), the clock of a recipe search
 CPU_SECONDS = "cpu_seconds"
+#: the weakest of the cells a trial's competence gate reads (`train.gate_cells`), on the problems it was
+#: not trained on, logged at every evaluation (`arith.training.metrics.weakest_unseen`): what an early
+#: stopper reads
+GATE_METRIC = "gate/weakest_unseen"
 #: a trial's seed and point (the grid point's name, e.g. "format=basic")
 SEED_TAG, POINT_TAG = "seed", "point"
 #: MLflow's tag of a run's colour in its UI's charts (a hex string; the UI's colour picker writes it too):

@@ -151,7 +151,7 @@ def compile_model(model: torch.nn.Module, t: TrainConfig) -> torch.nn.Module:
 
 def machine() -> tuple[str, str]:
     """(what the trials run on, the precision they train in), for a sweep's records: a GPU's name (it
-    trains in bf16 autocast), else the CPU (`scripts/reproduce_cpu.py` tags its parent runs with it)."""
+    trains in bf16 autocast), else the CPU (`python -m lab.reproduce` tags its parent runs with it)."""
     if torch.cuda.is_available():
         return machine_of(torch.device("cuda")), "bf16 autocast"
     return machine_of(torch.device("cpu")), "fp32"

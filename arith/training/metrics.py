@@ -20,6 +20,7 @@ from arith.tracking.schema import (
     COL_DIGITS_COLUMN,
     CONTEXT_COLUMN,
     CORRECT_COLUMN,
+    GATE_METRIC,
     N_COLUMN,
     N_SEEN_COLUMN,
     ROW_DIGITS_COLUMN,
@@ -112,6 +113,6 @@ def summary_metrics(
         if not accuracies.empty:
             metrics[f"test_acc/{part}"] = float(accuracies.mean())
     if gate_cells:
-        metrics["gate/weakest_unseen"] = weakest_unseen(cells, gate_cells)
+        metrics[GATE_METRIC] = weakest_unseen(cells, gate_cells)
     metrics["eval/samples_per_s"] = float(cells[N_COLUMN].sum() / max(seconds, 1e-9))
     return metrics

@@ -37,9 +37,9 @@ from arith.tracking.schema import (
     RUN_ID_COLUMN,
     SEED_TAG,
 )
-from experiments.gpu_plan import PlannedBatch, PlannedPart
 from experiments.paper import stand_in, training_range_map
 from experiments.verdicts import competence, in_range, measured
+from lab.gpu_plan import PlannedBatch, PlannedPart
 
 
 @dataclass
@@ -228,7 +228,7 @@ def gpu_section(results: Sequence[BatchResult]) -> str:
         "## The `gpu` scale: banked from lent GPUs",
         "",
         "What one lent GPU (an H100 or H200, about 15 minutes of device time, no Ray or MLflow there) runs "
-        "in one prepared command, `python -m sweeps.bank next --out DIR`: the next batch of "
+        "in one prepared command, `python -m lab.bank next --out DIR`: the next batch of "
         "docs/results/gpu_plan.yaml, each part one sweep archive from `sweeps.offline`, imported and "
         "analysed here like any sweep. The scale keeps the paper's digit and sample counts; its model is "
         "gpt2-mini (6 layers, 8 heads, width 256) and its budget is chosen by pre-searches on seeds from "
@@ -253,7 +253,7 @@ def gpu_section(results: Sequence[BatchResult]) -> str:
             f"Ran on one {tags.get('machine', '?')} ({tags.get('precision', '?')}), {n} trials, "
             f"{batch.procs} at a time, {result.minutes:.1f} min from the first trial's start "
             f"to the last one's end; commit {tags.get(COMMIT_TAG, '?')[:12]}; command "
-            f"`python -m sweeps.bank next --out DIR` (each part's own command is its parent run's "
+            f"`python -m lab.bank next --out DIR` (each part's own command is its parent run's "
             "`command` tag).",
             "",
             markdown_table(pd.DataFrame([row for p in parts for row in competence_rows(p)])),

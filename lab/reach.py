@@ -17,13 +17,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.plan import Planned
-from analysis.spend import TrialCost
 from arith.config import ExperimentConfig, parse_only
 from arith.tracking.archive import read_archive
 from arith.tracking.schema import GRID_TAG
-from experiments.gpu_plan import PlannedBatch, PlannedPart
 from experiments.registry import EXPERIMENTS
+from lab.gpu_plan import PlannedBatch, PlannedPart
+from lab.plan import Planned
+from lab.spend import TrialCost
 
 #: seeds a judged sweep runs (outside every pre-search)
 JUDGED_SEEDS = 5

@@ -1,16 +1,16 @@
 """Run the `cpu` miniature of every grid in sequence, then regenerate docs/RESULTS.md from the MLflow store.
 
-    python scripts/reproduce_cpu.py                       # every planned sweep, then the report
-    python scripts/reproduce_cpu.py --grids nl_mix        # one sweep, then the report
-    python scripts/reproduce_cpu.py --report-only         # only rewrite docs/RESULTS.md from the store
-    python scripts/reproduce_cpu.py --archive             # only archive the store's sweeps
+    python -m lab.reproduce                       # every planned sweep, then the report
+    python -m lab.reproduce --grids nl_mix        # one sweep, then the report
+    python -m lab.reproduce --report-only         # only rewrite docs/RESULTS.md (= python -m lab.results)
+    python -m lab.reproduce --archive             # only archive the store's sweeps
 
-Each part of the plan (docs/results/plan.yaml, `analysis.plan`) is `sweeps/run.py` into one local store
-(default runs/cpu/mlflow.db), run by `sweeps.reproduce.run_part`: a part a stopped session left is resumed,
+Each part of the plan (docs/results/plan.yaml, `lab.plan`) is `python -m lab.sweep` into one local store
+(default runs/cpu/mlflow.db), run by `lab.run_part.run_part`: a part a stopped session left is resumed,
 not started again; after a sweep its parent run is tagged with the command, every session's machine and
 wall time, and archived in docs/results/sweeps/ (arith/tracking/archive.py). First of all
 every archive the store lacks is imported into it: an archived part counts as run (`--rerun` runs it
-again). The page itself is composed by `analysis.results` from the store alone, on any clone.
+again). The page itself is composed by `lab.results` from the store alone, on any clone.
 """
 
 from __future__ import annotations
@@ -19,15 +19,15 @@ import argparse
 import shlex
 import sys
 
-from analysis.plan import ROOT, archive_store, grids, part_runs, restore_archives
-from analysis.results import write_results
 from arith.tracking.store import client as store_client
+from lab.plan import ROOT, archive_store, grids, part_runs, restore_archives, store_uri
+from lab.results.page import write_results
+from lab.run_part import INTERRUPTED, SweepInterrupted, end_part, run_part
 from sweeps.grids import paper_trial
-from sweeps.reproduce import INTERRUPTED, SweepInterrupted, end_part, run_part
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python scripts/reproduce_cpu.py", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m lab.reproduce", description=__doc__)
     parser.add_argument("--grids", default="", help="comma-separated grids to run (default: the whole plan)")
     parser.add_argument("--store", default="runs/cpu", help="folder of the MLflow store and Ray results")
     parser.add_argument("--out", default="docs/RESULTS.md")
@@ -41,9 +41,8 @@ def main(argv: list[str] | None = None) -> int:
         help="write the store's latest sweep of each part to docs/results/sweeps/ (no sweeps run)",
     )
     args = parser.parse_args(argv)
+    uri = store_uri(args.store)
     store = (ROOT / args.store).resolve()
-    store.mkdir(parents=True, exist_ok=True)
-    uri = f"sqlite:///{store / 'mlflow.db'}"
     chosen = [g for g in args.grids.split(",") if g] or grids()
     unknown = [g for g in chosen if g not in grids()]
     if unknown:

@@ -21,7 +21,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from analysis.load import find_parent
-from analysis.plan import (
+from arith.tracking import store
+from arith.tracking.archive import export_sweep
+from arith.tracking.schema import COMMIT_TAG
+from arith.tracking.store import client as store_client
+from arith.training.hardware import machine
+from lab.plan import (
     ARCHIVES,
     ROOT,
     TAG_COMMAND,
@@ -32,11 +37,6 @@ from analysis.plan import (
     Planned,
     repo_relative,
 )
-from arith.tracking import store
-from arith.tracking.archive import export_sweep
-from arith.tracking.schema import COMMIT_TAG
-from arith.tracking.store import client as store_client
-from arith.training.hardware import machine
 from sweeps.errors import SweepError
 from sweeps.storage import SweepStorage, git_commit
 

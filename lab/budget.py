@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 
 from analysis.sweep import tag_columns
 from arith.tracking.schema import (
@@ -194,3 +195,41 @@ def steps_needed(records: list[dict], target: float = LEARNED) -> dict[str, list
             steps if steps is None or math.isfinite(steps) else None
         )
     return out
+
+
+def budget_figure(records: list[dict], target: float = LEARNED, budget: int = 3000) -> Figure | None:
+    """The gate's reading against the step budget for every pre-search point run at several budgets: the
+    measured budgets as dots, the fitted log-odds line (`fit_budgets`) drawn on to where it reaches
+    `target`, the trial budget and the target marked."""
+    fits = {
+        f"{grid}: {point} (seed {seed})": fit
+        for (grid, point, seed), recs in budget_series(records).items()
+        if (fit := fit_budgets(gate_budgets(recs))) is not None
+    }
+    if not fits:
+        return None
+    figure = Figure(figsize=(11, 4.6))
+    ax = figure.subplots()
+    right = budget
+    for i, (name, fit) in enumerate(fits.items()):
+        steps, accuracies = zip(*fit.budgets, strict=True)
+        ax.scatter(steps, accuracies, color=f"C{i}", s=30, zorder=3, label=name)
+        reach = fit.steps_to(target)
+        end = max(steps) if reach is None or not math.isfinite(reach) else max(max(steps), reach)
+        end = min(end, 1e6)
+        right = max(right, end)
+        xs = np.geomspace(min(steps), end, 60)
+        ax.plot(xs, fit.accuracy_at(xs), color=f"C{i}", lw=1, ls=":")
+    ax.axhline(target, color="k", ls="--", lw=1)
+    ax.axvline(budget, color="grey", lw=1)
+    ax.text(budget, 0.5, f" {budget:,}-step budget", fontsize=8, color="grey", rotation=90, va="center")
+    ax.set_xscale("log")
+    ax.set_xlim(right=right * 1.3)
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_xlabel("optimiser steps (log)")
+    ax.set_ylabel("lowest accuracy on the gated cells")
+    ax.set_title(f"The gate's reading by step budget; dotted: the fit followed to {target:g}", fontsize=10)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+    figure.tight_layout()
+    return figure

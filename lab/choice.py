@@ -11,7 +11,7 @@ budget is chosen by the rule written before its numbers were read, not by a pers
 A recipe search's part may declare `choose_if_gate_by_step: N` instead: its trials end at the gate, so
 the rule reads when they got there. The recipe the search tried (the `ChosenRecipe` whose `search` names
 it) is to be chosen only if every configuration the part ran passed the gate, on every seed, at or
-before optimiser step N (`analysis.search`'s evaluations, one every epoch), leaving the rest of the run's
+before optimiser step N (`lab.search.costs`'s evaluations, one every epoch), leaving the rest of the run's
 steps as a margin for a judged seed that learns later.
 """
 
@@ -22,8 +22,6 @@ from dataclasses import dataclass
 import pandas as pd
 
 from analysis.load import read_sweep
-from analysis.plan import Planned
-from analysis.search import search_evaluations
 from arith.tracking import store
 from arith.tracking.schema import (
     ACCURACY_COLUMN,
@@ -36,9 +34,11 @@ from arith.tracking.schema import (
     SEED_COLUMN,
 )
 from experiments.cells import cell_name, in_range
+from experiments.recipes import ChosenRecipe
 from experiments.registry import EXPERIMENTS
-from experiments.search import ChosenRecipe
 from experiments.verdicts import LEARNED, at_least
+from lab.plan import Planned
+from lab.search.costs import search_evaluations
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ class GateByStepReading:
 
 
 def read_gate_by_step(plan: Planned, evaluations: pd.DataFrame, ended: bool) -> GateByStepReading:
-    """The part's rule read off its search sweep's `evaluations` (`analysis.search.search_evaluations`:
+    """The part's rule read off its search sweep's `evaluations` (`lab.search.costs.search_evaluations`:
     trial x evaluation, with its steps and gate value), narrowed to the part's seeds; read only once the
     sweep has `ended` (a trial ASHA cut at a rung ends before it). `plan.choose_if_gate_by_step` must be
     set."""

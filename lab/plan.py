@@ -1,11 +1,11 @@
 """The cpu reproduction's plan (docs/results/plan.yaml) and where each of its parts is in a store.
 
-A part is one sweep of `sweeps/run.py --scale cpu`: a grid, its seeds and `--only` values (or a slice of a
-recipe search, `--search`, where the search outlasts a session). After it ran,
-`scripts/reproduce_cpu.py` tagged its parent run with the command (`reproduce.command`), the machine and the
-wall time, and archived it in docs/results/sweeps/ (`arith.tracking.archive`). Here each part is found again
-in a store by its command (less the store's paths), and the archives are imported into a store that lacks
-them, so that docs/RESULTS.md is rebuilt on any clone (`analysis.results`).
+A part is one sweep of `python -m lab.sweep --scale cpu` (sweeps/run.py with the lab's grids): a grid, its
+seeds and `--only` values (or a slice of a recipe search, `--search`, where the search outlasts a session).
+After it ran, `python -m lab.reproduce` tagged its parent run with the command (`reproduce.command`), the
+machine and the wall time, and archived it in docs/results/sweeps/ (`arith.tracking.archive`). Here each part
+is found again in a store by its command (less the store's paths), and the archives are imported into a
+store that lacks them, so that docs/RESULTS.md is rebuilt on any clone (`lab.results`).
 """
 
 from __future__ import annotations
@@ -62,18 +62,18 @@ class Planned:
     #: runs; None where none was (the report says "not declared" rather than state one after the fact)
     estimate_core_min: float | None = None
     #: why the part's sweep was stopped for good before all its trials ran (what the rest could not change);
-    #: its stopped sweep is then archived as it stands, never resumed (`sweeps.reproduce.end_part`)
+    #: its stopped sweep is then archived as it stands, never resumed (`lab.run_part.end_part`)
     ended_early: str = ""
-    #: a pre-search's choice rule (`analysis.choice`): its grid's recipe is chosen only if every in-range
+    #: a pre-search's choice rule (`lab.choice`): its grid's recipe is chosen only if every in-range
     #: cell of every seed reads at least this at the last evaluation; None where the part chooses nothing
     choose_if_at_least: float | None = None
-    #: a recipe search's choice rule (`analysis.choice`): the recipe it tried is chosen only if every
+    #: a recipe search's choice rule (`lab.choice`): the recipe it tried is chosen only if every
     #: configuration the part ran passed the gate, on every seed, at or before this optimiser step
     choose_if_gate_by_step: int | None = None
     #: when the part's choice rule was written, where not before its sweep started (the report says so
     #: rather than "declared before it ran"), e.g. "6 min after it started, before any reading above 0.00"
     rule_declared: str = ""
-    #: the part is a slice of the recipe search `grid` (`sweeps/run.py --search`, experiments' SEARCHES):
+    #: the part is a slice of the recipe search `grid` (`python -m lab.sweep --search`, the lab's SEARCHES):
     #: a search longer than a session runs as parts, each archived when it ends, so that a machine lost
     #: between sessions loses at most the part in flight
     search: bool = False
@@ -122,15 +122,28 @@ class Planned:
         return "__".join([self.grid, *scale, self.seeds_name, *self.only, *sets]) + ".jsonl"
 
     def command(self, uri: str, storage: str) -> list[str]:
-        return ["sweeps/run.py", *self.sweep_args(), "--tracking-uri", uri, "--storage-path", storage]
+        """The part's sweep as Python's arguments: `python -m lab.sweep` (sweeps/run.py with the lab's
+        grids and searches)."""
+        return ["-m", SWEEP_MODULE, *self.sweep_args(), "--tracking-uri", uri, "--storage-path", storage]
+
+
+#: what runs a part's sweep (`python -m lab.sweep`), and what ran the parts archived before it existed
+SWEEP_MODULE, SWEEP_SCRIPT = "lab.sweep", "sweeps/run.py"
+
+
+def store_uri(folder: str) -> str:
+    """The reproduction's MLflow store in `folder` (relative to the checkout; made if missing)."""
+    path = (ROOT / folder).resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{path / 'mlflow.db'}"
 
 
 def sweep_args_of(command: str) -> list[str]:
-    """The `Planned.sweep_args` of a command a parent run was tagged with: its sweeps/run.py arguments less
+    """The `Planned.sweep_args` of a command a parent run was tagged with: its sweep's arguments less
     where it ran (`sweep_identity`, the rule by which a stopped sweep's folder is found again)."""
     words = shlex.split(command)
-    words = words[words.index("sweeps/run.py") + 1 :] if "sweeps/run.py" in words else words
-    return sweep_identity(words)
+    program = next((w for w in (SWEEP_MODULE, SWEEP_SCRIPT) if w in words), None)
+    return sweep_identity(words[words.index(program) + 1 :] if program else words)
 
 
 #: the fields of a part of docs/results/plan.yaml (the file's header says what each means); only `grid` is
@@ -276,7 +289,7 @@ class PlanSweeps:
     ran: tuple[str, ...]
     waiting: int
     parts: int
-    #: the parts are a recipe search's (`search: true`), which `python -m analysis.search` reads whole
+    #: the parts are a recipe search's (`search: true`), which `python -m lab.search` reads whole
     search: bool = False
 
     def to_read(self, uri: str) -> list[str]:
@@ -289,20 +302,20 @@ class PlanSweeps:
         if self.search:
             raise AnalysisError(
                 f"--plan: {self.grid!r} is a recipe search, read whole (every part) by "
-                f"`python -m analysis.search --grid {self.grid} --tracking-uri {uri}`"
+                f"`python -m lab.search --grid {self.grid} --tracking-uri {uri}`"
             )
         if not self.ran:
             raise AnalysisError(
                 f"--plan: none of the {self.parts} parts of {self.grid!r} in docs/results/plan.yaml is in "
                 f"{uri}. Import their archives: `python -m arith.tracking.archive import "
                 f"docs/results/sweeps/{self.grid}__*.jsonl --tracking-uri {uri}` (or run them: "
-                f"`python scripts/reproduce_cpu.py --grids {self.grid}`)"
+                f"`python -m lab.reproduce --grids {self.grid}`)"
             )
         return list(self.ran)
 
 
 def plan_sweeps(client, grid: str, plan: tuple[Planned, ...] = PLAN) -> PlanSweeps:
-    """Where `grid`'s parts of the plan stand in the store: what `python -m analysis --plan` reads as one
+    """Where `grid`'s parts of the plan stand in the store: what `python -m lab.report --plan` reads as one
     sweep, as docs/RESULTS.md does (`analysis.results.grid_results`)."""
     parts = part_runs(client, grid, plan)
     ran = tuple(run.info.run_id for _, run in parts if run is not None)

@@ -1,7 +1,7 @@
 """The `gpu` scale's plan (docs/results/gpu_plan.yaml), read and checked once.
 
 The plan says what each lent GPU runs, batch by batch (the file's header says what each field means).
-`sweeps.bank` runs its batches and `analysis` reports them; both read it through `load_gpu_plan`, so each
+`lab.bank` runs its batches and `analysis` reports them; both read it through `load_gpu_plan`, so each
 field of the plan is spelled here only, and a misspelt or missing field is one line naming it, not a
 KeyError in whichever reader met it first. Torch-free, like every declaration in `experiments`.
 """

@@ -1,7 +1,7 @@
 """What a recipe search found, as docs/RESULTS.md says it: how far it has got through the plan's parts,
 what it concludes for its claim (the cheapest recipe at which every compared point reached the gate, or,
 once complete, that none did within its budget), the evidence on its claim's not-testable rows, and its
-section (tables and figure). The cost tables themselves are `analysis.search`'s."""
+section (tables and figure). The cost tables themselves are `lab.search.costs`'s."""
 
 from __future__ import annotations
 
@@ -11,10 +11,13 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.choice import search_part_choice
 from analysis.curves import save
-from analysis.plan import Planned
-from analysis.search import (
+from arith.tracking import store
+from arith.tracking.archive import archived_id
+from experiments.registry import EXPERIMENTS, SEARCHES, claims_for
+from lab.choice import search_part_choice
+from lab.plan import Planned
+from lab.search.costs import (
     RECIPE_COST,
     compared_labels,
     cost_markdown,
@@ -23,10 +26,7 @@ from analysis.search import (
     figure_of,
     recipe_costs,
 )
-from arith.tracking import store
-from arith.tracking.archive import archived_id
-from experiments.registry import EXPERIMENTS, SEARCHES, claims_for
-from experiments.search import MACHINES_TAG, Search
+from lab.search.declared import MACHINES_TAG, Search
 
 #: a search's plan parts (docs/results/plan.yaml), each with its sweep in the store (None: not run)
 PlanParts = Mapping[str, Sequence[tuple[Planned, Any]]]

@@ -1,20 +1,19 @@
 """A recipe search, declared: what a recipe may change, on which of an experiment's points, on which
-pre-search seeds, under which early-stopping scheduler; and the recipe a search chose, declared on its
-experiment.
+pre-search seeds, under which early-stopping scheduler.
 
 A `Search` names the experiment whose claim it serves and the points that claim compares (`compared`:
 mul_format's basic and padding + reversed product), and the axes of a recipe: model shape, batch, peak
 learning rate, steps (warmup and decay are laid over each trial's own steps, so they are timed to its
-budget). `sweeps/run.py --search NAME` runs every configuration (compared point x recipe) on the search's
-seeds under Ray Tune's ASHA scheduler, which reads at each evaluation the weakest cell of the competence
-gate (accuracy on the problems not trained on) against the core-minutes spent, and stops the configurations
-that fall behind; `analysis.search` turns the store into the table of what each configuration cost to
-reach the gate.
+budget). `python -m lab.sweep --search NAME` runs every configuration (compared point x recipe) on the
+search's seeds under Ray Tune's ASHA scheduler (`lab.search.sweep`), which reads at each evaluation the
+weakest cell of the competence gate (accuracy on the problems not trained on) against the core-minutes
+spent, and stops the configurations that fall behind; `lab.search.costs` turns the store into the table of
+what each configuration cost to reach the gate.
 
 A search runs on pre-search seeds only (from `PRESEARCH_FIRST_SEED` up): the seeds that choose a recipe
 never judge the claim it serves. The recipe it chooses is declared on the experiment (`ChosenRecipe`,
 `Experiment.recipes`) with the search's name, so that every compared point trains at the one recipe.
-Torch-free, like the rest of `experiments`.
+Torch-free, like the experiments it serves.
 """
 
 from __future__ import annotations
@@ -28,12 +27,8 @@ import pandas as pd
 
 from arith.config import ConfigError
 from experiments.cells import in_range
-from experiments.grid import Axes, Grid, Variant, variant
+from experiments.grid import PRESEARCH_FIRST_SEED, Axes, Grid, Variant, variant
 
-#: pre-searches draw their seeds from here up, so the judged seeds (0 up) never chose their own budget
-PRESEARCH_FIRST_SEED = 100
-#: what a search's scheduler reads: the trainer's metric (`arith.training.metrics.weakest_unseen`)
-GATE_METRIC = "gate/weakest_unseen"
 #: written into each trial's MLflow run when the search ends: its core-minutes at each evaluated epoch,
 #: and on a trial the scheduler stopped, the tag saying where (`rung` or `budget`)
 CORE_MINUTES = "search/core_minutes"
@@ -147,23 +142,3 @@ def check_presearch_seeds(seeds: Iterable[int], what: str) -> None:
             f"{what}: a search runs on pre-search seeds from {PRESEARCH_FIRST_SEED} up (the seeds below "
             f"judge the claims a recipe serves), not {', '.join(map(str, low))}"
         )
-
-
-@dataclass(frozen=True)
-class ChosenRecipe:
-    """The recipe a search chose for an experiment at a scale: its settings (dotted keys, absolute values,
-    set after the scale) train every point of the experiment, so the claim's compared formats train at one
-    recipe (drawing the paper's sample count at a recipe scale). `chosen_by` names the `Search` (or the
-    pre-search record) that chose it; the shared ones are `experiments.recipes`'."""
-
-    scale: str
-    settings: Mapping[str, Any]
-    chosen_by: str
-    #: what the search measured for it (its cost to the gate, its archive)
-    evidence: str = ""
-    #: the `Search` (its name) that tried it, where one did: a plan part of that search with a choice
-    #: rule (docs/results/plan.yaml `choose_if_gate_by_step`) holds `chosen` to what it read
-    search: str = ""
-    #: False for a candidate a pre-search tried and did not choose: only the scale's pre-search seeds run
-    #: it (`sweeps.space.resolve` refuses others), so that no judged sweep trains at a rejected recipe
-    chosen: bool = True

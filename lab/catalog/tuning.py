@@ -2,16 +2,16 @@
 
 Run them at --scale cpu: learning rates are in the paper's units and the scale multiplies them by its
 lr_factor; sample counts are the paper's and the scale takes its fraction (capped at max_samples). Keys in
-a grid's `over_scale` (step budget, tag width) are the scale's own settings and replace its values.
-`sweeps.grids` registers `CPU_TUNE_GRIDS` into `GRIDS` (after the paper's grids, in this order); at a scale
-that needs a recipe, the reversal grids train at the reversal experiments' (`CPU_TUNE_RECIPES`).
+a grid's `over_scale` (step budget, tag width) are the scale's own settings and replace its values. Each is
+an experiment without claims (`EXPERIMENTS`); at a scale that needs a recipe, the reversal grids train at
+the reversal experiments' (`CPU_TUNE_RECIPES`).
 """
 
 from __future__ import annotations
 
+from experiments.claim import Experiment
 from experiments.grid import Grid, Variant
-from experiments.recipes import REVERSE_RECIPE
-from experiments.search import ChosenRecipe
+from experiments.recipes import REVERSE_RECIPE, ChosenRecipe
 from experiments.setups import ADD_LENGTH_SETUP, MUL_SETUP, RANDEMBED_TRAINING, REVERSE_SETUP
 
 #: learning rates around the paper's 2e-5: about a third, as is, three times (x the cpu scale's lr_factor)
@@ -80,3 +80,5 @@ CPU_TUNE_RECIPES: dict[str, tuple[ChosenRecipe, ...]] = {
     "cpu_tune_reverse": (REVERSE_RECIPE,),
     "cpu_tune_hash": (REVERSE_RECIPE,),
 }
+
+EXPERIMENTS = tuple(Experiment(grid, recipes=CPU_TUNE_RECIPES.get(grid.name, ())) for grid in CPU_TUNE_GRIDS)

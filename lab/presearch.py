@@ -1,9 +1,9 @@
 """Pre-search records: the committed JSON lines of docs/presearch/ (one trial a line: config, final accuracy
 grid, steps, seconds, machine), read back as tables.
 
-    python -m analysis.presearch summary docs/presearch/cpu_tune_hash.jsonl   # mean ± SE over seeds, per
+    python -m lab.presearch summary docs/presearch/cpu_tune_hash.jsonl   # mean ± SE over seeds, per
     point
-    python -m analysis.presearch budget docs/presearch/cpu_tune_steps.jsonl  # steps to learn, extrapolated
+    python -m lab.presearch budget docs/presearch/cpu_tune_steps.jsonl  # steps to learn, extrapolated
 
 The records were written by the pre-search runner that `sweeps.offline` replaced; new pre-searches are sweep
 archives (docs/results/gpu/), read like any sweep.
@@ -19,8 +19,6 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from analysis.budget import budget_table
-from analysis.plan import ROOT, TEXTS
 from analysis.tables import markdown_table
 from arith.tracking.schema import (
     ACCURACY_COLUMN,
@@ -30,6 +28,8 @@ from arith.tracking.schema import (
     ROW_DIGITS_COLUMN,
     SEED_COLUMN,
 )
+from lab.budget import budget_table
+from lab.plan import ROOT, TEXTS
 
 #: the committed records, one JSON-lines file a pre-search
 PRESEARCH = ROOT / "docs" / "presearch"
@@ -147,14 +147,14 @@ def presearch_tables(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m analysis.presearch", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m lab.presearch", description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["summary", "budget"])
     parser.add_argument("files", nargs="+", help="pre-search JSON-lines files")
     args = parser.parse_args(argv)
     records = read_records(args.files)
     if args.command == "summary":
         print(seeds_table(records), end="")
-    else:  # points run at several train.max_steps: steps to learn the task in range (analysis.budget)
+    else:  # points run at several train.max_steps: steps to learn the task in range (lab.budget)
         table = budget_table(records)
         print(markdown_table(table) if not table.empty else "no point was run at several step budgets")
     return 0

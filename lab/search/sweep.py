@@ -1,4 +1,4 @@
-"""A recipe search (`experiments.search.Search`) as a Ray Tune sweep: `python sweeps/run.py --search NAME`.
+"""A recipe search (`lab.search.declared.Search`) as a Ray Tune sweep: `python -m lab.sweep --search NAME`.
 
 The search is an ordinary sweep of a derived grid (the experiment's compared points x the recipe axes) run
 by the one trainable, `sweeps.trainable.run_trial`, with three additions:
@@ -14,7 +14,7 @@ by the one trainable, `sweeps.trainable.run_trial`, with three additions:
   its checkpoints across restores): core-seconds, which a machine busy with other work does not inflate
   as it would Tune's wall clock (`time_total_s`), so that configurations run side by side with a test
   suite or another sweep are compared fairly. A CPU clock: a search is a CPU scale's;
-- ASHA runs once per compared point (`sweeps.asha.SearchAsha`): a configuration is measured against
+- ASHA runs once per compared point (`lab.search.asha.SearchAsha`): a configuration is measured against
   the configurations of its own format only (an easy format would otherwise fill every rung and stop the
   hard one, which decides the recipe, at its first); a trial whose weakest gated cell reached the gate
   ends there (its cost to the gate is known); the rungs are kept in the sweep's folder, so that a search
@@ -22,7 +22,7 @@ by the one trainable, `sweeps.trainable.run_trial`, with three additions:
 - when Tune is done, each trial's MLflow run gets `search/core_minutes` at each evaluated epoch (from
   Tune's results) and a trial the scheduler ended before its last epoch is ended with the tag
   `search_stopped`: `passed` (it reached the gate) or `budget` (it spent the core-minutes a trial may),
-  FINISHED, or `rung` (ASHA cut it), KILLED; so that the store alone holds what `analysis.search` builds
+  FINISHED, or `rung` (ASHA cut it), KILLED; so that the store alone holds what `lab.search.costs` builds
   the cost-to-gate table from, and the MLflow UI draws only the cut trials as stopped.
 
 At a recipe scale (cpu_recipe) the configurations stand in for the task's recipe: a candidate that no
@@ -40,7 +40,6 @@ from typing import Any
 import pandas as pd
 from ray.tune import Callback
 
-from analysis.search import cost_report
 from arith.config import ConfigError, ExperimentConfig
 from arith.data.datasets import test_examples
 from arith.tracking import schema, store
@@ -50,18 +49,18 @@ from arith.validation import validate
 from experiments.cells import CELL_KEYS
 from experiments.grid import Grid
 from experiments.registry import SEARCHES
-from experiments.search import (
+from experiments.verdicts import LEARNED, TOLERANCE, gated_cells
+from lab.search.asha import ASHA_STATE_FILE, SearchAsha
+from lab.search.costs import cost_report
+from lab.search.declared import (
     BUDGET,
     CORE_MINUTES,
-    GATE_METRIC,
     MACHINES_TAG,
     RUNG,
     STOPPED_TAG,
     Search,
     check_presearch_seeds,
 )
-from experiments.verdicts import LEARNED, TOLERANCE, gated_cells
-from sweeps.asha import ASHA_STATE_FILE, SearchAsha
 from sweeps.grids import get_grid
 from sweeps.scales import Recipe, Scale, get_scale
 from sweeps.storage import digit_map
@@ -131,7 +130,7 @@ def stopped_why(last: Mapping[str, Any], epochs: int, budget_s: float) -> str:
     interrupted sweep is not marked done, and a NaN loss ends a trial with its own flag."""
     if not last.get("done") or last.get("nonfinite_loss") or int(last.get("epoch", epochs)) >= epochs:
         return ""
-    if float(last.get(GATE_METRIC, 0.0)) >= PASSED:
+    if float(last.get(schema.GATE_METRIC, 0.0)) >= PASSED:
         return "passed"
     return BUDGET if float(last.get(schema.CPU_SECONDS, 0.0)) >= budget_s else RUNG
 
@@ -219,7 +218,7 @@ class SearchRun:
             groups={p.name: self.search.split_point(p.name)[1] for p in self.grid.points()},
             stop_at=PASSED,
             time_attr=schema.CPU_SECONDS,
-            metric=GATE_METRIC,
+            metric=schema.GATE_METRIC,
             mode="max",
             grace_period=asha.grace_core_min * 60.0,
             max_t=asha.max_core_min * 60.0,
@@ -255,8 +254,9 @@ class SearchRun:
         most = sum(asha.most_core_min(n * len(self.seeds)) for n in brackets.values())
         return (
             f"search {self.search.name}: {sum(brackets.values())} configurations x seeds {list(self.seeds)}; "
-            f"ASHA on {GATE_METRIC} at {rungs} core-minutes (reduction factor {asha.reduction_factor}), one "
-            f"per compared point ({len(brackets)}); at most ~{most:.0f} core-minutes in all"
+            f"ASHA on {schema.GATE_METRIC} at {rungs} core-minutes (reduction factor "
+            f"{asha.reduction_factor}), one per compared point ({len(brackets)}); at most ~{most:.0f} "
+            "core-minutes in all"
         )
 
     def record(self, results: Any, configs: dict[str, dict[str, Any]], uri: str, parent_run_id: str) -> int:

@@ -1,6 +1,6 @@
 """What a recipe search found, read from the store: each configuration's cost to the gate.
 
-A search's sweep (`python sweeps/run.py --search NAME`, `sweeps.search`) leaves in each trial's MLflow run
+A search's sweep (`python -m lab.sweep --search NAME`, `lab.search.sweep`) leaves in each trial's MLflow run
 the gate's weakest cell at each evaluation (`gate/weakest_unseen`, step = epoch) and the core-minutes spent
 by then (`cpu_seconds`, which the trainer logs each epoch, so a running search reads live; at its end
 `search/core_minutes`). A configuration is a point of the search's grid (compared format x recipe);
@@ -9,9 +9,9 @@ the most over its seeds (the gate asks it of every seed); where a seed never did
 best the configuration read (its weakest seed's best). `search_cost_table` builds it from the store (for
 docs/RESULTS.md and the end of a search), `cost_to_gate` from the evaluations alone.
 
-    python -m analysis.search --grid mul_format_recipe --tracking-uri sqlite:///mlflow.db [--figure f.png]
+    python -m lab.search --grid mul_format_recipe --tracking-uri sqlite:///mlflow.db [--figure f.png]
 
-The figure (`analysis.curves.search_figure`) draws each configuration's weakest gated cell against the
+The figure (`lab.search.figure.search_figure`) draws each configuration's weakest gated cell against the
 core-minutes it had spent, a panel per compared format, with ASHA's rungs: how it learned, where it was cut.
 """
 
@@ -27,14 +27,14 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from analysis.curves import save, search_figure
+from analysis.curves import save
 from analysis.load import AnalysisError, find_parent, require_store
-from analysis.ui_view import share_search_view
 from arith.config import ExperimentConfig
 from arith.data.datasets import train_size
 from arith.tracking import store
 from arith.tracking.schema import (
     CPU_SECONDS,
+    GATE_METRIC,
     POINT_COLUMN,
     POINT_TAG,
     SEED_COLUMN,
@@ -46,8 +46,10 @@ from arith.training.metrics import MIN_UNSEEN
 from arith.training.sessions import machine_at
 from arith.training.sessions import read as read_sessions
 from experiments.registry import EXPERIMENTS, SEARCHES
-from experiments.search import CORE_MINUTES, GATE_METRIC, MACHINES_TAG, RUNG, STOPPED_TAG, Search
 from experiments.verdicts import LEARNED, TOLERANCE
+from lab.search.declared import CORE_MINUTES, MACHINES_TAG, RUNG, STOPPED_TAG, Search
+from lab.search.figure import search_figure
+from lab.search.view import share_search_view
 
 #: the folder of the parent run's artifacts a search logs at its end (its tables and figure)
 ARTIFACT_DIR = "search"
@@ -294,8 +296,8 @@ def cost_markdown(
 
 
 def cost_report(tracking_uri: str, parent_run_id: str, search: Search) -> str:
-    """The tables of one search sweep, for the end of `sweeps/run.py --search`, also logged on its parent
-    run (`search/cost_to_gate.md` and the figure, `search/cost_to_gate.png`) for the MLflow UI."""
+    """The tables of one search sweep, for the end of `python -m lab.sweep --search`, also logged on its
+    parent run (`search/cost_to_gate.md` and the figure, `search/cost_to_gate.png`) for the MLflow UI."""
     from mlflow.exceptions import MlflowException
 
     try:
@@ -314,7 +316,7 @@ def cost_report(tracking_uri: str, parent_run_id: str, search: Search) -> str:
 
 
 def figure_of(evaluations: pd.DataFrame, search: Search | None) -> Figure | None:
-    """The search's figure (`analysis.curves.search_figure`), None without evaluations; a sweep of no
+    """The search's figure (`lab.search.figure.search_figure`), None without evaluations; a sweep of no
     declared search (a plugin's, read elsewhere) in one panel, a line per configuration, without rungs."""
     if search is None:
         return search_figure(evaluations, lambda point: (point, "every configuration"), [])
@@ -322,7 +324,7 @@ def figure_of(evaluations: pd.DataFrame, search: Search | None) -> Figure | None
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m analysis.search", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m lab.search", description=__doc__.splitlines()[0])
     p.add_argument("--grid", required=True, help="the search's name (its sweep's grid)")
     p.add_argument(
         "--run",

@@ -1,9 +1,9 @@
 """The `gpu` scale's plan, banked batch by batch from lent GPUs.
 
-    python -m sweeps.bank status                 # the plan, and which batches are banked
-    python -m sweeps.bank next --out DIR         # run the next batch not banked (on the lent GPU)
-    python -m sweeps.bank next --out DIR --tiny  # the same path on a CPU at a tiny budget (CI does this)
-    python -m sweeps.bank next --out DIR --minutes 4  # a shorter deadline: what a lease has left
+    python -m lab.bank status                 # the plan, and which batches are banked
+    python -m lab.bank next --out DIR         # run the next batch not banked (on the lent GPU)
+    python -m lab.bank next --out DIR --tiny  # the same path on a CPU at a tiny budget (CI does this)
+    python -m lab.bank next --out DIR --minutes 4  # a shorter deadline: what a lease has left
 
 A GPU is lent to this project now and then, for about 15 minutes, with PyTorch but without Ray or MLflow.
 docs/results/gpu_plan.yaml says what each lease should run, in order: a batch is a few sweep parts run
@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from arith.config import ConfigError
-from experiments.gpu_plan import GPU_PLAN, PlannedPart, load_gpu_plan
+from lab.gpu_plan import GPU_PLAN, PlannedPart, load_gpu_plan
 from sweeps.errors import SweepError
 from sweeps.offline import SweepPart, run_parts
 
@@ -72,7 +72,7 @@ def runnable(part: PlannedPart) -> SweepPart:
 
 
 def load_batches(path: Path = GPU_PLAN) -> list[Batch]:
-    """The plan's batches, in order, their parts ready to run (`experiments.gpu_plan` reads and checks it)."""
+    """The plan's batches, in order, their parts ready to run (`lab.gpu_plan` reads and checks it)."""
     return [
         Batch(b.name, b.what, b.minutes, b.procs, tuple(runnable(p) for p in b.parts), b.chosen_by)
         for b in load_gpu_plan(path)
@@ -142,7 +142,7 @@ def archive_summary(path: Path) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m sweeps.bank", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m lab.bank", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("status", help="the plan and what is banked")
     nxt = sub.add_parser("next", help="run the next batch that is not banked")
