@@ -49,8 +49,9 @@ def length_cells(sweep: Sweep, labels: pd.Series) -> pd.DataFrame:
 
 def accuracy_by_digits_figure(sweep: Sweep) -> Figure | None:
     """One panel per context (reversal's regular and repetitive data; addition's one): each point's mean
-    accuracy over its judged seeds by digit count (a line), each seed a dot, the digit counts beyond the
-    trials' training range shaded; None for a sweep with no such cells."""
+    accuracy over its judged seeds by digit count (a line, in a band from the lowest seed to the highest),
+    each seed a dot, the digit counts beyond the trials' training range shaded; None for a sweep with no
+    such cells."""
     labels = point_labels(sweep.trials, sweep.axes)
     cells = length_cells(sweep, labels)
     if cells.empty:
@@ -81,8 +82,11 @@ def accuracy_by_digits_figure(sweep: Sweep) -> Figure | None:
             )
             if not fresh.any():  # a pre-search's point: its seeds shown, no mean drawn as if judged
                 continue
-            means = rows[fresh].groupby(COL_DIGITS_COLUMN)[ACCURACY_COLUMN].mean()
-            ax.plot(means.index.astype(int) + offsets[point], means.to_numpy(), color=colour[point], lw=1.5)
+            judged = rows[fresh].groupby(COL_DIGITS_COLUMN)[ACCURACY_COLUMN]
+            means, low, high = judged.mean(), judged.min(), judged.max()
+            at = means.index.astype(int) + offsets[point]
+            ax.fill_between(at, low.to_numpy(), high.to_numpy(), color=colour[point], alpha=0.15, lw=0)
+            ax.plot(at, means.to_numpy(), color=colour[point], lw=1.5)
         ax.axhline(LEARNED, color="k", ls=":", lw=0.8)
         ax.set_xticks(digits)
         ax.set_xlabel("digits")
@@ -92,7 +96,9 @@ def accuracy_by_digits_figure(sweep: Sweep) -> Figure | None:
     axes[0].set_ylabel("exact-match accuracy at the end")
     handles = [Line2D([], [], color=colour[p], marker="o", ms=4, lw=1.5, label=p) for p in points]
     handles.append(
-        Line2D([], [], color="0.4", marker="o", ms=4, lw=0, label="a seed (line: the seeds' mean)")
+        Line2D(
+            [], [], color="0.4", marker="o", ms=4, lw=0, label="a seed (line: their mean, band: their range)"
+        )
     )
     if cells[SEED_COLUMN].astype(int).isin(presearch).any():
         hollow = {"marker": "o", "ms": 5, "mfc": "none", "lw": 0}

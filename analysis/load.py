@@ -194,16 +194,28 @@ def read_errors(client, run_id: str, into: Path) -> pd.DataFrame | None:
     except (MlflowException, OSError):
         return None
     texts = (schema.PROMPT_COLUMN, schema.EXPECTED_COLUMN, schema.REPLY_COLUMN)
+    operands = (schema.A_COLUMN, schema.B_COLUMN)
     try:
-        errors = pd.read_csv(path, dtype=dict.fromkeys(texts, str))
+        errors = pd.read_csv(path, dtype=dict.fromkeys((*texts, *operands), str))
     except (pd.errors.EmptyDataError, pd.errors.ParserError) as err:
         raise AnalysisError(f"run {run_id}: eval/errors.csv cannot be read as a table ({err})") from err
     for column in texts:  # an empty reply is read as NaN
         errors[column] = errors[column].fillna("")
     numbers = (schema.EPOCH_COLUMN, schema.ROW_DIGITS_COLUMN, schema.COL_DIGITS_COLUMN)
-    for column in (*numbers, schema.A_COLUMN, schema.B_COLUMN):
+    for column in numbers:
         errors[column] = pd.to_numeric(errors[column], errors="coerce").astype("Int64")
+    for column in operands:  # read as text: a number of 20 digits and more is exact only as a Python int
+        values = errors[column].map(_operand)
+        errors[column] = values.astype(schema.operand_dtype(values))
     return errors
+
+
+def _operand(text: object) -> int | None:
+    """An operand read from its text ('123', or '123.0' as an older writer wrote it); None where empty."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    whole, _, fraction = text.strip().partition(".")
+    return int(whole) if not fraction.strip("0") and whole.lstrip("-").isdigit() else None
 
 
 def tidy_errors(

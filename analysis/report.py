@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.by_claim import verdict_numbers
+from analysis.by_digits import accuracy_by_digits_figure
 from analysis.findings import Finding, awaiting_plan, evaluate_findings, findings_frame, render_findings
 from analysis.html import page
 from analysis.load import read_sweep
@@ -109,6 +110,9 @@ def write_outputs(analysis: Analysis, text: str, fmt: str, out_dir: Path) -> lis
     for path, content in files.items():
         path.write_text(content)
     figures = write_heatmaps(analysis.tables, out_dir)
+    if (by_length := accuracy_by_digits_figure(analysis.sweep)) is not None:
+        figures.append(out_dir / "accuracy_by_digits.png")
+        by_length.savefig(figures[-1], dpi=110)
     return [*files, *figures, *write_figures(analysis.sweep, analysis.tables, out_dir)]
 
 

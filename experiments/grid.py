@@ -140,7 +140,7 @@ def variant(
                 if settings[key] not in values:
                     return None
                 continue
-            kept = [v for v in values if key not in only or v in only[key]]
+            kept = [v for v in values if key not in only or v in only[key] or _named(v, only[key])]
             if not kept:
                 return None
             out[key] = kept
@@ -166,6 +166,11 @@ def variant(
         for label in parent.table_of(ExperimentConfig().with_overrides(point.overrides))
     }
     return dataclasses.replace(derived, paper_tables=tuple(t for t in parent.paper_tables if t in labels))
+
+
+def _named(value: Any, names: list[Any]) -> bool:
+    """Whether `value` is a bundle (`Variant`) named in `names`: `only` may pick bundles by name."""
+    return isinstance(value, Variant) and value.name in names
 
 
 def _short(key: str) -> str:

@@ -316,7 +316,7 @@ class PlanSweeps:
 
 def plan_sweeps(client, grid: str, plan: tuple[Planned, ...] = PLAN) -> PlanSweeps:
     """Where `grid`'s parts of the plan stand in the store: what `python -m lab.report --plan` reads as one
-    sweep, as docs/RESULTS.md does (`analysis.results.grid_results`)."""
+    sweep, as docs/RESULTS.md does (`lab.results.grids.grid_results`)."""
     parts = part_runs(client, grid, plan)
     ran = tuple(run.info.run_id for _, run in parts if run is not None)
     search = any(part.search for part, _ in parts)

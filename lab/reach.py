@@ -1,8 +1,8 @@
 """What it would take to judge a claim still not testable: a judged sweep's cost on one core and on a GPU.
 
 A judged sweep is 5 fresh seeds x the claim's points. On one core it runs at the steps the pre-search says
-its models need to pass the gate (`analysis.budget.steps_needed`), at the seconds a step the grid's own
-finished trials measured on one CPU (`analysis.spend.TrialCost`: their CPU time where the trainer logged
+its models need to pass the gate (`lab.budget.steps_needed`), at the seconds a step the grid's own
+finished trials measured on one CPU (`lab.spend.TrialCost`: their CPU time where the trainer logged
 it, else the wall time they held, which trials sharing cores inflate); on a GPU, at what the batches
 banked from lent GPUs (docs/results/gpu/) measured, else at the seconds a step that the pre-search's
 trials of the same task and model measured on lent GPUs (docs/presearch/). All are extrapolations from

@@ -225,7 +225,7 @@ def overruns(parts: list[tuple[Planned, list[TrialCost] | None]]) -> str:
     return f"Over {OVERRUN:g}x their estimate: {named}.\n"
 
 
-#: a part with no ended sweep whose grid has one in the store not ended (`analysis.plan.unended_grids`)
+#: a part with no ended sweep whose grid has one in the store not ended (`lab.plan.unended_grids`)
 NOT_ENDED = "not ended: its sweep is in the store, running or stopped to be resumed; counted when it ends"
 
 

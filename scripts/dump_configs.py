@@ -10,6 +10,7 @@ import json
 import sys
 
 import lab  # noqa: F401  (registers the lab's grids)
+from arith.tracking.schema import GRID_TAG, SCALE_TAG
 from sweeps.grids import GRIDS, points
 from sweeps.scales import SCALES
 
@@ -22,10 +23,10 @@ def main(path: str) -> None:
                     configs = points(name, scale, seeds=2)
                 except Exception as err:  # a grid made for another scale
                     error = f"{type(err).__name__}: {err}"
-                    out.write(json.dumps({"grid": name, "scale": scale, "error": error}) + "\n")
+                    out.write(json.dumps({GRID_TAG: name, SCALE_TAG: scale, "error": error}) + "\n")
                     continue
                 for c in configs:
-                    row = {"grid": name, "scale": scale, "config": dataclasses.asdict(c)}
+                    row = {GRID_TAG: name, SCALE_TAG: scale, "config": dataclasses.asdict(c)}
                     out.write(json.dumps(row, sort_keys=True, default=str) + "\n")
 
 

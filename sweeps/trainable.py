@@ -26,7 +26,7 @@ from typing import Any
 
 from arith.config import ExperimentConfig
 from arith.tracking import store
-from arith.tracking.schema import GATE_METRIC, POINT_TAG, SEED_TAG
+from arith.tracking.schema import GATE_METRIC, LENGTH_SCORE_METRIC, POINT_TAG, SEED_TAG
 from arith.training.checkpoints import load_checkpoint, save_checkpoint
 from arith.training.step import NonFiniteLossError
 from arith.training.train import train
@@ -127,5 +127,5 @@ def run_trial(config: dict[str, Any], configs: dict[str, dict[str, Any]]) -> Non
         # a search's scheduler reads its gate in every report and Tune ends the whole sweep on a report
         # without it: a model whose loss became NaN passes no cell (without the clock, `schema.CPU_SECONDS`,
         # ASHA records nothing of it at any rung)
-        gate = {GATE_METRIC: 0.0} if cfg["train"]["gate_cells"] else {}
+        gate = {GATE_METRIC: 0.0, LENGTH_SCORE_METRIC: 0.0} if cfg["train"]["gate_cells"] else {}
         tune.report({"nonfinite_loss": 1, "error": str(err), **gate})

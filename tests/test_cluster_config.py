@@ -1,4 +1,4 @@
-"""cluster.yaml is a config `ray up` accepts, and keeps the promises of the README's "Run on a cluster".
+"""cluster.yaml is a config `ray up` accepts, and keeps the promises of docs/CLUSTER.md ("Run on a cluster").
 
 `ray up` fills the provider's defaults in (`prepare_config`) and then checks the result against Ray's
 autoscaler schema (`validate_config`, ray/autoscaler/ray-schema.json); the tests run those same two

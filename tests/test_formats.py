@@ -12,7 +12,16 @@ from hypothesis import strategies as st
 from arith.config import ConfigError
 from arith.data.examples import Example
 from arith.data.sampling import mul_lines
-from arith.data.tasks import TASK_FORMATS, answer_key, problem_id, render_example, render_line, render_parts
+from arith.data.tasks import (
+    TASK_FORMATS,
+    answer_key,
+    answer_number,
+    lsd_first,
+    problem_id,
+    render_example,
+    render_line,
+    render_parts,
+)
 
 
 def latex_line(s: str) -> str:
@@ -290,8 +299,10 @@ def test_add_answers_are_sums(a, b, fmt, seed):
     width = max(len(str(a)), len(str(b)))
     e = render_example("add", fmt, a, b, max_digits=width, rng=np.random.default_rng(seed))
     written = digits_of(e.answer)
-    assert int(written[::-1] if fmt == "padding_reverse" else written) == a + b
+    assert int(written[::-1] if lsd_first("add", fmt) else written) == a + b
     assert answer_key("add", fmt, e.answer) == e.key
+    if fmt != "random_space":
+        assert answer_number("add", fmt, e.answer) == a + b
     if fmt == "random_space":
         assert re.fullmatch(r"[\d ]+? {2,6}[\d ]+? {2,6}", e.prompt + " ")
 
@@ -352,3 +363,25 @@ def test_problem_id_ignores_format_and_spaces():
 def test_bad_input_names_the_choices(call, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         call()
+
+
+@given(a=st.integers(0, 10**25), b=st.integers(0, 10**25))
+def test_length_formats_write_every_number_so_digits_of_equal_significance_line_up(a, b):
+    """lsd_first (Abacus's): every number least significant digit first, no padding; line_padding_reverse
+    (position coupling's): the operands zero-padded to the longer one, the sum reversed at one digit more,
+    so the k-th digit of each operand and the k-th of the answer (from its own end) are of equal weight."""
+    prompt, answer, _ = render_parts("add", "lsd_first", a, b)
+    sa, sb = (digits_of(part) for part in prompt.rstrip(" =").split(" + "))
+    assert (sa, sb, digits_of(answer)) == (str(a)[::-1], str(b)[::-1], str(a + b)[::-1])
+    prompt, answer, _ = render_parts("add", "line_padding_reverse", a, b)
+    sa, sb = (digits_of(part) for part in prompt.rstrip(" =").split(" + "))
+    width = max(len(str(a)), len(str(b)))
+    assert len(sa) == len(sb) == width and len(digits_of(answer)) == width + 1
+    assert int(sa) == a and int(sb) == b and int(digits_of(answer)[::-1]) == a + b
+
+
+def test_length_formats_take_any_length_beyond_max_digits():
+    """No width is fixed: a line far longer than the training digits is written, never refused or cut."""
+    a, b = 10**29 + 7, 3
+    for fmt in ("lsd_first", "line_padding_reverse"):
+        assert answer_number("add", fmt, render_parts("add", fmt, a, b, max_digits=5)[1]) == a + b

@@ -234,12 +234,18 @@ def _claims_table(text: str) -> list[tuple[str, str, str]]:
     return rows
 
 
-def test_the_readme_states_each_claims_verdict_as_the_report_does() -> None:
-    """README's table of the paper's claims (written by hand, shortened) says of each claim what the
-    generated docs/RESULTS.md says: its paper label and verdict, claim for claim."""
+#: the pages written by hand that quote the report's verdicts and numbers: README's summary and the account
+#: of the claims it links to
+HAND_WRITTEN = ("README.md", "docs/CLAIMS.md")
+
+
+@pytest.mark.parametrize("page", HAND_WRITTEN)
+def test_the_readme_states_each_claims_verdict_as_the_report_does(page: str) -> None:
+    """README's table of the paper's claims (written by hand, shortened), and docs/CLAIMS.md's, say of
+    each claim what the generated docs/RESULTS.md says: its paper label and verdict, claim for claim."""
     report = _claims_table((ROOT / "docs" / "RESULTS.md").read_text())
-    readme = _claims_table((ROOT / "README.md").read_text())
-    assert len(report) == 10 and readme == report
+    written = _claims_table((ROOT / page).read_text())
+    assert len(report) == 10 and written == report
 
 
 def _holm_p_values(text: str) -> set[str]:
@@ -258,21 +264,23 @@ def _holm_p_values(text: str) -> set[str]:
     return values
 
 
-def test_the_readme_quotes_the_holm_p_values_and_seed_counts_the_report_holds() -> None:
-    """README's prose (written by hand) quotes Holm-adjusted p values and the seeds a side that would tell;
-    each must be one the generated docs/RESULTS.md holds, so that a new family (a claim judged, a rule
-    changed) cannot leave the README quoting the old one."""
+@pytest.mark.parametrize("page", HAND_WRITTEN)
+def test_the_readme_quotes_the_holm_p_values_and_seed_counts_the_report_holds(page: str) -> None:
+    """README's prose (written by hand), and docs/CLAIMS.md's, quote Holm-adjusted p values and the seeds
+    a side that would tell; each must be one the generated docs/RESULTS.md holds, so that a new family (a
+    claim judged, a rule changed) cannot leave either quoting the old one."""
     import re
 
     report = (ROOT / "docs" / "RESULTS.md").read_text()
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / page).read_text()
     quoted = re.findall(r"Holm-adjusted\s+p\s*=\s*([0-9][0-9.]*(?:e[+-]?\d+)?)", readme)
     holm = _holm_p_values(report)
     assert quoted and holm
-    assert set(quoted) <= holm, f"README quotes Holm p values not in RESULTS.md: {set(quoted) - holm}"
+    assert set(quoted) <= holm, f"{page} quotes Holm p values not in RESULTS.md: {set(quoted) - holm}"
     would = re.findall(r"about\s+(\d+)\s+seeds\s+a\s+side\s+would", readme)
     told = set(re.findall(r"about (\d+) seeds per side would", report))
-    assert set(would) <= told, f"README's seeds a side not in RESULTS.md: {set(would) - told}"
+    assert would, f"{page} quotes no seeds a side that would tell"
+    assert set(would) <= told, f"{page}'s seeds a side not in RESULTS.md: {set(would) - told}"
 
 
 def test_a_claim_not_testable_in_one_grid_says_where_it_is_judged() -> None:

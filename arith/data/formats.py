@@ -52,13 +52,19 @@ def _check_operand(n: int | None, name: str) -> int:
 
 @dataclass(frozen=True)
 class Direct:
-    """How a direct format writes its numbers (mul: all four formats; add: basic, padding_reverse)."""
+    """How a direct format writes its numbers (mul: basic, padding, the reverse formats; add: basic,
+    padding_reverse and the two length-generalisation formats)."""
 
     #: operands zero-padded to max_digits, the answer to its widest (2·max_digits for a product,
     #: max_digits + 1 for a sum)
     padded: bool
     #: the answer written least significant digit first
     reversed_answer: bool
+    #: the operands written least significant digit first too (Abacus's format: every number reversed)
+    reversed_operands: bool = False
+    #: operands zero-padded to the longer one of the line and a sum to one digit more (position
+    #: coupling's format): no width is fixed, so a line of any length can be written
+    padded_to_line: bool = False
 
 
 DIRECT_FORMATS: dict[str, Direct] = {
@@ -66,20 +72,29 @@ DIRECT_FORMATS: dict[str, Direct] = {
     "reverse_product": Direct(padded=False, reversed_answer=True),
     "padding": Direct(padded=True, reversed_answer=False),
     "padding_reverse": Direct(padded=True, reversed_answer=True),
+    # beyond the paper, for length generalisation (McLeish et al. 2024; Cho et al. 2024)
+    "lsd_first": Direct(padded=False, reversed_answer=True, reversed_operands=True),
+    "line_padding_reverse": Direct(padded=False, reversed_answer=True, padded_to_line=True),
 }
 
 
 def direct_numbers(
     task: str, fmt: str, a: int, b: int, result: int, max_digits: int | None, answer_width: int
 ) -> tuple[str, str, str]:
-    """The digits of a, b and the answer as `fmt` writes them; `answer_width` pads the answer."""
+    """The digits of a, b and the answer as `fmt` writes them; `answer_width` pads the answer (a padded
+    format's); a format padded to the line pads a sum to the longer operand's digits + 1."""
     layout = DIRECT_FORMATS[fmt]
     if layout.padded:
         if max_digits is None or max_digits < 1:
             raise ConfigError(f"{task} format {fmt!r} needs max_digits >= 1 (got {max_digits!r})")
         sa, sb, sr = padded(a, max_digits), padded(b, max_digits), padded(result, answer_width)
+    elif layout.padded_to_line:
+        width = max(len(str(a)), len(str(b)))
+        sa, sb, sr = str(a).zfill(width), str(b).zfill(width), str(result).zfill(width + 1)
     else:
         sa, sb, sr = str(a), str(b), str(result)
+    if layout.reversed_operands:
+        sa, sb = sa[::-1], sb[::-1]
     return sa, sb, sr[::-1] if layout.reversed_answer else sr
 
 
@@ -216,7 +231,12 @@ def add_line(
 ) -> tuple[str, str, str]:
     """(prompt, answer, key): basic ``4 8 + 4 = 5 2``; random_space ``4 8`` + 1-5 spaces + `` 4`` + 1-5
     spaces + `` 5 2`` (no operators, as the paper's example); padding_reverse pads the operands to
-    `max_digits` and the sum to max_digits + 1 digits, written least-significant digit first."""
+    `max_digits` and the sum to max_digits + 1 digits, written least-significant digit first.
+
+    Beyond the paper, for length generalisation: lsd_first writes every number least significant digit
+    first, ``8 4 + 4 = 2 5`` (Abacus embeddings' format, McLeish et al. 2024); line_padding_reverse pads
+    the operands to the longer one and the sum to one digit more, reversed, ``4 8 + 0 4 = 2 5 0``
+    (position coupling's, Cho et al. 2024)."""
     s = a + b
     if fmt == "random_space":
         if spaces is None:

@@ -26,7 +26,7 @@ from arith.data.examples import Example
 from arith.data.formats import add_line, mul_line, reverse_line, scratchpad_line
 
 #: fixed stream numbers (never hash()): the train and the test set of one seed are independent draws
-STREAMS = {"train": 0, "test": 1, "dialogue": 2, "mix": 3, "dialogue_test": 4}
+STREAMS = {"train": 0, "test": 1, "dialogue": 2, "mix": 3, "dialogue_test": 4, "mixed_test": 5}
 _CHUNK = 18  # decimal digits that always fit an int64 draw
 
 
@@ -218,6 +218,21 @@ def add_test(
     for n in digits:
         for a, b in zip(*_same_digits(rng, n, cfg.test_per_cell), strict=True):
             out.append(_add(fmt, a, b, rng, cfg.max_digits, cell=(context, None, n)))
+    return out
+
+
+def add_mixed_test(cfg: DataConfig, longest: int, context: str = "mixed") -> list[Example]:
+    """`test_per_cell` sums of a `longest`-digit operand and one of 1..longest digits (uniform), in either
+    order: the unequal lengths a length test meets beside its equal-length cells, at its longest. A
+    stream of its own, so the equal-length cells are the same problems with or without it."""
+    rng = generator(cfg.seed, "mixed_test")
+    long = with_digits(rng, np.full(cfg.test_per_cell, longest))
+    short = with_digits(rng, rng.integers(1, longest + 1, size=cfg.test_per_cell))
+    swap = rng.random(cfg.test_per_cell) < 0.5
+    out = []
+    for a, b, flip in zip(long, short, swap.tolist(), strict=True):
+        a, b = (b, a) if flip else (a, b)
+        out.append(_add(cfg.format, a, b, rng, cfg.max_digits, cell=(context, None, longest)))
     return out
 
 

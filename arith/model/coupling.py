@@ -139,7 +139,13 @@ class Coupling(PositionScheme):
         closes = ~digit & before & numbered & msd
         start_id = state.offset[:, None] + 1
         ids = torch.where(known, start_id + 1 + significance, torch.where(closes, start_id, 0))
-        ids = ids.clamp_(max=self.n_positions - 1)
+        # never cut: a clamped id would alias another digit's (the check is a host sync, left out of a
+        # compiled graph, whose configs `check` has bounded)
+        if not torch.compiler.is_compiling() and bool((ids >= self.n_positions).any()):
+            raise ValueError(
+                f"position coupling gives id {int(ids.max())} to a digit here, beyond the model's "
+                f"n_positions={self.n_positions}: the number is longer than the model can place"
+            )
         after = dataclasses.replace(
             state, digit_run=index[:, -1], numbers=numbers + (digit & ~before).sum(-1)
         )
@@ -150,6 +156,7 @@ class Coupling(PositionScheme):
 
 
 def coupling_digits(d: DataConfig) -> int:
-    """The most digits a number of data config `d` has (the answer of the longest test cell)."""
+    """The most digits a number of data config `d` has (the answer of the longest test cell): twice the
+    factors' for a product, one more than the operands' for a sum."""
     widest = max(d.max_digits, *test_digits(d))
-    return 2 * widest + 1  # a product has at most twice its factors' digits; +1 for a sum's carry
+    return 2 * widest if get_task(d.task).carries == "product" else widest + 1

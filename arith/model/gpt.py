@@ -83,6 +83,12 @@ class ArithModel(nn.Module):
     ) -> PositionState:
         """The scheme's per-sequence draw for these columns. Without a generator: the epoch's
         generator in training mode, a fixed seed in eval mode (so eval never moves training's)."""
+        width, reach = attention_mask.shape[1], self.lm.config.n_positions
+        if width > reach:  # GPT-2's position table would fail with an index error, or a scheme would alias
+            raise ValueError(
+                f"a line of {width} tokens (prompt and answer) is longer than the model's "
+                f"n_positions={reach}: it cannot place it"
+            )
         if generator is None:
             if self.training:
                 generator = self._training_generator(attention_mask.device)

@@ -282,7 +282,12 @@ class Randomized(PositionScheme):
 class Abacus(PositionScheme):
     """Abacus embeddings (McLeish et al. 2024): each digit token gets its 1-based index within its
     own number (a run of consecutive digit tokens) plus a random offset in [0, max_offset] while
-    training (0 at test), looked up in a learned table and added to the input; other tokens get 0."""
+    training (0 at test), looked up in a learned table and added to the input; other tokens get 0.
+
+    The index counts digits in the order they are written, so it is a digit's significance where every
+    number is written least significant digit first, as McLeish et al. write them (the `lsd_first`
+    addition format): digits of equal significance then share a row. On numbers written the usual way
+    the rows are aligned from the most significant digit instead, which is not the paper's scheme."""
 
     name = "abacus"
     needs_digits = True
@@ -325,9 +330,13 @@ class Abacus(PositionScheme):
         run = torch.zeros(batch, dtype=torch.long, device=device)
         return AbacusState(position_ids=rank_ids(attention_mask), offset=offset, digit_run=run)
 
-    def embed(self, input_ids, token_embeds, state, start=0):
-        stop = start + input_ids.shape[1]
-        _check_width(state, stop)
+    def digit_slots(
+        self, input_ids: torch.Tensor, state: AbacusState, start: int = 0
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(slot, index): the table row each token of columns start:start+T looks up (its 1-based index
+        within its digit run plus the line's offset; 0 for other tokens), and the index alone. The table
+        has n_positions + max_offset + 1 rows and a run is never longer than the line, so every slot has
+        a row of its own (nothing is clamped onto another digit's)."""
         run = state.digit_run if start > 0 else torch.zeros_like(state.digit_run)
         digit = self.is_digit[input_ids]
         count = run[:, None] + digit.long().cumsum(-1)
@@ -335,7 +344,12 @@ class Abacus(PositionScheme):
         last_break = torch.where(digit, 0, count).cummax(-1).values
         index = count - last_break
         slot = torch.where(digit, index + state.offset[:, None], 0)
-        slot = slot.clamp_(max=self.embedding.num_embeddings - 1)
+        return slot, index
+
+    def embed(self, input_ids, token_embeds, state, start=0):
+        stop = start + input_ids.shape[1]
+        _check_width(state, stop)
+        slot, index = self.digit_slots(input_ids, state, start)
         inputs = token_embeds + self.embedding(slot).to(token_embeds.dtype)
         return inputs, state.position_ids[:, start:stop], dataclasses.replace(state, digit_run=index[:, -1])
 

@@ -102,6 +102,8 @@ N_SEEN_COLUMN, ACCURACY_SEEN_COLUMN, ACCURACY_UNSEEN_COLUMN = "n_seen", "accurac
 EPOCH_COLUMN, FINAL_EPOCH_COLUMN = "epoch", "final_epoch"
 #: a kept wrong answer's operands (b is empty for one-operand tasks), prompt, expected answer and reply
 A_COLUMN, B_COLUMN = "a", "b"
+#: the largest operand pandas' nullable Int64 holds: a length test's longer numbers stay Python ints
+INT64_MAX = 2**63 - 1
 PROMPT_COLUMN, EXPECTED_COLUMN, REPLY_COLUMN = "prompt", "expected", "reply"
 
 # ---------------------------------------------------------------------------------------------------------
@@ -138,3 +140,17 @@ ERROR_COLUMNS: tuple[str, ...] = (
 )
 #: the training loss each trial logs every few steps (arith.training.train): when a run last computed
 LOSS_METRIC = "train/loss"
+#: "learned": the accuracy a cell must reach on every seed (the verdicts' competence gate,
+#: `experiments.verdicts.LEARNED`, and how far a model's length reach goes)
+HELD_ACCURACY = 0.9
+#: a length test's reach (`arith.training.metrics.length_reach`): the longest operand length up to which
+#: every equal-length cell holds HELD_ACCURACY, and that plus the mean accuracy of the longer cells (what
+#: a length search's scheduler ranks by: how far it holds, then how much it gets right beyond)
+LONGEST_HELD_METRIC = "length/longest_held"
+LENGTH_SCORE_METRIC = "length/score"
+
+
+def operand_dtype(values) -> str:
+    """The dtype of a column of operands: "Int64" where every one fits 64 bits, else "object" (Python
+    ints, exact at any length)."""
+    return "Int64" if all(v is None or v != v or abs(int(v)) <= INT64_MAX for v in values) else "object"

@@ -36,6 +36,7 @@ from arith.tracking.schema import (
     PROMPT_COLUMN,
     ROW_DIGITS_COLUMN,
     SEEN_IN_TRAIN_COLUMN,
+    operand_dtype,
 )
 from arith.training.decoding import generate_replies, is_right
 
@@ -131,7 +132,8 @@ class EvalResult:
         """The kept wrong answers, one row each, columns ERROR_COLUMNS (`reply` = the generated text)."""
         rows = [(*f.cell, f.a, f.b, f.prompt, f.expected, f.generated) for f in self.errors]
         frame = pd.DataFrame(rows, columns=ERROR_COLUMNS)
-        return frame.astype({A_COLUMN: "Int64", B_COLUMN: "Int64", ROW_DIGITS_COLUMN: "Int64"})
+        operands = {c: operand_dtype(frame[c]) for c in (A_COLUMN, B_COLUMN)}
+        return frame.astype({**operands, ROW_DIGITS_COLUMN: "Int64"})
 
 
 def evaluate(

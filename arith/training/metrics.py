@@ -21,6 +21,9 @@ from arith.tracking.schema import (
     CONTEXT_COLUMN,
     CORRECT_COLUMN,
     GATE_METRIC,
+    HELD_ACCURACY,
+    LENGTH_SCORE_METRIC,
+    LONGEST_HELD_METRIC,
     N_COLUMN,
     N_SEEN_COLUMN,
     ROW_DIGITS_COLUMN,
@@ -78,6 +81,22 @@ def weakest_unseen(cells: pd.DataFrame, labels: Sequence[str]) -> float:
     return float(unseen.fillna(named[ACCURACY_COLUMN]).min())
 
 
+def length_reach(cells: pd.DataFrame, context: str = "main") -> tuple[int, float] | None:
+    """(longest, score) of a one-dimensional test of `context` (operands of equal length per cell): the
+    longest length L such that every cell up to L holds HELD_ACCURACY (0 when the shortest does not), and
+    L plus the mean accuracy of the cells longer than L (a tie-breaker below 1: how much of the rest a
+    model gets right). None for a test without such cells (a multiplication grid, another context)."""
+    own = cells[(cells[CONTEXT_COLUMN] == context) & cells[ROW_DIGITS_COLUMN].isna()]
+    if own.empty:
+        return None
+    by_length = own.groupby(COL_DIGITS_COLUMN)[ACCURACY_COLUMN].mean().sort_index()
+    held = (by_length >= HELD_ACCURACY - 1e-9).to_numpy()
+    leading = len(held) if held.all() else int(held.argmin())  # the cells held before the first that is not
+    longest = int(by_length.index[leading - 1]) if leading else 0
+    beyond = by_length.iloc[leading:]
+    return longest, longest + (float(beyond.mean()) if len(beyond) else 0.0)
+
+
 def summary_metrics(
     cells: pd.DataFrame, seconds: float, max_digits: int | None = None, gate_cells: Sequence[str] = ()
 ) -> dict[str, float]:
@@ -114,5 +133,8 @@ def summary_metrics(
             metrics[f"test_acc/{part}"] = float(accuracies.mean())
     if gate_cells:
         metrics[GATE_METRIC] = weakest_unseen(cells, gate_cells)
+    reach = length_reach(cells) if max_digits is not None and "test_acc/beyond" in metrics else None
+    if reach is not None:
+        metrics[LONGEST_HELD_METRIC], metrics[LENGTH_SCORE_METRIC] = float(reach[0]), reach[1]
     metrics["eval/samples_per_s"] = float(cells[N_COLUMN].sum() / max(seconds, 1e-9))
     return metrics

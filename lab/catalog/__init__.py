@@ -5,9 +5,9 @@ experiments its pre-searches and replications ran, the cpu preset's tuning grids
 
 from __future__ import annotations
 
-from lab.catalog import multiplication, position_embedding, tuning
+from lab.catalog import length_gen, multiplication, position_embedding, tuning
 from lab.recipes import NO_RECIPE
 
 EXPERIMENTS = (*multiplication.EXPERIMENTS, *position_embedding.EXPERIMENTS, *tuning.EXPERIMENTS)
-SEARCHES = multiplication.SEARCHES
+SEARCHES = (*multiplication.SEARCHES, *length_gen.SEARCHES)
 __all__ = ["EXPERIMENTS", "NO_RECIPE", "SEARCHES"]

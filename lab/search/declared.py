@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from arith.config import ConfigError
+from arith.tracking.schema import GATE_METRIC
 from experiments.cells import in_range
 from experiments.grid import PRESEARCH_FIRST_SEED, Axes, Grid, Variant, variant
 
@@ -94,6 +95,12 @@ class Search:
     scheduler: Asha = field(default_factory=Asha)
     #: the gate's cells where the paper has no table for a point (`experiments.cells` selector)
     fallback: Callable[[pd.DataFrame], pd.DataFrame] = in_range
+    #: what ASHA ranks configurations by: the gate's weakest cell (the cheapest recipe that learns), or a
+    #: length test's reach (`schema.LENGTH_SCORE_METRIC`: how far beyond its training a model holds)
+    metric: str = GATE_METRIC
+    #: end a configuration as soon as it passes the gate (its cost to the gate is then known); a search
+    #: that ranks by something the gate does not measure (a length's reach) runs each to its budget
+    stop_at_gate: bool = True
 
     def __post_init__(self) -> None:
         check_presearch_seeds(self.seeds, self.name)

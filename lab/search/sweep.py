@@ -123,14 +123,14 @@ def gate_cells(cfg: ExperimentConfig, digits: dict[int, int], search: Search) ->
     return [gate_cell_name(r.context, r.row_digits, r.col_digits) for r in gated.itertuples(index=False)]
 
 
-def stopped_why(last: Mapping[str, Any], epochs: int, budget_s: float) -> str:
+def stopped_why(last: Mapping[str, Any], epochs: int, budget_s: float, stop_at_gate: bool = True) -> str:
     """Why the scheduler ended a trial before its last epoch, read from the trial's last result: `passed`
     (it reached the gate), `budget` (its CPU time spent) or `rung` (ASHA cut it); "" for a trial that was
     not cut. A stopped trial's last result is marked done before its last epoch; one cut short by an
     interrupted sweep is not marked done, and a NaN loss ends a trial with its own flag."""
     if not last.get("done") or last.get("nonfinite_loss") or int(last.get("epoch", epochs)) >= epochs:
         return ""
-    if float(last.get(schema.GATE_METRIC, 0.0)) >= PASSED:
+    if stop_at_gate and float(last.get(schema.GATE_METRIC, 0.0)) >= PASSED:
         return "passed"
     return BUDGET if float(last.get(schema.CPU_SECONDS, 0.0)) >= budget_s else RUNG
 
@@ -151,12 +151,21 @@ class EndStoppedRuns(Callback):
     MLflow UI shows it running until the search's session ends (`SearchRun.record`, which also writes the
     core-minutes). A store it cannot reach only warns: the search goes on, and its end records the run."""
 
-    def __init__(self, configs: dict[str, dict[str, Any]], uri: str, parent_run_id: str, budget_s: float):
+    def __init__(
+        self,
+        configs: dict[str, dict[str, Any]],
+        uri: str,
+        parent_run_id: str,
+        budget_s: float,
+        stop_at_gate: bool = True,
+    ):
         self.configs, self.uri, self.parent_run_id, self.budget_s = configs, uri, parent_run_id, budget_s
+        self.stop_at_gate = stop_at_gate
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         cfg = self.configs.get(trial_key(trial.config[schema.POINT_TAG], trial.config[schema.SEED_TAG]))
-        why = stopped_why(trial.last_result or {}, cfg["train"]["epochs"], self.budget_s) if cfg else ""
+        last = trial.last_result or {}
+        why = stopped_why(last, cfg["train"]["epochs"], self.budget_s, self.stop_at_gate) if cfg else ""
         if not why:
             return
         t = cfg["tracking"]
@@ -216,9 +225,9 @@ class SearchRun:
         return SearchAsha(
             f"{sweep_uri}/{ASHA_STATE_FILE}",
             groups={p.name: self.search.split_point(p.name)[1] for p in self.grid.points()},
-            stop_at=PASSED,
+            stop_at=PASSED if self.search.stop_at_gate else None,
             time_attr=schema.CPU_SECONDS,
-            metric=schema.GATE_METRIC,
+            metric=self.search.metric,
             mode="max",
             grace_period=asha.grace_core_min * 60.0,
             max_t=asha.max_core_min * 60.0,
@@ -237,7 +246,7 @@ class SearchRun:
         here = machine()[0]
         if here not in machines:
             client.set_tag(parent_run_id, MACHINES_TAG, "; ".join([*machines, here]))
-        ends = EndStoppedRuns(configs, tracking_uri, parent_run_id, self.budget_s)
+        ends = EndStoppedRuns(configs, tracking_uri, parent_run_id, self.budget_s, self.search.stop_at_gate)
         return self.scheduler(sweep_uri), [ends]
 
     @property
@@ -254,7 +263,7 @@ class SearchRun:
         most = sum(asha.most_core_min(n * len(self.seeds)) for n in brackets.values())
         return (
             f"search {self.search.name}: {sum(brackets.values())} configurations x seeds {list(self.seeds)}; "
-            f"ASHA on {schema.GATE_METRIC} at {rungs} core-minutes (reduction factor "
+            f"ASHA on {self.search.metric} at {rungs} core-minutes (reduction factor "
             f"{asha.reduction_factor}), one per compared point ({len(brackets)}); at most ~{most:.0f} "
             "core-minutes in all"
         )
@@ -284,7 +293,8 @@ class SearchRun:
                 for epoch, s, ts in zip(rows["epoch"], clock, rows["timestamp"], strict=True)
             ]
             client.log_batch(run.info.run_id, metrics=metrics)
-            why = stopped_why(result.metrics or {}, cfg["train"]["epochs"], budget_s)
+            last = result.metrics or {}
+            why = stopped_why(last, cfg["train"]["epochs"], budget_s, self.search.stop_at_gate)
             if result.error is None and why:
                 if run.info.status != "FINISHED":
                     end_stopped_run(uri, run.info.run_id, why)

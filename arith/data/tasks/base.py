@@ -169,9 +169,10 @@ class Task:
     def digit_order(self, fmt: str) -> tuple[str, ...]:
         """For each number of a line (operands, then the answer): MSD or LSD first. Position coupling
         reads it. Defined for the direct formats with a reversed answer (operands MSD first, answer
-        LSD first); any other format raises ConfigError: scratchpads, reversal and dialogues have no
-        operand-answer digit alignment, and an answer written most significant digit first has digits
-        whose significance is unknown until it ends, which decoding cannot wait for."""
+        LSD first, or LSD first too where the format reverses them); any other format raises
+        ConfigError: scratchpads, reversal and dialogues have no operand-answer digit alignment, and an
+        answer written most significant digit first has digits whose significance is unknown until it
+        ends, which decoding cannot wait for."""
         reversed_formats = [
             f for f in self.formats if f in self.direct and formats.DIRECT_FORMATS[f].reversed_answer
         ]
@@ -186,7 +187,8 @@ class Task:
                 f"format {fmt!r} does not, so a digit's significance is unknown until the answer ends. "
                 f"Use format {' or '.join(map(repr, reversed_formats))}"
             )
-        return (MSD, MSD, LSD)
+        operand = LSD if formats.DIRECT_FORMATS[fmt].reversed_operands else MSD
+        return (operand, operand, LSD)
 
 
 def settings_fields(settings: type) -> set[str]:
