@@ -21,7 +21,7 @@ from typing import Generic, Protocol, TypeVar
 from arith.errors import ConfigError
 from experiments import catalog
 from experiments.claim import Claim, Experiment
-from experiments.recipes import ChosenRecipe
+from experiments.recipes import Recipe
 
 #: the environment variable naming modules of experiments outside this repository
 PLUGINS_ENV = "POSDESC_EXPERIMENTS"
@@ -143,7 +143,7 @@ def claims_for(grid: str, variant_of: str = "") -> tuple[Claim, ...]:
     return experiment.claims if experiment else ()
 
 
-def recipe_for(grid: str, scale: str) -> ChosenRecipe | None:
+def recipe_for(grid: str, scale: str) -> Recipe | None:
     """The recipe a search chose for `grid`'s experiment at `scale` (None: none declared)."""
     experiment = EXPERIMENTS.get(grid)
     return experiment.recipe(scale) if experiment else None

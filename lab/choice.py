@@ -9,10 +9,10 @@ its last evaluation. The report states the rule, each seed's weakest such cell a
 budget is chosen by the rule written before its numbers were read, not by a person reading them.
 
 A recipe search's part may declare `choose_if_gate_by_step: N` instead: its trials end at the gate, so
-the rule reads when they got there. The recipe the search tried (the `ChosenRecipe` whose `search` names
-it) is to be chosen only if every configuration the part ran passed the gate, on every seed, at or
-before optimiser step N (`lab.search.costs`'s evaluations, one every epoch), leaving the rest of the run's
-steps as a margin for a judged seed that learns later.
+the rule reads when they got there. The recipe the search tried (the `Recipe` whose `lab.recipes.EVIDENCE`
+names the search) is to be chosen only if every configuration the part ran passed the gate, on every
+seed, at or before optimiser step N (`lab.search.costs`'s evaluations, one every epoch), leaving the rest
+of the run's steps as a margin for a judged seed that learns later.
 """
 
 from __future__ import annotations
@@ -34,10 +34,11 @@ from arith.tracking.schema import (
     SEED_COLUMN,
 )
 from experiments.cells import cell_name, in_range
-from experiments.recipes import ChosenRecipe
+from experiments.recipes import Recipe
 from experiments.registry import EXPERIMENTS
 from experiments.verdicts import LEARNED, at_least
 from lab.plan import Planned
+from lab.recipes import EVIDENCE
 from lab.search.costs import search_evaluations
 
 
@@ -96,9 +97,9 @@ def read_gate_by_step(plan: Planned, evaluations: pd.DataFrame, ended: bool) -> 
     return GateByStepReading(by_step, met, tuple(trials))
 
 
-def search_recipe(name: str) -> ChosenRecipe | None:
+def search_recipe(name: str) -> Recipe | None:
     """The recipe that the search `name` tried, declared on an experiment (None: none is)."""
-    tried = [r for e in EXPERIMENTS.values() for r in e.recipes if r.search == name]
+    tried = [r for e in EXPERIMENTS.values() for r in e.recipes if EVIDENCE[r.name].search == name]
     return tried[0] if tried else None
 
 

@@ -36,7 +36,7 @@ from sweeps.grids import GRIDS, get_grid, list_grids, points
 from sweeps.options import SweepOptions, names_its_part, read_options
 from sweeps.packing import check_packing, default_gpus_per_trial
 from sweeps.scales import Scale, get_scale
-from sweeps.space import SweepLink, scale_note
+from sweeps.space import SOURCES, SweepLink, scale_note, setting_sources
 from sweeps.storage import (
     SweepStorage,
     check_tracking,
@@ -58,13 +58,17 @@ def absolute_paths(overrides: dict[str, str]) -> dict[str, str]:
     return out
 
 
+def trial_overrides(options: SweepOptions, tracking_uri: str) -> dict[str, Any]:
+    """The --set values every trial takes (local paths made absolute), and the store it logs to."""
+    return {**absolute_paths(parse_set(list(options.sets))), "tracking.tracking_uri": tracking_uri}
+
+
 def build_configs(
     grid: Grid, scale: Scale, options: SweepOptions, tracking_uri: str, link: SweepLink | None = None
 ) -> dict[str, dict[str, Any]]:
     """trial key -> config dict, every one validated; fails at once on a bad point or key. With `link`
     (once the parent run is open) each config is written nested under the sweep, as it is kept."""
-    overrides = absolute_paths(parse_set(list(options.sets)))
-    overrides["tracking.tracking_uri"] = tracking_uri
+    overrides = trial_overrides(options, tracking_uri)
     configs = points(grid, scale, options.seeds, overrides, parse_only(options.only), link)
     out = {trial_key(c.tracking.tags[schema.POINT_TAG], c.train.seed): c.to_dict() for c in configs}
     return options.extension.prepare(out) if options.extension else out
@@ -170,6 +174,11 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
         if options.extension:
             points = (c["tracking"]["tags"][schema.POINT_TAG] for c in configs.values())
             print(options.extension.describe(points))
+        if not options.resume:  # where each setting came from, in the order of precedence
+            trials = [ExperimentConfig.from_dict(c) for c in configs.values()]
+            sources = setting_sources(grid, scale, trials, trial_overrides(options, tracking_uri))
+            print(f"\nEvery setting's source ({' < '.join(SOURCES)}):")
+            print(pd.DataFrame(sources).to_string(index=False))
         return 0
 
     check_tracking(tracking_uri)

@@ -18,7 +18,7 @@ from arith.training import hardware
 from experiments.grid import Grid, Variant
 from experiments.recipes import ADD_SCRATCHPAD_24K, REVERSE_RECIPE
 from experiments.registry import EXPERIMENTS
-from lab.recipes import ADD_SCRATCHPAD_12K, ADD_SCRATCHPAD_CANDIDATE
+from lab.recipes import ADD_SCRATCHPAD_12K, ADD_SCRATCHPAD_CANDIDATE, EVIDENCE
 from lab.sweep import main as lab_sweep
 from sweeps import cluster
 from sweeps.errors import SweepError
@@ -185,7 +185,7 @@ def test_cpu_scale_trains_every_task_for_its_step_budget(grid):
     for cfg in points(grid, "cpu"):
         t = cfg.train
         batches = -(-train_size(cfg.data) // t.batch_size)
-        assert t.max_steps == scale.budget(cfg.data.task) == 3000
+        assert t.max_steps == scale.budget() == 3000
         # just enough epochs for the budget: the run ends on max_steps in its last epoch
         assert (t.epochs - 1) * batches < t.max_steps <= t.epochs * batches
         assert t.checkpoint_every == max(1, t.epochs // 10)
@@ -414,7 +414,7 @@ def test_only_picks_points_before_set_moves_them(capsys, tmp_path):
     args = ["--grid", "nl_mix", "--scale", "gpu", "--dry-run", "--tracking-uri", uri]
     epochs = "train.eval_epochs=[77,154,231,308]"
     assert main([*args, "--only", "data.mix_format=none", "--set", epochs]) == 0
-    out = capsys.readouterr().out
+    out = capsys.readouterr().out.split("Every setting's source")[0]  # the trial table
     assert "3 trials" in out and "random_space" not in out
     assert main([*args, "--set", epochs]) == 2  # every point: the mixed ones have 31 epochs
     assert "fall outside 1..train.epochs=31" in capsys.readouterr().err
@@ -578,6 +578,9 @@ def test_a_cpu_recipe_is_declared_once_on_the_experiments_it_trains():
     assert EXPERIMENTS["add_posembed_recipe"].recipe("cpu_recipe") is ADD_SCRATCHPAD_CANDIDATE
     assert EXPERIMENTS["add_posembed_recipe_long"].recipe("cpu_recipe") is ADD_SCRATCHPAD_12K
     assert EXPERIMENTS["reverse_posembed"].recipe("cpu") is None
+    # a recipe is data; why it was chosen (or rejected) is the lab's record, one for every recipe declared
+    declared = {r.name: r for e in EXPERIMENTS.values() for r in e.recipes}
+    assert set(declared) == set(EVIDENCE) and all(EVIDENCE[n].chosen_by for n in declared)
     (cfg,) = points("reverse_posembed_replication", "cpu_recipe", 1, only={"model.position": "none"})
     assert (cfg.train.max_steps, cfg.train.precision, cfg.data.train_samples) == (6000, "bf16", 120_000)
     with pytest.raises(ConfigError, match=r"no recipe for task 'mul': the recipe search mul_format_recipe"):
@@ -606,3 +609,36 @@ def test_a_rejected_recipe_runs_on_its_presearch_seeds_only():
     assert settings == {(101, 24_000, "bf16", 120_000), (102, 24_000, "bf16", 120_000)}
     assert ADD_SCRATCHPAD_24K.chosen
     assert {c.train.seed for c in points("add_posembed_recipe_24k", "cpu_recipe", (5, 6))} == {5, 6}
+
+
+def test_every_setting_of_a_trial_says_where_it_came_from(capsys, tmp_path):
+    """The recipe is one step of the precedence, after the scale: reverse_posembed at cpu_recipe takes its
+    steps, precision and the paper's sample count from the recipe, the model from the scale, the position
+    from the point; a --set and the seed come last. The dry run prints every setting's source."""
+    from sweeps.space import config_stages, provenance, setting_sources
+
+    grid, scale = get_grid("reverse_posembed"), get_scale("cpu_recipe")
+    point = next(p for p in grid.points() if "position=none" in p.name and "init=random" in p.name)
+    stages = config_stages(grid, point, scale, {"train.log_every_steps": 7}, seed=3)
+    assert [s.source for s in stages] == [
+        "default", "grid base", "grid point", "--scale", "recipe", "grid point (over the scale)", "--set",
+        "--seeds",
+    ]  # fmt: skip
+    assert stages[-1].config == trial_config(grid, point, scale, {"train.log_every_steps": 7}, seed=3)
+    sources = provenance(stages)
+    assert {
+        k: sources[k] for k in ("train.max_steps", "train.precision", "data.train_samples")
+    } == dict.fromkeys(("train.max_steps", "train.precision", "data.train_samples"), "recipe")
+    assert sources["model.preset"] == sources["train.lr"] == "--scale"  # the tiny model, lr x 50
+    assert sources["model.position"] == "grid point" and sources["data.task"] == "grid base"
+    assert sources["train.log_every_steps"] == "--set" and sources["train.seed"] == "--seeds"
+    assert sources["train.epochs"] == "recipe"  # the epochs its 6,000 steps need
+    assert sources["train.adam_beta1"] == "default"
+    rows = setting_sources(grid, scale, [stages[-1].config], {"train.log_every_steps": 7})
+    assert {r["setting"]: r["from"] for r in rows} == sources
+    args = ["--grid", "demo", "--scale", "cpu", "--seeds", "2", "--set", "train.lr=0.002", "--dry-run"]
+    assert main([*args, "--tracking-uri", f"sqlite:///{tmp_path}/m.db", "--storage-path", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "Every setting's source (default < grid base < grid point < --scale < recipe" in out
+    line = next(line for line in out.splitlines() if line.strip().startswith("train.lr "))
+    assert line.split()[1:] == ["--set", "0.002"]

@@ -31,8 +31,9 @@ from arith.training.metrics import MIN_UNSEEN, weakest_unseen
 from arith.training.optim import run_steps
 from experiments import registry
 from experiments.grid import PRESEARCH_FIRST_SEED
-from experiments.recipes import ChosenRecipe
+from experiments.recipes import Recipe
 from lab.plan import PLAN
+from lab.recipes import EVIDENCE
 from lab.search.costs import (
     NOT_NEEDED,
     cost_to_gate,
@@ -299,10 +300,10 @@ def test_a_part_of_a_search_picks_its_model_shape_by_name(capsys) -> None:
 def test_a_recipe_declared_on_an_experiment_trains_both_compared_formats(monkeypatch) -> None:
     """The recipe a search chose, declared with its experiment: at its scale every point trains at it (the
     scale's own refusal of a task without a recipe gives way), at other scales nothing changes."""
-    chosen = ChosenRecipe(
+    chosen = Recipe(
+        "gpt2_mini_b512_6k",
         "cpu_recipe",
         {"model.preset": "gpt2-mini", "train.batch_size": 512, "train.lr": 3e-3, "train.max_steps": 6000},
-        chosen_by="mul_format_recipe",
     )
     experiment = registry.EXPERIMENTS["mul_format"]
     monkeypatch.setitem(
@@ -326,18 +327,21 @@ def test_a_recipe_declared_on_an_experiment_trains_both_compared_formats(monkeyp
 
 
 def test_a_recipe_a_search_tries_trains_its_judged_grid_as_the_search_trained_it() -> None:
-    """Each recipe declared with the search that tries it (`ChosenRecipe.search`): every point of the
+    """Each recipe whose evidence names the search that tries it (`lab.recipes.EVIDENCE`): every point of the
     grid it is declared on trains, on a pre-search seed, the config one of the search's configurations
     trains (the search only adds its evaluations and gate cells, and ends at the gate), so a judged
     sweep at it computes what the search read."""
     from lab.choice import search_recipe
 
-    tried = [(name, e) for name, e in registry.EXPERIMENTS.items() for r in e.recipes if r.search]
+    searched_by = {name: e.search for name, e in EVIDENCE.items() if e.search}
+    tried = [
+        (name, e) for name, e in registry.EXPERIMENTS.items() for r in e.recipes if r.name in searched_by
+    ]
     assert tried, "mul_simple_case_40k declares the recipe mul_simple_case_recipe tries"
     for name, experiment in tried:
-        recipe = next(r for r in experiment.recipes if r.search)
-        assert search_recipe(recipe.search) is recipe
-        run = SearchRun.of(recipe.search, None, (PRESEARCH_FIRST_SEED,))
+        recipe = next(r for r in experiment.recipes if r.name in searched_by)
+        assert search_recipe(searched_by[recipe.name]) is recipe
+        run = SearchRun.of(searched_by[recipe.name], None, (PRESEARCH_FIRST_SEED,))
         searched = [c.flat() for c in points(run.grid, run.scale, (PRESEARCH_FIRST_SEED,))]
         judged = points(get_grid(name), recipe.scale, (PRESEARCH_FIRST_SEED,))
         assert judged

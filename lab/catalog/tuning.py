@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from experiments.claim import Experiment
 from experiments.grid import Grid, Variant
-from experiments.recipes import REVERSE_RECIPE, ChosenRecipe
+from experiments.recipes import REVERSE_RECIPE, Recipe
 from experiments.setups import ADD_LENGTH_SETUP, MUL_SETUP, RANDEMBED_TRAINING, REVERSE_SETUP
 
 #: learning rates around the paper's 2e-5: about a third, as is, three times (x the cpu scale's lr_factor)
@@ -76,7 +76,7 @@ CPU_TUNE_GRIDS: list[Grid] = [
 
 #: the recipes a tuning grid trains at, as an experiment's (`Experiment.recipes`): the reversal grids at
 #: reverse_posembed's, so that at cpu_recipe they tune what its sweeps run
-CPU_TUNE_RECIPES: dict[str, tuple[ChosenRecipe, ...]] = {
+CPU_TUNE_RECIPES: dict[str, tuple[Recipe, ...]] = {
     "cpu_tune_reverse": (REVERSE_RECIPE,),
     "cpu_tune_hash": (REVERSE_RECIPE,),
 }

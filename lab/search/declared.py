@@ -11,8 +11,9 @@ spent, and stops the configurations that fall behind; `lab.search.costs` turns t
 what each configuration cost to reach the gate.
 
 A search runs on pre-search seeds only (from `PRESEARCH_FIRST_SEED` up): the seeds that choose a recipe
-never judge the claim it serves. The recipe it chooses is declared on the experiment (`ChosenRecipe`,
-`Experiment.recipes`) with the search's name, so that every compared point trains at the one recipe.
+never judge the claim it serves. The recipe it chooses is declared on the experiment (a `Recipe` in
+`Experiment.recipes`, its evidence naming the search in `lab.recipes.EVIDENCE`), so that every compared
+point trains at the one recipe.
 Torch-free, like the experiments it serves.
 """
 

@@ -48,6 +48,7 @@ from arith.training.metrics import gate_cell_name
 from arith.validation import validate
 from experiments.cells import CELL_KEYS
 from experiments.grid import Grid
+from experiments.recipes import Recipe
 from experiments.registry import SEARCHES
 from experiments.verdicts import LEARNED, TOLERANCE, gated_cells
 from lab.search.asha import ASHA_STATE_FILE, SearchAsha
@@ -62,7 +63,7 @@ from lab.search.declared import (
     check_presearch_seeds,
 )
 from sweeps.grids import get_grid
-from sweeps.scales import Recipe, Scale, get_scale
+from sweeps.scales import Scale, get_scale
 from sweeps.storage import digit_map
 from sweeps.trainable import trial_key
 
@@ -98,9 +99,10 @@ def candidate_scale(scale: Scale, grid: Grid, search: Search, seeds: tuple[int, 
         raise ConfigError(f"search {search.name!r} at a recipe scale must set train.max_steps")
     task = ExperimentConfig().with_overrides(points[0].overrides).data.task
     candidate = Recipe(
-        steps=steps,
+        f"a configuration of search {search.name}",
+        scale.name,
+        {"train.max_steps": steps},
         sample_fraction=search.sample_fraction,
-        chosen_by=f"a configuration of search {search.name}",
         chosen=False,
     )
     return replace(scale.with_recipe(task, candidate), presearch_seeds=seeds)
