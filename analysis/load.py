@@ -7,8 +7,8 @@ type hints), its cells come from its ``eval/cells.csv`` artifact. Trials that di
 
 What the sweep declared is read from its parent run, not from the `sweeps` package (which the analysis
 does not import): the grid's axes (tag ``axes``, JSON list of config keys) and the scale's digit map
-(tag ``digit_map``, read in `experiments.paper.digit_map_of`). A parent run without the ``axes`` tag (the
-older archives) is read with the axes being the params that vary among its trials, with a note saying so.
+(tag ``digit_map``, read in `experiments.paper.digit_map_of`); the tables' axes are those and every other
+param the trials vary in.
 What is read (the `Sweep`, its columns) is `analysis.sweep`'s, the tag and column names
 `arith.tracking.schema`'s; `read_sweep` reads it all (trials, cells, wrong answers, metric histories, the
 parent runs' tags) in one pass, so nothing after it goes back to the store.
@@ -31,12 +31,10 @@ from analysis.sweep import (
     HISTORY_COLUMNS,
     HISTORY_METRICS,
     IDENTITY_KEYS,
-    REQUIRED_KEYS,
     TAG_COLUMNS,
     Sweep,
     tag_columns,
 )
-from arith.config import ExperimentConfig
 from arith.tracking import schema, store
 
 #: the param of how many wrong answers a cell keeps in eval/errors.csv (0: none, the file empty)
@@ -122,17 +120,16 @@ def trials_frame(
     axes = axes_of(raw, declared)
     notes: list[str] = []
 
-    required = [*REQUIRED_KEYS, *(a for a in declared if a not in REQUIRED_KEYS)]
+    required = list(dict.fromkeys([*IDENTITY_KEYS, *declared]))
     lacking = {run.run_name or run.run_id: [k for k in required if k not in run.params] for run in children}
     lacking = {name: keys for name, keys in lacking.items() if keys}
     if lacking:
         listed = "; ".join(f"{name}: {', '.join(keys)}" for name, keys in sorted(lacking.items())[:5])
         raise AnalysisError(
             f"{len(lacking)} of {len(children)} trial runs lack params this analysis needs ({listed}); "
-            "they were logged by an older config: re-run the sweep with the current code"
+            "they were not logged by this trainer: re-run the sweep with the current code"
         )
 
-    defaults = ExperimentConfig().flat()
     rows = []
     for run in children:
         params, tags = run.params, run.tags
@@ -146,15 +143,8 @@ def trials_frame(
             schema.COLOUR_COLUMN: tags.get(schema.RUN_COLOR_TAG, ""),
         }
         for key in dict.fromkeys([*IDENTITY_KEYS, *axes]):
-            row[key] = typed_value(key, params.get(key), hints) if key in params else defaults.get(key)
+            row[key] = typed_value(key, params.get(key), hints)
         rows.append(row)
-    for key in IDENTITY_KEYS:
-        missing = [run for run in children if key not in run.params]
-        if missing:
-            notes.append(
-                f"{len(missing)} trial run(s) lack param {key} (older config); "
-                f"read as its default {defaults[key]!r}"
-            )
     frame = pd.DataFrame(rows)
     frame[schema.SEED_COLUMN] = pd.to_numeric(frame[schema.SEED_COLUMN], errors="coerce")
     return frame, axes, notes
@@ -172,16 +162,12 @@ def read_cells(client, run_id: str, into: Path) -> pd.DataFrame | None:
         cells = pd.read_csv(path)
     except (pd.errors.EmptyDataError, pd.errors.ParserError) as err:
         raise AnalysisError(f"run {run_id}: eval/cells.csv cannot be read as a table ({err})") from err
-    missing = [c for c in schema.REQUIRED_CELL_COLUMNS if c not in cells.columns]
+    missing = [c for c in schema.CELLS_CSV_COLUMNS if c not in cells.columns]
     if missing:
         raise AnalysisError(
             f"run {run_id}: eval/cells.csv lacks column(s) {', '.join(missing)} "
-            "(written by an older trainer; "
-            f"expected {', '.join(schema.REQUIRED_CELL_COLUMNS)})"
+            f"(expected {', '.join(schema.CELLS_CSV_COLUMNS)})"
         )
-    for column in schema.SPLIT_COLUMNS:
-        if column not in cells.columns:
-            cells[column] = float("nan")
     return cells
 
 
@@ -211,11 +197,8 @@ def read_errors(client, run_id: str, into: Path) -> pd.DataFrame | None:
 
 
 def _operand(text: object) -> int | None:
-    """An operand read from its text ('123', or '123.0' as an older writer wrote it); None where empty."""
-    if not isinstance(text, str) or not text.strip():
-        return None
-    whole, _, fraction = text.strip().partition(".")
-    return int(whole) if not fraction.strip("0") and whole.lstrip("-").isdigit() else None
+    """An operand read from its text ('123'); None where empty."""
+    return int(text) if isinstance(text, str) and text.strip() else None
 
 
 def tidy_errors(
@@ -306,9 +289,16 @@ def read_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] 
         scales = sorted({p.data.tags.get(schema.SCALE_TAG, "") for p in parents})
         if len(scales) > 1:
             raise AnalysisError(f"the sweeps {', '.join(ids)} are of different scales ({', '.join(scales)})")
-        declared, notes = declared_axes(parents)
-        trials, axes, trial_notes = trials_frame([TrialRun.of(run) for run in children], declared)
-        notes += trial_notes
+        lacking = [p.info.run_id for p in parents if not p.data.tags.get(schema.DIGIT_MAP_TAG)]
+        if lacking:
+            raise AnalysisError(
+                f"sweep parent run(s) {', '.join(lacking)} record no digit map (tag {schema.DIGIT_MAP_TAG!r})"
+            )
+        try:
+            declared = declared_axes(parents)
+        except ValueError as err:
+            raise AnalysisError(str(err)) from None
+        trials, axes, notes = trials_frame([TrialRun.of(run) for run in children], declared)
         trials, repeated = one_run_per_trial(trials)
         if repeated:
             notes.append(

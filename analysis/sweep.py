@@ -32,7 +32,7 @@ from arith.tracking.schema import (
 from experiments.paper import digit_map_of
 
 #: params that say what a trial is, whether or not the sweep varies them: tables and the paper match
-#: read them. A run that lacks one of these (an older config) is read with the config's default, noted.
+#: read them, and a trial run without one of them is refused.
 IDENTITY_KEYS: tuple[str, ...] = (
     "data.task",
     "data.format",
@@ -100,9 +100,9 @@ class Sweep:
     notes: list[str] = field(default_factory=list)
     #: every sweep read (the first is `parent_run_id`, where the analysis is logged)
     parent_run_ids: tuple[str, ...] = ()
-    #: the parent run's `digit_map` tag (JSON, paper digit count -> this scale's); '' on older runs
+    #: the parent run's `digit_map` tag (JSON, paper digit count -> this scale's)
     digit_map_tag: str = ""
-    #: the grid's axes as the sweep recorded them (parent run tag `axes`); () on older runs
+    #: the grid's axes as the sweep recorded them (parent run tag `axes`)
     declared_axes: tuple[str, ...] = ()
     #: the seeds of the pre-search that chose the sweep's budget (parent run tag `presearch_seeds`, JSON
     #: list; of several parts, every part's); '' when no part recorded one
@@ -125,8 +125,8 @@ class Sweep:
 
     @property
     def digit_map(self) -> dict[int, int]:
-        """paper digit count -> this sweep's (older runs without the tag: their scale's map then)."""
-        return digit_map_of(self.digit_map_tag, self.scale, self.grid)
+        """paper digit count -> this sweep's (its parent run's `digit_map` tag)."""
+        return digit_map_of(self.digit_map_tag)
 
     @property
     def status_counts(self) -> dict[str, int]:

@@ -156,13 +156,6 @@ def why_no_recipe(task: str) -> str:
     return next((note[task] for note in notes if task in note), "no pre-search has run for it")
 
 
-def presearch_seeds_of(grid: str) -> tuple[int, ...]:
-    """The seeds of the pre-search that chose `grid`'s budget, as its experiment declares them (a sweep's
-    own `presearch_seeds` tag wins over this)."""
-    experiment = EXPERIMENTS.get(grid)
-    return experiment.grid.presearch_seeds if experiment else ()
-
-
 def presearch_record(grid: str) -> str:
     """Where that pre-search is recorded ("" when the experiment names no record)."""
     experiment = EXPERIMENTS.get(grid)

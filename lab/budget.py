@@ -31,8 +31,9 @@ from arith.tracking.schema import (
     ROW_DIGITS_COLUMN,
     SEED_COLUMN,
 )
-from experiments.paper import digit_map_of
 from experiments.verdicts import LEARNED, gated_cells, in_range
+from sweeps.grids import GRIDS
+from sweeps.scales import SCALES
 
 #: an extrapolation past this many steps is reported as such, not as a number
 _FAR = 1e9
@@ -56,8 +57,15 @@ def gate_accuracy(cells: pd.DataFrame, config: dict, scale: str = "", grid: str 
         frame[CONTEXT_COLUMN] = "main"
     for axis in (ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN):  # as analysis.load.tidy_cells types them
         frame[axis] = pd.to_numeric(frame[axis], errors="coerce").astype("Int64")
-    gated, _ = gated_cells(frame, digit_map_of("", scale, grid), in_range)
+    gated, _ = gated_cells(frame, record_digit_map(scale, grid), in_range)
     return float(gated[ACCURACY_COLUMN].min()) if len(gated) else math.nan
+
+
+def record_digit_map(scale: str, grid: str) -> dict[int, int]:
+    """paper digit count -> a pre-search record's (the records carry no map): its scale's, or the identity
+    at an unknown scale or for a grid that keeps the paper's digit counts (nl_mix)."""
+    keeps = scale not in SCALES or (grid in GRIDS and not GRIDS[grid].scale_digits)
+    return {n: n if keeps else SCALES[scale].digits(n) for n in range(1, 41)}
 
 
 def _scalar(value) -> bool:
@@ -101,7 +109,7 @@ def fit_budgets(budgets: Iterable[tuple[int, float]]) -> BudgetFit | None:
 
 
 def budget_series(records: Iterable[dict]) -> dict[tuple[str, str, int], list[dict]]:
-    """Pre-search records (scripts/presearch.py's JSON lines) by (grid, point less its step budget, seed),
+    """Pre-search records (docs/presearch/'s JSON lines) by (grid, point less its step budget, seed),
     in that order; failed trials left out. Records run with other `--set` values (a learning rate) are
     another point, named with them where they are not the same for all the grid's records."""
     records = [rec for rec in records if "error" not in rec]
@@ -141,7 +149,7 @@ def _two_figures(x: float) -> int:
 def budget_table(
     records: list[dict], target: float = LEARNED, budget: int = 3000, single: bool = False
 ) -> pd.DataFrame:
-    """One row per point of pre-search records (scripts/presearch.py's JSON lines) whose step budget
+    """One row per point of pre-search records (docs/presearch/'s JSON lines) whose step budget
     varies: the budgets with the gate's reading, the extrapolated steps to `target` and what that
     is in trial time at the rate measured on the records' machine. Points at a single budget are left
     out, unless `single`: then they say whether that budget reached `target` (a measurement, no fit)."""

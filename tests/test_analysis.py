@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+from math import nan
 from pathlib import Path
 
 import pandas as pd
@@ -44,7 +45,7 @@ from analysis.sweep import aggregate_seeds, tag_columns
 from arith.config import ExperimentConfig
 from arith.data.tasks import TASKS
 from arith.tracking import schema, store
-from arith.tracking.schema import REQUIRED_CELL_COLUMNS, RUN_DESCRIPTION_TAG
+from arith.tracking.schema import CELLS_CSV_COLUMNS, RUN_DESCRIPTION_TAG
 from experiments.paper import (
     digit_map_of,
     paper_cells,
@@ -53,7 +54,9 @@ from experiments.paper import (
     stand_in,
 )
 from sweeps.grids import GRIDS, points
+from sweeps.scales import get_scale
 from sweeps.space import select
+from sweeps.storage import digit_map
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -129,8 +132,8 @@ def synthetic_sweep(
                 rows.append(
                     dict(
                         zip(
-                            REQUIRED_CELL_COLUMNS,
-                            [epoch, *cell, 100, correct, correct / 100, 0.0],
+                            CELLS_CSV_COLUMNS,
+                            [epoch, *cell, 100, correct, correct / 100, 0.0, nan, nan, nan],
                             strict=True,
                         )
                     )
@@ -138,9 +141,14 @@ def synthetic_sweep(
         if status == FINISHED:
             cells_by_run[run.run_id] = pd.DataFrame(rows)
     trials, axes, _notes = trials_frame(runs, GRIDS[grid].declared_axes())
-    return Sweep(
-        grid, "parent", "sqlite:///unused.db", scale, trials, tidy_cells(trials, cells_by_run, axes), axes
-    )
+    cells = tidy_cells(trials, cells_by_run, axes)
+    digits = json.dumps(scale_digit_map(grid, scale))  # the parent run's tag, as a sweep writes it
+    return Sweep(grid, "parent", "sqlite:///unused.db", scale, trials, cells, axes, digit_map_tag=digits)
+
+
+def scale_digit_map(grid: str, scale: str) -> dict[int, int]:
+    """paper digit count -> the grid's at `scale`, as its sweep records it (`sweeps.storage.digit_map`)."""
+    return digit_map(GRIDS[grid], get_scale(scale))
 
 
 def paper_shape(label: str, task: str) -> tuple[int, int]:
@@ -187,6 +195,9 @@ EXPECTED_TABLES = {
     "nl_mix": 4,
     # add (basic and padded-reversed rows), mul under six schemes
     "position_schemes": 7,
+    # length generalisation beyond the paper: one table of the six schemes by operand length
+    "length_gen": 1,
+    "length_gen_papers": 1,
     # the sweeps that tuned the cpu preset: one table per point (mul) or per test context (reverse)
     "cpu_tune_reverse": 2,
     "cpu_tune_mul": 6,
@@ -273,14 +284,15 @@ def test_scaled_sweep_subtracts_only_the_paper_cell_each_cell_stands_for() -> No
 
 
 def test_stand_ins_follow_the_training_range_and_the_recorded_digit_map() -> None:
-    cpu = digit_map_of("", "cpu", "mul_format")  # no tag (an older run): the scale's own map
+    cpu = digit_map_of(json.dumps(scale_digit_map("mul_format", "cpu")))  # the tag a cpu sweep records
     assert [cpu[n] for n in (1, 2, 3, 5, 6, 10, 11, 12)] == [1, 2, 3, 3, 4, 5, 5, 6]
     assert stand_in(3, [1, 2, 3, 4, 5], cpu, 5) == 5  # cpu 3 digits stands for the paper's 5
     assert stand_in(5, list(range(1, 11)), cpu, 10) == 10  # cpu 5 for the paper's 10 (not 11)
     assert stand_in(6, list(range(9, 14)), cpu, 10) == 12  # beyond training: the first paper count there
     assert stand_in(3, [2, 3, 4, 5], cpu, float("nan")) == 5
-    assert digit_map_of("", "cpu", "nl_mix")[5] == 5  # nl_mix keeps the paper's digit counts
-    assert digit_map_of('{"5": 4}', "cpu", "mul_format") == {5: 4}  # the parent run's tag comes first
+    assert scale_digit_map("nl_mix", "cpu")[5] == 5  # nl_mix keeps the paper's digit counts
+    assert digit_map_of('{"5": 4}') == {5: 4}  # the parent run's tag is the map
+    assert digit_map_of("")[5] == 5  # cells made by hand, at the paper's digit counts
 
 
 def test_seeds_are_aggregated_to_mean_std_count() -> None:
@@ -380,7 +392,7 @@ def _paper_learned(point: tuple, scale: str) -> frozenset:
     """The (context, row, col) cells, at the scale's digit counts, the paper's own model of the point
     reached 0.9 on (experiments.verdicts.competence's gate)."""
     flat = dict(point)
-    digit_map = digit_map_of("", scale, "nl_mix" if flat["data.task"] == "dialogue" else "")
+    digit_map = scale_digit_map("nl_mix" if flat["data.task"] == "dialogue" else "mul_format", scale)
     final = int(flat["train.epochs"])
     reading = paper_reading(final, [final], str(flat.get("paper_epochs") or ""))
     cells = paper_cells(flat, reading, final=True, digit_map=digit_map)
@@ -568,14 +580,14 @@ def write_store(
     fail_first: bool = True,
     seeds: int | tuple[int, ...] = 1,
     accuracy: float | None = None,
-    recorded: bool = False,
+    recorded: bool = True,
     only: dict[str, str] | None = None,
 ) -> str:
     """A store with one smoke-scale sweep of `grid`: parent run + trial runs (the first FAILED); a store
     already in tmp_path gets one more sweep. Every cell's accuracy is `accuracy`, else 0.5 for position
     none and 0.25 for the others. The parent run is the one `sweeps/run.py` opens
-    (`sweeps.storage.open_sweep`, recording the grid's axes and digit map) when `recorded`, else one of an
-    older sweep (no such tags).
+    (`sweeps.storage.open_sweep`, recording the grid's axes and digit map), or without `recorded` one that
+    records neither (a sweep the analysis refuses).
     `only` keeps the points whose config has those values (`--only`)."""
     from mlflow import MlflowClient
     from mlflow.entities import Param
@@ -622,9 +634,7 @@ def write_store(
         if fail_first and i == 0:
             client.set_terminated(run.info.run_id, "FAILED")
             continue
-        cells = sweep.cells[sweep.cells["run_id"] == f"run{i}"][
-            ["epoch", "context", "row_digits", "col_digits", "n", "correct", "accuracy", "seen_in_train"]
-        ]
+        cells = sweep.cells[sweep.cells["run_id"] == f"run{i}"][list(CELLS_CSV_COLUMNS)]
         client.log_text(
             run.info.run_id, cells.drop(columns=drop_cell_column or []).to_csv(index=False), "eval/cells.csv"
         )
@@ -880,8 +890,7 @@ def test_the_sweep_records_its_axes_and_digit_map_and_the_analysis_reads_them(
 ) -> None:
     """The parent run `sweeps/run.py` opens records the grid's axes and the scale's digit map; the analysis
     reads both from the store. A declared axis that this sweep holds at one value (`--only
-    data.max_digits=3`) stays an axis; read from an older sweep without the tags, the axes are the params
-    that vary, and a note says so."""
+    data.max_digits=3`) stays an axis; a sweep without the tags is refused, naming its parent run."""
     from sweeps.scales import SCALES
     from sweeps.storage import digit_map
 
@@ -903,13 +912,9 @@ def test_the_sweep_records_its_axes_and_digit_map_and_the_analysis_reads_them(
 
     older = tmp_path / "older"
     older.mkdir()
-    uri = write_store(older, empty_store, grid="mul_simple_case", fail_first=False, only=only)
-    sweep = read_sweep("mul_simple_case", uri)
-    assert sweep.declared_axes == () and sweep.digit_map_tag == ""
-    assert sweep.axes == ["data.augment"]
-    assert any("record no declared axes" in note for note in sweep.notes)
-    assert [t.title for t in analyse(sweep).tables] == titles
-    assert "record no declared axes" in report("mul_simple_case", uri, log_artifacts=False)
+    uri = write_store(older, empty_store, grid="mul_simple_case", fail_first=False, only=only, recorded=False)
+    with pytest.raises(AnalysisError, match=r"sweep parent run\(s\) \w+ record no digit map"):
+        read_sweep("mul_simple_case", uri)
 
 
 def test_the_analysis_does_not_import_the_sweep_driver(tmp_path: Path, empty_store: Path) -> None:
@@ -984,16 +989,17 @@ def test_missing_store_is_not_created(tmp_path: Path) -> None:
     assert not db.exists()
 
 
-def test_runs_lacking_a_param_from_an_older_config(tmp_path: Path, empty_store: Path) -> None:
+def test_runs_lacking_a_param_are_refused(tmp_path: Path, empty_store: Path) -> None:
+    """A trial run this trainer did not log (it lacks a param every trial logs) is refused, naming it: every
+    committed archive holds today's record (`python -m lab.archives migrate`)."""
     uri = write_store(tmp_path, empty_store, drop_param="model.position")
-    with pytest.raises(AnalysisError, match=r"lack params .*model\.position.*older config"):
+    with pytest.raises(AnalysisError, match=r"lack params .*model\.position.*not logged by this trainer"):
         report("add_posembed", uri)
-
-
-def test_runs_lacking_an_identity_param_are_read_with_a_note(tmp_path: Path, empty_store: Path) -> None:
-    uri = write_store(tmp_path, empty_store, drop_param="data.augment")
-    text = report("add_posembed", uri, log_artifacts=False)
-    assert "lack param data.augment (older config); read as its default 'none'" in text
+    other = tmp_path / "other"
+    other.mkdir()
+    uri = write_store(other, empty_store, drop_param="data.augment")
+    with pytest.raises(AnalysisError, match=r"lack params .*data\.augment"):
+        report("add_posembed", uri, log_artifacts=False)
 
 
 def test_a_list_setting_newer_than_some_trials_is_no_axis_at_its_default() -> None:

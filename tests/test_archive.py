@@ -113,7 +113,10 @@ def test_reproduce_cpu_restores_the_archived_parts_before_its_report(
     assert found[plan].data.tags[SOURCE_TAG] == parent
 
 
-CELLS = "epoch,context,row_digits,col_digits,n,correct,accuracy,seen_in_train\n1,,1,1,4,2,0.5,0\n"
+CELLS = (
+    "epoch,context,row_digits,col_digits,n,correct,accuracy,seen_in_train,n_seen,accuracy_seen,accuracy_unseen\n"
+    "1,,1,1,4,2,0.5,0,0,,0.5\n"
+)
 
 
 def _archive(path: Path, trials: int = 3, **changes) -> Path:

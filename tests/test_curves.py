@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from matplotlib.collections import PathCollection
 from test_analysis import empty_store  # noqa: F401  (the fixture)
 
 from analysis.by_digits import accuracy_by_digits_figure
@@ -137,7 +138,8 @@ def test_accuracy_by_digits_draws_each_seed_and_leaves_the_seeds_that_chose_the_
     trials = sweep.trials
     for ax in panels:
         assert len(ax.get_lines()) == 2 + 1  # a mean line per point, and the gate's threshold
-        dots = sum(len(c.get_offsets()) for c in ax.collections if len(c.get_offsets()))
+        scatters = [c for c in ax.collections if isinstance(c, PathCollection)]  # not the seeds' band
+        dots = sum(len(c.get_offsets()) for c in scatters)
         assert dots == len(trials) * 6  # 20 trials x 2-7 digits, every seed a dot
         (beyond,) = [p for p in ax.patches]  # the shaded digit counts beyond training: 6 and 7
         assert beyond.get_x() == 5.5 and beyond.get_width() == 2.0

@@ -41,7 +41,6 @@ NOT_THE_SCHEMA: dict[tuple[str, str], str] = {
             "arith/tracking/archive_checks.py",
             "arith/tracking/outbox.py",
             "arith/tracking/recorder.py",
-            "arith/tracking/backfill.py",
         )
     },
     ("arith/training/cli.py", "run_id"): "a field of the trainer's printed JSON summary",

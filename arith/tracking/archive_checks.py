@@ -14,14 +14,13 @@ from typing import Any
 
 import pandas as pd
 
-from arith.tracking.schema import CONTEXT_COLUMN, REQUIRED_CELL_COLUMNS, SEEN_IN_TRAIN_COLUMN, SPLIT_COLUMNS
+from arith.tracking.schema import CELLS_CSV_COLUMNS, CONTEXT_COLUMN
 
 #: MLflow's run statuses
 STATUSES = ("RUNNING", "SCHEDULED", "FINISHED", "FAILED", "KILLED")
-#: eval/cells.csv: the columns the analysis reads (the seen share checked by the analysis, not here), and
-#: those of them that must be numbers
-ARCHIVED_CELL_COLUMNS = tuple(c for c in REQUIRED_CELL_COLUMNS if c != SEEN_IN_TRAIN_COLUMN)
-NUMERIC_CELL_COLUMNS = tuple(c for c in ARCHIVED_CELL_COLUMNS if c != CONTEXT_COLUMN)
+#: eval/cells.csv: every column the trainer writes must be there, each but the context a number (empty
+#: where the seen/unseen split is unknown)
+NUMERIC_CELL_COLUMNS = tuple(c for c in CELLS_CSV_COLUMNS if c != CONTEXT_COLUMN)
 
 
 class RecordError(ValueError):
@@ -85,11 +84,10 @@ def check_cells(text: str) -> None:
         cells = pd.read_csv(io.StringIO(text))
     except (pd.errors.EmptyDataError, pd.errors.ParserError) as err:
         raise RecordError(f"eval/cells.csv is not a table ({err})") from None
-    missing = [c for c in ARCHIVED_CELL_COLUMNS if c not in cells.columns]
+    missing = [c for c in CELLS_CSV_COLUMNS if c not in cells.columns]
     if missing:
         raise RecordError(f"eval/cells.csv lacks column(s) {', '.join(missing)}")
-    numeric = [*NUMERIC_CELL_COLUMNS, *(c for c in SPLIT_COLUMNS if c in cells.columns)]
-    for column in numeric:
+    for column in NUMERIC_CELL_COLUMNS:
         if not pd.api.types.is_numeric_dtype(cells[column]):
             bad = pd.to_numeric(cells[column], errors="coerce").isna() & cells[column].notna()
             value = cells.loc[bad, column].iloc[0] if bad.any() else cells[column].iloc[0]

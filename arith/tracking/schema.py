@@ -118,8 +118,8 @@ MODEL_ARTIFACT, EXPERIMENT_CONFIG = "model", "experiment_config.json"
 #: what names a cell of the test grid (row_digits is empty for one-dimensional tasks); a list, as pandas
 #: reads a tuple as one label
 CELL_KEYS: list[str] = [CONTEXT_COLUMN, ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN]
-#: each cell's accuracy split by whether its test problems are training problems too (trainers before
-#: the split wrote none: read as unknown)
+#: each cell's accuracy split by whether its test problems are training problems too (empty where the
+#: split is unknown: a test problem's membership in training was not recorded)
 SPLIT_COLUMNS: tuple[str, ...] = (N_SEEN_COLUMN, ACCURACY_SEEN_COLUMN, ACCURACY_UNSEEN_COLUMN)
 #: one evaluation's cells as the evaluator scores them; eval/cells.csv writes them after `epoch`
 CELL_COLUMNS: tuple[str, ...] = (
@@ -127,11 +127,8 @@ CELL_COLUMNS: tuple[str, ...] = (
     *(N_COLUMN, CORRECT_COLUMN, ACCURACY_COLUMN, SEEN_IN_TRAIN_COLUMN),
     *SPLIT_COLUMNS,
 )
-#: the columns of eval/cells.csv a reader cannot do without (every trainer since the artifact wrote them)
-REQUIRED_CELL_COLUMNS: tuple[str, ...] = (
-    EPOCH_COLUMN,
-    *(c for c in CELL_COLUMNS if c not in SPLIT_COLUMNS),
-)
+#: the columns of eval/cells.csv: the evaluation's epoch, then its cells
+CELLS_CSV_COLUMNS: tuple[str, ...] = (EPOCH_COLUMN, *CELL_COLUMNS)
 #: the last evaluation's kept wrong answers, the cell and operands of each; eval/errors.csv writes them
 #: after `epoch`
 ERROR_COLUMNS: tuple[str, ...] = (

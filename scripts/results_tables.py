@@ -1,0 +1,38 @@
+"""Every table row and every number of generated result pages, one a line, for a diff before and after a
+change that must not move a number (a migration of the archives, a page split in several):
+
+    python scripts/results_tables.py docs/RESULTS.md docs/results/*.md > after.txt
+    diff before.txt after.txt
+
+Run ids and store paths are masked (a rebuild imports the archives under new ids, into its own store).
+With --sorted the rows come sorted, for pages whose tables moved between files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+RUN_ID = re.compile(r"\b[0-9a-f]{32}\b")
+STORE = re.compile(r"sqlite:///\S*?mlflow\.db")
+
+
+def table_rows(text: str) -> list[str]:
+    """The page's markdown table rows (its separator rows left out), masked."""
+    rows = [line.strip() for line in text.splitlines() if line.lstrip().startswith("|")]
+    rows = [row for row in rows if not set(row) <= set("|-: ")]
+    return [STORE.sub("STORE", RUN_ID.sub("RUN", row)) for row in rows]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("pages", nargs="+", type=Path)
+    parser.add_argument("--sorted", action="store_true", help="sort the rows (pages whose tables moved)")
+    args = parser.parse_args()
+    rows = [row for page in args.pages for row in table_rows(page.read_text())]
+    print("\n".join(sorted(rows) if args.sorted else rows))
+
+
+if __name__ == "__main__":
+    main()
