@@ -36,6 +36,7 @@ from analysis.sweep import (
     tag_columns,
 )
 from arith.tracking import schema, store
+from arith.tracking.schema import CELLS_ARTIFACT, ERRORS_ARTIFACT
 
 #: the param of how many wrong answers a cell keeps in eval/errors.csv (0: none, the file empty)
 ERRORS_PER_CELL_PARAM = "train.errors_per_cell"
@@ -155,7 +156,7 @@ def read_cells(client, run_id: str, into: Path) -> pd.DataFrame | None:
     from mlflow.exceptions import MlflowException
 
     try:
-        path = client.download_artifacts(run_id, "eval/cells.csv", str(into))
+        path = client.download_artifacts(run_id, CELLS_ARTIFACT, str(into))
     except (MlflowException, OSError):
         return None
     try:
@@ -176,7 +177,7 @@ def read_errors(client, run_id: str, into: Path) -> pd.DataFrame | None:
     from mlflow.exceptions import MlflowException
 
     try:
-        path = client.download_artifacts(run_id, "eval/errors.csv", str(into))
+        path = client.download_artifacts(run_id, ERRORS_ARTIFACT, str(into))
     except (MlflowException, OSError):
         return None
     texts = (schema.PROMPT_COLUMN, schema.EXPECTED_COLUMN, schema.REPLY_COLUMN)

@@ -13,10 +13,12 @@ from arith.tracking.schema import (
     ACCURACY_COLUMN,
     ACCURACY_SEEN_COLUMN,
     ACCURACY_UNSEEN_COLUMN,
+    BEYOND_METRIC,
     COL_DIGITS_COLUMN,
     CONTEXT_COLUMN,
     EPOCH_COLUMN,
     FINAL_EPOCH_COLUMN,
+    IN_RANGE_METRIC,
     LOSS_METRIC,
     N_COLUMN,
     N_SEEN_COLUMN,
@@ -26,6 +28,7 @@ from arith.tracking.schema import (
     RUN_ID_COLUMN,
     SEEN_IN_TRAIN_COLUMN,
     SPLIT_COLUMNS,
+    TEST_ACC_METRIC,
     paper_labels,
     paper_table_tag,
 )
@@ -54,7 +57,7 @@ TAG_COLUMNS: tuple[str, ...] = (PAPER_TABLE_TAG, PAPER_EPOCHS_TAG)
 #: table's points back to their trials' cells and wrong answers, whatever type the config values took
 RUN_IDS = "run_ids"
 #: metrics plotted by epoch, when the trials logged them (arith.training.metrics.summary_metrics)
-EPOCH_METRICS: tuple[str, ...] = ("test_acc/in_range", "test_acc/beyond", "test_acc")
+EPOCH_METRICS: tuple[str, ...] = (IN_RANGE_METRIC, BEYOND_METRIC, TEST_ACC_METRIC)
 #: the metric histories a sweep is read with: what the report's curves draw
 HISTORY_METRICS: tuple[str, ...] = (LOSS_METRIC, *EPOCH_METRICS)
 #: the columns of `Sweep.history`

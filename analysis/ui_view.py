@@ -39,10 +39,13 @@ from analysis.curves import point_colours, point_labels
 from analysis.load import FINISHED, Sweep
 from arith.tracking import store
 from arith.tracking.schema import (
+    BEYOND_METRIC,
     COLOUR_COLUMN,
     CONTEXT_COLUMN,
+    IN_RANGE_METRIC,
     RUN_COLOR_TAG,
     RUN_ID_COLUMN,
+    TEST_ACC_METRIC,
 )
 
 VIEW_TAG = "mlflow.sharedViewState."
@@ -51,7 +54,7 @@ VIEW_TAG = "mlflow.sharedViewState."
 #: experiment's kind tag
 TRAINING_WORKFLOW = "workflowType=machine_learning"
 #: the accuracy metrics a view shows first, when the trials logged them (arith.training.metrics)
-LEADING_METRICS = ("test_acc", "test_acc/in_range", "test_acc/beyond")
+LEADING_METRICS = (TEST_ACC_METRIC, IN_RANGE_METRIC, BEYOND_METRIC)
 #: the UI's run-visibility mode that draws every run in the charts (its default: the first 10)
 SHOW_ALL_RUNS = "SHOW_ALL"
 #: the most runs a chart of ours compares: every trial of any sweep this project runs
@@ -60,7 +63,7 @@ RUNS_COMPARED = 100
 UNPREFIXED_SECTION = "Model metrics"
 #: the chart sections by prefix, in the order the view shows them (accuracies first, the evaluation's
 #: throughput last); a prefix not named here comes after the named ones, before the throughput
-SECTION_ORDER = ("test_acc", "gate", "search", "train", UNPREFIXED_SECTION, "eval")
+SECTION_ORDER = (TEST_ACC_METRIC, "gate", "search", "train", UNPREFIXED_SECTION, "eval")
 
 
 def quoted(kind: str, key: str) -> str:
@@ -80,8 +83,8 @@ def accuracy_metrics(sweep: Sweep, logged: list[str] | None = None) -> list[str]
     `logged`, those the contexts of the sweep's cells imply."""
     if logged is None:
         contexts = sorted(sweep.cells[CONTEXT_COLUMN].dropna().unique())
-        logged = ["test_acc", *(f"test_acc/{c}" for c in contexts if len(contexts) > 1 or c != "main")]
-    names = [m for m in logged if m == "test_acc" or m.startswith("test_acc/")]
+        logged = [TEST_ACC_METRIC, *(f"test_acc/{c}" for c in contexts if len(contexts) > 1 or c != "main")]
+    names = [m for m in logged if m == TEST_ACC_METRIC or m.startswith("test_acc/")]
     return [*(m for m in LEADING_METRICS if m in names), *sorted(set(names) - set(LEADING_METRICS))]
 
 
@@ -92,7 +95,7 @@ def view_state(sweep: Sweep, logged: list[str] | None = None) -> dict:
     columns = [*(quoted("params", a) for a in axes), *(quoted("metrics", m) for m in metrics)]
     return {
         "searchFilter": view_filter(sweep),
-        "orderByKey": quoted("metrics", "test_acc"),
+        "orderByKey": quoted("metrics", TEST_ACC_METRIC),
         "orderByAsc": False,
         "selectedColumns": columns,
         **column_layout(columns),

@@ -19,7 +19,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from arith.config import ExperimentConfig, parse_set
-from arith.tracking.schema import BF16_MATMULS_TAG
+from arith.tracking.schema import BF16_MATMULS_TAG, TEST_ACC_METRIC
 from arith.training.batching import BatchLoader
 from arith.training.evaluate import evaluate
 from arith.training.hardware import (
@@ -85,7 +85,7 @@ def time_to_accuracy(seeds: list[int], sets: list[str], device: str) -> None:
                 "steps": result.steps,
                 "epochs": result.epochs_done,
                 "tokens_per_s": round(result.tokens_per_s),
-                "test_acc": round(result.test_acc, 4),
+                TEST_ACC_METRIC: round(result.test_acc, 4),
                 "threads": torch.get_num_threads(),
             }
         )

@@ -25,13 +25,13 @@ import lab  # noqa: F401  (registers the lab's grids: their declarations say wha
 from arith.config import ExperimentConfig
 from arith.tracking.archive import read_archive
 from arith.tracking.runs import param_value
-from arith.tracking.schema import GRID_TAG, PRESEARCH_SEEDS_TAG, SPLIT_COLUMNS, VARIANT_OF_TAG
+from arith.tracking.schema import CELLS_ARTIFACT, GRID_TAG, PRESEARCH_SEEDS_TAG, SPLIT_COLUMNS, VARIANT_OF_TAG
 from experiments.registry import EXPERIMENTS
 from lab.plan import ARCHIVES, TEXTS
 
 #: every committed archive: the cpu reproduction's and the gpu scale's banked batches
 COMMITTED = (ARCHIVES, TEXTS / "gpu")
-CELLS_CSV = "eval/cells.csv"
+CELLS_CSV = CELLS_ARTIFACT
 
 
 def with_split(cells: str) -> str:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from arith.config import ConfigError
+from arith.tracking.schema import LOSS_METRIC, TEST_ACC_METRIC
 from lab.gpu_plan import GPU_PLAN, PlannedPart, load_gpu_plan
 from sweeps.errors import SweepError
 from sweeps.offline import SweepPart, run_parts
@@ -132,9 +133,9 @@ def archive_summary(path: Path) -> str:
     runs = [json.loads(line) for line in lines[2:]]
     out = [f"{path.name}:"]
     for run in runs:
-        history = run["metrics"].get("test_acc", [])
+        history = run["metrics"].get(TEST_ACC_METRIC, [])
         # a trial the deadline stopped has no epochs_done: its last logged training step says how far it got
-        done = run["metrics"].get("epochs_done") or run["metrics"].get("train/loss") or [[0, 0, 0]]
+        done = run["metrics"].get("epochs_done") or run["metrics"].get(LOSS_METRIC) or [[0, 0, 0]]
         steps = done[-1][0]
         accs = " ".join(f"{v:.3f}@{s}" for s, _, v in history)
         out.append(f"  {run['run_name']}: {run['status']}, {steps} steps, test_acc by epoch {accs or '-'}")

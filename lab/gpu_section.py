@@ -36,6 +36,7 @@ from arith.tracking.schema import (
     POINT_TAG,
     RUN_ID_COLUMN,
     SEED_TAG,
+    TEST_ACC_METRIC,
 )
 from experiments.paper import stand_in, training_range_map
 from experiments.verdicts import competence, in_range, measured
@@ -147,7 +148,7 @@ def competence_rows(part: PartResult) -> list[dict[str, Any]]:
         seeds = sorted(int(t["tags"][SEED_TAG]) for t in trials)
         accs = []
         for t in sorted(trials, key=lambda t: int(t["tags"][SEED_TAG])):
-            history = t["metrics"].get("test_acc", [])
+            history = t["metrics"].get(TEST_ACC_METRIC, [])
             accs.append(f"{history[-1][2]:.2f}" if history else "-")
         digits = trials[0]["params"].get("data.max_digits")
         # a pre-search may move a point's digits (`--set data.max_digits=3` on a 5-digit point): say so

@@ -27,6 +27,7 @@ from arith.tracking.schema import (
     POINT_COLUMN,
     ROW_DIGITS_COLUMN,
     SEED_COLUMN,
+    TEST_ACC_METRIC,
 )
 from lab.budget import budget_table
 from lab.plan import ROOT, TEXTS
@@ -56,14 +57,16 @@ def seeds_table(records: list[dict]) -> str:
             {
                 POINT_COLUMN: point,
                 SEED_COLUMN: rec[SEED_COLUMN],
-                "test_acc": rec["test_acc"],
+                TEST_ACC_METRIC: rec[TEST_ACC_METRIC],
                 **by_digits.to_dict(),
             }
         )
     frame = pd.DataFrame(rows)
-    columns = ["test_acc", *sorted(c for c in frame.columns if isinstance(c, int))]
+    columns = [TEST_ACC_METRIC, *sorted(c for c in frame.columns if isinstance(c, int))]
     lines = [
-        "| point | seeds | " + " | ".join(f"{c} digits" if c != "test_acc" else c for c in columns) + " |",
+        "| point | seeds | "
+        + " | ".join(f"{c} digits" if c != TEST_ACC_METRIC else c for c in columns)
+        + " |",
         "|---|---|" + "---|" * len(columns),
     ]
     for point, trials in frame.groupby(POINT_COLUMN, sort=False):
@@ -116,7 +119,7 @@ def presearch_tables(
             row = {POINT_COLUMN: rec[POINT_COLUMN], SEED_COLUMN: rec.get(SEED_COLUMN, 0)}
             if any(r.get("set") for r in records):
                 row["--set"] = " ".join(f"{k}={v}" for k, v in rec.get("set", {}).items())
-            row.update(test_acc=rec.get("test_acc"), steps=rec.get("steps"))
+            row.update(test_acc=rec.get(TEST_ACC_METRIC), steps=rec.get("steps"))
             if not cells.empty:
                 longest = rec["config"]["data.max_digits"]
                 if cells[ROW_DIGITS_COLUMN].notna().any():  # multiplication: the cells of the longest factor

@@ -117,8 +117,8 @@ def planned_text(plan: Planned) -> str:
 
 
 def cpu_text(costs: list[TrialCost]) -> str:
-    """The trials' own CPU minutes summed, or "—" where a trial's trainer did not log its clock (trials
-    from before 29 Nov 2026 21:30 UTC)."""
+    """The trials' own CPU minutes summed, or "—" where a trial's trainer did not log its clock (the
+    earliest archived trials)."""
     if not costs or any(c.cpu_minutes is None for c in costs):
         return "—"
     return f"{sum(c.cpu_minutes or 0.0 for c in costs):,.0f}"

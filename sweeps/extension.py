@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
+from arith.config import ExperimentConfig
 from experiments.grid import Grid
 from sweeps.scales import Scale
 
-#: trial key -> the trial's config as a dict (`sweeps.run.build_configs`)
-Configs = dict[str, dict[str, Any]]
+#: trial key -> the trial's config (`sweeps.run.build_configs`)
+Configs = dict[str, ExperimentConfig]
 
 
 class SweepExtension(Protocol):

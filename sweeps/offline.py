@@ -43,6 +43,7 @@ from arith.config import ConfigError, ExperimentConfig, parse_only, parse_set
 from arith.tracking.archive import FORMAT, VERSION, read_archive
 from arith.tracking.commands import seeds_argument
 from arith.tracking.recorder import RunRecorder, new_run_id, now_ms, run_record, write_json
+from arith.tracking.schema import TEST_ACC_METRIC
 from arith.training.checkpoints import CheckpointFolder, load_checkpoint
 from arith.training.hardware import machine
 from arith.training.train import train
@@ -300,7 +301,7 @@ def _trial_line(trial: Trial) -> str:
     record = trial.record()
     if record is not None:
         status = record["status"]
-        history = record["metrics"].get("test_acc")
+        history = record["metrics"].get(TEST_ACC_METRIC)
         accuracy = f"  test_acc {history[-1][2]:.3f}" if history else ""
         if status == "FAILED":
             accuracy += f"  {record['tags'].get('failure_message', '')}"

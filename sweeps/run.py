@@ -40,8 +40,10 @@ from sweeps.space import SOURCES, SweepLink, scale_note, setting_sources
 from sweeps.storage import (
     SweepStorage,
     check_tracking,
+    moved_to,
     open_sweep,
     resume_tracking_uri,
+    state_configs,
     sweep_state,
     trial_outcomes,
 )
@@ -65,12 +67,12 @@ def trial_overrides(options: SweepOptions, tracking_uri: str) -> dict[str, Any]:
 
 def build_configs(
     grid: Grid, scale: Scale, options: SweepOptions, tracking_uri: str, link: SweepLink | None = None
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, ExperimentConfig]:
     """trial key -> config dict, every one validated; fails at once on a bad point or key. With `link`
     (once the parent run is open) each config is written nested under the sweep, as it is kept."""
     overrides = trial_overrides(options, tracking_uri)
     configs = points(grid, scale, options.seeds, overrides, parse_only(options.only), link)
-    out = {trial_key(c.tracking.tags[schema.POINT_TAG], c.train.seed): c.to_dict() for c in configs}
+    out = {trial_key(c.tracking.tags[schema.POINT_TAG], c.train.seed): c for c in configs}
     return options.extension.prepare(out) if options.extension else out
 
 
@@ -104,9 +106,9 @@ HEADLINE_KEYS = (
 )
 
 
-def trial_table(configs: dict[str, dict[str, Any]], res: dict[str, float]) -> pd.DataFrame:
+def trial_table(configs: dict[str, ExperimentConfig], res: dict[str, float]) -> pd.DataFrame:
     """One row a trial: its point, seed, paper table, headline settings, every varying key and resources."""
-    flat = [ExperimentConfig.from_dict(c).flat() for c in configs.values()]
+    flat = [c.flat() for c in configs.values()]
     varying = [k for k in flat[0] if not k.startswith("tracking.") and len({repr(f[k]) for f in flat}) > 1]
     keys = list(HEADLINE_KEYS) + [k for k in varying if k not in HEADLINE_KEYS and k != "data.seed"]
     rows = []
@@ -125,10 +127,10 @@ def trial_table(configs: dict[str, dict[str, Any]], res: dict[str, float]) -> pd
     return pd.DataFrame(rows)
 
 
-def check_pretrained(configs: dict[str, dict[str, Any]]) -> None:
+def check_pretrained(configs: dict[str, ExperimentConfig]) -> None:
     """Fail before any trial starts when a pretrained point's model cannot be loaded (no hub access, a
     wrong path), rather than in every one of its trials."""
-    names = sorted({c["model"]["pretrained"] for c in configs.values() if c["model"]["init"] == "pretrained"})
+    names = sorted({c.model.pretrained for c in configs.values() if c.model.init == "pretrained"})
     for name in names:
         from transformers import AutoConfig
 
@@ -157,11 +159,13 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
     if options.resume:
         sweep_name = storage.latest(grid.name, scale.name, started_as if names_its_part(options) else None)
         state = storage.state(sweep_name)
-        configs, res = state["configs"], state["resources"]
+        configs, res = state_configs(state), state["resources"]
         started_as, resumed_as = state.get("args", started_as), started_as
-        tracking_uri = resume_tracking_uri(options.tracking_uri, state, configs)
+        tracking_uri = resume_tracking_uri(options.tracking_uri, state)
         if tracking_uri != state["tracking_uri"]:
-            storage.save(sweep_name, {**state, "tracking_uri": tracking_uri, "configs": configs})
+            configs = moved_to(configs, tracking_uri)
+            kept = {key: cfg.to_dict() for key, cfg in configs.items()}
+            storage.save(sweep_name, {**state, "tracking_uri": tracking_uri, "configs": kept})
         print(resuming(sweep_name, started_as, resumed_as), file=sys.stderr)
     else:
         configs = build_configs(grid, scale, options, tracking_uri)  # validated before anything starts
@@ -172,11 +176,10 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
         print(trial_table(configs, res).to_string(index=False))
         print(f"\n{len(configs)} trials; tracking {tracking_uri}; results under {storage.location}")
         if options.extension:
-            points = (c["tracking"]["tags"][schema.POINT_TAG] for c in configs.values())
+            points = (c.tracking.tags[schema.POINT_TAG] for c in configs.values())
             print(options.extension.describe(points))
         if not options.resume:  # where each setting came from, in the order of precedence
-            trials = [ExperimentConfig.from_dict(c) for c in configs.values()]
-            sources = setting_sources(grid, scale, trials, trial_overrides(options, tracking_uri))
+            sources = setting_sources(grid, scale, configs.values(), trial_overrides(options, tracking_uri))
             print(f"\nEvery setting's source ({' < '.join(SOURCES)}):")
             print(pd.DataFrame(sources).to_string(index=False))
         return 0
@@ -220,7 +223,7 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
     extension = options.extension  # the trials its scheduler stopped: KILLED runs, done
     stopped = extension.record(results, configs, tracking_uri, parent_run_id) if extension else 0
     done, errors = results.num_terminated, results.num_errors
-    if all(c["tracking"]["enabled"] for c in configs.values()):  # else Tune's count is all there is
+    if all(c.tracking.enabled for c in configs.values()):  # else Tune's count is all there is
         done, errors = trial_outcomes(tracking_uri, parent_run_id, configs, errored_trials(results))
         done += stopped
     unfinished = len(configs) - done - errors

@@ -232,7 +232,7 @@ SCALES: dict[str, Scale] = {
             # whole, a 3,000-step trial learns the dialogue (not its sums: docs/RESULTS.md, nl_mix)
             dialogue_fraction=1.0,
             max_epochs=10,
-            # one budget for every task, chosen on the H200 pre-search (docs/RESULTS.md, "Steps to
+            # one budget for every task, chosen on a GPU pre-search (docs/RESULTS.md, "Steps to
             # competence"): enough for reversal, not for multiplication
             steps=3000,
             lr_factor=50.0,
@@ -241,13 +241,13 @@ SCALES: dict[str, Scale] = {
         ),
         Scale(
             name="gpu",
-            description="one lent H100/H200: the paper's digit counts and samples, a 6-layer GPT-2, "
+            description="one lent GPU: the paper's digit counts and samples, a 6-layer GPT-2, "
             "a step budget per task; its budgets come from pre-searches on seeds from 100 up",
             # Between cpu and paper: what one GPU lease (about 9 minutes, 6-14 trials at once, one CPU
             # core each) can pay for. The paper's digit counts and sample counts are kept, so its tables
             # compare cell for cell with no digit map. The model is gpt2-mini (6 layers, 8 heads, width
             # 256, ~5M parameters): launch-bound like the tiny one on a GPU, so four times the width and
-            # half again the depth cost little. The pre-searches on seeds 100-101 (H200, bf16;
+            # half again the depth cost little. The pre-searches on seeds 100-101 (bf16;
             # docs/results/gpu_plan.yaml, archives in docs/results/gpu/) chose batch 512 over 128 (at
             # 5,000 steps of 128 no model learned 2 x 2 products; at 8,000 of 512 padding + reversed
             # product learned every 3-digit cell) and 8,000 steps; 5-digit factors need more (batch a3).
@@ -265,7 +265,7 @@ SCALES: dict[str, Scale] = {
             steps=8000,
             lr_factor=50.0,
             presearch_seeds=(100, 101),
-            # measured on one H200: 6 trials of batch 512 side by side ran 8,000 steps in 4.1-4.7 min
+            # measured on one GPU: 6 trials of batch 512 side by side ran 8,000 steps in 4.1-4.7 min
             # each, 14 of batch 128 ran 5,000 in 3.4-4.1 min (docs/results/gpu/)
             trials_per_gpu=6,
             needs_gpu=True,

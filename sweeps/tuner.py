@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,13 +13,13 @@ import pandas as pd
 
 from analysis.report import report
 from arith.config import ExperimentConfig
-from arith.tracking.schema import POINT_TAG, SEED_TAG
+from arith.tracking.schema import POINT_TAG, SEED_TAG, TEST_ACC_METRIC
 from sweeps.progress import trial_steps, tune_output
 from sweeps.storage import SweepStorage
 from sweeps.trainable import run_trial, trial_key
 
 #: metrics shown in the end-of-sweep summary when the analysis cannot compare the sweep
-SUMMARY_METRICS = ("test_acc", "epoch", "time_total_s")
+SUMMARY_METRICS = (TEST_ACC_METRIC, "epoch", "time_total_s")
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class AxisValue:
         return self.by_point[config[POINT_TAG]]
 
 
-def param_space(configs: dict[str, dict[str, Any]], axes: list[str]) -> dict[str, Any]:
+def param_space(configs: Mapping[str, ExperimentConfig], axes: list[str]) -> dict[str, Any]:
     """Tune's param space: a grid search over the points and the seeds, and each axis of the grid (a flat
     dotted key, e.g. `data.format`) resolved from the point, so that Tune's table and
     `ResultGrid.get_dataframe()` (`config/data.format`) show what each trial varies."""
@@ -53,7 +53,7 @@ def param_space(configs: dict[str, dict[str, Any]], axes: list[str]) -> dict[str
     by_point: dict[str, dict[str, Any]] = {}
     seeds: list[int] = []
     for key, cfg in configs.items():
-        flat = ExperimentConfig.from_dict(cfg).flat()
+        flat = cfg.flat()
         by_point.setdefault(key.partition("|")[0], {axis: flat[axis] for axis in axes if axis in flat})
         seeds.append(flat["train.seed"])
     space: dict[str, Any] = {
@@ -71,7 +71,7 @@ def trial_dirname(trial: Any) -> str:
     return trial.trial_id
 
 
-def make_trainable(configs: dict[str, dict[str, Any]], res: dict[str, float]):
+def make_trainable(configs: Mapping[str, ExperimentConfig], res: dict[str, float]):
     from ray import tune
 
     return tune.with_resources(tune.with_parameters(run_trial, configs=configs), res)
@@ -97,7 +97,7 @@ logging.getLogger("ray.tune.analysis.experiment_analysis").addFilter(NeverStarte
 def fit(
     storage: SweepStorage,
     sweep_name: str,
-    configs: dict[str, dict[str, Any]],
+    configs: Mapping[str, ExperimentConfig],
     res: dict[str, float],
     axes: list[str] | tuple[str, ...] = (),
     settings: TuneSettings = TuneSettings(),

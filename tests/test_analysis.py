@@ -1135,7 +1135,7 @@ def test_a_sweep_whose_budget_a_presearch_chose_records_its_seeds_and_is_judged_
 
 
 def test_out_naming_a_file_is_refused_before_the_analysis(tmp_path: Path, capsys) -> None:
-    """Issue 40: `python -m analysis --out FILE` ran the whole analysis, then a FileExistsError."""
+    """`python -m analysis --out FILE` is refused before the analysis runs, not after it (FileExistsError)."""
     from analysis.__main__ import main as analysis_main
 
     taken = tmp_path / "report.md"

@@ -170,7 +170,7 @@ def test_a_faulty_archive_is_refused_in_one_line_and_imports_nothing(
     lines,
     message,
 ) -> None:
-    """Issue 40: a record without metrics imported half a sweep (rc 1, KeyError) that blocked every later
+    """A record without metrics imported half a sweep (rc 1, KeyError) that blocked every later
     import; an archive cut short imported as a smaller sweep; a non-numeric accuracy imported."""
     path = _archive(tmp_path / "sweep.jsonl", **changes)
     if lines:
@@ -187,7 +187,7 @@ def test_a_killed_import_is_redone_whole_and_a_failed_one_leaves_nothing(
     tmp_path: Path,
     empty_store: Path,  # noqa: F811
 ) -> None:
-    """Issue 40: an import killed after its parent run existed left a sweep stuck RUNNING, and every
+    """An import killed after its parent run existed left a sweep stuck RUNNING, and every
     later import of the whole archive was refused as "already in the store"."""
     from mlflow import MlflowClient
 

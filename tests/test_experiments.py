@@ -130,7 +130,7 @@ BROKEN = {
 
 @pytest.mark.parametrize("name", BROKEN)
 def test_a_broken_plugin_is_one_line_from_every_command(tmp_path, monkeypatch, capsys, name) -> None:
-    """Issue 40: each of these was a traceback from every command (the catalogue was built at import,
+    """Each of these was a traceback from every command (the catalogue was built at import,
     before a command's error handling); now each command says what is wrong in one line, exit 2."""
     text, says = BROKEN[name]
     if text is not None:

@@ -484,8 +484,8 @@ def test_trial_table_shows_config_and_resources(tmp_path):
     )
     assert (table["gpus"] == 0.25).all()
     first = next(iter(configs.values()))
-    assert first["model"]["pretrained"] == str(tmp_path.resolve())
-    assert first["tracking"]["tracking_uri"] == "sqlite:////x.db"
+    assert first.model.pretrained == str(tmp_path.resolve())
+    assert first.tracking.tracking_uri == "sqlite:////x.db"
 
 
 def test_a_failed_trial_counts_once_whether_tune_or_its_run_says_so(tmp_path):
@@ -500,7 +500,7 @@ def test_a_failed_trial_counts_once_whether_tune_or_its_run_says_so(tmp_path):
     client = store.client(uri)
     experiment = client.get_experiment_by_name("mul_simple_case").experiment_id
     for key, status in zip(keys, ["FINISHED", "FAILED", "RUNNING"], strict=False):
-        name = configs[key]["tracking"]["run_name"]
+        name = configs[key].tracking.run_name
         run = client.create_run(experiment, run_name=name, tags={"mlflow.parentRunId": parent})
         if status != "RUNNING":
             client.set_terminated(run.info.run_id, status=status)

@@ -184,7 +184,7 @@ def test_ask_refuses_bad_input_in_one_line(trial, tmp_path, capsys) -> None:
 
 
 def test_ask_refuses_an_empty_problem_a_long_one_and_cut_weights_in_one_line(trial, tmp_path, capsys) -> None:
-    """Issue 40: an empty prompt (AttributeError), an operand longer than the model's context on a
+    """An empty prompt (AttributeError), an operand longer than the model's context on a
     basic-format run (IndexError) and a truncated model.safetensors (SafetensorError) were tracebacks."""
     cfg, result, _, _, _ = trial
     uri = ["--tracking-uri", cfg.tracking.tracking_uri]

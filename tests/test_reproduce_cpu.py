@@ -463,7 +463,7 @@ def test_a_stopped_part_is_found_again_by_its_command_and_its_sessions_add_up(tm
     assert wall == 4320.0 and commits == "a1; b2; c3" and len(folders.session_entries(name)) == 3
     assert folders.state(name)["args"] == part.sweep_args()  # the sessions keep what identifies the sweep
     assert not list((tmp_path / "ray_results").rglob("*.part"))  # each file written whole
-    # sessions noted in sweep.json itself, as before 2 Dec 2026, still count, first
+    # sessions noted in sweep.json itself, as sweeps first noted them, still count, first
     folders.save(
         name, {**folders.state(name), "sessions": [{"wall_s": 10.0, "machine": "Zen 3", "commit": "z0"}]}
     )

@@ -1,7 +1,7 @@
-"""The record of a trial is named once: no module but `arith.tracking.schema` spells a tag name, a column
-of the trial record's frames (cells, errors, the run id joining them) or a schema constant (its string
-literals are found with `ast`), and the paper table tag is joined and split by the schema's pair of
-functions alone."""
+"""The record of a trial is named once: no module but `arith.tracking.schema` spells a tag name, a metric,
+an artifact's path, a column of the trial record's frames (cells, errors, the run id joining them) or a
+schema constant (its string literals are found with `ast`), and the paper table tag is joined and split by
+the schema's pair of functions alone."""
 
 from __future__ import annotations
 
@@ -16,11 +16,16 @@ ROOT = Path(__file__).resolve().parents[1]
 TOP = ("arith", "experiments", "sweeps", "analysis", "lab", "scripts", "benchmarks")
 SCHEMA = "arith/tracking/schema.py"
 
-#: the operands' columns of eval/errors.csv: single letters, too common to find by their spelling (the
-#: modules indexing the errors frame use schema.A_COLUMN / B_COLUMN); every other column is guarded
-TOO_COMMON = {schema.A_COLUMN, schema.B_COLUMN}
+#: the operands' columns of eval/errors.csv: single letters, and the model artifact's name (the config's
+#: section too): too common to find by their spelling (the modules indexing the errors frame use
+#: schema.A_COLUMN / B_COLUMN); every other column is guarded
+TOO_COMMON = {schema.A_COLUMN, schema.B_COLUMN, schema.MODEL_ARTIFACT}
 GUARDED: set[str] = {
-    *(v for k, v in vars(schema).items() if k.endswith("_TAG") and isinstance(v, str)),
+    *(
+        v
+        for k, v in vars(schema).items()
+        if k.endswith(("_TAG", "_METRIC", "_ARTIFACT")) and isinstance(v, str)
+    ),
     *schema.CELL_COLUMNS,
     *schema.ERROR_COLUMNS,
     schema.RUN_ID_COLUMN,
@@ -131,6 +136,7 @@ def test_no_module_but_its_reader_spells_a_plan_files_field() -> None:
 
 def test_the_guard_covers_the_tags_the_epoch_and_the_errors_columns() -> None:
     names = {"sweep", "grid", "scale", "git_commit", "epoch", "final_epoch", "prompt", "expected", "reply"}
+    names |= {"test_acc", "test_acc/beyond", "train/loss", "eval/cells.csv", "eval/errors.csv"}
     assert names <= GUARDED
     assert not TOO_COMMON & GUARDED
 

@@ -248,14 +248,14 @@ def test_the_mul_search_reads_the_gate_every_tenth_of_a_pass_and_ends_at_its_bud
     configuration is evaluated and reports every tenth of one (30,000 lines), and its step budget's
     last step falls in its last epoch (the one evaluated as final)."""
     run = SearchRun.of("mul_format_recipe", None, (100,))
-    configs = run.prepare({str(i): c.to_dict() for i, c in enumerate(points(run.grid, run.scale, (100,)))})
+    configs = run.prepare({str(i): c for i, c in enumerate(points(run.grid, run.scale, (100,)))})
     assert len(configs) == 24
     for config in configs.values():
-        t = ExperimentConfig.from_dict(config).train
+        t = config.train
         batches = math.ceil(300_000 / t.batch_size)
         assert t.epochs_per_pass == 10 and t.eval_epochs == list(range(1, t.epochs + 1))
         assert epoch_steps(t.epochs - 1, batches, 10) < t.max_steps <= epoch_steps(t.epochs, batches, 10)
-        assert run_steps(ExperimentConfig.from_dict(config)) == t.max_steps
+        assert run_steps(config) == t.max_steps
 
 
 def test_seeds_below_100_are_refused() -> None:
@@ -671,7 +671,8 @@ def test_ending_a_stopped_trials_run_never_ends_the_search(tmp_path, capsys) -> 
 
     from lab.search.sweep import EndStoppedRuns
 
-    configs = {"p|seed=100": {"train": {"epochs": 10}, "tracking": {"experiment": "x", "run_name": "p"}}}
+    trial = ExperimentConfig().with_overrides({"train.epochs": 10, "tracking.run_name": "p"})
+    configs = {"p|seed=100": trial}
     (tmp_path / "a_file").write_text("")
     unreachable = f"sqlite:///{tmp_path}/a_file/mlflow.db"  # no store can be made there
     callback = EndStoppedRuns(configs, unreachable, "parent", budget_s=600.0)

@@ -391,7 +391,7 @@ def test_tune_trial_reports_checkpoints_and_resumes_in_the_same_mlflow_run(tmp_p
                 real_new_epoch(self, epoch)
 
             ArithModel.new_epoch = crash_at_epoch_3
-        run_trial(config, {trial_key(config["point"], config["seed"]): cfg.to_dict()})
+        run_trial(config, {trial_key(config["point"], config["seed"]): cfg})
 
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
     try:

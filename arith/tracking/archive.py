@@ -29,13 +29,13 @@ from typing import Any
 
 from arith.tracking import store
 from arith.tracking.archive_checks import RecordError, check_archive
+from arith.tracking.schema import CELLS_ARTIFACT, ERRORS_ARTIFACT, SWEEP_TAG
 from arith.tracking.schema import PARENT_RUN_TAG as PARENT_TAG
-from arith.tracking.schema import SWEEP_TAG
 
 FORMAT = "arith-sweep-archive"
 VERSION = 1
 #: the artifacts carried along: what the analysis reads of a trial (analysis/load.py)
-ARTIFACTS = ("eval/cells.csv", "eval/errors.csv")
+ARTIFACTS = (CELLS_ARTIFACT, ERRORS_ARTIFACT)
 #: the tag an imported run carries: the id of the run it was archived from (imports are idempotent)
 SOURCE_TAG = "archive.source_run_id"
 #: on an imported parent run until all its trial runs are in (a killed import leaves it, to be redone)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from arith.tracking.schema import CELLS_CSV_COLUMNS, CONTEXT_COLUMN
+from arith.tracking.schema import CELLS_ARTIFACT, CELLS_CSV_COLUMNS, CONTEXT_COLUMN
 
 #: MLflow's run statuses
 STATUSES = ("RUNNING", "SCHEDULED", "FINISHED", "FAILED", "KILLED")
@@ -73,7 +73,7 @@ def check_record(record: Any, parent_id: str | None) -> None:
     for key, history in record["metrics"].items():
         if not isinstance(history, list) or not all(_is_point(p) for p in history):
             raise RecordError(f"metric {key!r} is not a list of [step, timestamp, value]")
-    cells = record["artifacts"].get("eval/cells.csv")
+    cells = record["artifacts"].get(CELLS_ARTIFACT)
     if cells is not None:
         check_cells(cells)
 

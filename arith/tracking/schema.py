@@ -137,6 +137,14 @@ ERROR_COLUMNS: tuple[str, ...] = (
 )
 #: the training loss each trial logs every few steps (arith.training.train): when a run last computed
 LOSS_METRIC = "train/loss"
+#: the accuracy a trial logs at each evaluation, over every test problem, and over the digit counts it
+#: trained on and those beyond (`arith.training.metrics.summary_metrics`)
+TEST_ACC_METRIC = "test_acc"
+IN_RANGE_METRIC, BEYOND_METRIC = f"{TEST_ACC_METRIC}/in_range", f"{TEST_ACC_METRIC}/beyond"
+#: a trial's evaluation artifacts: each evaluation's cells (CELLS_CSV_COLUMNS), the last one's kept wrong
+#: answers (ERROR_COLUMNS after the epoch) and the trainer's log of failed decodings
+CELLS_ARTIFACT, ERRORS_ARTIFACT = "eval/cells.csv", "eval/errors.csv"
+FAILURES_ARTIFACT = "eval/failures.jsonl"
 #: "learned": the accuracy a cell must reach on every seed (the verdicts' competence gate,
 #: `experiments.verdicts.LEARNED`, and how far a model's length reach goes)
 HELD_ACCURACY = 0.9

@@ -36,6 +36,8 @@ from arith.tracking.schema import (
     BF16_MATMULS_TAG,
     CPU_SECONDS,
     EXPERIMENT_CONFIG,
+    LOSS_METRIC,
+    TEST_ACC_METRIC,
     WEIGHTS_DIGEST_TAG,
 )
 from arith.training.batching import (
@@ -307,7 +309,7 @@ def _loop(
             if state.step % t.log_every_steps == 0:
                 elapsed = state.train_seconds + time.perf_counter() - epoch_start
                 metrics = {
-                    "train/loss": float(loss),
+                    LOSS_METRIC: float(loss),
                     "train/lr": s.scheduler.get_last_lr()[0],
                     "train/tokens_per_s": state.tokens / max(elapsed, 1e-9),
                 }
@@ -342,17 +344,17 @@ def _loop(
         if epoch in t.eval_epochs or final:
             last_eval = evaluate_and_log(s, epoch, tracker)
             metrics.update(summary_metrics(last_eval[0], last_eval[2], s.cfg.data.max_digits, t.gate_cells))
-            line += f"  test_acc {metrics['test_acc']:.3f}"
+            line += f"  test_acc {metrics[TEST_ACC_METRIC]:.3f}"
         print(line, flush=True)
         # the scheduler sees test_acc in every report: the latest evaluation's (0 before the first one)
-        metrics["evaluated"] = "test_acc" in metrics
+        metrics["evaluated"] = TEST_ACC_METRIC in metrics
         cpu_now = time.process_time()
         state.cpu_seconds += cpu_now - cpu_mark
         advanced(state.sessions, state.step, cpu_now - cpu_mark, epoch_seconds)
         cpu_mark = cpu_now
         metrics[CPU_SECONDS] = state.cpu_seconds
         tracker.log_metrics({CPU_SECONDS: state.cpu_seconds}, epoch)  # a search's clock, live in MLflow
-        last_test_acc = metrics.setdefault("test_acc", last_test_acc)
+        last_test_acc = metrics.setdefault(TEST_ACC_METRIC, last_test_acc)
         due = final or epoch in t.eval_epochs or (t.checkpoint_every and epoch % t.checkpoint_every == 0)
         path = None
         if due:  # the record of where it trained, as its checkpoint will hold it

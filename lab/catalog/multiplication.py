@@ -67,7 +67,7 @@ MUL_SIMPLE_CASE_40K_GRID = dataclasses.replace(
 
 #: mul_simple_case's claim at the setting a2's GPU pre-search chose for mul_format (`MUL_SIMPLE_CASE_B512`):
 #: judged on fresh seeds only where the search mul_simple_case_b512 met its declared rule, which it did not
-#: (4 Dec 2026: best 0.24 / 0.04 in 8,000 steps), so only its pre-search seed 100 runs it
+#: (best 0.24 / 0.04 in 8,000 steps: `lab.recipes.EVIDENCE`), so only its pre-search seed 100 runs it
 MUL_SIMPLE_CASE_B512_GRID = dataclasses.replace(
     MUL_SIMPLE_CASE.variant(
         "mul_simple_case_8k",
@@ -91,15 +91,15 @@ EXPERIMENTS = (
 
 # --- the recipe search: the least a competent multiplication model costs on a CPU ------------------------
 # mul_format's claim compares basic with padding + reversed product at 5-digit factors (3 at the cpu
-# scales). Issue 41's evidence: gpt2-mini at batch 512 learns every 3-digit cell from about 2-3M lines (a2,
-# on a GPU), the tiny model at batch 128 does not within 5M. The search tries the three shapes at two
+# scales). On a GPU (batch a2), gpt2-mini at batch 512 learns every 3-digit cell from about 2-3M lines,
+# the tiny model at batch 128 does not within 5M. The search tries the three shapes at two
 # batches, each with a step budget of about 2.5-3M lines, and two peak learning rates (the cpu scale's
 # 1e-3 and 3e-3); warmup (5%) and linear decay are laid over each configuration's own steps. ASHA stops
 # at 10 and 30 core-minutes the configurations whose weakest gated cell (unseen problems) lags behind
-# those of the same format, and every one at 90 (the issue's bound for "no affordable configuration
-# passes"); a configuration ends at the gate. The rungs are read at reports, each after an evaluation:
-# one a pass of the 300,000 lines would be ~8 core-minutes apart for tiny and ~38 for gpt2-mini (2-core
-# AMD EPYC), past the first two rungs, so a pass is cut into ten epochs (`train.epochs_per_pass`: the same
+# those of the same format, and every one at 90 (the bound for "no affordable configuration passes"); a
+# configuration ends at the gate. The rungs are read at reports, each after an evaluation:
+# one a pass of the 300,000 lines would be ~8 core-minutes apart for tiny and ~38 for gpt2-mini, past the
+# first two rungs, so a pass is cut into ten epochs (`train.epochs_per_pass`: the same
 # steps, evaluated every 30,000 lines; a test grid of 900 problems costs 0.5-2 CPU-seconds). It runs as six
 # parts of docs/results/plan.yaml (one shape x one format: a whole ASHA bracket of 4 configurations each,
 # at most ~127 core-minutes by `Asha.most_core_min`), each archived when it ends: its first run, one
@@ -136,7 +136,7 @@ MUL_FORMAT_RECIPE = Search(
     fallback=small_products,
 )
 
-# Its follow-up, declared on 30 Nov 2026 after mul_format_recipe's parts 1-2 (tiny): tiny / batch 128 /
+# Its follow-up, declared after mul_format_recipe's parts 1-2 (tiny): tiny / batch 128 /
 # lr 1e-3 passed basic's gate at 34.5 core-minutes of its 20,000 steps and read 0.66 at best on padding +
 # reversed product when those steps ended, at 45 core-minutes with its learning rate decayed to 0, half the
 # 90 core-minutes each configuration may spend; the wider shapes buy fewer lines with them (~1.2M for
@@ -155,7 +155,7 @@ MUL_FORMAT_RECIPE_LONG = dataclasses.replace(
     },
 )
 
-# mul_simple_case's pre-search on the CPU (issue 42; declared on 1 Dec 2026, before any run): its claim
+# mul_simple_case's pre-search on the CPU (declared before any run): its claim
 # compares n x 1 with first-step lines on reversed products, whose gate holds first-step's 3x3 (the paper's
 # 5x5, 0.98) as mul_format's holds padding + reversed product's, the cell no configuration brought to 0.9
 # within mul_format_recipe's 90 core-minutes (4x256 / batch 128 / lr 1e-3 came nearest, 0.84 at its 20,000
@@ -181,7 +181,7 @@ MUL_SIMPLE_CASE_RECIPE = Search(
     fallback=small_products,
 )
 
-# Its follow-up on the CPU (issue 42; declared on 3 Dec 2026, before any run): at 4x256 / batch 128 both
+# Its follow-up on the CPU (declared before any run): at 4x256 / batch 128 both
 # points read 0.28-0.38 at their 40,000 steps' end, flat over the last quarter. The one setting known to
 # bring a multiplication gate's 3x3 to 0.9 is a2's on the GPU (gpt2-mini, batch 512 x 8,000 steps: 4.1M
 # lines, where the tiny model did not learn 3x3 within 5M at batch 128); mul_format_recipe tried gpt2-mini

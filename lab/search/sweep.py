@@ -62,6 +62,7 @@ from lab.search.declared import (
     Search,
     check_presearch_seeds,
 )
+from sweeps.extension import Configs
 from sweeps.grids import get_grid
 from sweeps.scales import Scale, get_scale
 from sweeps.storage import digit_map
@@ -155,7 +156,7 @@ class EndStoppedRuns(Callback):
 
     def __init__(
         self,
-        configs: dict[str, dict[str, Any]],
+        configs: Configs,
         uri: str,
         parent_run_id: str,
         budget_s: float,
@@ -167,16 +168,16 @@ class EndStoppedRuns(Callback):
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         cfg = self.configs.get(trial_key(trial.config[schema.POINT_TAG], trial.config[schema.SEED_TAG]))
         last = trial.last_result or {}
-        why = stopped_why(last, cfg["train"]["epochs"], self.budget_s, self.stop_at_gate) if cfg else ""
+        why = stopped_why(last, cfg.train.epochs, self.budget_s, self.stop_at_gate) if cfg else ""
         if not why:
             return
-        t = cfg["tracking"]
+        t = cfg.tracking
         try:
-            runs = store.trial_runs(self.uri, [t["experiment"]], self.parent_run_id, t["run_name"])
+            runs = store.trial_runs(self.uri, [t.experiment], self.parent_run_id, t.run_name)
             if runs and runs[0].info.status != "FINISHED":
                 end_stopped_run(self.uri, runs[0].info.run_id, why)
         except Exception as err:  # a callback that raises ends the whole Tune run
-            print(f"warning: {t['run_name']} stays RUNNING until the search ends: {err}", file=sys.stderr)
+            print(f"warning: {t.run_name} stays RUNNING until the search ends: {err}", file=sys.stderr)
 
 
 @dataclass(frozen=True)
@@ -204,19 +205,18 @@ class SearchRun:
             chosen,
         )
 
-    def prepare(self, configs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    def prepare(self, configs: Configs) -> Configs:
         """Each trial evaluated after every epoch, reporting its gate's weakest cell."""
         digits = digit_map(self.grid, self.scale)
         out = {}
-        for key, config in configs.items():
-            cfg = ExperimentConfig.from_dict(config)
+        for key, cfg in configs.items():
             cfg = cfg.with_overrides(
                 {
                     "train.eval_epochs": list(range(1, cfg.train.epochs + 1)),
                     "train.gate_cells": gate_cells(cfg, digits, self.search),
                 }
             )
-            out[key] = validate(cfg).to_dict()
+            out[key] = validate(cfg)
         return out
 
     def scheduler(self, sweep_uri: str) -> SearchAsha:
@@ -237,7 +237,7 @@ class SearchRun:
         )
 
     def session(
-        self, sweep_uri: str, tracking_uri: str, parent_run_id: str, configs: dict[str, dict[str, Any]]
+        self, sweep_uri: str, tracking_uri: str, parent_run_id: str, configs: Configs
     ) -> tuple[SearchAsha, list[Callback]]:
         """This session of the search (its start, or a --resume): the machine it runs on added to the
         parent run's `search_machines`; the scheduler (`scheduler`) and the callback that ends a stopped
@@ -270,7 +270,7 @@ class SearchRun:
             "core-minutes in all"
         )
 
-    def record(self, results: Any, configs: dict[str, dict[str, Any]], uri: str, parent_run_id: str) -> int:
+    def record(self, results: Any, configs: Configs, uri: str, parent_run_id: str) -> int:
         """Write each trial's core-minutes into its MLflow run and end the runs the scheduler stopped
         (tagged `search_stopped`: passed, rung or budget; `end_stopped_run`); returns how many it ended
         KILLED (cut at a rung), the trials a count of FINISHED runs leaves out."""
@@ -283,8 +283,8 @@ class SearchRun:
             if not result.config or history is None or "epoch" not in history:
                 continue
             cfg = configs[trial_key(result.config[schema.POINT_TAG], result.config[schema.SEED_TAG])]
-            t = cfg["tracking"]
-            runs = store.trial_runs(uri, [t["experiment"]], parent_run_id, t["run_name"])
+            t = cfg.tracking
+            runs = store.trial_runs(uri, [t.experiment], parent_run_id, t.run_name)
             if not runs:
                 continue
             run = runs[0]
@@ -296,7 +296,7 @@ class SearchRun:
             ]
             client.log_batch(run.info.run_id, metrics=metrics)
             last = result.metrics or {}
-            why = stopped_why(last, cfg["train"]["epochs"], budget_s, self.search.stop_at_gate)
+            why = stopped_why(last, cfg.train.epochs, budget_s, self.search.stop_at_gate)
             if result.error is None and why:
                 if run.info.status != "FINISHED":
                     end_stopped_run(uri, run.info.run_id, why)
