@@ -101,16 +101,16 @@ def test_the_report_links_the_curves_and_says_what_would_make_a_claim_testable(
     out = tmp_path / "docs" / "RESULTS.md"
     out.parent.mkdir()
     results.write_results(uri, out, paper_trial=paper_trial)
-    text = out.read_text()
+    text = results.record_text(out)
     original = json.loads(ARCHIVE.read_text().splitlines()[1])["run_id"]  # the parent run, as it ran
     assert f"Sweep {original} of grid 'mul_format'" in text  # not the id of this store's import
     for name in ("mul_format.png", "budget.png"):
         assert (out.parent / "results" / "figures" / name).stat().st_size > 10_000
-    assert "![mul_format: learning curves](results/figures/mul_format.png)" in text
-    assert "![The gate's reading by step budget](results/figures/budget.png)" in text
+    assert "![mul_format: learning curves](../figures/mul_format.png)" in text  # from its page
+    assert "![The gate's reading by step budget](../figures/budget.png)" in text
     table = text.split("### Not testable: why, and what it would take", 1)[1].split("\n## ", 1)[0]
     row = next(line for line in table.splitlines() if line.startswith("| mul_format |"))
-    assert "basic not learned: seed" in row and "[figure](results/figures/mul_format.png)" in row
+    assert "basic not learned: seed" in row and "[figure](../figures/mul_format.png)" in row
     # only the max_digits=3 part is in this store: the row says the plan's other part has not run
     assert "the plan's sweep of it is not complete: 1 of 2 parts not yet run" in row
     # the gate's reading (the lowest gated cell) of the pre-search, followed to 0.9

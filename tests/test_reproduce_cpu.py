@@ -121,12 +121,16 @@ def test_the_report_is_written_from_its_prose_files_and_the_store(tmp_path: Path
     MlflowClient(uri).search_experiments()  # an initialised, empty store
     out = tmp_path / "RESULTS.md"
     results.write_results(uri, out)
-    text = out.read_text()
+    text = results.record_text(out)
     texts = ROOT / "docs" / "results"
-    # the intro, with the page's contents list before its first section (lab.contents)
-    listed = text[text.index("**Contents**") : text.index("\n## ")] + "\n"
-    assert text.replace(listed, "", 1).startswith((texts / "intro.md").read_text())
-    assert "- [Findings at a glance](#findings-at-a-glance)" in listed
+    # the page opens with the claims table; the intro is a page of its own, its contents list before its
+    # first section (lab.contents), and so are the findings
+    assert out.read_text().split("\n\n")[2].startswith("| the paper's claim | paper | verdict |")
+    about = (tmp_path / "results" / "report" / "about.md").read_text()
+    listed = about[about.index("**Contents**") : about.index("\n## ")] + "\n"
+    assert about.replace(listed, "", 1).startswith((texts / "intro.md").read_text())
+    findings = (tmp_path / "results" / "report" / "findings.md").read_text()
+    assert "- [Findings at a glance](#findings-at-a-glance)" in findings
     assert results.VERDICT_RULES in text and (texts / "presearch.md").read_text() in text
     assert "claims and their checks: `experiments/catalog/`" in text
     kept = results.unarchived_sections()
@@ -243,7 +247,7 @@ HAND_WRITTEN = ("README.md", "docs/CLAIMS.md")
 def test_the_readme_states_each_claims_verdict_as_the_report_does(page: str) -> None:
     """README's table of the paper's claims (written by hand, shortened), and docs/CLAIMS.md's, say of
     each claim what the generated docs/RESULTS.md says: its paper label and verdict, claim for claim."""
-    report = _claims_table((ROOT / "docs" / "RESULTS.md").read_text())
+    report = _claims_table((ROOT / "docs" / "RESULTS.md").read_text())  # its first table
     written = _claims_table((ROOT / page).read_text())
     assert len(report) == 10 and written == report
 
@@ -271,7 +275,7 @@ def test_the_readme_quotes_the_holm_p_values_and_seed_counts_the_report_holds(pa
     claim judged, a rule changed) cannot leave either quoting the old one."""
     import re
 
-    report = (ROOT / "docs" / "RESULTS.md").read_text()
+    report = results.record_text(ROOT / "docs" / "RESULTS.md")
     readme = (ROOT / page).read_text()
     quoted = re.findall(r"Holm-adjusted\s+p\s*=\s*([0-9][0-9.]*(?:e[+-]?\d+)?)", readme)
     holm = _holm_p_values(report)

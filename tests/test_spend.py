@@ -25,6 +25,7 @@ from lab.reach import (
     one_core_cost,
     planned_gpu_sweeps,
 )
+from lab.results import grids as results_grids
 from lab.results import page as results
 from lab.spend import NOT_ENDED, TrialCost, planned_text, spend_table, spent_line, trial_costs
 
@@ -284,7 +285,7 @@ def test_the_steps_a_point_needs_come_from_the_committed_pre_search() -> None:
         [TrialCost("p", 0, 4.0, 1.0, 3000)],
         needed,
         {},
-        results.BUDGET_POINTS,
+        results_grids.BUDGET_POINTS,
     )
     # 5 seeds x 2 points x 3,000 steps at 4 min a 3,000-step trial = 40 core-minutes
     assert cost["a judged sweep on one core"].startswith("0.7 core-hours: 5 seeds x 2 points x 3,000 steps")
@@ -293,7 +294,9 @@ def test_the_steps_a_point_needs_come_from_the_committed_pre_search() -> None:
 
 @pytest.mark.parametrize("grid", ["add_length"])
 def test_a_claim_the_cpu_model_cannot_test_says_so_instead_of_a_one_core_cost(grid: str) -> None:
-    said = judged_cost(grid, [], "... [tb:acc_dataformat]", [], {}, {}, {}, results.ONE_CORE_INSTEAD[grid])
+    said = judged_cost(
+        grid, [], "... [tb:acc_dataformat]", [], {}, {}, {}, results_grids.ONE_CORE_INSTEAD[grid]
+    )
     assert said["a judged sweep on one core"].startswith("not runnable here: the claim is about GPT-2 small")
     assert "about 88 core-hours a trial" in said["a judged sweep on one core"]
 
@@ -310,8 +313,8 @@ def test_a_claim_without_a_cpu_budget_or_a_gpu_rate_shows_its_costs_measured_at_
         {},
         {},
         {},
-        results.ONE_CORE_INSTEAD["nl_mix"],
-        gpu_instead=results.GPU_INSTEAD["nl_mix"],
+        results_grids.ONE_CORE_INSTEAD["nl_mix"],
+        gpu_instead=results_grids.GPU_INSTEAD["nl_mix"],
     )
     assert said["a judged sweep on one core"].startswith("no budget of the cpu model is known")
     assert "151 tokens/s on one core" in said["a judged sweep on one core"]

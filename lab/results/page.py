@@ -1,25 +1,24 @@
-"""docs/RESULTS.md composed: the claims at a glance, the not-testable table, spend, then every section."""
+"""docs/RESULTS.md composed: the claims table first, then the record's pages (findings by grid, the
+not-testable table, spend, pre-search, searches, the gpu scale, one page a grid)."""
 
 from __future__ import annotations
 
+import re
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-import pandas as pd
-
 from analysis.by_claim import claims_table, judged_line, judged_where
 from analysis.by_digits import accuracy_by_digits_figure
-from analysis.cell_text import clip_reason, command_notes
+from analysis.cell_text import clip_reason
 from analysis.curves import learning_curves_figure, save
 from analysis.findings import Finding, one_family
 from analysis.report import FINISHED
-from analysis.tables import markdown_table as markdown
-from arith.tracking.schema import POINT_COLUMN, SEED_COLUMN
+from arith.tracking.schema import SEED_COLUMN
 from arith.tracking.store import client as store_client
 from experiments.registry import claims_for
 from lab.budget import budget_figure, budget_table, steps_needed
-from lab.contents import with_contents
+from lab.contents import headings, with_contents
 from lab.gpu_plan import load_gpu_plan
 from lab.gpu_section import BatchResult, gpu_results, gpu_section, judged_findings, summary_rows
 from lab.plan import (
@@ -30,23 +29,16 @@ from lab.plan import (
 )
 from lab.presearch import presearch_records, presearch_tables
 from lab.reach import (
-    GpuBatch,
-    GpuRate,
-    PlannedGpuSweep,
     gpu_batches,
     gpu_rates,
-    judged_cost,
     planned_gpu_sweeps,
 )
+from lab.results.claims import verdicts_table
 from lab.results.grids import (
     BEFORE_AFTER_NOTE,
-    BUDGET_POINTS,
     FIGURES,
     GPU_BANK,
-    GPU_INSTEAD,
     INTRO,
-    ONE_CORE_INSTEAD,
-    UNTESTABLE_NOTE,
     VERDICT_RULES,
     VERDICTS_BEFORE,
     GridResult,
@@ -54,6 +46,7 @@ from lab.results.grids import (
     section,
     unarchived_sections,
 )
+from lab.results.untestable import untestable_table
 from lab.search.report import search_evidence, search_sections
 from lab.spend import spend_table
 
@@ -135,83 +128,9 @@ def _short_why(finding: Finding) -> str:
     return clip_reason(finding.evidence)
 
 
-def untestable_table(
-    results: list[GridResult],
-    budgets: pd.DataFrame,
-    curves: dict[str, str],
-    paper_trial: Callable[[str], str] | None = None,
-    steps: dict[str, list[float | None]] | None = None,
-    gpu: dict[str, list[GpuBatch]] | None = None,
-    rates: dict[tuple[str, str], list[GpuRate]] | None = None,
-    searched: dict[str, str] | None = None,
-    judged: Mapping[str, Sequence[str]] | None = None,
-    planned: dict[str, list[PlannedGpuSweep]] | None = None,
-) -> str:
-    """Each claim judged not testable: why (and where it is judged all the same: `judged`, by claim text,
-    `judged_where`), its learning curves, the steps the pre-search extrapolates its
-    models need, what a recipe search for it found (`searched`, by grid, where one has run), what a judged
-    sweep would cost on one core (at those `steps`, by "grid: point") and on a GPU (the GPU plan's judged
-    batch of the grid at its setting's measured pace, `planned`, and the banked `gpu` batches of the grid
-    or its parent), and how long a trial is at paper scale (`paper_trial(grid)`, where given);
-    empty when none is."""
-    steps_to = next((c for c in budgets.columns if c.startswith("steps to ")), "")
-    rows = []
-    for result in results:
-        findings = [f for f in result.analysis.findings if not f.judged] if result.analysis else []
-        if not findings:
-            continue
-        estimates = []
-        for name in BUDGET_POINTS.get(result.grid, []):
-            rows_of = (
-                budgets[budgets["grid"] + ": " + budgets[POINT_COLUMN] == name] if len(budgets) else budgets
-            )
-            if rows_of.empty:
-                continue
-            by_estimate = rows_of.groupby(steps_to, sort=False)[SEED_COLUMN]  # which seeds said what
-            for estimate, seeds in by_estimate:
-                said = f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
-                label = "" if len(rows_of) == 1 else f" ({said})"
-                estimates.append(f"{name}{label}: {estimate}")
-        per_grid = {
-            "learning curves": f"[figure]({curves[result.grid]})" if result.grid in curves else "",
-            "steps to pass the gate (pre-search, cpu model)": "; ".join(estimates) or "no budget series",
-        }
-        if searched:
-            per_grid["recipe search (pre-search seeds)"] = searched.get(result.grid, "none run")
-        if paper_trial is not None:
-            per_grid["a trial at paper scale"] = paper_trial(result.grid)
-        costs = [c for part in result.costs if part for c in part]
-        plans = [plan for plan, _ in result.parts]
-        instead = ONE_CORE_INSTEAD.get(result.grid, ""), GPU_INSTEAD.get(result.grid, "")
-        for f in findings:
-            cost = judged_cost(
-                result.grid,
-                plans,
-                f.claim,
-                costs,
-                steps or {},
-                gpu or {},
-                BUDGET_POINTS,
-                *instead,
-                rates,
-                planned,
-            )
-            elsewhere = (judged or {}).get(f.claim, ())
-            also = f"; judged in {'; '.join(elsewhere)}" if elsewhere else ""
-            rows.append(
-                {
-                    "grid": result.grid,
-                    "claim": f.claim,
-                    "why": f.evidence + also,
-                    **per_grid,
-                    **cost,
-                }
-            )
-    if not rows:
-        return ""
-    rows, commands = command_notes(rows)
-    table = markdown(pd.DataFrame(rows))
-    return f"### Not testable: why, and what it would take\n\n{UNTESTABLE_NOTE}\n\n{table}\n{commands}"
+#: the generated pages beside docs/RESULTS.md, and the way from one of them to the figures
+REPORT = Path("results") / "report"
+FIGURES_FROM_REPORT = Path("..") / "figures"
 
 
 def write_results(
@@ -220,9 +139,10 @@ def write_results(
     intro: str = INTRO,
     paper_trial: Callable[[str], str] | None = None,
 ) -> None:
-    """Write the page to `out` (and its figures beside it) from the store at `uri`; `paper_trial(grid)`
-    says how long the grid's trials are at paper scale (the not-testable table shows it;
-    the sweeps' grids are not the analysis's to read)."""
+    """Write docs/RESULTS.md to `out` (the claims table and where the rest is) and its pages under
+    `out.parent/results/report/` (how claims are judged, the findings by grid, pre-search, searches, the
+    gpu scale, one page a grid), the figures in `out.parent/results/figures/`, from the store at `uri`;
+    `paper_trial(grid)` says how long the grid's trials are at paper scale (the not-testable table)."""
     every_part = grid_results(uri)
     # a recipe search's parts count in the core-minutes; what it found is its own section's
     results = [r for r in every_part if not r.search]
@@ -241,24 +161,20 @@ def write_results(
             continue
         if (figure := learning_curves_figure(r.analysis.sweep)) is not None:
             save(figure, figures / f"{r.grid}.png")
-            curves[r.grid] = (FIGURES / f"{r.grid}.png").as_posix()
+            curves[r.grid] = (FIGURES_FROM_REPORT / f"{r.grid}.png").as_posix()
         if (figure := accuracy_by_digits_figure(r.analysis.sweep)) is not None:
             save(figure, figures / f"{r.grid}_by_digits.png")
-            by_digits[r.grid] = (FIGURES / f"{r.grid}_by_digits.png").as_posix()
+            by_digits[r.grid] = (FIGURES_FROM_REPORT / f"{r.grid}_by_digits.png").as_posix()
     files = presearch_records()
     every = [rec for records in files.values() for rec in records]
     budgets = budget_table(every)
     budget_curves = ""
     if (figure := budget_figure(every)) is not None:
         save(figure, figures / "budget.png")
-        budget_curves = (FIGURES / "budget.png").as_posix()
-    sections = [
-        unarchived.get(r.grid) or section(r, curves.get(r.grid, ""), by_digits.get(r.grid, ""))
-        for r in results
-    ]
+        budget_curves = (FIGURES_FROM_REPORT / "budget.png").as_posix()
     # the not-testable table also reads points pre-searched at one budget: whether it was reached
     banked = gpu_batches(GPU_BANK, gpu_plan)
-    head = [
+    findings = [
         summary(results, set(unarchived), gpu),
         before_after(results),
         untestable_table(
@@ -279,14 +195,81 @@ def write_results(
             unended_grids(store_client(uri)),
         ),
     ]
-    parts = [
-        intro.rstrip() + "\n",
-        *filter(None, head),
-        presearch_tables(files, budgets, budget_curves),
-        # once one has run
-        *filter(None, [search_sections(uri, figures=figures, link=FIGURES.as_posix(), plan_parts=progress)]),
-        *sections,
-        gpu_section(gpu),
+    link = FIGURES_FROM_REPORT.as_posix()
+    searches = search_sections(uri, figures=figures, link=link, plan_parts=progress)
+    pages = {
+        "about": intro.rstrip() + "\n",
+        "findings": "# Findings, grid by grid\n\n" + "\n".join(filter(None, findings)),
+        "presearch": "# Pre-search\n\n" + presearch_tables(files, budgets, budget_curves),
+        **({"searches": "# Recipe searches\n\n" + searches} if searches else {}),
+        "gpu": "# The gpu scale\n\n" + gpu_section(gpu),
+        **{
+            r.grid: unarchived.get(r.grid) or section(r, curves.get(r.grid, ""), by_digits.get(r.grid, ""))
+            for r in results
+        },
+    }
+    folder = out.parent / REPORT
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in linked(pages).items():
+        (folder / f"{name}.md").write_text(with_contents(text, grids()))
+    grid_link = {r.grid: (REPORT / f"{r.grid}.md").as_posix() for r in results}
+    machines = {b.batch: b.machine for batches in banked.values() for b in batches}
+    claims = [c for r in results for c in claims_for(r.grid)]
+    table = verdicts_table(results, gpu, claims, grid_link, (REPORT / "gpu.md").as_posix(), machines)
+    out.write_text(front_page(table, [name for name in pages if name not in grid_link], grid_link))
+    print(f"wrote {out} and {len(pages)} pages in {folder}")
+
+
+#: what each page of the record holds, for the front page's list
+PAGE_TITLES = {
+    "about": "How the claims are judged, and what each scale is",
+    "findings": "Every grid's findings, the verdicts before and after, not testable: why and what it "
+    "would take, and the compute spent",
+    "presearch": "The pre-search: steps to competence",
+    "searches": "Recipe searches: the cost to the gate",
+    "gpu": "The gpu scale: batches banked from lent GPUs",
+}
+
+
+def front_page(table: str, pages: Sequence[str], grid_link: Mapping[str, str]) -> str:
+    """docs/RESULTS.md: the claims table first, then where everything else is."""
+    lines = [
+        "# Results: the paper's claims, judged",
+        "",
+        "Generated by `python -m lab.results` from the archived sweeps (docs/results/sweeps/, "
+        "docs/results/gpu/), one row a claim of the paper: a claim judged in several grids gives each "
+        "verdict and its numbers in turn; every number behind a row is on its grid's page.",
+        "",
+        table,
+        "## The record",
+        "",
+        *(f"- [{PAGE_TITLES.get(name, name)}]({(REPORT / name).as_posix()}.md)" for name in pages),
+        "- Each grid's sweeps, tables and figures: "
+        + ", ".join(f"[{grid}]({path})" for grid, path in grid_link.items()),
+        "",
     ]
-    out.write_text(with_contents("\n".join(parts), grids()))
-    print(f"wrote {out}")
+    return "\n".join(lines)
+
+
+def linked(pages: Mapping[str, str]) -> dict[str, str]:
+    """The pages with each link to a heading of another page (`](#anchor)`, written for one page) pointed
+    at the page that holds it."""
+    where = {anchor: name for name, text in pages.items() for _, _, anchor in headings(text)}
+    out = {}
+    for name, text in pages.items():
+        own = {anchor for _, _, anchor in headings(text)}
+
+        def moved(match: re.Match, own: set[str] = own) -> str:
+            anchor = match.group(1)
+            if anchor in own or anchor not in where:
+                return match.group(0)
+            return f"]({where[anchor]}.md#{anchor})"
+
+        out[name] = re.sub(r"\]\(#([^)]+)\)", moved, text)
+    return out
+
+
+def record_text(out: Path) -> str:
+    """docs/RESULTS.md (at `out`) and every page of its record, one text (what a check of the whole reads)."""
+    pages = sorted((out.parent / REPORT).glob("*.md"))
+    return "\n".join([out.read_text(), *(page.read_text() for page in pages)])
