@@ -20,6 +20,7 @@ import pandas as pd
 
 from arith.tracking.schema import ACCURACY_COLUMN, SEED_COLUMN
 from experiments.claim import Claim
+from experiments.decide import decide_family
 from experiments.intervals import Interval
 from experiments.registry import claims_for, presearch_record
 from experiments.verdicts import (  # noqa: F401  (the verdicts are re-exported: tests and scripts read them here)
@@ -31,7 +32,6 @@ from experiments.verdicts import (  # noqa: F401  (the verdicts are re-exported:
     VERDICTS,
     Outcome,
     PooledConfigurations,
-    decide_family,
     untestable,
 )
 

@@ -6,7 +6,9 @@
 
 RUN is `runs:/<run id>` (its `model/` artifact), a bare run id, any MLflow artifact URI of a model
 folder, or a local one (`ArithModel.save` plus `experiment_config.json`, as `tracking.log_model` keeps
-it). The store of a run is `--tracking-uri`, else $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db. A cell
+it). The store of a run is `--tracking-uri`, else $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db. A run
+imported from an offline sweep's archive has no `model/`: its weights are read from beside the archive when
+its sweep kept them (`sweeps.offline --keep-weights`), else one line says there are none. A cell
 is `AxB` (digits of a x digits of b) for multiplication, the digit count for one-dimensional tasks, with
 `CONTEXT:` in front for another context than `main` (`repetitive:5`). Decoding is the evaluation's
 (greedy, batched, the trial's test seed): a problem of the test grid gets the reply the trial scored.
@@ -22,6 +24,7 @@ import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from safetensors import SafetensorError
 
@@ -31,7 +34,7 @@ from arith.data.examples import Example
 from arith.data.tasks import answer_number, get_task
 from arith.model.gpt import ModelFolderError, load_folder
 from arith.model.tokenizer import encode_examples
-from arith.tracking.models import model_folder
+from arith.tracking.models import kept_weights, model_folder
 from arith.tracking.schema import EXPERIMENT_CONFIG
 from arith.training.decoding import generate_replies, is_right, reply_cap
 
@@ -133,12 +136,36 @@ def check_fits(cfg: ExperimentConfig, tokenizer, examples: Sequence[Example]) ->
             )
 
 
+def run_id_of(run: str) -> str | None:
+    """The run id that `runs:/<id>` or a bare id names; None for a folder or another URI."""
+    text = run.removeprefix("runs:/").strip("/")
+    return text if _RUN_ID.match(text) else None
+
+
 def load(run: str, tracking_uri: str = "", device: str = "cpu"):
-    """(model, tokenizer, trial config) of a run's or folder's saved model."""
+    """(model, tokenizer, trial config) of a run's or folder's saved model; for a run whose store holds
+    none, the weights its offline sweep kept (`kept_weights`)."""
+    try:
+        return _load(model_uri(run), run, tracking_uri, device)
+    except AskError as err:
+        run_id = run_id_of(run)
+        if run_id is None or Path(run).exists():
+            raise
+        unloaded = err
+    try:
+        folder = kept_weights(run_id, tracking_uri)
+    except ModelFolderError as err:
+        raise AskError(str(err)) from None
+    if folder is None:  # no such run: the download's own error says so
+        raise unloaded
+    return _load(str(folder), run, tracking_uri, device)
+
+
+def _load(uri: str, run: str, tracking_uri: str, device: str):
     from transformers import PreTrainedTokenizerFast
 
     try:
-        with model_folder(model_uri(run), tracking_uri) as folder:
+        with model_folder(uri, tracking_uri) as folder:
             model = load_folder(folder, device)
             config = folder / EXPERIMENT_CONFIG
             if not config.exists():

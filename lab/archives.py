@@ -10,7 +10,9 @@ What an archive written by an older trainer or sweep lacked, and what it gets:
   where it could not be recovered exactly): the columns, empty (what the readers took them for);
 - a sweep's parent run without its `presearch_seeds` tag: its experiment's declared pre-search seeds, where
   it declares some (what the analysis fell back to); without `variant_of`: its grid's parent, where the grid
-  is a variant (what a sweep writes today).
+  is a variant (what a sweep writes today);
+- the archive's header without the digest of its content (the format's first version): the file is written
+  again as the archive module writes every archive (`arith.tracking.archive.write_records`), sealed.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 
 import lab  # noqa: F401  (registers the lab's grids: their declarations say what older sweeps lacked)
 from arith.config import ExperimentConfig
-from arith.tracking.archive import read_archive
+from arith.tracking.archive import VERSION, read_archive, write_records
 from arith.tracking.runs import param_value
 from arith.tracking.schema import CELLS_ARTIFACT, GRID_TAG, PRESEARCH_SEEDS_TAG, SPLIT_COLUMNS, VARIANT_OF_TAG
 from experiments.registry import EXPERIMENTS
@@ -76,21 +78,13 @@ def migrate_parent(record: dict[str, Any]) -> bool:
 
 
 def migrate_archive(path: Path, write: bool = True) -> int:
-    """Rewrite the archive at `path` into today's record (each changed run's line serialised as the archive
-    module writes it); returns how many runs changed."""
-    read_archive(path)  # the header and the parent checked there
-    lines = path.read_text(encoding="utf-8").split("\n")
-    changed = 0
-    for index, line in enumerate(lines):
-        record = json.loads(line) if line.strip() else None
-        if not record or "format" in record:
-            continue
-        parent = record.get("parent_run_id") is None
-        if migrate_parent(record) if parent else migrate_trial(record):
-            lines[index] = json.dumps(record)
-            changed += 1
-    if changed and write:
-        path.write_text("\n".join(lines), encoding="utf-8")
+    """Rewrite the archive at `path` into today's record, sealed with its content's digest as the archive
+    module writes every archive now (`write_records`); returns how many runs changed (an archive of the
+    format's first version, unsealed, is rewritten all the same)."""
+    header, records = read_archive(path)  # the header and the parent checked there
+    changed = sum(migrate_trial(r) if r["parent_run_id"] else migrate_parent(r) for r in records)
+    if write and (changed or header.get("version") != VERSION):
+        write_records(path, header["experiment"], records)
     return changed
 
 

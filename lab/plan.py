@@ -20,7 +20,8 @@ from pathlib import Path
 import yaml
 
 from analysis.load import AnalysisError
-from arith.config import ConfigError, parse_only
+from arith.config import ConfigError
+from arith.overrides import parse_only
 from arith.tracking.archive import export_sweep, import_sweep
 from arith.tracking.commands import seeds_argument, sweep_identity
 from arith.tracking.schema import GRID_TAG

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from arith.config import ExperimentConfig, parse_only
+from arith.config import ExperimentConfig
+from arith.overrides import parse_only
 from arith.tracking.archive import read_archive
 from arith.tracking.schema import GRID_TAG
 from experiments.registry import EXPERIMENTS

@@ -16,10 +16,15 @@ which executor, machine and precision made it.
 
 A deadline (`--deadline-min`) bounds a lease: trials still running then are stopped and recorded KILLED
 with what they had logged (their intermediate evaluations), trials not started are left out, and the
-archive is written all the same. The folder belongs to its plan (`sweeps.workdir`): the same command run
-again resumes it, keeping the trials that ended and continuing the others from their last checkpoint (each
-trial's metric history whole: no step twice, none missing); another plan into the same folder is refused.
-A trial that raises is FAILED with its error's last line, and the executor then exits 1.
+archive is written all the same. The archive's work folder (`<name>.trials` beside it) belongs to its plan
+(`sweeps.workdir`): the same command run again resumes it, keeping the trials that ended and continuing
+the others from their last checkpoint (each trial's metric history whole: no step twice, none missing),
+and rewrites the archive further on, which an import then brings the store up to; another plan into the
+same folder is refused, and so is an `--out` file this plan did not write (`sweeps.offline_archive`).
+Every check that needs only the configs and their data (lengths against positions included) runs before
+anything is written. `--keep-weights` keeps each finished trial's trained model beside the archive
+(`<name>.weights/<run name>`, which `python -m arith.ask` reads). A trial that raises is FAILED with its
+error's last line, and the executor then exits 1.
 """
 
 from __future__ import annotations
@@ -33,27 +38,34 @@ import signal
 import subprocess
 import sys
 import time
-import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from arith.config import ConfigError, ExperimentConfig, parse_only, parse_set
-from arith.tracking.archive import FORMAT, VERSION, read_archive
+from arith.config import ConfigError, ExperimentConfig
+from arith.overrides import parse_only, parse_set
 from arith.tracking.commands import seeds_argument
-from arith.tracking.recorder import RunRecorder, new_run_id, now_ms, run_record, write_json
+from arith.tracking.recorder import new_run_id, now_ms, run_record, write_json
 from arith.tracking.schema import TEST_ACC_METRIC
-from arith.training.checkpoints import CheckpointFolder, load_checkpoint
 from arith.training.hardware import machine
-from arith.training.train import train
 from experiments.grid import PRESEARCH_FIRST_SEED, Grid
 from sweeps.errors import SweepError
 from sweeps.grids import get_grid, points
+from sweeps.offline_archive import (
+    archive_work,
+    check_outputs,
+    failed_trials,
+    read_record,
+    weights_folder,
+    write_part,
+)
+from sweeps.offline_trial import checkpoint_dir, fail_record, record_trial
+from sweeps.prelaunch import check_before_launch
 from sweeps.scales import Scale, get_scale
 from sweeps.space import SweepLink, parse_seeds
 from sweeps.storage import git_commit, sweep_link, sweep_name, sweep_tags
-from sweeps.workdir import claim, config_key, lock, plan_of, stop_stale
+from sweeps.workdir import claim, config_key, held_plan, lock, plan_of, stop_stale
 
 #: seconds between looks at the running trials
 POLL_S = 1.0
@@ -113,6 +125,8 @@ class Trial:
     cfg: ExperimentConfig
     folder: Path
     key: str
+    #: where its trained model is kept (`--keep-weights`), else None
+    weights: Path | None = None
     process: subprocess.Popen | None = None
     started: float = 0.0
 
@@ -138,6 +152,7 @@ class Trial:
         stop_stale(pid_file, str(config_path))
         config_path.write_text(self.cfg.to_json())
         command = [sys.executable, "-m", "sweeps.offline", "trial", str(config_path), str(self.record_path)]
+        command += [str(self.weights)] if self.weights else []
         # a resumed trial's log continues its earlier attempts'; the child keeps its own copy of the file
         with self.log_path.open("a") as log:
             # its own process group: stopping it at the deadline stops whatever it started too
@@ -154,7 +169,7 @@ class Trial:
         code = self.process.returncode if self.process is not None else 0
         record = self.record()
         if code and record is not None and record["status"] == "RUNNING":
-            _fail(record, f"exit code {code}: {_last_line(self.log_path)}")
+            fail_record(record, f"exit code {code}: {_last_line(self.log_path)}")
             write_json(self.record_path, record)
         if self.done():
             shutil.rmtree(checkpoint_dir(self.record_path), ignore_errors=True)
@@ -176,19 +191,27 @@ def run_parts(
     deadline_s: float | None = None,
     commit: str | None = None,
     work: Path | None = None,
+    keep_weights: bool = False,
 ) -> list[Path]:
     """Run every trial of `parts` in one pool of `procs` processes and write one archive per part into
     `out_dir` (`<part name>.jsonl`); returns their paths. Stops what still runs after `deadline_s`. The
-    trials' configs, records, logs and checkpoints go to `work` (default: `out_dir/trials`), which this
-    plan owns: run again, the same plan resumes there, and another plan is refused (`sweeps.workdir`)."""
+    trials' configs, records, logs and checkpoints go to `work` (default: one part's archive's own,
+    `archive_work`; several parts' `out_dir/trials`), which this plan owns: run again, the same plan
+    resumes there, and another plan is refused (`sweeps.workdir`).
+    Nothing is written before every check passed: the configs, their lines against their positions, the
+    work folder's plan and the archives at their paths. `keep_weights`: keep each trial's trained model."""
     deadline = time.monotonic() + deadline_s if deadline_s is not None else None
-    work = work or out_dir / "trials"
+    paths = [out_dir / f"{part.name}.jsonl" for part in parts]
+    work = work or (archive_work(paths[0]) if len(parts) == 1 else out_dir / "trials")
     keys = []
     for part in parts:  # each trial's key is its config as the plan resolves it, before the sweep's link
         configs = part.configs()
         _check_presearch(part, configs)
+        check_before_launch(configs)
         keys.append([config_key(cfg) for cfg in configs])
     plan = plan_of([(part.name, k) for part, k in zip(parts, keys, strict=True)])
+    held = held_plan(work, plan)
+    check_outputs(paths, held["parents"] if held else None, work)
     new = {
         "commit": commit or git_commit(),
         "parents": [new_run_id() for _ in parts],  # the executor names its runs: its trials nest under them
@@ -211,11 +234,20 @@ def run_parts(
             parents.append(
                 run_record(parent_run_id, state["names"][index], None, {}, tags, state["start_time"])
             )
-            trials += [Trial(index, cfg, work, key) for cfg, key in zip(configs, keys[index], strict=True)]
+            trials += [
+                Trial(
+                    index,
+                    cfg,
+                    work,
+                    key,
+                    weights_folder(paths[index], cfg.tracking.run_name) if keep_weights else None,
+                )
+                for cfg, key in zip(configs, keys[index], strict=True)
+            ]
         print(f"{len(trials)} trials in {len(parts)} sweep(s), {procs} at a time on {device} ({precision})")
         _run_pool(trials, procs, deadline, work)
         return [
-            _write_part(part, parent, trials, index, out_dir)
+            _write_part(part, parent, trials, index, paths[index])
             for index, (part, parent) in enumerate(zip(parts, parents, strict=True))
         ]
 
@@ -249,13 +281,10 @@ def _run_pool(trials: list[Trial], procs: int, deadline: float | None, work: Pat
             trial.stop()
 
 
-def _write_part(
-    part: SweepPart, parent: dict[str, Any], trials: list[Trial], index: int, out_dir: Path
-) -> Path:
+def _write_part(part: SweepPart, parent: dict[str, Any], trials: list[Trial], index: int, path: Path) -> Path:
     """The part's archive: its trials that have a record (not started: left out)."""
-    records = [_read_record(t) for t in trials if t.part == index and t.record_path.exists()]
-    path = out_dir / f"{part.name}.jsonl"
-    write_archive(path, part.grid, parent, records)
+    records = [read_record(t.record_path) for t in trials if t.part == index and t.record_path.exists()]
+    write_part(path, part.grid, parent, records)
     failed = sum(r["status"] == "FAILED" for r in records)
     print(
         f"wrote {path}: {len(records)} of {sum(t.part == index for t in trials)} trials recorded"
@@ -272,21 +301,6 @@ def _check_presearch(part: SweepPart, configs: list[ExperimentConfig]) -> None:
             f"{part.name}: a pre-search uses seeds from {PRESEARCH_FIRST_SEED} up (got {sorted(own)}), so "
             "that the seeds judged later never chose their own budget"
         )
-
-
-def _read_record(trial: Trial) -> dict[str, Any]:
-    """A trial's record; one that was stopped (or died) before it ended is KILLED as of now."""
-    record = json.loads(trial.record_path.read_text())
-    if record["status"] == "RUNNING":
-        record["status"], record["end_time"] = "KILLED", now_ms()
-    return record
-
-
-def _fail(record: dict[str, Any], message: str) -> None:
-    """Mark a run record FAILED with why (the `failure_message` tag the trainer sets on a NaN loss)."""
-    record["status"], record["end_time"] = "FAILED", now_ms()
-    record["tags"].setdefault("failure", "error")
-    record["tags"]["failure_message"] = message
 
 
 def _last_line(path: Path) -> str:
@@ -310,67 +324,6 @@ def _trial_line(trial: Trial) -> str:
     return f"{trial.cfg.tracking.run_name}: {status} in {minutes:.1f} min{accuracy}{failed}"
 
 
-def write_archive(path: Path, experiment: str, parent: dict[str, Any], trials: list[dict[str, Any]]) -> None:
-    """The sweep archive of `arith.tracking.archive`: a header, the parent run, then its trial runs by
-    start."""
-    trials = sorted(trials, key=lambda r: (r["start_time"] or 0, r["run_name"]))
-    statuses = {r["status"] for r in trials}
-    started = int(parent["tags"].get("trials", len(trials)))
-    if "FAILED" in statuses:
-        status = "FAILED"
-    elif statuses <= {"FINISHED"} and len(trials) == started:
-        status = "FINISHED"
-    else:
-        status = "KILLED"
-    parent = {**parent, "status": status, "end_time": now_ms()}
-    header = {"format": FORMAT, "version": VERSION, "experiment": experiment, "trials": len(trials)}
-    with path.open("w", encoding="utf-8") as out:
-        for line in (header, parent, *trials):
-            out.write(json.dumps(line) + "\n")
-
-
-class ResumeFolder(CheckpointFolder):
-    """A trial's checkpoint folder, read once: its recorder and its trainer both start from it."""
-
-    def __init__(self, directory: Path) -> None:
-        super().__init__(directory)
-        self.saved = load_checkpoint(directory)
-
-    def load(self) -> dict[str, Any] | None:
-        saved, self.saved = self.saved, None
-        return saved
-
-
-def checkpoint_dir(record_path: Path) -> Path:
-    """A trial's checkpoint folder, beside its record."""
-    return record_path.with_suffix("").with_suffix(".ckpt")
-
-
-def record_trial(config_path: Path, record_path: Path) -> int:
-    """One trial in this process, recorded to `record_path` (what `run_parts` starts per trial). It
-    continues from its last checkpoint (beside the record) with the record as that checkpoint saved it,
-    so a resumed trial logs no step twice and misses none. An error ends it FAILED with the error's last
-    line, and exit code 1."""
-    cfg = ExperimentConfig.from_dict(json.loads(config_path.read_text()))
-    checkpoints = ResumeFolder(checkpoint_dir(record_path))
-    resume = checkpoints.saved["unsent"].get("record") if checkpoints.saved else None
-    recorder = RunRecorder(cfg, record_path, resume)
-    try:
-        train(cfg, tracker=recorder, checkpoints=checkpoints)
-    except Exception as err:
-        traceback.print_exc()
-        lines = str(err).strip().splitlines()
-        _fail(recorder.record, f"{type(err).__name__}: {lines[-1] if lines else ''}".rstrip(": "))
-        recorder.finish("FAILED")
-        return 1
-    return 0
-
-
-def failed_trials(paths: Sequence[Path]) -> int:
-    """How many trials of these archives FAILED."""
-    return sum(r["status"] == "FAILED" for path in paths for r in read_archive(path)[1][1:])
-
-
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m sweeps.offline", description=__doc__.splitlines()[0])
     p.add_argument("--grid", required=True)
@@ -384,13 +337,16 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--procs", type=int, default=4, help="trials at a time (default 4)")
     p.add_argument("--deadline-min", type=float, default=None, help="stop what still runs after this")
     p.add_argument("--out", required=True, type=Path, help="the archive to write (a .jsonl file)")
+    p.add_argument(
+        "--keep-weights", action="store_true", help="keep each trial's trained model beside the archive"
+    )
     return p.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["trial"]:
-        return record_trial(Path(argv[1]), Path(argv[2]))
+        return record_trial(Path(argv[1]), Path(argv[2]), Path(argv[3]) if len(argv) > 3 else None)
     args = parse_args(argv)
     # a driver stopped with SIGTERM stops its trials on the way out (SIGKILL: the rerun stops them)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
@@ -406,15 +362,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.out.name.removesuffix(".jsonl"),
         )
         deadline = args.deadline_min * 60 if args.deadline_min else None
-        paths = run_parts([part], args.out.parent, args.procs, deadline)
+        paths = run_parts([part], args.out.parent, args.procs, deadline, keep_weights=args.keep_weights)
     except (ConfigError, SweepError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     failed = failed_trials(paths)
     if failed:
-        print(
-            f"error: {failed} trial(s) FAILED (their logs in {args.out.parent / 'trials'})", file=sys.stderr
-        )
+        print(f"error: {failed} trial(s) FAILED (their logs in {archive_work(args.out)})", file=sys.stderr)
         return 1
     return 0
 

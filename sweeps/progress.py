@@ -245,9 +245,10 @@ class SweepProgress(Callback):
 
     @staticmethod
     def status_of(status: str, result: Mapping[str, Any]) -> str:
-        """Tune's status, but a NaN loss (it ends a trial without an error, so that it is not retried) is
-        a failure, and a trial TERMINATED without its last result marked done was interrupted."""
-        if result.get("nonfinite_loss"):
+        """Tune's status, but a NaN loss or a refused setting (each ends a trial without an error, so that
+        it is not retried) is a failure, and a trial TERMINATED without its last result marked done was
+        interrupted."""
+        if result.get("nonfinite_loss") or result.get("config_error"):
             return "ERROR"
         if status == "TERMINATED" and not result.get("done"):
             return INTERRUPTED

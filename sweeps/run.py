@@ -25,7 +25,8 @@ from typing import Any
 
 import pandas as pd
 
-from arith.config import ConfigError, ExperimentConfig, parse_only, parse_set
+from arith.config import ConfigError, ExperimentConfig
+from arith.overrides import parse_only, parse_set
 from arith.tracking import schema, store
 from arith.tracking.commands import resuming
 from arith.tracking.store import absolute_uri
@@ -35,6 +36,7 @@ from sweeps.errors import SweepError
 from sweeps.grids import GRIDS, get_grid, list_grids, points
 from sweeps.options import SweepOptions, names_its_part, read_options
 from sweeps.packing import check_packing, default_gpus_per_trial
+from sweeps.prelaunch import check_before_launch
 from sweeps.scales import Scale, get_scale
 from sweeps.space import SOURCES, SweepLink, scale_note, setting_sources
 from sweeps.storage import (
@@ -127,23 +129,6 @@ def trial_table(configs: dict[str, ExperimentConfig], res: dict[str, float]) -> 
     return pd.DataFrame(rows)
 
 
-def check_pretrained(configs: dict[str, ExperimentConfig]) -> None:
-    """Fail before any trial starts when a pretrained point's model cannot be loaded (no hub access, a
-    wrong path), rather than in every one of its trials."""
-    names = sorted({c.model.pretrained for c in configs.values() if c.model.init == "pretrained"})
-    for name in names:
-        from transformers import AutoConfig
-
-        try:
-            AutoConfig.from_pretrained(name)
-        except Exception as err:
-            raise SweepError(
-                f"model.pretrained={name!r} cannot be loaded here ({type(err).__name__}: "
-                f"{str(err).splitlines()[0][:200]}). Give a local copy: --set model.pretrained=/path/to/gpt2 "
-                "(a save_pretrained directory), or set HF_HUB_OFFLINE=1 with the model in the HF cache."
-            ) from err
-
-
 # ---------------------------------------------------------------------------------------------------------
 # The sweep
 # ---------------------------------------------------------------------------------------------------------
@@ -184,8 +169,9 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
             print(pd.DataFrame(sources).to_string(index=False))
         return 0
 
+    # what needs only the configs and their data, before MLflow or Ray is touched
+    check_before_launch(configs.values(), lengths=not options.resume)
     check_tracking(tracking_uri)
-    check_pretrained(configs)
     started_ray = start_ray(options.address, options.ray_temp_dir, log_to_driver=options.tune.verbose)
     parent_run_id = ""
     try:

@@ -11,7 +11,9 @@ gets:
 - checkpoints through Tune: restored from `tune.get_checkpoint()`, every new one handed to `tune.report`
   with the epoch's metrics (the trainer has sent its metrics buffer before saving it);
 - no retry of a NaN loss: the same checkpoint and seed would diverge again, so the trial reports
-  `nonfinite_loss` and ends (its MLflow run FAILED, tagged `failure=nonfinite_loss`) instead of raising.
+  `nonfinite_loss` and ends (its MLflow run FAILED, tagged `failure=nonfinite_loss`) instead of raising;
+- no retry of a setting the worker refuses (a `ConfigError`: a device its node lacks, what the checks
+  before launch could not see): the trial reports `config_error` and ends, its MLflow run FAILED with why.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from arith.config import ExperimentConfig
+from arith.config import ConfigError, ExperimentConfig
 from arith.tracking import store
+from arith.tracking.runs import start_tracker
 from arith.tracking.schema import GATE_METRIC, LENGTH_SCORE_METRIC, POINT_TAG, SEED_TAG
 from arith.training.checkpoints import load_checkpoint, save_checkpoint
 from arith.training.step import NonFiniteLossError
@@ -122,10 +125,28 @@ def run_trial(config: dict[str, Any], configs: Mapping[str, ExperimentConfig]) -
         discard_lost_attempts(cfg)
     try:
         train(config_on_ray(cfg), reporter=report_to_tune, checkpoints=TuneCheckpoints())
-    except NonFiniteLossError as err:
+    except (NonFiniteLossError, ConfigError) as err:
         print(f"not retried: {err}", file=sys.stderr, flush=True)
+        refused = isinstance(err, ConfigError)
+        if refused:
+            record_refusal(cfg, err)
         # a search's scheduler reads its gate in every report and Tune ends the whole sweep on a report
         # without it: a model whose loss became NaN passes no cell (without the clock, `schema.CPU_SECONDS`,
         # ASHA records nothing of it at any rung)
         gate = {GATE_METRIC: 0.0, LENGTH_SCORE_METRIC: 0.0} if cfg.train.gate_cells else {}
-        tune.report({"nonfinite_loss": 1, "error": str(err), **gate})
+        tune.report({"config_error" if refused else "nonfinite_loss": 1, "error": str(err), **gate})
+
+
+def record_refusal(cfg: ExperimentConfig, err: ConfigError) -> None:
+    """A trial whose settings were refused before its trainer opened a run gets a FAILED run saying why,
+    so that the sweep counts it failed (a trial's run is how it is counted); one already FAILED is kept."""
+    tracking = cfg.tracking
+    if not tracking.enabled:
+        return
+    uri, parent = tracking.tracking_uri, tracking.parent_run_id
+    held = store.trial_runs(uri, [tracking.experiment], parent, tracking.run_name)
+    if any(run.info.status == "FAILED" for run in held):
+        return
+    tracker = start_tracker(cfg)
+    tracker.set_tags({"failure": "config_error", "failure_message": str(err)})
+    tracker.finish("FAILED")

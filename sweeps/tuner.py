@@ -7,6 +7,7 @@ import logging
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -94,6 +95,29 @@ class NeverStartedTrials(logging.Filter):
 logging.getLogger("ray.tune.analysis.experiment_analysis").addFilter(NeverStartedTrials())
 
 
+class DeletedCheckpoint(logging.Filter):
+    """Says in one line, for a traceback, that a resumed trial's oldest checkpoint was gone: Tune keeps a
+    trial's last two and snapshots its state every few seconds, so a driver killed between deleting a
+    checkpoint and its next snapshot leaves a state naming one that no longer exists. Tune fails to delete
+    it again when the resumed trial saves its next, and goes on; nothing of the trial is lost."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, FileNotFoundError) and "Error handling checkpoint" in str(record.msg):
+            gone = Path(str(error).rstrip(")").rpartition(", ")[2]).name
+            trial = record.args[0] if isinstance(record.args, tuple) and record.args else "a trial"
+            record.msg = (
+                "%s: %s, deleted by Tune before the sweep stopped, is gone (the newer ones are intact)"
+            )
+            record.args = (trial, gone)
+            record.exc_info, record.exc_text = None, None
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
+logging.getLogger("ray.tune.execution.tune_controller").addFilter(DeletedCheckpoint())
+
+
 def fit(
     storage: SweepStorage,
     sweep_name: str,
@@ -163,6 +187,8 @@ def trial_summary(results: Any) -> pd.DataFrame:
         status = "ERROR" if result.error else "DONE"
         if metrics.get("nonfinite_loss"):  # ended without an error, so that Tune does not retry it
             status = "FAILED (non-finite loss)"
+        if metrics.get("config_error"):
+            status = "FAILED (setting refused)"
         row = {POINT_TAG: cfg.get(POINT_TAG), SEED_TAG: cfg.get(SEED_TAG), "status": status}
         row.update({m: metrics.get(m) for m in SUMMARY_METRICS})
         rows.append(row)

@@ -40,20 +40,29 @@ def plan_of(parts: list[tuple[str, list[str]]]) -> list[dict[str, Any]]:
     return [{"name": name, "trials": keys} for name, keys in parts]
 
 
+def held_plan(work: Path, plan: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The folder's stored state when it holds `plan` (a resume), None when it holds no plan; reads only.
+    Raises SweepError when the folder holds another plan's trials."""
+    path = work / PLAN_FILE
+    if not path.exists():
+        return None
+    try:
+        stored = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise SweepError(f"{path} cannot be read ({err}); use a fresh --out folder") from err
+    if stored.get("plan") != plan:
+        raise SweepError(
+            f"{work} holds the trials of another plan ({_describe(stored.get('plan'))}); rerun that "
+            "command to resume it, or name another --out"
+        )
+    return stored
+
+
 def claim(work: Path, plan: list[dict[str, Any]], new: dict[str, Any]) -> dict[str, Any]:
     """The folder's state for `plan`: the stored one when the folder holds this plan (a resume), else
     `new` written now (a first run). Raises SweepError when the folder holds another plan's trials."""
-    path = work / PLAN_FILE
-    if path.exists():
-        try:
-            stored = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as err:
-            raise SweepError(f"{path} cannot be read ({err}); use a fresh --out folder") from err
-        if stored.get("plan") != plan:
-            raise SweepError(
-                f"{work} holds the trials of another plan ({_describe(stored.get('plan'))}); rerun that "
-                "command to resume it, or use a fresh --out folder"
-            )
+    stored = held_plan(work, plan)
+    if stored is not None:
         return stored
     leftovers = sorted(p.name for p in work.glob("*.run.json"))
     if leftovers:
@@ -62,7 +71,7 @@ def claim(work: Path, plan: list[dict[str, Any]], new: dict[str, Any]) -> dict[s
         )
     work.mkdir(parents=True, exist_ok=True)
     state = {**new, "plan": plan}
-    write_json(path, state)
+    write_json(work / PLAN_FILE, state)
     return state
 
 

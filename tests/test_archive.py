@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_analysis import empty_store, write_store  # noqa: F401  (the fixture and the store writer)
+from synthetic import write_store
 
 from analysis import report
 from analysis.load import AnalysisError, read_sweep
@@ -20,7 +20,7 @@ from arith.tracking.recorder import run_record
 from lab import plan as reproduction
 
 
-def _sweep_with_curves(tmp_path: Path, empty_store: Path) -> tuple[str, str]:  # noqa: F811
+def _sweep_with_curves(tmp_path: Path, empty_store: Path) -> tuple[str, str]:
     """A recorded smoke sweep of add_posembed (one FAILED trial) whose trials also log a metric history."""
     from mlflow import MlflowClient
     from mlflow.entities import Metric
@@ -49,7 +49,7 @@ def _runs(uri: str, parent_id: str) -> dict[str, tuple]:
     return out
 
 
-def test_an_archived_sweep_reads_the_same_in_another_store(tmp_path: Path, empty_store: Path) -> None:  # noqa: F811
+def test_an_archived_sweep_reads_the_same_in_another_store(tmp_path: Path, empty_store: Path) -> None:
     from mlflow import MlflowClient
 
     uri, parent = _sweep_with_curves(tmp_path / "a", empty_store)
@@ -89,7 +89,7 @@ def test_a_file_that_is_not_an_archive_is_refused_by_name(tmp_path: Path, capsys
 
 def test_reproduce_cpu_restores_the_archived_parts_before_its_report(
     tmp_path: Path,
-    empty_store: Path,  # noqa: F811
+    empty_store: Path,
 ) -> None:
     """A part's sweep, tagged as reproduce_cpu tags it and archived, is found by part_runs in a fresh store
     once the archives are restored; restoring twice adds nothing."""
@@ -163,7 +163,7 @@ def _active_runs(uri: str) -> int:
 )
 def test_a_faulty_archive_is_refused_in_one_line_and_imports_nothing(
     tmp_path: Path,
-    empty_store: Path,  # noqa: F811
+    empty_store: Path,
     capsys,
     fault,
     changes,
@@ -185,7 +185,7 @@ def test_a_faulty_archive_is_refused_in_one_line_and_imports_nothing(
 
 def test_a_killed_import_is_redone_whole_and_a_failed_one_leaves_nothing(
     tmp_path: Path,
-    empty_store: Path,  # noqa: F811
+    empty_store: Path,
 ) -> None:
     """An import killed after its parent run existed left a sweep stuck RUNNING, and every
     later import of the whole archive was refused as "already in the store"."""
@@ -220,11 +220,9 @@ def test_a_killed_import_is_redone_whole_and_a_failed_one_leaves_nothing(
     (tmp_path / "c").mkdir()
     shutil.copy(empty_store, tmp_path / "c" / "mlflow.db")
     third = f"sqlite:///{tmp_path / 'c' / 'mlflow.db'}"
-    lines = path.read_text().splitlines()
-    last = json.loads(lines[-1])
-    last["params"]["x" * 300] = "1"
-    path.write_text("\n".join([*lines[:-1], json.dumps(last)]) + "\n")
-    with pytest.raises(ArchiveError, match="nothing was imported"):
+    records[-1]["params"]["x" * 300] = "1"
+    archive.write_records(path, header["experiment"], records)  # sealed again: the store refuses it
+    with pytest.raises(ArchiveError, match=r"the store refused a run .*; nothing was imported"):
         import_sweep(third, path)
     assert _active_runs(third) == 0
 

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from matplotlib.collections import PathCollection
-from test_analysis import empty_store  # noqa: F401  (the fixture)
 
 from analysis.by_digits import accuracy_by_digits_figure
 from analysis.curves import gated_by_trial, learning_curves_figure, save
@@ -33,7 +32,7 @@ ARCHIVE = ROOT / "docs" / "results" / "sweeps" / "mul_format__seeds-0-2__data.ma
 
 
 @pytest.fixture(scope="module")
-def mul_format_store(tmp_path_factory: pytest.TempPathFactory, empty_store: Path) -> str:  # noqa: F811
+def mul_format_store(tmp_path_factory: pytest.TempPathFactory, empty_store: Path) -> str:
     """The committed 3-seed mul_format sweep (3-digit part) imported into a fresh store."""
     folder = tmp_path_factory.mktemp("curves")
     shutil.copy(empty_store, folder / "mlflow.db")
@@ -87,7 +86,7 @@ def test_budget_figure_draws_each_fitted_series_to_the_threshold(tmp_path: Path)
 
 def test_the_report_links_the_curves_and_says_what_would_make_a_claim_testable(
     tmp_path: Path,
-    empty_store: Path,  # noqa: F811
+    empty_store: Path,
 ) -> None:
     """Written from the restored archive alone: the section's learning curves and the budget figure are
     files beside the report, and the not-testable claim gets its reason, the pre-search's estimate for
@@ -120,7 +119,7 @@ def test_the_report_links_the_curves_and_says_what_would_make_a_claim_testable(
 
 def test_accuracy_by_digits_draws_each_seed_and_leaves_the_seeds_that_chose_the_budget_out_of_the_mean(
     tmp_path: Path,
-    empty_store: Path,  # noqa: F811
+    empty_store: Path,
     mul_format_store: str,
 ) -> None:
     """From the committed archives: the fig:randembed replication (two contexts, 2-5 digits trained, 6-7

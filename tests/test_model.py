@@ -8,7 +8,7 @@ from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
 from arith.config import DataConfig, ModelConfig
 from arith.data.tasks import render_example
-from arith.model.gpt import build_model, load_folder
+from arith.model.gpt import ROW_BUCKET, build_model, load_folder, next_token_loss, weighted_rows_loss
 from arith.model.schemes import POSITION_SCHEMES
 from arith.model.tokenizer import build_tokenizer, tokenizer_for
 from arith.training.decoding import left_pad
@@ -260,3 +260,21 @@ def test_cuda_bf16_training_and_exact_kv_cache_decoding(position):
     with torch.no_grad():  # one full recomputation over prompt + answer, with the same draw
         logits = model(torch.cat([prompt_ids, cached], 1), full_mask, positions=state).logits
     assert torch.equal(logits[:, prompt_ids.shape[1] - 1 : -1].argmax(-1), cached)
+
+
+@pytest.mark.parametrize("autocast", [False, True])
+def test_the_answer_only_loss_reads_bucketed_rows_under_bf16_on_a_cpu_and_is_the_same_loss(autocast):
+    """oneDNN compiles a kernel per matrix shape under bf16: the LM head reads a multiple of ROW_BUCKET rows
+    (weightless padding), so a run meets few shapes; the loss is the full-logits loss all the same, and in
+    fp32 exactly the rows weighed, bit for bit as before."""
+    torch.manual_seed(0)
+    head = torch.nn.Linear(16, 11, bias=False)
+    hidden, ids = torch.randn(4, 9, 16), torch.randint(0, 11, (4, 9))
+    weights = (torch.rand(4, 8) < 0.4).float()
+    read: list[int] = []
+    head.register_forward_hook(lambda _m, args, _out: read.append(args[0].shape[0]))
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        rows = weighted_rows_loss(head, hidden, ids, weights)
+        full = next_token_loss(head(hidden), ids, weights)
+    assert read[0] == (ROW_BUCKET if autocast else int(weights.sum()))
+    assert rows.item() == pytest.approx(full.item(), rel=1e-2 if autocast else 1e-6)

@@ -291,8 +291,8 @@ def test_a_rerun_keeps_its_plans_trials_and_refuses_another_plan(tmp_path):
 
 
 def test_a_folder_with_records_of_no_plan_is_refused(tmp_path):
-    (tmp_path / "trials").mkdir()
-    (tmp_path / "trials" / "00-format-basic_seed-0.run.json").write_text("{}")
+    (tmp_path / "demo.trials").mkdir()  # the work folder of the archive demo.jsonl
+    (tmp_path / "demo.trials" / "00-format-basic_seed-0.run.json").write_text("{}")
     part = SweepPart(GRID, "smoke", 1, {"data.format": "basic"}, FAST)
     with pytest.raises(SweepError, match="no known plan"):
         run_parts([part], tmp_path, procs=1)
@@ -351,7 +351,7 @@ def test_a_killed_executor_rerun_resumes_each_trial_once_with_its_whole_history(
     command += ["--only", "data.format=basic", "--out", str(out)]
     command += [arg for k, v in sets.items() for arg in ("--set", f"{k}={v}")]
     driver = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    records = out.parent / "trials"
+    records = out.parent / "demo.trials"  # the archive's own work folder
     try:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:  # until the evaluation after epoch 3: checkpoints 1 to 3 saved

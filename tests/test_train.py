@@ -15,8 +15,9 @@ from arith.tracking.schema import SESSIONS_TAG, TRAINED_ON_TAG, WEIGHTS_DIGEST_T
 from arith.training.checkpoints import CHECKPOINT_FILE, load_checkpoint, weights_digest
 from arith.training.cli import build_config, config_from_args, main
 from arith.training.metrics import probe_examples
+from arith.training.optim import lr_lambda, total_steps
 from arith.training.step import NonFiniteLossError
-from arith.training.train import lr_lambda, total_steps, train
+from arith.training.train import train
 
 mlflow = pytest.importorskip("mlflow")
 

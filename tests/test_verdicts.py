@@ -13,9 +13,11 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
+from synthetic import paper_or, synthetic_sweep
 
 from analysis.findings import NOT_TESTABLE, Finding, evaluate_findings, outcome_of
 from experiments.claim import Claim
+from experiments.decide import decide_family
 from experiments.intervals import holm, paired_interval, welch_interval
 from experiments.paper import digit_map_of
 from experiments.registry import EXPERIMENTS, claims_for
@@ -29,14 +31,12 @@ from experiments.verdicts import (
     compared,
     compared_cells,
     competence,
-    decide_family,
     difference,
     untestable,
 )
 from sweeps.grids import GRIDS
 from sweeps.scales import get_scale
 from sweeps.storage import digit_map as scale_map
-from tests.test_analysis import paper_or, synthetic_sweep
 
 BETTER = [0.61, 0.55, 0.72, 0.58, 0.66]
 WORSE = [0.50, 0.52, 0.60, 0.49, 0.63]

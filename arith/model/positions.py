@@ -109,6 +109,14 @@ class PositionScheme(nn.Module):
         """Raise ConfigError for an experiment this scheme cannot run (called by `validate()`)."""
 
     @classmethod
+    def max_width(cls, cfg: ExperimentConfig) -> tuple[int, str]:
+        """(the most columns a sequence may span under `cfg`, the setting that bounds them), which
+        `arith.training.lengths` holds the data to before launch: every column's position id indexes
+        GPT-2's `wpe`, `model.n_positions` rows, used or not (abacus's table has a row for a digit run as
+        long as that, plus its offsets; coupling's ids are bounded apart, in its `check`)."""
+        return cfg.model.n_positions, f"model.n_positions={cfg.model.n_positions}"
+
+    @classmethod
     def build(cls, settings: Any, shape: ModelShape) -> PositionScheme:
         """The scheme for a model of `shape`; `settings` has the Settings fields (a ModelConfig)."""
         return cls()
@@ -238,10 +246,20 @@ class Randomized(PositionScheme):
 
     @classmethod
     def check(cls, cfg: ExperimentConfig) -> None:
-        if cfg.model.randomized_max_position < 0:
+        m = cfg.model
+        if not 0 <= m.randomized_max_position <= m.n_positions:
             raise ConfigError(
-                f"model.randomized_max_position must be >= 0 (got {cfg.model.randomized_max_position})"
+                f"model.randomized_max_position must be in 0..model.n_positions={m.n_positions} (got "
+                f"{m.randomized_max_position}; 0 = n_positions)"
             )
+
+    @classmethod
+    def max_width(cls, cfg: ExperimentConfig) -> tuple[int, str]:
+        """A row's ids are a subset of 0..max_position-1 over every column of its batch, padding too."""
+        drawn = cfg.model.randomized_max_position
+        if not drawn:
+            return super().max_width(cfg)
+        return drawn, f"model.randomized_max_position={drawn} (the ids randomized positions draw from)"
 
     @classmethod
     def build(cls, settings: Any, shape: ModelShape) -> Randomized:

@@ -1,15 +1,19 @@
-"""What a sweep archive must hold before any of it is imported: the trials its header counts, each run
-record in the archive's schema, and cell tables whose counts and accuracies are numbers.
+"""What a sweep archive must hold before any of it is imported: the trials its header counts, the digest
+of its content, each run record in the archive's schema, and cell tables whose counts and accuracies are
+numbers.
 
 An import writes run after run into a store; a record found wrong half-way would leave half a sweep
 there, and an archive cut short (a copy interrupted at a line boundary) would import as a smaller sweep
 whose missing trials nobody is told about. So the whole file is checked first, and the first fault is
-named in one line.
+named in one line. An archive edited so that it stays consistent (a trial's line removed and the count
+fixed, a metric history cut short) passes every other check; its digest, written with it, does not.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 from typing import Any
 
 import pandas as pd
@@ -23,13 +27,30 @@ STATUSES = ("RUNNING", "SCHEDULED", "FINISHED", "FAILED", "KILLED")
 NUMERIC_CELL_COLUMNS = tuple(c for c in CELLS_CSV_COLUMNS if c != CONTEXT_COLUMN)
 
 
+#: the header's field holding `content_digest`, which every archive carries
+DIGEST_FIELD = "sha256"
+
+
 class RecordError(ValueError):
     """One record breaks the archive's schema; the message says which field and how."""
 
 
+def canonical(value: Any) -> bytes:
+    """JSON with sorted keys and no spaces: the same content gives the same bytes however a file was
+    written (key order, spacing, line ends)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def content_digest(header: dict[str, Any], records: list[dict[str, Any]]) -> str:
+    """The sha256 of an archive's content: its header (less the digest itself) and every run record."""
+    head = {k: v for k, v in header.items() if k != DIGEST_FIELD}
+    return hashlib.sha256(canonical([head, records])).hexdigest()
+
+
 def check_archive(header: dict[str, Any], records: list[dict[str, Any]]) -> None:
     """Raise RecordError for the first fault of an archive (its header, then its records: the parent
-    first); the caller names the file."""
+    first); the caller names the file. Its digest is checked last (a fault the other checks name is
+    named so)."""
     trials = header.get("trials")
     if not isinstance(trials, int) or isinstance(trials, bool):
         raise RecordError(f"the header's trial count is {trials!r}, not a number")
@@ -46,6 +67,9 @@ def check_archive(header: dict[str, Any], records: list[dict[str, Any]]) -> None
             name = record.get("run_name") if isinstance(record, dict) else None
             raise RecordError(f"{where}{f' ({name})' if name else ''}: {err}") from None
         parent_id = parent_id or record["run_id"]
+    if header.get(DIGEST_FIELD) != content_digest(header, records):
+        found = "no digest" if DIGEST_FIELD not in header else "a digest that does not match its content"
+        raise RecordError(f"the header has {found}: the file was changed after it was written")
 
 
 def check_record(record: Any, parent_id: str | None) -> None:

@@ -9,7 +9,8 @@ a parent record into one archive, which `python -m arith.tracking.archive import
 store, where `python -m analysis` judges it with the same code as a Ray Tune sweep.
 
 Run ids are fresh UUIDs in MLflow's form (32 hex digits): an archive's runs keep them as their source id,
-so importing the same archive twice is a no-op, as for an exported sweep.
+so importing the same archive twice is a no-op, as for an exported sweep. The trained model is kept only
+when asked (`weights`, a folder: `sweeps.offline --keep-weights`), beside the archive, not in it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import copy
 import io
 import json
 import os
+import shutil
 import time
 import uuid
 from pathlib import Path
@@ -28,7 +30,7 @@ import pandas as pd
 from arith.config import ExperimentConfig
 from arith.tracking.archive import ARTIFACTS
 from arith.tracking.runs import NullTracker, param_value
-from arith.tracking.schema import CELLS_ARTIFACT, EPOCH_COLUMN, ERRORS_ARTIFACT
+from arith.tracking.schema import CELLS_ARTIFACT, EPOCH_COLUMN, ERRORS_ARTIFACT, MODEL_ARTIFACT
 from arith.tracking.schema import PARENT_RUN_TAG as PARENT_TAG
 
 #: the tag that nests a trial under its sweep (MLflow's own), kept apart as `parent_run_id` in a record
@@ -76,11 +78,22 @@ def write_json(path: Path, payload: dict[str, Any]) -> None:
 class RunRecorder(NullTracker):
     """The tracker of a trial on a machine without MLflow: one run record, rewritten to `path`."""
 
-    def __init__(self, cfg: ExperimentConfig, path: str | Path, resume: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        cfg: ExperimentConfig,
+        path: str | Path,
+        resume: dict[str, Any] | None = None,
+        weights: str | Path | None = None,
+        restart: dict[str, Any] | None = None,
+    ) -> None:
         """`resume`: the record as a checkpoint saved it (`unsent()`), continued from there: what was
-        logged after that checkpoint is logged again by the resumed trainer, so it is dropped here."""
+        logged after that checkpoint is logged again by the resumed trainer, so it is dropped here.
+        `weights`: the folder to keep the trained model in (`log_model`); None keeps none. `restart`:
+        the record of an attempt that left no checkpoint, trained again from scratch: the run keeps its
+        id and start (one run a trial, which an archive written further on continues)."""
         self.cfg = cfg
         self.path = Path(path)
+        self.weights = Path(weights) if weights else None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._cells: list[pd.DataFrame] = []
         if resume is not None:
@@ -90,11 +103,12 @@ class RunRecorder(NullTracker):
             if cells:
                 self._cells.append(pd.read_csv(io.StringIO(cells)))
         else:
-            self.run_id = new_run_id()
+            self.run_id = restart["run_id"] if restart else new_run_id()
             tags = {k: str(v) for k, v in cfg.tracking.tags.items()}
             params = {key: param_value(value) for key, value in cfg.flat().items()}
             parent = cfg.tracking.parent_run_id or None
-            self.record = run_record(self.run_id, cfg.tracking.run_name, parent, params, tags)
+            start = restart["start_time"] if restart else None
+            self.record = run_record(self.run_id, cfg.tracking.run_name, parent, params, tags, start)
         self._save()
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
@@ -124,6 +138,17 @@ class RunRecorder(NullTracker):
         errors = errors.copy()
         errors.insert(0, EPOCH_COLUMN, epoch)
         self.log_text(errors.to_csv(index=False), ERRORS_ARTIFACT)
+
+    def log_artifacts(self, folder: str | Path, artifact_path: str) -> None:
+        """The trained model (`model/`) into the `weights` folder, whole or not at all: copied beside it,
+        then renamed into place. Other folders, and the model without `weights`, are not kept."""
+        if self.weights is None or artifact_path != MODEL_ARTIFACT:
+            return
+        staged = self.weights.with_name(self.weights.name + ".tmp")
+        shutil.rmtree(staged, ignore_errors=True)
+        shutil.copytree(folder, staged)
+        shutil.rmtree(self.weights, ignore_errors=True)
+        os.replace(staged, self.weights)
 
     def flush(self) -> bool:
         """Before a checkpoint: the file has every value logged so far."""

@@ -115,6 +115,9 @@ SEED_KEYS: tuple[str, ...] = ("data.seed", "train.seed")
 #: a trial's trained model (`tracking.log_model`: its MLflow logged model's name, `runs:/<run id>/model`)
 #: and the trial's config saved beside it, what `arith.ask` renders problems with
 MODEL_ARTIFACT, EXPERIMENT_CONFIG = "model", "experiment_config.json"
+#: a trial of an offline sweep run with `--keep-weights`: the folder of its trained model, relative to its
+#: archive's folder (an archive carries text, not weights; `arith.ask` finds them by it)
+WEIGHTS_FOLDER_TAG = "weights_folder"
 #: what names a cell of the test grid (row_digits is empty for one-dimensional tasks); a list, as pandas
 #: reads a tuple as one label
 CELL_KEYS: list[str] = [CONTEXT_COLUMN, ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN]

@@ -12,9 +12,11 @@ cluster's, backed by PostgreSQL), or a database URI such as `postgresql://...` o
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import socket
+import sqlite3
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -172,8 +174,12 @@ def check_reachable(uri: str, timeout_s: float = 5.0, must_exist: bool = True) -
         return
     if parsed.scheme == "sqlite":
         path = uri[len(SQLITE) :]
-        if must_exist and path and path != ":memory:" and not Path(path).exists():
-            raise StoreError(f"no MLflow store at {uri}: {Path(path).resolve()} does not exist")
+        if must_exist and path and path != ":memory:":
+            if not Path(path).exists():
+                raise StoreError(f"no MLflow store at {uri}: {Path(path).resolve()} does not exist")
+            problem = _not_a_store(Path(path))
+            if problem:
+                raise StoreError(f"no MLflow store at {uri}: {problem}")
         return
     if parsed.scheme in ("", "file"):
         path = parsed.path if parsed.scheme == "file" else uri
@@ -185,6 +191,20 @@ def check_reachable(uri: str, timeout_s: float = 5.0, must_exist: bool = True) -
     raise StoreError(
         f"tracking URI {uri!r} is not one MLflow reads (sqlite:///, http(s)://, postgresql://, file:)"
     )
+
+
+def _not_a_store(path: Path) -> str:
+    """Why the SQLite file at `path` holds no MLflow store ('' when it holds one), read without writing:
+    MLflow's client would create its tables in an empty file, or in any database lacking them."""
+    if path.stat().st_size == 0:
+        return f"{path} is an empty file"
+    try:
+        with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
+            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as err:
+        return f"{path} is not an SQLite database ({err})"
+    missing = sorted({"experiments", "runs"} - tables)
+    return f"{path} is an SQLite database without MLflow's tables ({', '.join(missing)})" if missing else ""
 
 
 def check_usable(uri: str) -> None:

@@ -77,17 +77,23 @@ def pad_token_id(tokenizer) -> int:
 
 
 def check_line_lengths(
-    lengths: Iterable[int], n_positions: int, what: str, bucket_lengths: Sequence[int] = ()
+    lengths: Iterable[int],
+    n_positions: int,
+    what: str,
+    bucket_lengths: Sequence[int] = (),
+    bound: str = "",
 ) -> None:
     """Refuse lines that, padded to their batch's width, outgrow the model's positions: past
-    `model.n_positions` the position embedding has no row, and every scheme would fail in its lookup."""
+    `model.n_positions` (or the scheme's own `bound`, `arith.training.lengths`) a position has no row,
+    and the scheme would fail in its lookup."""
     longest = max(lengths, default=0)
     width = bucket_width(longest, bucket_lengths)
     if width > n_positions:
         padded = f" (padded to {width} by train.bucket_lengths)" if width > longest else ""
         raise ConfigError(
-            f"{what}: the longest line is {longest} tokens{padded}, more than model.n_positions="
-            f"{n_positions}; raise model.n_positions (GPT-2's is 1024) or use fewer digits"
+            f"{what}: the longest line is {longest} tokens{padded}, more than "
+            f"{bound or f'model.n_positions={n_positions}'}; raise it (GPT-2's n_positions is 1024) or use "
+            "fewer digits"
         )
 
 

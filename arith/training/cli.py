@@ -13,7 +13,8 @@ from typing import Any
 
 import pandas as pd
 
-from arith.config import ConfigError, ExperimentConfig, parse_set
+from arith.config import ConfigError, ExperimentConfig
+from arith.overrides import parse_set
 from arith.tracking.schema import (
     ACCURACY_COLUMN,
     COL_DIGITS_COLUMN,

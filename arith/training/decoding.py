@@ -74,6 +74,12 @@ def line_end_ids(tokenizer) -> tuple[int, ...]:
     return tuple(i for i, text in enumerate(texts) if "\n" in text)
 
 
+def decoding_order(prompt_lengths: Sequence[int], caps: Sequence[int]) -> list[int]:
+    """The order problems are decoded in, `batch_size` at a time: by prompt length, then reply cap, so
+    that a batch pads little (`arith.training.lengths` measures the batches' widths by it)."""
+    return sorted(range(len(prompt_lengths)), key=lambda i: (prompt_lengths[i], caps[i]))
+
+
 def _generate(
     model, tokenizer, examples: Sequence[Example], batch_size: int, seed: int, max_new_tokens: int
 ) -> tuple[list[str], list[bool]]:
@@ -89,7 +95,7 @@ def _generate(
         for e, (ids, start) in zip(examples, encoded, strict=True)
     ]
     line_ends = line_end_ids(tokenizer)
-    order = sorted(range(len(examples)), key=lambda i: (len(prompts[i]), caps[i]))
+    order = decoding_order([len(p) for p in prompts], caps)
     device = model.device
     generator = torch.Generator(device=device)
     generator.manual_seed(seed)

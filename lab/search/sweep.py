@@ -131,7 +131,8 @@ def stopped_why(last: Mapping[str, Any], epochs: int, budget_s: float, stop_at_g
     (it reached the gate), `budget` (its CPU time spent) or `rung` (ASHA cut it); "" for a trial that was
     not cut. A stopped trial's last result is marked done before its last epoch; one cut short by an
     interrupted sweep is not marked done, and a NaN loss ends a trial with its own flag."""
-    if not last.get("done") or last.get("nonfinite_loss") or int(last.get("epoch", epochs)) >= epochs:
+    failed = last.get("nonfinite_loss") or last.get("config_error")
+    if not last.get("done") or failed or int(last.get("epoch", epochs)) >= epochs:
         return ""
     if stop_at_gate and float(last.get(schema.GATE_METRIC, 0.0)) >= PASSED:
         return "passed"
