@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from experiments.catalog.length_gen import LENGTH_GEN_2X128
 from experiments.recipes import ADD_SCRATCHPAD_24K, REVERSE_RECIPE, Recipe
 
 #: the reversal recipe's settings tried on scratchpad addition: random_embed does not learn the training
@@ -124,6 +125,14 @@ EVIDENCE: dict[str, Evidence] = {
         "0.30), flat over the last quarter: neither reached the gate, so the rule (both by "
         "step 30,000) is not met; not chosen",
         search="mul_simple_case_recipe",
+    ),
+    LENGTH_GEN_2X128.name: Evidence(
+        chosen_by="length_gen_recipe on pre-search seed 100 (32 configurations, ASHA within Abacus and "
+        "within coupling at 2 / 6 / 12 core-minutes; 2-core Xeon with AMX)",
+        measured="the lower of the two schemes' reach scores, at the last rung both reached, was highest "
+        "here: Abacus 7.04 (every length to 7 digits held), coupling 6.00 (to 6), both run whole at 8.2-8.6 "
+        "core-minutes; next 1x128 x 12,000 steps, lr 1e-3, offsets to 20: Abacus 7.03, coupling 5.04",
+        search="length_gen_recipe",
     ),
     MUL_SIMPLE_CASE_B512.name: Evidence(
         chosen_by="the recipe search mul_simple_case_b512, seed 100 (docs/results/plan.yaml; one "

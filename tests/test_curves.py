@@ -137,7 +137,7 @@ def test_accuracy_by_digits_draws_each_seed_and_leaves_the_seeds_that_chose_the_
     trials = sweep.trials
     for ax in panels:
         assert len(ax.get_lines()) == 2 + 1  # a mean line per point, and the gate's threshold
-        scatters = [c for c in ax.collections if isinstance(c, PathCollection)]  # not the seeds' band
+        scatters = [c for c in ax.collections if isinstance(c, PathCollection)]  # not the seeds' bands
         dots = sum(len(c.get_offsets()) for c in scatters)
         assert dots == len(trials) * 6  # 20 trials x 2-7 digits, every seed a dot
         (beyond,) = [p for p in ax.patches]  # the shaded digit counts beyond training: 6 and 7

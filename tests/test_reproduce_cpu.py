@@ -16,6 +16,7 @@ import pytest
 from analysis import by_claim
 from arith.config import ConfigError
 from arith.overrides import parse_only, parse_set
+from experiments.registry import claims_for
 from lab.plan import (
     PLAN,
     TAG_COMMAND,
@@ -132,8 +133,15 @@ def test_the_report_is_written_from_its_prose_files_and_the_store(tmp_path: Path
     for grid in grids():
         if any(p.search for p in PLAN if p.grid == grid):  # a search: in the core-minutes, its own section
             first = next(p for p in PLAN if p.grid == grid and p.search)
-            planned = str(first.estimate_core_min)
-            cells = ["cpu_recipe", "100", " ".join(first.only), "", planned, "not yet run"]
+            planned = str(first.estimate_core_min or "not declared")
+            cells = [
+                first.scale,
+                first.seeds_arg.rstrip(","),
+                " ".join(first.only),
+                "",
+                planned,
+                "not yet run",
+            ]
             part = f"| {grid} | {' | '.join(cells)} |"
             assert part in text
             assert f"## {grid}\n" not in text
@@ -144,8 +152,11 @@ def test_the_report_is_written_from_its_prose_files_and_the_store(tmp_path: Path
         notes = "; ".join(n for p in PLAN if p.grid == grid for n in (p.note, p.why_not_run) if n)
         scale = next(p.scale for p in PLAN if p.grid == grid)
         assert f"## {grid}\n\n**Not yet run** at {scale} scale ({notes or 'planned'})." in text
-    # an empty store judges nothing; the banked GPU batches (docs/results/gpu/) still judge their claim
-    assert "**Judged: 1 of the 10 claims below**: tb:basic-5 vs tb:padding-5 (a claim judged" in text
+    # an empty store judges nothing; the banked GPU batches (docs/results/gpu/) still judge their claim, of
+    # the claims of every planned grid (length_gen's beside the paper's), each counted once
+    total = len({c.text for grid in grids() for c in claims_for(grid)})
+    assert total > 10  # the paper's ten and those beyond it
+    assert f"**Judged: 1 of the {total} claims below**: tb:basic-5 vs tb:padding-5 (a claim judged" in text
     # nothing judged, so nothing judged not testable; the pre-search's budget figure beside the report
     assert "### Not testable" not in text and (tmp_path / "results" / "figures" / "budget.png").exists()
 
