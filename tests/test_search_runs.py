@@ -24,7 +24,7 @@ from analysis.load import find_parent
 from arith.config import ExperimentConfig
 from arith.tracking import store
 from arith.tracking.archive import export_sweep, import_sweep
-from arith.tracking.schema import CPU_SECONDS, GATE_METRIC, POINT_TAG
+from arith.tracking.schema import CPU_SECONDS, GATE_METRIC, PARENT_RUN_TAG, POINT_TAG
 from arith.training.hardware import machine
 from experiments import registry
 from lab.search.costs import (
@@ -338,17 +338,42 @@ def test_asha_compares_a_configuration_with_its_own_format_only_and_ends_it_at_t
     assert set(asha._groups) == {"format=basic,max_digits=5", "format=padding_reverse,max_digits=5"}
 
 
-def test_a_trial_is_stopped_by_the_scheduler_only_when_its_last_result_is_done_before_its_last_epoch() -> (
-    None
-):
-
+def test_a_trial_is_stopped_by_the_scheduler_only_when_its_last_result_is_done() -> None:
     cut = {"done": True, "epoch": 3, GATE_METRIC: 0.4, CPU_SECONDS: 100.0}
     assert stopped_why(cut, epochs=10, budget_s=600.0) == "rung"
     assert stopped_why({**cut, CPU_SECONDS: 600.0}, 10, 600.0) == "budget"
     assert stopped_why({**cut, GATE_METRIC: PASSED}, 10, 600.0) == "passed"
     assert stopped_why({**cut, "epoch": 10}, 10, 600.0) == ""  # it ran to its end
+    # stopped at its last epoch by the scheduler, at the budget's last rung or at the gate: never a rung cut
+    assert stopped_why({**cut, "epoch": 10, CPU_SECONDS: 600.0}, 10, 600.0) == "budget"
+    assert stopped_why({**cut, "epoch": 10, GATE_METRIC: PASSED}, 10, 600.0) == "passed"
     assert stopped_why({**cut, "done": False}, 10, 600.0) == ""  # an interrupted sweep left it unfinished
     assert stopped_why({**cut, "nonfinite_loss": 1}, 10, 600.0) == ""  # its NaN loss ended it
+
+
+def test_a_trial_stopped_at_the_budget_on_its_last_epoch_ends_its_run_finished(tmp_path) -> None:
+    """ASHA's last rung is the budget: a trial that reaches it on its last epoch is stopped there before its
+    trainer ends its run; the callback ends it FINISHED (tagged budget), not left running to be counted
+    KILLED with its search."""
+    from ray.tune.experiment import Trial
+
+    from lab.search.sweep import EndStoppedRuns
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    client = store.client(uri)
+    experiment = client.create_experiment("toy")
+    parent = client.create_run(experiment, run_name="search").info.run_id
+    tags = {PARENT_RUN_TAG: parent}
+    run = client.create_run(experiment, run_name="p,seed=100", tags=tags).info.run_id
+    trial = ExperimentConfig().with_overrides(
+        {"train.epochs": 10, "tracking.run_name": "p,seed=100", "tracking.experiment": "toy"}
+    )
+    callback = EndStoppedRuns({"p|seed=100": trial}, uri, parent, budget_s=600.0)
+    stopped = Trial("run_trial", config={"point": "p", "seed": 100}, stub=True)
+    stopped.update_last_result({"done": True, "epoch": 10, GATE_METRIC: 0.4, CPU_SECONDS: 612.0})
+    callback.on_trial_complete(0, [stopped], stopped)
+    ended = client.get_run(run)
+    assert ended.info.status == "FINISHED" and ended.data.tags[STOPPED_TAG] == "budget"
 
 
 def test_ending_a_stopped_trials_run_never_ends_the_search(tmp_path, capsys) -> None:

@@ -127,16 +127,22 @@ def gate_cells(cfg: ExperimentConfig, digits: dict[int, int], search: Search) ->
 
 
 def stopped_why(last: Mapping[str, Any], epochs: int, budget_s: float, stop_at_gate: bool = True) -> str:
-    """Why the scheduler ended a trial before its last epoch, read from the trial's last result: `passed`
-    (it reached the gate), `budget` (its CPU time spent) or `rung` (ASHA cut it); "" for a trial that was
-    not cut. A stopped trial's last result is marked done before its last epoch; one cut short by an
-    interrupted sweep is not marked done, and a NaN loss ends a trial with its own flag."""
+    """Why the scheduler ended a trial, read from the trial's last result: `passed` (it reached the gate),
+    `budget` (its CPU time spent) or `rung` (ASHA cut it); "" for a trial that was not cut. A stopped
+    trial's last result is marked done; one cut short by an interrupted sweep is not, and a NaN loss ends
+    a trial with its own flag. At its last epoch a trial is never cut at a rung, yet the scheduler may still
+    stop it there (at the gate, or at the budget's last rung) before its trainer ends its run: the reason
+    is returned then too, so that its run is ended FINISHED rather than left running (which would mark
+    the whole search KILLED); a trial that simply ran to its end reads ""."""
     failed = last.get("nonfinite_loss") or last.get("config_error")
-    if not last.get("done") or failed or int(last.get("epoch", epochs)) >= epochs:
+    if not last.get("done") or failed:
         return ""
     if stop_at_gate and float(last.get(schema.GATE_METRIC, 0.0)) >= PASSED:
         return "passed"
-    return BUDGET if float(last.get(schema.CPU_SECONDS, 0.0)) >= budget_s else RUNG
+    spent = float(last.get(schema.CPU_SECONDS, 0.0)) >= budget_s
+    if int(last.get("epoch", epochs)) >= epochs:
+        return BUDGET if spent else ""
+    return BUDGET if spent else RUNG
 
 
 def end_stopped_run(uri: str, run_id: str, why: str) -> str:
