@@ -244,6 +244,12 @@ def test_a_variant_that_fixes_its_steps_names_the_papers_own_trial_beside_them()
     assert paper_trial("add_posembed_recipe") == f"{paper:,} steps (GPT-2 small)"
 
 
+def test_a_grid_made_for_another_scale_and_refused_at_paper_scale_says_so_in_the_report():
+    with pytest.raises(ConfigError):
+        points("length_gen", "paper")
+    assert paper_trial("length_gen") == "none: the grid is made for --scale cpu and refused at paper scale"
+
+
 def test_one_function_builds_a_trial_in_the_documented_order():
     """sweeps.space.trial_config: defaults < base < point < scale < over_scale keys < --set < seed."""
     base = {"data.task": "reverse", "data.format": "basic", "data.max_digits": 10, "train.lr": 2e-5}
