@@ -1,11 +1,12 @@
 """docs/RESULTS.md's first table: the paper's claims, each verdict with what it rests on and where its
 evidence is.
 
-One row a claim of the paper. A judged claim's row gives the verdict, the effect and 95% CI of its
-weakest contrast, the seeds, the scale and machine its sweeps ran at and the compute they took, and links
-its grid's page (`report/<grid>.md`), where every number behind it is; a claim judged in several grids (or
-a banked gpu batch) gives each one's in turn. A claim judged nowhere links the pages of the grids that
-tried it (their findings say why).
+One row a claim of the paper; the claims beyond it (other papers' schemes, the paper's findings on another
+task) in a second table after it, row for row alike. A judged claim's row gives the verdict, the effect
+and 95% CI of its weakest contrast, the seeds, the scale and machine its sweeps ran at and the compute
+they took, and links its grid's page (`report/<grid>.md`), where every number behind it is; a claim
+judged in several grids (or a banked gpu batch) gives each one's in turn. A claim judged nowhere links
+the pages of the grids that tried it (their findings say why).
 """
 
 from __future__ import annotations
@@ -24,6 +25,15 @@ HEADER = (
     "| the paper's claim | paper | verdict | effect | 95% CI | seeds | scale | machine | compute "
     "| evidence |",
     "|---|---|---|---|---|---|---|---|---|---|",
+)
+#: a claim's source that names a table or figure of the paper
+PAPER_LABELS = ("tb:", "fig:")
+#: the claims beyond the paper (other papers' schemes, the paper's findings on another task): a table of
+#: their own after the paper's, so that the first table is the paper's claims alone
+BEYOND = "Beyond the paper: the claims of the experiments that go past it, judged by the same rules."
+BEYOND_HEADER = (
+    "| the claim | its source | verdict | effect | 95% CI | seeds | scale | machine | compute | evidence |",
+    HEADER[1],
 )
 
 
@@ -94,18 +104,28 @@ def verdicts_table(
     sources = {c.text: c.source for c in claims}
     for verdicts in judged.values():
         sources.setdefault(verdicts[0].finding.claim_text, verdicts[0].finding.source)
-    lines = list(HEADER)
-    for text, source in sources.items():
+
+    def row(text: str, source: str) -> str:
         if text in judged:
             verdicts = judged[text]
             status = " / ".join(dict.fromkeys(f"**{v.finding.status}**" for v in verdicts))
             columns = zip(*(v.cells() for v in verdicts), strict=True)
             cells = [" / ".join(column) for column in columns]
             evidence = "; ".join(dict.fromkeys(v.evidence for v in verdicts))
-            lines.append(f"| {text} | {source} | {status} | {' | '.join(cells)} | {evidence} |")
-            continue
+            return f"| {text} | {source} | {status} | {' | '.join(cells)} | {evidence} |"
         grids = list(dict.fromkeys(tried.get(text, [])))
         verdict = "not testable" if grids else "not yet run"
         where = ", ".join(f"[{g}]({grid_link[g]})" for g in grids if g in grid_link)
-        lines.append(f"| {text} | {source} | {verdict} | | | | | | | {where} |")
-    return "\n".join(lines) + "\n"
+        return f"| {text} | {source} | {verdict} | | | | | | | {where} |"
+
+    papers = [row(t, s) for t, s in sources.items() if of_the_paper(s)]
+    beyond = [row(t, s) for t, s in sources.items() if not of_the_paper(s)]
+    text = "\n".join([*HEADER, *papers]) + "\n"
+    if beyond:
+        text += "\n" + BEYOND + "\n\n" + "\n".join([*BEYOND_HEADER, *beyond]) + "\n"
+    return text
+
+
+def of_the_paper(source: str) -> bool:
+    """A claim the paper makes (its source a table or figure of it), not one beyond it ("no table: ...")."""
+    return source.startswith(PAPER_LABELS)
