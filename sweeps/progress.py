@@ -11,8 +11,8 @@ checkpoint), a pending one's at the mean seconds a step of the trials seen so fa
 slots as trials have run at once. A trial's rate is its pace in this session once it has reported twice
 here (the wall seconds between those reports over the steps between them), else its lifetime
 `time_total_s` / `step`: a sweep resumed on an idle machine after a session whose cores it shared would
-otherwise be told the old, slower pace (mul_simple_case_b512 on 3 Dec 2026: its line said 26 h left at
-the resume and 14 h an hour later, where its trials' 4.3 s a step since the resume left about 8 h).
+otherwise be told the old, slower pace (a search resumed so was told 26 h left at the resume and 14 h an
+hour later, where its trials' pace since the resume left about 8 h).
 Under a recipe search's scheduler a trial ends at its CPU-time budget at the latest (`clock_budget_s`,
 `schema.CPU_SECONDS`), and most end sooner (at a rung, at the gate): there the line says "left at most",
 each trial's time capped at its budget's worth of wall time. On a terminal the line is rewritten in place
@@ -32,10 +32,10 @@ from typing import Any, TextIO
 from ray.tune import Callback
 
 from arith.config import ExperimentConfig
-from arith.tracking.schema import CPU_SECONDS
+from arith.tracking.schema import CPU_SECONDS, TEST_ACC_METRIC
 from arith.training.optim import run_steps
 
-ACCURACY = "test_acc"
+ACCURACY = TEST_ACC_METRIC
 #: a trial Tune ended without its last result marked done: a stopped sweep (Ctrl+C, a session's end) ends
 #: every trial TERMINATED, the unfinished and the never-started ones too, which are not done
 INTERRUPTED = "INTERRUPTED"
@@ -301,10 +301,10 @@ class SweepProgress(Callback):
         self.show(trials, force=True, end="\n")
 
 
-def trial_steps(config: Mapping[str, Any]) -> int:
+def trial_steps(config: ExperimentConfig) -> int:
     """Optimiser steps a trial's config will take (epochs x batches, capped by train.max_steps); the same
     sum the trainer does, without building the data (a run that reaches its target accuracy stops early)."""
-    return run_steps(ExperimentConfig.from_dict(dict(config)))
+    return run_steps(config)
 
 
 def tune_output(
