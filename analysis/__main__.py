@@ -14,6 +14,7 @@ from pathlib import Path
 from analysis.load import AnalysisError, read_sweep, require_store
 from analysis.plan import PLAN_FILE, ROOT, PlanSweeps, plan_sweeps
 from analysis.report import FORMATS, report_sweep
+from analysis.ui_start import ui_command
 from analysis.ui_view import share_view
 from arith.config import ConfigError, TrackingConfig
 from arith.tracking import store
@@ -96,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         waiting = (plan.waiting, plan.parts) if args.plan else (0, 0)
         log = not args.no_log and not args.plan  # the plan's analysis is no one part's
         plan_file = str(PLAN_FILE.relative_to(ROOT))
-        text = report_sweep(sweep, args.out, args.format, log, waiting, plan_file)
+        text = report_sweep(sweep, args.out, args.format, log, waiting, plan_file, args.ui_url or "")
         link = share_view(sweep, args.ui_url) if args.ui_url else ""
     except (AnalysisError, ConfigError) as err:  # ConfigError: a broken plugin of experiments
         print(f"analysis: {err}", file=sys.stderr)
@@ -119,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  charts of the same groups:   {link}&compareRunsMode=CHART")
         if not uri.startswith(("http://", "https://")):
             port = urllib.parse.urlparse(args.ui_url).port or 5000
-            print(f"  start the UI first:          mlflow ui --backend-store-uri {uri} --port {port}")
+            print(f"  start the UI first:          {ui_command(uri, port)}")
     return 0
 
 

@@ -50,6 +50,7 @@ from sweeps.storage import (
     sweep_state,
     trial_outcomes,
 )
+from sweeps.summary import log_sweep_params, register_best, sweep_params
 from sweeps.tuner import TuneSettings, errored_trials, final_report, fit, trial_key
 
 # ---------------------------------------------------------------------------------------------------------
@@ -170,6 +171,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="continue the latest interrupted sweep of this grid and scale under --storage-path",
     )
     p.add_argument("--dry-run", action="store_true", help="print the trial table and exit")
+    p.add_argument(
+        "--register",
+        metavar="NAME",
+        default=None,
+        help="register the best trial's model (highest test_acc) in MLflow's Model Registry as NAME",
+    )
     output = p.add_mutually_exclusive_group()
     output.add_argument("--quiet", action="store_true", help="no progress line, only the final report")
     output.add_argument(
@@ -201,6 +208,8 @@ class SweepOptions:
     search: SearchRun | None = None
     #: the command line it was started with, less where it runs (`sweep_identity`), kept in sweep.json
     args: tuple[str, ...] = ()
+    #: `--register NAME`: the registered model name of the sweep's best trial's model
+    register: str | None = None
 
 
 #: the flags naming the part of a grid a sweep runs (flag, attribute, default): with --resume, they pick it
@@ -343,6 +352,8 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
         else:
             sweep_name, link = open_sweep(grid, scale, tracking_uri, len(configs), options.args)
             parent_run_id = link.parent_run_id
+            params = sweep_params(grid.name, scale.name, grid.declared_axes(), configs, options.args)
+            log_sweep_params(tracking_uri, parent_run_id, params)
             # the configs as kept: each trial's written once, nested under the parent run just opened
             configs = build_configs(grid, scale, options, tracking_uri, link)
             storage.create(
@@ -388,6 +399,8 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
     print()
     report = search.report if search else lambda uri, run: final_report(grid.name, uri, run, results)
     print(report(tracking_uri, parent_run_id))
+    if options.register:
+        print(register_best(tracking_uri, parent_run_id, options.register))
     return 1 if errors else 0
 
 
@@ -416,6 +429,7 @@ def main(argv: list[str] | None = None) -> int:
             dry_run=args.dry_run,
             tune=TuneSettings(args.max_concurrent, args.max_failures, args.quiet, args.verbose),
             search=search,
+            register=args.register,
             args=tuple(sweep_identity(sys.argv[1:] if argv is None else argv)),
         )
         # an unknown scale or grid fails here, before anything starts
