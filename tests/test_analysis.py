@@ -673,9 +673,11 @@ def test_report_from_a_real_store_writes_and_logs_tables_and_heatmaps(
         "analysis/findings.csv",
         "analysis/heatmaps",
     } <= logged
-    # the verdict where the MLflow UI shows it: after the run's description, and a tag the runs table shows
+    # the verdict where the MLflow UI shows it: after the run's description, and tags the runs table shows,
+    # keyed by the claim's id
     tags = client.get_run(parent).data.tags
-    assert tags[VERDICTS_TAG] == "fig:acc_add_rand: not testable"
+    assert tags[VERDICTS_TAG] == "random_embed_extrapolates_addition: not testable"
+    assert tags["claim.random_embed_extrapolates_addition"] == "not testable"
     assert tags[RUN_DESCRIPTION_TAG].endswith(
         f"{VERDICTS_HEADING}\n- random embedding extrapolates addition further than learned or no position "
         "embedding [fig:acc_add_rand]: **not testable**"
