@@ -6,17 +6,17 @@
 Counts come from Tune's trial states; accuracies from the trials' reports, each point's best so far
 (`sweeps.eta`; the trainer reports `test_acc` with `evaluated` set when it ran the test grid; a recipe
 search shows the metric its scheduler reads, e.g. `gate/weakest_unseen` or `length/score`), from the
-trials' last reports after a resume. The time left, made steady by `sweeps.eta` (a countdown re-estimated
-as trials end), is for the whole sweep: at the seconds a step its point's finished trials took, else
-from each trial's step rate: a running trial's own, less the time it has run since its last
+trials' last reports after a resume. The time left, made steady by `sweeps.eta` (a countdown that a lower
+estimate lowers and that rises only once it has run out), is for the whole sweep, from each trial's step
+rate: a running trial's own, less the time it has run since its last
 report (since it started in this session, where that report is older: a resumed trial restarted from its
-checkpoint), a pending one's at the mean seconds a step of the trials seen so far, queued onto as many
+checkpoint), a pending one's at the seconds a step its point's trials have measured, queued onto as many
 slots as trials have run at once. A trial's rate is its lifetime `time_total_s` / `step` (its start-up
 and evaluations counted, as they will be in the trials to come); for a trial restored from a checkpoint
 its pace in this session once it has reported twice here (the wall seconds between those reports over the
 steps between them): a sweep resumed on an idle machine after a session whose cores it shared would
-otherwise be told the old, slower pace (mul_simple_case_b512 on 3 Dec 2026: its line said 26 h left at
-the resume and 14 h an hour later, where its trials' 4.3 s a step since the resume left about 8 h).
+otherwise be told the old, slower pace (a search resumed so was told 26 h left at the resume and 14 h an
+hour later, where its trials' pace since the resume left about 8 h).
 Under a recipe search's scheduler a trial ends at its CPU-time budget at the latest (`clock_budget_s`,
 `schema.CPU_SECONDS`), and most end sooner (at a rung, at the gate): there the line says "left at most",
 each trial's time capped at its budget's worth of wall time. On a terminal the line is rewritten in place
