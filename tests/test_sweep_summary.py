@@ -20,7 +20,8 @@ from arith.tracking.schema import MODEL_ARTIFACT, POINT_TAG, SEED_TAG, model_nam
 from arith.tracking.trial_lookup import TrialNotFound, trial_run_id
 from experiments.registry import EXPERIMENTS
 from sweeps.end_table import table_text, trial_rows
-from sweeps.summary import sweep_params
+from sweeps.errors import SweepError
+from sweeps.summary import register_best, sweep_params
 
 
 def test_every_claim_has_a_stable_id_unique_in_the_catalogue() -> None:
@@ -162,3 +163,17 @@ def test_the_ui_command_is_make_ui_at_the_projects_root_else_the_venvs_mlflow(tm
     assert ui_command(f"sqlite:///{ROOT}/mlflow.db", 5000, cwd=ROOT) == "make ui"
     elsewhere = ui_command(f"sqlite:///{tmp_path}/mlflow.db", 5000, cwd=tmp_path)
     assert elsewhere.startswith(str(Path(sys.executable).with_name("mlflow"))) and "--port 5000" in elsewhere
+
+
+def test_register_puts_the_best_trials_model_in_the_model_registry(store) -> None:
+    uri, client, sweeps = store
+    parent, runs = sweeps[-1]
+    experiment = client.get_run(parent).info.experiment_id
+    for point, run_id in runs.items():  # each trial's logged model, as the trainer names it
+        client.create_logged_model(experiment, name=model_name(point, 0), source_run_id=run_id)
+    line = register_best(uri, parent, "demo-adder")
+    assert line == "registered padding_reverse-seed0 (test_acc 1.00) as model 'demo-adder', version 1"
+    (version,) = client.search_model_versions("name = 'demo-adder'")
+    assert version.run_id == runs["format=padding_reverse"]
+    with pytest.raises(SweepError, match="logged no model"):  # the first sweep's trials logged none
+        register_best(uri, sweeps[0][0], "demo-adder")
