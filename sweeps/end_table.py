@@ -29,7 +29,7 @@ from experiments.registry import claims_for
 from sweeps.progress import clock
 
 #: the headline accuracies' columns, as short as a terminal needs
-COLUMNS = dict(zip(HEADLINE_METRICS, ("test_acc", "in_range", "unseen"), strict=True))
+COLUMNS = {name: name.rpartition("/")[2] for name in HEADLINE_METRICS}
 #: why a trial ended FAILED without an error (its run's `failure` tag), as the table says it
 FAILURES = {"nonfinite_loss": "non-finite loss", "config_error": "setting refused"}
 #: the reports' folder (`make demo`'s REPORT is reports/<grid>)
