@@ -86,7 +86,7 @@ def test_smoke_sweep_of_two_grids_into_mlflow(tmp_path, ray_temp_dir):
             assert (
                 " done, " in proc.stdout
                 and " pending, " in proc.stdout
-                and " failed | test_acc" in proc.stdout
+                and " failed | best test_acc" in proc.stdout
             )
             assert "Trial status" not in proc.stdout + proc.stderr
             assert "tensorboard" not in (proc.stdout + proc.stderr).lower()  # Tune's hint, not installed
