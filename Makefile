@@ -36,10 +36,10 @@ demo: install                    ## make demo GRID=mul_format SCALE=cpu SEEDS=1 
 	$(PY) sweeps/run.py --grid $(GRID) --scale $(SCALE) --seeds $(SEEDS)
 
 reproduce-cpu: install          ## every cpu sweep of docs/RESULTS.md in sequence (hours on 2 cores), then the report
-	$(PY) scripts/reproduce_cpu.py
+	$(PY) -m lab.reproduce
 
 results: install                 ## only rewrite docs/RESULTS.md from the store in runs/cpu and the archived sweeps
-	$(PY) scripts/reproduce_cpu.py --report-only
+	$(PY) -m lab.results
 
 ui: install                      ## the MLflow UI over the local store
 	$(VENV)/bin/mlflow ui --backend-store-uri sqlite:///mlflow.db --port 5000

@@ -1,8 +1,7 @@
 """Which params are a sweep's axes, and each param string back to its config type.
 
 The axes are the ones the sweep declared (its parent run's `axes` tag, written by `sweeps/run.py`) and every
-other config key its trials differ in, less the settings a scale derives from the others. A parent run from
-before the tag declares nothing: its axes are the params that vary among its trials.
+other config key its trials differ in, less the settings a scale derives from the others.
 """
 
 from __future__ import annotations
@@ -87,12 +86,10 @@ def without_derived(params: pd.DataFrame, axes: list[str], declared: list[str]) 
     return kept
 
 
-def declared_axes(parents: Sequence[Any]) -> tuple[list[str], list[str]]:
-    """The axes the sweep(s) declared, from the parent runs' `axes` tags (in order, without repeats);
-    returns (axes, notes). A parent without the tag (a sweep from before it) adds nothing but a note: its
-    axes are then the params that vary among the trials."""
+def declared_axes(parents: Sequence[Any]) -> list[str]:
+    """The axes the sweep(s) declared, from the parent runs' `axes` tags (in order, without repeats); a
+    parent whose tag is missing or no JSON list is refused (ValueError naming it)."""
     axes: list[str] = []
-    lacking = []
     for parent in parents:
         tag = parent.data.tags.get(AXES_TAG)
         try:
@@ -100,16 +97,9 @@ def declared_axes(parents: Sequence[Any]) -> tuple[list[str], list[str]]:
         except ValueError:
             keys = None
         if not isinstance(keys, list):
-            lacking.append(parent.info.run_id)
-            continue
+            raise ValueError(f"sweep parent run {parent.info.run_id} records no axes (tag {AXES_TAG!r})")
         axes += [str(k) for k in keys if str(k) not in axes]
-    notes = []
-    if lacking:
-        notes.append(
-            f"sweep parent run(s) {', '.join(lacking)} record no declared axes (tag {AXES_TAG!r}, an older "
-            "sweep): the axes are the params that vary among the trials"
-        )
-    return axes, notes
+    return axes
 
 
 def axes_of(params: pd.DataFrame, declared: Sequence[str] = ()) -> list[str]:

@@ -20,8 +20,9 @@ import pandas as pd
 
 from arith.tracking.schema import ACCURACY_COLUMN, SEED_COLUMN
 from experiments.claim import Claim
+from experiments.decide import decide_family
 from experiments.intervals import Interval
-from experiments.registry import claims_for, presearch_record, presearch_seeds_of
+from experiments.registry import claims_for, presearch_record
 from experiments.verdicts import (  # noqa: F401  (the verdicts are re-exported: tests and scripts read them here)
     CANNOT_TELL,
     HELD,
@@ -31,7 +32,6 @@ from experiments.verdicts import (  # noqa: F401  (the verdicts are re-exported:
     VERDICTS,
     Outcome,
     PooledConfigurations,
-    decide_family,
     untestable,
 )
 
@@ -83,15 +83,15 @@ class Finding:
         }
 
 
-def chose_budget_seeds(tag: str | None, grid: str) -> tuple[int, ...]:
-    """The seeds of the pre-search that chose the sweep's budget: its `presearch_seeds` tag (JSON list) when
-    it has one, else its experiment's declaration (sweeps archived before the tag)."""
+def chose_budget_seeds(tag: str | None, grid: str = "") -> tuple[int, ...]:
+    """The seeds of the pre-search that chose the sweep's budget: its `presearch_seeds` tag (JSON list; none
+    without the tag)."""
     if tag:
         try:
             return tuple(int(s) for s in json.loads(tag))
         except (ValueError, TypeError):
             pass
-    return presearch_seeds_of(grid)
+    return ()
 
 
 def outcome_of(

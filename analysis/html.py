@@ -18,6 +18,8 @@ import io
 import matplotlib
 import pandas as pd
 
+from arith.tracking.schema import TEST_ACC_METRIC
+
 matplotlib.use("Agg")
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -115,7 +117,7 @@ def metric_histories(sweep: Sweep) -> pd.DataFrame:
     if not history.empty or sweep.cells.empty:
         return history
     means = sweep.cells.groupby([RUN_ID_COLUMN, EPOCH_COLUMN])[ACCURACY_COLUMN].mean().reset_index()
-    return means.assign(metric="test_acc").rename(columns={ACCURACY_COLUMN: "value"})[
+    return means.assign(metric=TEST_ACC_METRIC).rename(columns={ACCURACY_COLUMN: "value"})[
         [RUN_ID_COLUMN, "metric", EPOCH_COLUMN, "value"]
     ]
 
@@ -125,7 +127,7 @@ def epochs_figure(sweep: Sweep, history: pd.DataFrame) -> Figure | None:
     side by side when the trials logged them, else the accuracy over the whole test grid."""
     if history.empty:
         return None
-    metrics = [m for m in EPOCH_METRICS[:2] if m in set(history["metric"])] or ["test_acc"]
+    metrics = [m for m in EPOCH_METRICS[:2] if m in set(history["metric"])] or [TEST_ACC_METRIC]
     labels = dict(zip(sweep.trials[RUN_ID_COLUMN], point_labels(sweep.trials, sweep.axes), strict=True))
     points = sorted(set(labels.values()))
     colour = point_colours(sweep.trials, pd.Series(list(labels.values())))

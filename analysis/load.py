@@ -7,8 +7,8 @@ type hints), its cells come from its ``eval/cells.csv`` artifact. Trials that di
 
 What the sweep declared is read from its parent run, not from the `sweeps` package (which the analysis
 does not import): the grid's axes (tag ``axes``, JSON list of config keys) and the scale's digit map
-(tag ``digit_map``, read in `experiments.paper.digit_map_of`). A parent run without the ``axes`` tag (the
-older archives) is read with the axes being the params that vary among its trials, with a note saying so.
+(tag ``digit_map``, read in `experiments.paper.digit_map_of`); the tables' axes are those and every other
+param the trials vary in.
 What is read (the `Sweep`, its columns) is `analysis.sweep`'s, the tag and column names
 `arith.tracking.schema`'s; `read_sweep` reads it all (trials, cells, wrong answers, metric histories, the
 parent runs' tags) in one pass, so nothing after it goes back to the store.
@@ -26,25 +26,22 @@ from typing import Any
 import pandas as pd
 
 from analysis.axes import axes_of, declared_axes, type_hints, typed_value
+from analysis.errors import AnalysisError
+from analysis.kept_errors import read_errors, tidy_errors
 from analysis.sweep import (
     FINISHED,
     HISTORY_COLUMNS,
     HISTORY_METRICS,
     IDENTITY_KEYS,
-    REQUIRED_KEYS,
     TAG_COLUMNS,
     Sweep,
     tag_columns,
 )
-from arith.config import ExperimentConfig
 from arith.tracking import schema, store
+from arith.tracking.schema import CELLS_ARTIFACT
 
 #: the param of how many wrong answers a cell keeps in eval/errors.csv (0: none, the file empty)
 ERRORS_PER_CELL_PARAM = "train.errors_per_cell"
-
-
-class AnalysisError(RuntimeError):
-    """Input the analysis cannot turn into a result; the message says what is wrong and what to do."""
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -122,17 +119,16 @@ def trials_frame(
     axes = axes_of(raw, declared)
     notes: list[str] = []
 
-    required = [*REQUIRED_KEYS, *(a for a in declared if a not in REQUIRED_KEYS)]
+    required = list(dict.fromkeys([*IDENTITY_KEYS, *declared]))
     lacking = {run.run_name or run.run_id: [k for k in required if k not in run.params] for run in children}
     lacking = {name: keys for name, keys in lacking.items() if keys}
     if lacking:
         listed = "; ".join(f"{name}: {', '.join(keys)}" for name, keys in sorted(lacking.items())[:5])
         raise AnalysisError(
             f"{len(lacking)} of {len(children)} trial runs lack params this analysis needs ({listed}); "
-            "they were logged by an older config: re-run the sweep with the current code"
+            "they were not logged by this trainer: re-run the sweep with the current code"
         )
 
-    defaults = ExperimentConfig().flat()
     rows = []
     for run in children:
         params, tags = run.params, run.tags
@@ -146,15 +142,8 @@ def trials_frame(
             schema.COLOUR_COLUMN: tags.get(schema.RUN_COLOR_TAG, ""),
         }
         for key in dict.fromkeys([*IDENTITY_KEYS, *axes]):
-            row[key] = typed_value(key, params.get(key), hints) if key in params else defaults.get(key)
+            row[key] = typed_value(key, params.get(key), hints)
         rows.append(row)
-    for key in IDENTITY_KEYS:
-        missing = [run for run in children if key not in run.params]
-        if missing:
-            notes.append(
-                f"{len(missing)} trial run(s) lack param {key} (older config); "
-                f"read as its default {defaults[key]!r}"
-            )
     frame = pd.DataFrame(rows)
     frame[schema.SEED_COLUMN] = pd.to_numeric(frame[schema.SEED_COLUMN], errors="coerce")
     return frame, axes, notes
@@ -165,85 +154,20 @@ def read_cells(client, run_id: str, into: Path) -> pd.DataFrame | None:
     from mlflow.exceptions import MlflowException
 
     try:
-        path = client.download_artifacts(run_id, "eval/cells.csv", str(into))
+        path = client.download_artifacts(run_id, CELLS_ARTIFACT, str(into))
     except (MlflowException, OSError):
         return None
     try:
         cells = pd.read_csv(path)
     except (pd.errors.EmptyDataError, pd.errors.ParserError) as err:
         raise AnalysisError(f"run {run_id}: eval/cells.csv cannot be read as a table ({err})") from err
-    missing = [c for c in schema.REQUIRED_CELL_COLUMNS if c not in cells.columns]
+    missing = [c for c in schema.CELLS_CSV_COLUMNS if c not in cells.columns]
     if missing:
         raise AnalysisError(
             f"run {run_id}: eval/cells.csv lacks column(s) {', '.join(missing)} "
-            "(written by an older trainer; "
-            f"expected {', '.join(schema.REQUIRED_CELL_COLUMNS)})"
+            f"(expected {', '.join(schema.CELLS_CSV_COLUMNS)})"
         )
-    for column in schema.SPLIT_COLUMNS:
-        if column not in cells.columns:
-            cells[column] = float("nan")
     return cells
-
-
-def read_errors(client, run_id: str, into: Path) -> pd.DataFrame | None:
-    """The run's eval/errors.csv (its last evaluation's kept wrong answers), or None without one."""
-    from mlflow.exceptions import MlflowException
-
-    try:
-        path = client.download_artifacts(run_id, "eval/errors.csv", str(into))
-    except (MlflowException, OSError):
-        return None
-    texts = (schema.PROMPT_COLUMN, schema.EXPECTED_COLUMN, schema.REPLY_COLUMN)
-    operands = (schema.A_COLUMN, schema.B_COLUMN)
-    try:
-        errors = pd.read_csv(path, dtype=dict.fromkeys((*texts, *operands), str))
-    except (pd.errors.EmptyDataError, pd.errors.ParserError) as err:
-        raise AnalysisError(f"run {run_id}: eval/errors.csv cannot be read as a table ({err})") from err
-    for column in texts:  # an empty reply is read as NaN
-        errors[column] = errors[column].fillna("")
-    numbers = (schema.EPOCH_COLUMN, schema.ROW_DIGITS_COLUMN, schema.COL_DIGITS_COLUMN)
-    for column in numbers:
-        errors[column] = pd.to_numeric(errors[column], errors="coerce").astype("Int64")
-    for column in operands:  # read as text: a number of 20 digits and more is exact only as a Python int
-        values = errors[column].map(_operand)
-        errors[column] = values.astype(schema.operand_dtype(values))
-    return errors
-
-
-def _operand(text: object) -> int | None:
-    """An operand read from its text ('123', or '123.0' as an older writer wrote it); None where empty."""
-    if not isinstance(text, str) or not text.strip():
-        return None
-    whole, _, fraction = text.strip().partition(".")
-    return int(whole) if not fraction.strip("0") and whole.lstrip("-").isdigit() else None
-
-
-def tidy_errors(
-    trials: pd.DataFrame, errors_by_run: dict[str, pd.DataFrame], axes: list[str]
-) -> pd.DataFrame:
-    """Trial columns joined onto each kept wrong answer (as `tidy_cells` does onto cells)."""
-    keep = [
-        schema.RUN_ID_COLUMN,
-        schema.SEED_COLUMN,
-        schema.POINT_COLUMN,
-        *dict.fromkeys([*IDENTITY_KEYS, *axes]),
-    ]
-    frames = []
-    for run_id, errors in errors_by_run.items():
-        trial = trials.loc[trials[schema.RUN_ID_COLUMN] == run_id, keep].iloc[0]
-        frames.append(errors.assign(**{k: [trial[k]] * len(errors) for k in keep}))
-    if not frames:
-        return pd.DataFrame(
-            columns=[
-                *keep,
-                schema.EPOCH_COLUMN,
-                schema.CONTEXT_COLUMN,
-                schema.ROW_DIGITS_COLUMN,
-                schema.COL_DIGITS_COLUMN,
-                schema.PROMPT_COLUMN,
-            ]
-        )
-    return pd.concat(frames, ignore_index=True)
 
 
 def tidy_cells(trials: pd.DataFrame, cells_by_run: dict[str, pd.DataFrame], axes: list[str]) -> pd.DataFrame:
@@ -306,9 +230,16 @@ def read_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] 
         scales = sorted({p.data.tags.get(schema.SCALE_TAG, "") for p in parents})
         if len(scales) > 1:
             raise AnalysisError(f"the sweeps {', '.join(ids)} are of different scales ({', '.join(scales)})")
-        declared, notes = declared_axes(parents)
-        trials, axes, trial_notes = trials_frame([TrialRun.of(run) for run in children], declared)
-        notes += trial_notes
+        lacking = [p.info.run_id for p in parents if not p.data.tags.get(schema.DIGIT_MAP_TAG)]
+        if lacking:
+            raise AnalysisError(
+                f"sweep parent run(s) {', '.join(lacking)} record no digit map (tag {schema.DIGIT_MAP_TAG!r})"
+            )
+        try:
+            declared = declared_axes(parents)
+        except ValueError as err:
+            raise AnalysisError(str(err)) from None
+        trials, axes, notes = trials_frame([TrialRun.of(run) for run in children], declared)
         trials, repeated = one_run_per_trial(trials)
         if repeated:
             notes.append(

@@ -13,10 +13,12 @@ from arith.tracking.schema import (
     ACCURACY_COLUMN,
     ACCURACY_SEEN_COLUMN,
     ACCURACY_UNSEEN_COLUMN,
+    BEYOND_METRIC,
     COL_DIGITS_COLUMN,
     CONTEXT_COLUMN,
     EPOCH_COLUMN,
     FINAL_EPOCH_COLUMN,
+    IN_RANGE_METRIC,
     LOSS_METRIC,
     N_COLUMN,
     N_SEEN_COLUMN,
@@ -26,13 +28,14 @@ from arith.tracking.schema import (
     RUN_ID_COLUMN,
     SEEN_IN_TRAIN_COLUMN,
     SPLIT_COLUMNS,
+    TEST_ACC_METRIC,
     paper_labels,
     paper_table_tag,
 )
 from experiments.paper import digit_map_of
 
 #: params that say what a trial is, whether or not the sweep varies them: tables and the paper match
-#: read them. A run that lacks one of these (an older config) is read with the config's default, noted.
+#: read them, and a trial run without one of them is refused.
 IDENTITY_KEYS: tuple[str, ...] = (
     "data.task",
     "data.format",
@@ -54,7 +57,7 @@ TAG_COLUMNS: tuple[str, ...] = (PAPER_TABLE_TAG, PAPER_EPOCHS_TAG)
 #: table's points back to their trials' cells and wrong answers, whatever type the config values took
 RUN_IDS = "run_ids"
 #: metrics plotted by epoch, when the trials logged them (arith.training.metrics.summary_metrics)
-EPOCH_METRICS: tuple[str, ...] = ("test_acc/in_range", "test_acc/beyond", "test_acc")
+EPOCH_METRICS: tuple[str, ...] = (IN_RANGE_METRIC, BEYOND_METRIC, TEST_ACC_METRIC)
 #: the metric histories a sweep is read with: what the report's curves draw
 HISTORY_METRICS: tuple[str, ...] = (LOSS_METRIC, *EPOCH_METRICS)
 #: the columns of `Sweep.history`
@@ -100,9 +103,9 @@ class Sweep:
     notes: list[str] = field(default_factory=list)
     #: every sweep read (the first is `parent_run_id`, where the analysis is logged)
     parent_run_ids: tuple[str, ...] = ()
-    #: the parent run's `digit_map` tag (JSON, paper digit count -> this scale's); '' on older runs
+    #: the parent run's `digit_map` tag (JSON, paper digit count -> this scale's)
     digit_map_tag: str = ""
-    #: the grid's axes as the sweep recorded them (parent run tag `axes`); () on older runs
+    #: the grid's axes as the sweep recorded them (parent run tag `axes`)
     declared_axes: tuple[str, ...] = ()
     #: the seeds of the pre-search that chose the sweep's budget (parent run tag `presearch_seeds`, JSON
     #: list; of several parts, every part's); '' when no part recorded one
@@ -125,8 +128,8 @@ class Sweep:
 
     @property
     def digit_map(self) -> dict[int, int]:
-        """paper digit count -> this sweep's (older runs without the tag: their scale's map then)."""
-        return digit_map_of(self.digit_map_tag, self.scale, self.grid)
+        """paper digit count -> this sweep's (its parent run's `digit_map` tag)."""
+        return digit_map_of(self.digit_map_tag)
 
     @property
     def status_counts(self) -> dict[str, int]:

@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from arith.coerce import coerce
 from arith.errors import ConfigError
 
 __all__ = ["ConfigError", "DataConfig", "ExperimentConfig", "ModelConfig", "TrackingConfig", "TrainConfig"]
@@ -267,7 +268,7 @@ class TrainConfig:
     target_accuracy: float = 0.0
     #: test cells ("main:2x3", "regular:5") whose weakest accuracy on unseen problems (all of a cell's
     #: where it has few unseen: arith.training.metrics.MIN_UNSEEN) each evaluation reports as
-    #: `gate/weakest_unseen`: a recipe search (sweeps/search.py) names its competence gate's
+    #: `gate/weakest_unseen`: a recipe search (lab/search/sweep.py) names its competence gate's
     #: cells, so that its scheduler reads what the gate will read; empty = not reported
     gate_cells: list[str] = field(default_factory=list)
     seed: int = 0
@@ -370,69 +371,3 @@ class ExperimentConfig:
             hint = typing.get_type_hints(type(section))[field_name]
             setattr(section, field_name, coerce(value, hint, key))
         return ExperimentConfig(**sections)
-
-
-def coerce(value: Any, hint: Any, key: str = "value") -> Any:
-    """Parse `value` (often a --set string) into the type `hint` of a config field."""
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if origin is typing.Union or (origin is not None and type(None) in args):  # X | None
-        if value is None or (isinstance(value, str) and value.lower() in ("none", "null", "")):
-            return None
-        inner = next(a for a in args if a is not type(None))
-        return coerce(value, inner, key)
-    try:
-        if hint is bool:
-            if isinstance(value, str):
-                if value.lower() in ("1", "true", "yes", "on"):
-                    return True
-                if value.lower() in ("0", "false", "no", "off"):
-                    return False
-                raise ValueError(value)
-            return bool(value)
-        if hint is int:
-            # a fraction is refused, not truncated ("2.5"); "1e3" and "3.0" are whole numbers
-            whole = not isinstance(value, str) or value.strip().lstrip("+-").isdigit()
-            number = value if whole else float(value)
-            if isinstance(number, float) and not number.is_integer():
-                raise ValueError(value)
-            return int(number)
-        if hint is float:
-            return float(value)
-        if hint is str:
-            return str(value)
-        if origin is list:
-            (inner,) = args
-            if isinstance(value, str):
-                body = value.strip().removeprefix("[").removesuffix("]")
-                value = [v.strip() for v in body.replace(";", ",").split(",") if v.strip()]
-            return [coerce(v, inner, key) for v in value]
-        if origin is dict:
-            if isinstance(value, str):
-                value = json.loads(value)
-            return {str(k): str(v) for k, v in dict(value).items()}
-    except (TypeError, ValueError) as err:
-        raise ConfigError(f"{key}: cannot read {value!r} as {getattr(hint, '__name__', hint)}") from err
-    return value
-
-
-def parse_set(pairs: typing.Iterable[str]) -> dict[str, str]:
-    """``["data.max_digits=5", ...]`` -> ``{"data.max_digits": "5"}``, rejecting malformed pairs."""
-    out: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"--set expects key=value, got {pair!r}")
-        out[key.strip()] = value.strip()
-    return out
-
-
-def parse_only(pairs: typing.Iterable[str]) -> dict[str, tuple[str, ...]]:
-    """`--only` pairs -> setting -> the values a kept point may have: a setting named twice keeps the points
-    with either value (``--only model.position=none --only model.position=learned``); settings apart must
-    all match. Malformed pairs are refused as `parse_set` refuses them."""
-    out: dict[str, tuple[str, ...]] = {}
-    for pair in pairs:
-        ((key, value),) = parse_set([pair]).items()
-        out[key] = (*out.get(key, ()), value)
-    return out

@@ -18,8 +18,9 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from arith.config import ExperimentConfig, parse_set
-from arith.tracking.schema import BF16_MATMULS_TAG
+from arith.config import ExperimentConfig
+from arith.overrides import parse_set
+from arith.tracking.schema import BF16_MATMULS_TAG, TEST_ACC_METRIC
 from arith.training.batching import BatchLoader
 from arith.training.evaluate import evaluate
 from arith.training.hardware import (
@@ -30,9 +31,12 @@ from arith.training.hardware import (
     cpu_threads,
     resolve_device,
 )
+from arith.training.optim import make_optimizer
+from arith.training.setup import setup
 from arith.training.step import head_on_loss_rows, train_step
-from arith.training.train import make_optimizer, setup, train
+from arith.training.train import train
 from arith.validation import validate
+from benchmarks.products import matmul_roofline_flops, products_alone_seconds, step_products, sync_device
 
 #: peak dense bf16 tensor FLOP/s of the GPUs this project is lent, for MFU
 PEAK_BF16 = {"H100": 989e12, "H200": 989e12, "A100": 312e12}
@@ -85,7 +89,7 @@ def time_to_accuracy(seeds: list[int], sets: list[str], device: str) -> None:
                 "steps": result.steps,
                 "epochs": result.epochs_done,
                 "tokens_per_s": round(result.tokens_per_s),
-                "test_acc": round(result.test_acc, 4),
+                TEST_ACC_METRIC: round(result.test_acc, 4),
                 "threads": torch.get_num_threads(),
             }
         )
@@ -120,7 +124,7 @@ def bare_loop_tokens_per_s(cfg: ExperimentConfig, steps: int, warmup: int) -> tu
     tokens, start = 0, 0.0
     for i, batch in enumerate(batches):
         if i == warmup:
-            _sync(device)
+            sync_device(device)
             start, tokens = time.perf_counter(), 0
         with autocast:
             loss = step_model(
@@ -134,7 +138,7 @@ def bare_loop_tokens_per_s(cfg: ExperimentConfig, steps: int, warmup: int) -> tu
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         tokens += batch.n_tokens
-    _sync(device)
+    sync_device(device)
     seq_len = sum(b.input_ids.shape[1] for b in batches) / len(batches)
     return tokens / (time.perf_counter() - start), seq_len
 
@@ -170,11 +174,6 @@ def _cycle(loader: BatchLoader):
 
 def _device_name(device: torch.device) -> str:
     return torch.cuda.get_device_name() if device.type == "cuda" else f"cpu x{torch.get_num_threads()}"
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize()
 
 
 def eval_samples_per_s(cfg: ExperimentConfig) -> float:
@@ -261,59 +260,6 @@ def event_kind(event) -> str:
     return op_kind(event.name)
 
 
-def matmul_roofline_flops(device: torch.device, precision: str, size: int = 1024, reps: int = 5) -> float:
-    """FLOP/s of one large square matmul under the step's autocast (`train.precision`), on the step's
-    threads: what the matrix units deliver, the step's casts included, when shapes are not the bottleneck."""
-    a = torch.randn(size, size, device=device)
-    b = torch.randn(size, size, device=device)
-    with autocast_context(device, precision):
-        a @ b
-        _sync(device)
-        start = time.perf_counter()
-        for _ in range(reps):
-            a @ b
-        _sync(device)
-    return 2 * size**3 * reps / (time.perf_counter() - start)
-
-
-#: the matrix products a step's profile records, and where their two operands are among its inputs
-PRODUCT_OPERANDS = {"aten::mm": (0, 1), "aten::addmm": (1, 2), "aten::bmm": (0, 1), "aten::baddbmm": (1, 2)}
-
-
-def step_products(events) -> list[tuple[str, list[int], list[int]]]:
-    """The matrix products among profiled events (`record_shapes=True`), with their operands' shapes, each
-    once: autocast redispatches a product it casts, which the profiler records as the same op twice, one
-    inside the other."""
-    products = []
-    for e in events:
-        if e.name not in PRODUCT_OPERANDS or not e.input_shapes:
-            continue
-        if e.cpu_parent is not None and e.cpu_parent.name == e.name:
-            continue  # the redispatched inner call of one product
-        first, second = PRODUCT_OPERANDS[e.name]
-        products.append((e.name, list(e.input_shapes[first]), list(e.input_shapes[second])))
-    return products
-
-
-def products_alone_seconds(products, device: torch.device, dtype: torch.dtype, reps: int = 10) -> float:
-    """The time the given matrix products take replayed alone, their operands already in `dtype`: the
-    step's floor if everything but its products cost nothing."""
-    batched = {"aten::bmm", "aten::baddbmm"}
-    total = 0.0
-    for name, a_shape, b_shape in products:
-        a = torch.randn(*a_shape, device=device, dtype=dtype)
-        b = torch.randn(*b_shape, device=device, dtype=dtype)
-        product = torch.bmm if name in batched else torch.mm
-        product(a, b)
-        _sync(device)
-        start = time.perf_counter()
-        for _ in range(reps):
-            product(a, b)
-        _sync(device)
-        total += (time.perf_counter() - start) / reps
-    return total
-
-
 def profile_steps(
     presets: list[str], batch_size: int, steps: int, warmup: int, sets: list[str], device_name: str
 ):
@@ -330,17 +276,17 @@ def profile_steps(
         batches = [b.to(s.device) for _, b in zip(range(steps + warmup), _cycle(s.loader), strict=False)]
         for batch in batches[:warmup]:
             train_step(s.step_model, s.optimizer, s.scheduler, batch, cfg.train, s.autocast)
-        _sync(s.device)
+        sync_device(s.device)
         start, cpu_start = time.perf_counter(), time.process_time()
         with profile(activities=[ProfilerActivity.CPU]) as prof:
             for batch in batches[warmup:]:
                 train_step(s.step_model, s.optimizer, s.scheduler, batch, cfg.train, s.autocast)
-            _sync(s.device)
+            sync_device(s.device)
         seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
         start = time.perf_counter()
         for batch in batches[warmup:]:
             train_step(s.step_model, s.optimizer, s.scheduler, batch, cfg.train, s.autocast)
-        _sync(s.device)
+        sync_device(s.device)
         unprofiled = time.perf_counter() - start
         with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as one_step:  # its shapes: slow
             train_step(s.step_model, s.optimizer, s.scheduler, batches[-1], cfg.train, s.autocast)

@@ -17,7 +17,7 @@ import pandas as pd
 
 from arith.tracking.schema import ACCURACY_COLUMN
 from experiments.grid import Grid, variant
-from experiments.search import ChosenRecipe
+from experiments.recipes import Recipe
 from experiments.verdicts import Outcome
 
 #: a claim's check: the sweep's per-seed cells and its digit map -> the contrasts read, or why not testable
@@ -53,13 +53,13 @@ class Experiment:
     #: where the pre-search that chose the grid's budget (`grid.presearch_seeds`) is recorded
     presearch: str = ""
     #: the recipes searches chose for it, one a scale: every point of the experiment trains at it
-    recipes: tuple[ChosenRecipe, ...] = ()
+    recipes: tuple[Recipe, ...] = ()
 
     @property
     def name(self) -> str:
         return self.grid.name
 
-    def recipe(self, scale: str) -> ChosenRecipe | None:
+    def recipe(self, scale: str) -> Recipe | None:
         """The recipe chosen for this experiment at `scale` (None: none declared)."""
         return next((r for r in self.recipes if r.scale == scale), None)
 

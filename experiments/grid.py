@@ -17,6 +17,10 @@ from typing import Any
 
 from arith.config import ExperimentConfig
 
+#: pre-searches (a budget's, a recipe's) draw their seeds from here up, so that the seeds that judge a
+#: claim (0 up) never chose their own budget
+PRESEARCH_FIRST_SEED = 100
+
 
 @dataclass(frozen=True)
 class Variant:

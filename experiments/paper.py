@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 from importlib import resources
 
 import numpy as np
@@ -41,27 +40,15 @@ PAPER_NL_EPOCHS = 100
 MAP_DIGITS = range(1, 41)
 
 
-#: the scales' digit maps as they stood before sweeps recorded theirs on the parent run (tag `digit_map`):
-#: scale -> (knee, stride), digit counts up to the knee kept, every `stride` above it counting one. Only
-#: sweeps from before the `digit_map` tag read these; later sweeps carry their own map.
-LEGACY_SCALE_DIGITS = {"cpu": (2, 3), "smoke": (1, 4)}
-#: the grids that then kept the paper's digit counts at every scale (the digit split is their experiment)
-LEGACY_PAPER_DIGIT_GRIDS = ("nl_mix", "cpu_tune_plain_add")
-
-
-def digit_map_of(tag: str | None, scale: str, grid: str = "") -> dict[int, int]:
-    """paper digit count -> the sweep's, from the parent run's `digit_map` tag (JSON). A run from before
-    the tag falls back to the map its scale had then (`LEGACY_SCALE_DIGITS`), or the identity for a grid
-    that kept the paper's digit counts (nl_mix) or a scale without a recorded map (paper, unknown)."""
+def digit_map_of(tag: str | None) -> dict[int, int]:
+    """paper digit count -> the sweep's, from the parent run's `digit_map` tag (JSON); the identity for no
+    map (cells made by hand, at the paper's digit counts)."""
     if tag:
         try:
             return {int(k): int(v) for k, v in json.loads(tag).items()}
         except (ValueError, AttributeError, TypeError):
             pass
-    if scale not in LEGACY_SCALE_DIGITS or grid in LEGACY_PAPER_DIGIT_GRIDS:
-        return {n: n for n in MAP_DIGITS}
-    knee, stride = LEGACY_SCALE_DIGITS[scale]
-    return {n: n if n <= knee else knee + math.ceil((n - knee) / stride) for n in MAP_DIGITS}
+    return {n: n for n in MAP_DIGITS}
 
 
 #: digit counts up to this stand for themselves at every scale (no scale's digit_knee is above it)

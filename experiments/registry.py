@@ -4,8 +4,10 @@ Each module of `experiments/catalog/` declares `EXPERIMENTS` (a tuple of `Experi
 listing the folder, so adding an experiment adds one file. Experiments outside this repository are loaded
 from the importable modules named in the environment variable `POSDESC_EXPERIMENTS` (comma-separated), each
 declaring `EXPERIMENTS` the same way: `POSDESC_EXPERIMENTS=my_lab.carries python sweeps/run.py --grid
-carries` runs one, and `python -m analysis` judges it by its claims. A module may declare `SEARCHES` too:
-the recipe searches (`experiments.search`) of its experiments, `python sweeps/run.py --search NAME`.
+carries` runs one, and `python -m analysis` judges it by its claims. A module may declare `NO_RECIPE` (per
+task without a recipe at a recipe scale, what its nearest pre-search reached) and `SEARCHES` too:
+searches over its experiments' points (objects naming themselves and the experiment they serve, e.g. the
+lab's recipe searches, `lab.search.declared.Search`, that `python -m lab.sweep --search NAME` runs).
 """
 
 from __future__ import annotations
@@ -14,12 +16,12 @@ import importlib
 import os
 import pkgutil
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from arith.errors import ConfigError
 from experiments import catalog
 from experiments.claim import Claim, Experiment
-from experiments.search import ChosenRecipe, Search
+from experiments.recipes import Recipe
 
 #: the environment variable naming modules of experiments outside this repository
 PLUGINS_ENV = "POSDESC_EXPERIMENTS"
@@ -28,20 +30,31 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 
+class Search(Protocol):
+    """What the registry reads of a declared search: its name and the experiment whose points it runs."""
+
+    name: str
+    experiment: str
+
+
 class PluginError(ConfigError):
     """A module of experiments cannot be used; the message names it and says why, in one line."""
 
 
 class Lazy(MutableMapping[K, V], Generic[K, V]):
     """A mapping built on first use, not at import: a broken plugin then fails inside a command's error
-    handling (one line, exit 2), and `--help` works without the catalogue."""
+    handling (one line, exit 2), and `--help` works without the catalogue. Built again when the plugins
+    named in $POSDESC_EXPERIMENTS change (a module that registers itself after a first use)."""
 
     def __init__(self, build: Callable[[], dict[K, V]]) -> None:
         self._build = build
         self._items: dict[K, V] | None = None
+        self._plugins: str | None = None
 
     def _loaded(self) -> dict[K, V]:
-        if self._items is None:
+        plugins = os.environ.get(PLUGINS_ENV, "")
+        if self._items is None or plugins != self._plugins:
+            self._items, self._plugins = None, plugins
             self._items = self._build()
         return self._items
 
@@ -109,8 +122,8 @@ def _collect_searches() -> dict[str, Search]:
     found: dict[str, Search] = {}
     for name in _module_names():
         for search in getattr(_import(name), "SEARCHES", ()):
-            if not isinstance(search, Search):
-                raise PluginError(f"{name}: SEARCHES holds {search!r}, not an experiments.search.Search")
+            if not isinstance(getattr(search, "name", None), str) or not hasattr(search, "experiment"):
+                raise PluginError(f"{name}: SEARCHES holds {search!r}, not a search (no name, no experiment)")
             if search.name in found or search.name in EXPERIMENTS:
                 raise PluginError(f"search {search.name!r} is declared twice or names an experiment")
             if search.experiment not in EXPERIMENTS:
@@ -119,7 +132,7 @@ def _collect_searches() -> dict[str, Search]:
     return found
 
 
-#: every recipe search by name (`python sweeps/run.py --search NAME`; collected on first use)
+#: every declared search by name (collected on first use)
 SEARCHES: Mapping[str, Search] = Lazy(_collect_searches)
 
 
@@ -130,17 +143,17 @@ def claims_for(grid: str, variant_of: str = "") -> tuple[Claim, ...]:
     return experiment.claims if experiment else ()
 
 
-def recipe_for(grid: str, scale: str) -> ChosenRecipe | None:
+def recipe_for(grid: str, scale: str) -> Recipe | None:
     """The recipe a search chose for `grid`'s experiment at `scale` (None: none declared)."""
     experiment = EXPERIMENTS.get(grid)
     return experiment.recipe(scale) if experiment else None
 
 
-def presearch_seeds_of(grid: str) -> tuple[int, ...]:
-    """The seeds of the pre-search that chose `grid`'s budget, as its experiment declares them (a sweep's
-    own `presearch_seeds` tag wins over this)."""
-    experiment = EXPERIMENTS.get(grid)
-    return experiment.grid.presearch_seeds if experiment else ()
+def why_no_recipe(task: str) -> str:
+    """Why no experiment has a recipe for `task`, as a module of experiments says it (`NO_RECIPE`: task ->
+    what its nearest pre-search reached), else that none has run."""
+    notes = (getattr(_import(name), "NO_RECIPE", {}) for name in _module_names())
+    return next((note[task] for note in notes if task in note), "no pre-search has run for it")
 
 
 def presearch_record(grid: str) -> str:

@@ -1,6 +1,6 @@
 """The paper's setups (its appendix), as dotted overrides shared by several grids.
 
-The experiments (`experiments.catalog`) and the cpu preset's tuning grids (`sweeps.tuning`) both build on
+The experiments (`experiments.catalog`) and the cpu preset's tuning grids (`lab.catalog.tuning`) both build on
 them, so they live below both: an experiment imports its setups, never another experiment.
 """
 

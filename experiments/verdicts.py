@@ -58,7 +58,7 @@ from experiments.cells import (  # noqa: F401  (the cell selectors are re-export
     smaller_digits,
     within_training,
 )
-from experiments.intervals import ALPHA, Interval, holm, p_is, paired_interval, seed_list, welch_interval
+from experiments.intervals import Interval, paired_interval, seed_list, welch_interval
 from experiments.memorised import memorised_note
 
 HELD, NOT_HELD, NOT_TESTABLE = "held", "not held", "not testable"
@@ -351,73 +351,3 @@ def untestable(why: str, notes: Sequence[str] = ()) -> Outcome:
 
 def compared(contrasts: Sequence[Contrast], fails: str = "", notes: Sequence[str] = ()) -> Outcome:
     return Outcome(tuple(contrasts), fails=fails, notes=tuple(notes))
-
-
-def family_text(verdicts: int) -> str:
-    """The Holm family a p was adjusted over, as the evidence names it: the report's verdicts, which are
-    more than its claims where a claim is judged in several grids (the glance counts those once)."""
-    return f"over {verdicts} verdict" + ("" if verdicts == 1 else "s")
-
-
-def would_tell(contrast: Contrast, level: float) -> str:
-    """What more seeds would do for the claim's weakest contrast at one-sided `level`: tell it in the
-    paper's direction, or, where its observed effect runs against the paper's, tell it against (a not
-    held, not a held): `seeds_to_tell` counts the seeds that put the interval clear of 0 on either side."""
-    interval = contrast.interval
-    n = contrast.seeds_to_tell(level)
-    against = ", in the direction against the paper's" if n and interval.effect < 0 else ""
-    if interval.zero_spread:
-        if not n:
-            return "with no spread and no effect no number of seeds would"
-        return f"with no spread the exact test needs about {n} seeds per side{against}"
-    if math.isnan(interval.se):
-        return f"one seed per side measures no spread: at least {MIN_SEEDS} seeds per side"
-    if n is None:
-        return "at the observed spread no feasible number of seeds would"
-    if against:
-        return f"about {n} seeds per side would tell{against}, at the observed mean and spread"
-    return f"at the observed mean and spread about {n} seeds per side would"
-
-
-def decide(
-    outcome: Outcome, p_holm: float, verdicts: int, p_against_holm: float = math.nan
-) -> tuple[str, str]:
-    """The verdict of one claim given its Holm-adjusted p-values, for and against the paper's direction,
-    over the `verdicts` reached in the same report: both directions read at the same level.
-
-    held: adjusted one-sided p < ALPHA / 2 (the lower end of the 95% interval, Holm-corrected, above 0);
-    not held: the adjusted one-sided p against the paper's direction (`Outcome.p_against`: the smallest
-    contrast's, Bonferroni over the contrasts) < ALPHA / 2, or a reason it fails whatever the seeds; not
-    testable on fewer than MIN_SEEDS seeds a side; else the seeds cannot tell, with the seeds the observed
-    spread says would tell, in whichever direction the effect runs (at Holm's strictest level, ALPHA / 2
-    over the report's verdicts)."""
-    notes = "; ".join(outcome.notes)
-    if outcome.untestable:
-        return NOT_TESTABLE, "; ".join(filter(None, [outcome.untestable, notes]))
-    evidence = "; ".join(c.describe() for c in outcome.contrasts)
-    evidence = "; ".join(filter(None, [evidence, notes]))
-    if outcome.too_few_seeds:
-        return NOT_TESTABLE, f"{outcome.too_few_seeds}; for reference, not a verdict: {evidence}"
-    if outcome.fails:
-        return NOT_HELD, f"{outcome.fails}; {evidence}"
-    family = family_text(verdicts)
-    if not math.isnan(p_holm) and p_holm < ALPHA / 2:
-        return HELD, f"Holm-adjusted {p_is(p_holm)} {family}; {evidence}"
-    if not math.isnan(p_against_holm) and p_against_holm < ALPHA / 2:
-        against = f"Holm-adjusted {p_is(p_against_holm)} {family}"
-        return NOT_HELD, f"against the paper's direction: {against}; {evidence}"
-    level = ALPHA / 2 / max(verdicts, 1)
-    worst = max(outcome.contrasts, key=lambda c: (math.isnan(c.interval.p), c.interval.p))
-    would = would_tell(worst, level)
-    held = f"Holm-adjusted {p_is(p_holm)} {family}; " if not math.isnan(p_holm) else ""
-    return CANNOT_TELL, f"{held}{would}; {evidence}"
-
-
-def decide_family(outcomes: Sequence[Outcome]) -> list[tuple[str, str, float]]:
-    """Every claim of one report judged together: (status, evidence, Holm-adjusted p) each. The p-values
-    for and against the paper's direction are each Holm-adjusted over the verdicts reached (one per
-    outcome judged: a claim judged in two grids is two)."""
-    adjusted = holm([o.p for o in outcomes])
-    against = holm([o.p_against for o in outcomes])
-    verdicts = sum(not math.isnan(p) for p in adjusted)
-    return [(*decide(o, p, verdicts, q), p) for o, p, q in zip(outcomes, adjusted, against, strict=True)]

@@ -16,10 +16,10 @@ import sys
 from pathlib import Path
 
 from analysis.load import AnalysisError, require_store
-from analysis.plan import plan_sweeps
 from analysis.screenshots import take
 from arith.config import TrackingConfig
 from arith.tracking import store
+from lab.plan import plan_sweeps
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         "--plan",
         action="store_true",
         help="the view of every part of the grid's plan (docs/results/plan.yaml) in the store, read as one "
-        "sweep (the report's: `python -m analysis --plan`); default: the grid's latest sweep",
+        "sweep (the report's: `python -m lab.report --plan`); default: the grid's latest sweep",
     )
     args = parser.parse_args(argv)
     uri = TrackingConfig(tracking_uri=args.tracking_uri).resolved_uri()

@@ -29,13 +29,14 @@ from typing import Any
 
 import torch
 
+from arith.config import ExperimentConfig
 from arith.training.hardware import bf16_matmuls
 from sweeps.errors import SweepError
 from sweeps.scales import Scale
 
 
 def emulated_bf16_note(
-    configs: Mapping[str, Mapping[str, Any]], gpus_per_trial: float, address: str | None
+    configs: Mapping[str, ExperimentConfig], gpus_per_trial: float, address: str | None
 ) -> str | None:
     """A line for a sweep whose bf16 trials run on this machine's CPU (a local Ray, no GPU a trial) where
     that CPU has no bf16 hardware: their products run on fp32 kernels, the same numbers at about fp32
@@ -43,9 +44,7 @@ def emulated_bf16_note(
     if gpus_per_trial or ray_address(address):
         return None
     here = torch.device("cpu")  # as the trials will record it (their bf16_matmuls tag)
-    bf16 = sum(
-        bf16_matmuls(here, config["train"]["precision"]) == "fp32 kernels" for config in configs.values()
-    )
+    bf16 = sum(bf16_matmuls(here, config.train.precision) == "fp32 kernels" for config in configs.values())
     if not bf16:
         return None
     return (

@@ -17,6 +17,7 @@ Evaluation passes are not counted here (benchmarks/bench_paper.py times them).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 from dataclasses import dataclass
@@ -60,8 +61,8 @@ def probe_fraction(d: DataConfig, samples: int) -> float:
 def probe_config(cfg: ExperimentConfig, samples: int) -> ExperimentConfig:
     """`cfg` with its training set cut to about `samples`, every count shrunk alike (at least 1 each)."""
     fraction = probe_fraction(cfg.data, samples)
-    data = cfg.to_dict()["data"]
-    return cfg.with_overrides({key: max(1, round(data[key.split(".")[1]] * fraction)) for key in SHRUNK})
+    flat = cfg.flat()
+    return cfg.with_overrides({key: max(1, round(flat[key] * fraction)) for key in SHRUNK})
 
 
 def measure(d: DataConfig, probe: int) -> TrainingSize:
@@ -98,7 +99,7 @@ def grid_cost(name: str, tokens_per_s: float, probe: int, seeds: int, cache: dic
     total_tokens = 0.0
     samples, epochs, per_sample = [], [], []
     for cfg in trials:
-        key = json.dumps(cfg.to_dict()["data"], sort_keys=True)
+        key = json.dumps(dataclasses.asdict(cfg.data), sort_keys=True)
         if key not in cache:
             cache[key] = measure(cfg.data, probe)
         size = cache[key]

@@ -1,5 +1,5 @@
-"""The grids a sweep can run: every experiment's (`experiments.registry`) and the cpu preset's tuning grids
-(`sweeps.tuning`), by name.
+"""The grids a sweep can run: every experiment's (`experiments.registry`: the catalogue's and those of the
+modules named in $POSDESC_EXPERIMENTS), by name.
 
 `points(grid, scale, seeds)` resolves a grid into validated `ExperimentConfig`s: base, point, scale
 (`sweeps.scales`), user overrides, then one copy per seed, tagged for MLflow (`sweeps.space`). What a grid
@@ -14,21 +14,17 @@ from typing import Any
 from arith.config import ConfigError, ExperimentConfig
 from arith.training.optim import run_steps
 from experiments.grid import Grid
-from experiments.registry import EXPERIMENTS, SEARCHES, Lazy, claims_for
+from experiments.registry import EXPERIMENTS, Lazy, claims_for
 from sweeps.scales import SCALES, Scale
 from sweeps.space import SweepLink, resolve
-from sweeps.tuning import CPU_TUNE_GRIDS
 
 
 def _grids() -> dict[str, Grid]:
-    return {
-        **{name: experiment.grid for name, experiment in EXPERIMENTS.items()},
-        **{grid.name: grid for grid in CPU_TUNE_GRIDS},
-    }
+    return {name: experiment.grid for name, experiment in EXPERIMENTS.items()}
 
 
-#: every grid by name: the experiments', then the tuning grids (built on first use: a broken plugin
-#: fails in a command's error handling, not at import)
+#: every grid by name (built on first use: a broken plugin fails in a command's error handling, not at
+#: import)
 GRIDS: MutableMapping[str, Grid] = Lazy(_grids)
 
 
@@ -62,8 +58,16 @@ def longest_trial(grid: Grid | str, scale: Scale | str = "paper") -> int:
 def paper_trial(name: str) -> str:
     """How long a trial of grid `name` is at `paper` scale, where the paper's numbers were made. A variant
     that fixes its steps at every scale (`Grid.over_scale`) runs its own steps there, so the paper's own
-    trial, its parent's, is named beside them rather than passed off as the variant's."""
-    steps = longest_trial(name)
+    trial, its parent's, is named beside them rather than passed off as the variant's. A grid made for
+    another scale that the paper scale refuses (length_gen's lengths past GPT-2 small's table at its
+    settings) says so instead of failing the report."""
+    made_for = get_grid(name).scale
+    try:
+        steps = longest_trial(name)
+    except ConfigError:
+        if not made_for or made_for == "paper":
+            raise
+        return f"none: the grid is made for --scale {made_for} and refused at paper scale"
     text = f"{steps:,} steps (GPT-2 small)"
     parent = get_grid(name).parent
     if parent and (paper := longest_trial(parent)) != steps:
@@ -73,7 +77,7 @@ def paper_trial(name: str) -> str:
 
 def list_grids() -> str:
     """The `--list` text: every grid with its axes, size, the paper tables it reproduces and the claims
-    that judge it (its experiment's, `experiments.registry`); then the recipe searches and the scales."""
+    that judge it (its experiment's, `experiments.registry`); then the scales."""
     lines = []
     for grid in GRIDS.values():
         lines.append(f"{grid.name}  ({len(grid.points())} points)  {grid.description}")
@@ -82,12 +86,6 @@ def list_grids() -> str:
         claims = claims_for(grid.name, grid.parent)
         whose = f" (those of {grid.parent})" if grid.parent and claims else ""
         lines.append(f"    claims: {len(claims)}{whose}" if claims else "    claims: none")
-    for search in SEARCHES.values():  # `--search NAME`: a recipe search over an experiment's points
-        size = len(search.grid(GRIDS[search.experiment]).points())
-        rungs = " / ".join(f"{r:g}" for r in search.scheduler.rungs())
-        seeds = ", ".join(map(str, search.seeds))
-        lines.append(f"search {search.name}  ({size} configurations)  {search.description}")
-        lines.append(f"    for: {search.experiment}; ASHA at {rungs} core-minutes; pre-search seeds {seeds}")
     lines.append("")
     lines += [f"scale {s.name}: {s.description}" for s in SCALES.values()]
     return "\n".join(lines)

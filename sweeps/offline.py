@@ -43,12 +43,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from arith.config import ConfigError, ExperimentConfig, parse_only, parse_set
+from arith.config import ConfigError, ExperimentConfig
+from arith.overrides import parse_only, parse_set
 from arith.tracking.commands import seeds_argument
 from arith.tracking.recorder import new_run_id, now_ms, run_record, write_json
+from arith.tracking.schema import TEST_ACC_METRIC
 from arith.training.hardware import machine
-from experiments.grid import Grid
-from experiments.search import PRESEARCH_FIRST_SEED
+from experiments.grid import PRESEARCH_FIRST_SEED, Grid
 from sweeps.errors import SweepError
 from sweeps.grids import get_grid, points
 from sweeps.offline_archive import (
@@ -314,7 +315,7 @@ def _trial_line(trial: Trial) -> str:
     record = trial.record()
     if record is not None:
         status = record["status"]
-        history = record["metrics"].get("test_acc")
+        history = record["metrics"].get(TEST_ACC_METRIC)
         accuracy = f"  test_acc {history[-1][2]:.3f}" if history else ""
         if status == "FAILED":
             accuracy += f"  {record['tags'].get('failure_message', '')}"

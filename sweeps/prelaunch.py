@@ -10,6 +10,7 @@ must load, and every trial's training and decoding batches must fit its position
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import multiprocessing
 import os
@@ -82,7 +83,7 @@ def _measure_key(cfg: ExperimentConfig) -> str:
     m, t = cfg.model, cfg.train
     return json.dumps(
         [
-            cfg.to_dict()["data"],
+            dataclasses.asdict(cfg.data),
             [m.init, m.tokenizer, m.pretrained],
             [t.bucket_lengths, t.eval_batch_size, t.eval_max_new_tokens, t.target_accuracy > 0],
             scheme_class(m.position).max_width(cfg)[0],

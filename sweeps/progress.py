@@ -36,11 +36,11 @@ from typing import Any, TextIO
 from ray.tune import Callback
 
 from arith.config import ExperimentConfig
-from arith.tracking.schema import CPU_SECONDS
+from arith.tracking.schema import CPU_SECONDS, TEST_ACC_METRIC
 from arith.training.optim import run_steps
 from sweeps.eta import SteadyTimeLeft, best_text, measured_rates
 
-ACCURACY = "test_acc"
+ACCURACY = TEST_ACC_METRIC
 #: a trial Tune ended without its last result marked done: a stopped sweep (Ctrl+C, a session's end) ends
 #: every trial TERMINATED, the unfinished and the never-started ones too, which are not done
 INTERRUPTED = "INTERRUPTED"
@@ -342,10 +342,10 @@ class SweepProgress(Callback):
         self.show(trials, force=True, end="\n")
 
 
-def trial_steps(config: Mapping[str, Any]) -> int:
+def trial_steps(config: ExperimentConfig) -> int:
     """Optimiser steps a trial's config will take (epochs x batches, capped by train.max_steps); the same
     sum the trainer does, without building the data (a run that reaches its target accuracy stops early)."""
-    return run_steps(ExperimentConfig.from_dict(dict(config)))
+    return run_steps(config)
 
 
 def tune_output(

@@ -9,7 +9,7 @@
   paper's epochs. At it reversal passes the competence gate, scratchpad addition needs 6,000 steps and no
   multiplication model passes (the models memorise their few thousand lines: docs/RESULTS.md, "Steps to
   competence"); `cpu_recipe` is the scale that learns. The tuning grids of
-  sweeps/tuning.py (`cpu_tune_*`; results in docs/RESULTS.md) chose it: reversal saturates at every
+  lab/catalog/tuning.py (`cpu_tune_*`; results in docs/RESULTS.md) chose it: reversal saturates at every
   learning rate and sample count tried; on multiplication x 50 was best for the basic format and as good
   as any for the padded one; 1,570 steps left random tags and scratchpad addition at 0 and 3,000 did not;
   tags of 8 dims learned where 32 (a quarter of the width, the default) barely did.
@@ -20,8 +20,8 @@
   sample count, bf16 where the CPU multiplies it natively) chosen by a pre-search on seeds from 100 up so
   that the compared models *learn* the cells the paper's models learned instead of memorising a small
   training set. The recipes are declared with the experiments they serve (`Experiment.recipes`,
-  experiments/recipes.py) and applied by `sweeps.space.recipe_scale`; a grid without one fails at this
-  scale, naming what its task's nearest pre-search reached.
+  experiments/recipes.py) and applied after the scale (`sweeps.space.trial_config`); a grid without one
+  fails at this scale, naming what its task's nearest pre-search reached.
 - `smoke`: seconds a trial, for tests: a nano model, a few hundred samples, 2 epochs, a few test cells.
 
 A scale shrinks proportionally what differs between grids (samples, epochs, evaluation epochs, learning
@@ -39,27 +39,8 @@ from arith.config import ConfigError, ExperimentConfig
 from arith.data.datasets import train_size
 from arith.data.tasks import get_task
 from arith.training.epochs import epochs_for_steps
-from experiments.recipes import NO_RECIPE
-
-
-@dataclass(frozen=True)
-class Recipe:
-    """How one task trains at a scale, as a pre-search chose it: its step budget, the fraction of the
-    paper's sample count it draws (uncapped: distinct lines are what keeps a small model from memorising)
-    and the settings that go with them (precision, batch). Made from an experiment's `ChosenRecipe`
-    (`sweeps.space.recipe_scale`) or a search's candidate (`sweeps.search`); declared on neither scale."""
-
-    steps: int
-    sample_fraction: float = 1.0
-    overrides: Mapping[str, Any] = field(default_factory=dict)
-    #: the pre-search that chose it (or tried it): command, seeds, archive and what it measured
-    chosen_by: str = ""
-    #: False for a candidate a pre-search tried and did not choose: only the scale's pre-search seeds run
-    #: it (`sweeps.space.resolve` refuses others), so that no judged sweep runs a rejected budget
-    chosen: bool = True
-
-    def samples(self, n: int) -> int:
-        return max(1, round(n * self.sample_fraction)) if n else 0
+from experiments.recipes import Recipe
+from experiments.registry import why_no_recipe
 
 
 @dataclass(frozen=True)
@@ -94,25 +75,24 @@ class Scale:
     #: the seeds of the pre-search that chose this scale's budgets: its sweeps are tagged with them and
     #: the analysis judges only other seeds
     presearch_seeds: tuple[int, ...] = ()
-    #: every task trains here at a recipe its experiment declares (`sweeps.space.recipe_scale` refuses a
+    #: every task trains here at a recipe its experiment declares (`sweeps.space.trial_recipe` refuses a
     #: grid without one, saying what its task's nearest pre-search reached)
     needs_recipe: bool = False
-    #: per task, the recipe given to this scale (`with_recipe`) that replaces the step budget, the sample
-    #: count and the settings above
+    #: per task, a recipe given to this scale (`with_recipe`: a search's candidate) for the grids whose
+    #: experiment declares none at it
     recipes: Mapping[str, Recipe] = field(default_factory=dict)
 
     def recipe(self, task: str) -> Recipe | None:
-        """The task's recipe at this scale (None: none given); a scale given recipes, or needing them,
-        refuses a task it has none for, saying what its nearest pre-search reached (`NO_RECIPE`)."""
+        """The task's recipe given to this scale (None: none given); a scale given recipes, or needing them,
+        refuses a task it has none for, saying what its nearest pre-search reached (`why_no_recipe`)."""
         if task in self.recipes:
             return self.recipes[task]
         if self.recipes or self.needs_recipe:
-            why = NO_RECIPE.get(task, "no pre-search has run for it")
-            raise ConfigError(f"scale {self.name!r} has no recipe for task {task!r}: {why}")
+            raise ConfigError(f"scale {self.name!r} has no recipe for task {task!r}: {why_no_recipe(task)}")
         return None
 
     def with_recipe(self, task: str, recipe: Recipe) -> Scale:
-        """This scale with `recipe` as the task's (an experiment's chosen recipe, a search's candidate)."""
+        """This scale with `recipe` as the task's (a search's candidate)."""
         return replace(self, recipes={**self.recipes, task: recipe})
 
     def digits(self, n: int) -> int:
@@ -132,15 +112,15 @@ class Scale:
             return self.samples(n)
         return max(1, round(n * self.dialogue_fraction)) if n else 0
 
-    def budget(self, task: str) -> int:
-        """The optimiser steps of one trial of `task` at this scale (0: no step budget, epochs as scaled)."""
-        recipe = self.recipe(task)
+    def budget(self, recipe: Recipe | None = None) -> int:
+        """The optimiser steps of one trial at this scale, at `recipe` where it trains at one (0: no step
+        budget, epochs as scaled)."""
         return recipe.steps if recipe else self.steps
 
     def shrink(self, cfg: ExperimentConfig, scale_digits: bool = True) -> ExperimentConfig:
         """`cfg` (a paper-scale point) with this scale's factors and settings: sample counts, learning rate,
         digit counts, capped epochs (evaluations in their place), the step budget and the fixed overrides.
-        The epochs a step budget needs are `fit_epochs`' (`sweeps.space.trial_config` calls both)."""
+        A recipe's settings go over these, then the epochs a step budget needs (`apply`)."""
         d, t = cfg.data, cfg.train
         changes: dict[str, Any] = {
             "data.train_samples": self.samples(d.train_samples),
@@ -156,18 +136,19 @@ class Scale:
         epochs = min(t.epochs, self.max_epochs) if self.max_epochs else t.epochs
         changes["train.epochs"] = epochs
         changes["train.eval_epochs"] = _moved_evaluations(t.eval_epochs, t.epochs, epochs)
-        if self.budget(d.task):
-            changes["train.max_steps"] = self.budget(d.task)
-        recipe = self.recipe(d.task)
-        if recipe:
-            changes["data.train_samples"] = recipe.samples(d.train_samples)
-        scaled = cfg.with_overrides(changes).with_overrides(dict(self.overrides))
-        return scaled.with_overrides(dict(recipe.overrides)) if recipe else scaled
+        if self.steps:
+            changes["train.max_steps"] = self.steps
+        return cfg.with_overrides(changes).with_overrides(dict(self.overrides))
 
-    def apply(self, cfg: ExperimentConfig, scale_digits: bool = True) -> ExperimentConfig:
-        """`cfg` (a paper-scale point) at this scale: `shrink`, then the epochs its step budget needs."""
+    def apply(
+        self, cfg: ExperimentConfig, scale_digits: bool = True, recipe: Recipe | None = None
+    ) -> ExperimentConfig:
+        """`cfg` (a paper-scale point) at this scale: `shrink`, then `recipe` (its settings over the scale's),
+        then the epochs the step budget needs."""
         scaled = self.shrink(cfg, scale_digits)
-        return self.fit_epochs(scaled, cfg) if self.budget(cfg.data.task) else scaled
+        if recipe:
+            scaled = recipe.apply(scaled, cfg)
+        return self.fit_epochs(scaled, cfg) if self.budget(recipe) else scaled
 
     def fit_epochs(self, cfg: ExperimentConfig, paper_cfg: ExperimentConfig) -> ExperimentConfig:
         """cfg with the epochs its `train.max_steps` needs over its training set (`train.epochs_per_pass`
@@ -251,7 +232,7 @@ SCALES: dict[str, Scale] = {
             # whole, a 3,000-step trial learns the dialogue (not its sums: docs/RESULTS.md, nl_mix)
             dialogue_fraction=1.0,
             max_epochs=10,
-            # one budget for every task, chosen on the H200 pre-search (docs/RESULTS.md, "Steps to
+            # one budget for every task, chosen on a GPU pre-search (docs/RESULTS.md, "Steps to
             # competence"): enough for reversal, not for multiplication
             steps=3000,
             lr_factor=50.0,
@@ -260,13 +241,13 @@ SCALES: dict[str, Scale] = {
         ),
         Scale(
             name="gpu",
-            description="one lent H100/H200: the paper's digit counts and samples, a 6-layer GPT-2, "
+            description="one lent GPU: the paper's digit counts and samples, a 6-layer GPT-2, "
             "a step budget per task; its budgets come from pre-searches on seeds from 100 up",
             # Between cpu and paper: what one GPU lease (about 9 minutes, 6-14 trials at once, one CPU
             # core each) can pay for. The paper's digit counts and sample counts are kept, so its tables
             # compare cell for cell with no digit map. The model is gpt2-mini (6 layers, 8 heads, width
             # 256, ~5M parameters): launch-bound like the tiny one on a GPU, so four times the width and
-            # half again the depth cost little. The pre-searches on seeds 100-101 (H200, bf16;
+            # half again the depth cost little. The pre-searches on seeds 100-101 (bf16;
             # docs/results/gpu_plan.yaml, archives in docs/results/gpu/) chose batch 512 over 128 (at
             # 5,000 steps of 128 no model learned 2 x 2 products; at 8,000 of 512 padding + reversed
             # product learned every 3-digit cell) and 8,000 steps; 5-digit factors need more (batch a3).
@@ -284,7 +265,7 @@ SCALES: dict[str, Scale] = {
             steps=8000,
             lr_factor=50.0,
             presearch_seeds=(100, 101),
-            # measured on one H200: 6 trials of batch 512 side by side ran 8,000 steps in 4.1-4.7 min
+            # measured on one GPU: 6 trials of batch 512 side by side ran 8,000 steps in 4.1-4.7 min
             # each, 14 of batch 128 ran 5,000 in 3.4-4.1 min (docs/results/gpu/)
             trials_per_gpu=6,
             needs_gpu=True,

@@ -1,8 +1,9 @@
 """How a grid becomes trial configs at a scale; what a grid is, is `experiments.grid`.
 
 `trial_config(grid, point, scale, overrides, seed)` builds one trial's validated, tagged
-`ExperimentConfig` in one documented order of precedence (defaults < grid base < point < scale < the point's
-over_scale keys < --set < seed); `resolve(grid, scale, seeds)` gives every trial of a grid.
+`ExperimentConfig` in one documented order of precedence (defaults < grid base < point < scale < recipe <
+the point's over_scale keys < --set < seed; `provenance` says which step set each setting);
+`resolve(grid, scale, seeds)` gives every trial of a grid.
 """
 
 from __future__ import annotations
@@ -16,12 +17,11 @@ from arith.config import ConfigError, ExperimentConfig
 from arith.data.datasets import validate_data
 from arith.tracking import schema
 from arith.validation import validate
-from experiments.grid import Grid, Point
+from experiments.grid import PRESEARCH_FIRST_SEED, Grid, Point
+from experiments.recipes import Recipe
 from experiments.registry import recipe_for
-from experiments.search import PRESEARCH_FIRST_SEED
 from sweeps.errors import SweepError
-from sweeps.scales import Recipe, Scale, get_scale
-from sweeps.tuning import CPU_TUNE_RECIPES
+from sweeps.scales import Scale, get_scale
 
 
 @dataclass(frozen=True)
@@ -45,58 +45,75 @@ def scale_note(grid: Grid, scale: Scale | str) -> str | None:
     return None
 
 
-def recipe_scale(grid: Grid, scale: Scale, task: str) -> Scale:
-    """`scale` with the recipe declared for the grid at it as the task's: its experiment's
-    (`Experiment.recipes`, chosen by a search or pre-search), or a tuning grid's (`CPU_TUNE_RECIPES`), so
-    every point trains at it. Else the scale as it is (a scale that needs a recipe then refuses the task:
-    `Scale.recipe`)."""
-    tuned = (r for r in CPU_TUNE_RECIPES.get(grid.name, ()) if r.scale == scale.name)
-    chosen = recipe_for(grid.name, scale.name) or next(tuned, None)
-    if chosen is None:
-        return scale
-    settings = dict(chosen.settings)
-    if "train.max_steps" not in settings:
-        raise ConfigError(f"the {grid.name!r} recipe at scale {scale.name!r} must set train.max_steps")
-    steps = int(settings.pop("train.max_steps"))
-    chosen_by = ": ".join(filter(None, (chosen.chosen_by, chosen.evidence)))
-    recipe = Recipe(steps=steps, overrides=settings, chosen_by=chosen_by, chosen=chosen.chosen)
-    return scale.with_recipe(task, recipe)
+def trial_recipe(grid: Grid, scale: Scale, task: str) -> Recipe | None:
+    """The recipe a trial of `grid` trains at on `scale`: its experiment's at the scale
+    (`Experiment.recipes`), else the one the scale was given for the task (a search's candidate); None
+    where neither is (a scale that needs one then refuses the task, saying why: `Scale.recipe`)."""
+    return recipe_for(grid.name, scale.name) or scale.recipe(task)
 
 
-def trial_config(
+#: where a trial's setting came from, in the order of precedence (`trial_config`), named as the command line
+#: and the grid name them
+DEFAULT, BASE, POINT, SCALE, RECIPE, OVER_SCALE, SET, SEEDS = SOURCES = (
+    "default",
+    "grid base",
+    "grid point",
+    "--scale",
+    "recipe",
+    "grid point (over the scale)",
+    "--set",
+    "--seeds",
+)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A trial's config after one step of its precedence (`SOURCES`), and the settings that step names
+    outright (an override equal to what was there before is still where the setting comes from)."""
+
+    source: str
+    config: ExperimentConfig
+    named: frozenset[str] = frozenset()
+
+
+def config_stages(
     grid: Grid,
     point: Point,
     scale: Scale,
     overrides: Mapping[str, Any] | None = None,
     seed: int | None = None,
     link: SweepLink | None = None,
-) -> ExperimentConfig:
-    """One trial's config, validated and tagged: the one place a trial's settings are decided.
-
-    Order of precedence, each step over the ones before it:
-
-    1. the defaults (`ExperimentConfig()`);
-    2. the grid's base and 3. the point (`point.overrides` holds both): the paper-scale config;
-    4. the scale (`Scale.shrink`: counts, digits, learning rate, epochs, model size; with a step budget for
-       the task, `Scale.fit_epochs`: the epochs that budget needs), with the recipe the grid's experiment
-       declares for the scale as the task's (`recipe_scale`);
-    5. the point's `over_scale` keys (a tuning grid's values of the scale's own settings), then
-    6. `overrides` (`--set`); after 5 or 6, with a step budget, the epochs are fitted again to the budget
-       unless `train.epochs` was set outright;
-    7. the seed (None: the configured `train.seed`): `train.seed`, `data.seed` moved by as much, and the
-       MLflow names and tags; with `link`, the sweep's parent run and its tags after the trial's own.
-    """
-    paper_cfg = ExperimentConfig().with_overrides(point.overrides)  # 1-3
-    scale = recipe_scale(grid, scale, paper_cfg.data.task)
-    cfg = scale.shrink(paper_cfg, scale_digits=grid.scale_digits)  # 4
-    if scale.budget(paper_cfg.data.task):
+) -> list[Stage]:
+    """The trial's config after each step of its precedence (`SOURCES`), the last one the trial's own
+    (unvalidated): see `trial_config`."""
+    defaults = ExperimentConfig()
+    base = dict(grid.base)
+    axes = {k for k, v in point.overrides.items() if k not in base or repr(base[k]) != repr(v)}
+    paper_cfg = defaults.with_overrides(point.overrides)  # the paper-scale config
+    stages = [
+        Stage(DEFAULT, defaults),
+        Stage(BASE, defaults.with_overrides(base), frozenset(base)),
+        Stage(POINT, paper_cfg, frozenset(axes)),
+    ]
+    recipe = trial_recipe(grid, scale, paper_cfg.data.task)
+    cfg = scale.shrink(paper_cfg, scale_digits=grid.scale_digits)
+    if not recipe and scale.budget():
         cfg = scale.fit_epochs(cfg, paper_cfg)
-    later = {**{k: v for k, v in point.overrides.items() if k in grid.over_scale}, **(overrides or {})}
-    cfg = cfg.with_overrides(later)  # 5-6
-    if later and scale.budget(cfg.data.task) and "train.epochs" not in later:
-        # a new step budget, batch or sample count moves the epochs; what was set outright stays set
-        cfg = scale.fit_epochs(cfg, paper_cfg).with_overrides(later)
-    seed = cfg.train.seed if seed is None else seed  # 7
+    stages.append(Stage(SCALE, cfg, frozenset(scale.overrides)))
+    if recipe:
+        cfg = scale.fit_epochs(recipe.apply(cfg, paper_cfg), paper_cfg)
+    stages.append(Stage(RECIPE, cfg, frozenset(recipe.settings) if recipe else frozenset()))
+    over_scale = {k: v for k, v in point.overrides.items() if k in grid.over_scale}
+    for source, later, named in (
+        (OVER_SCALE, over_scale, over_scale),
+        (SET, {**over_scale, **(overrides or {})}, overrides or {}),
+    ):
+        cfg = stages[4].config.with_overrides(later)
+        if later and scale.budget(recipe) and "train.epochs" not in later:
+            # a new step budget, batch or sample count moves the epochs; what was set outright stays set
+            cfg = scale.fit_epochs(cfg, paper_cfg).with_overrides(later)
+        stages.append(Stage(source, cfg, frozenset(named)))
+    seed = cfg.train.seed if seed is None else seed
     trial = cfg.with_overrides(
         {
             "data.seed": cfg.data.seed + seed - cfg.train.seed,
@@ -117,6 +134,34 @@ def trial_config(
             **({"tracking.parent_run_id": link.parent_run_id} if link else {}),
         }
     )
+    return [*stages, Stage(SEEDS, trial)]
+
+
+def trial_config(
+    grid: Grid,
+    point: Point,
+    scale: Scale,
+    overrides: Mapping[str, Any] | None = None,
+    seed: int | None = None,
+    link: SweepLink | None = None,
+) -> ExperimentConfig:
+    """One trial's config, validated and tagged: the one place a trial's settings are decided.
+
+    Order of precedence, each step over the ones before it (`SOURCES`, `config_stages`):
+
+    1. the defaults (`ExperimentConfig()`);
+    2. the grid's base and 3. the point (`point.overrides` holds both): the paper-scale config;
+    4. the scale (`Scale.shrink`: counts, digits, learning rate, epochs, model size; with a step budget,
+       `Scale.fit_epochs`: the epochs that budget needs);
+    5. the recipe the grid's experiment declares for the scale (`trial_recipe`): its settings over the
+       scale's, the paper's sample count, and the epochs its steps need;
+    6. the point's `over_scale` keys (a tuning grid's values of the scale's own settings), then
+    7. `overrides` (`--set`); after 6 or 7, with a step budget, the epochs are fitted again to the budget
+       unless `train.epochs` was set outright;
+    8. the seed (None: the configured `train.seed`): `train.seed`, `data.seed` moved by as much, and the
+       MLflow names and tags; with `link`, the sweep's parent run and its tags after the trial's own.
+    """
+    trial = config_stages(grid, point, scale, overrides, seed, link)[-1].config
     try:
         validate_data(validate(trial).data)  # what the data layer cannot produce fails here too
     except ConfigError as err:
@@ -127,6 +172,48 @@ def trial_config(
             f"grid {grid.name!r} point {point.name!r} at scale {scale.name!r}{made_for}: {err}"
         ) from err
     return trial
+
+
+def provenance(stages: list[Stage]) -> dict[str, str]:
+    """Each setting of the trial (a dotted key) -> the last step of `config_stages` that named it or
+    changed it ("default": none did)."""
+    flats = [stage.config.flat() for stage in stages]
+    out = {}
+    for key in flats[-1]:
+        out[key] = DEFAULT
+        for stage, before, after in zip(stages[1:], flats, flats[1:], strict=False):
+            if key in stage.named or repr(after[key]) != repr(before[key]):
+                out[key] = stage.source
+    return out
+
+
+def setting_sources(
+    grid: Grid, scale: Scale, configs: Iterable[ExperimentConfig], overrides: Mapping[str, Any] | None = None
+) -> list[dict[str, str]]:
+    """Where every setting of the sweep's trials came from (`provenance`), one row a setting: its key, the
+    step(s) of the precedence that set it (`SOURCES`; "extension": changed after `trial_config`, by a sweep
+    extension) and its value ("(varies)" where the trials differ)."""
+    points = {p.name: p for p in grid.points()}
+    seen: dict[str, list[tuple[str, str]]] = {}
+    for cfg in configs:
+        point = points[cfg.tracking.tags[schema.POINT_TAG]]
+        stages = config_stages(grid, point, scale, overrides, cfg.train.seed)
+        sources, built = provenance(stages), stages[-1].config.flat()
+        for key, value in cfg.flat().items():
+            source = sources[key] if repr(built[key]) == repr(value) else "extension"
+            seen.setdefault(key, []).append((source, repr(value)))
+    return [
+        {
+            "setting": key,
+            "from": " / ".join(dict.fromkeys(source for source, _ in pairs)),
+            "value": _clipped(pairs[0][1]) if len({value for _, value in pairs}) == 1 else "(varies)",
+        }
+        for key, pairs in seen.items()
+    ]
+
+
+def _clipped(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def point_colour(grid: Grid, point: Point) -> str:
@@ -186,12 +273,12 @@ def _has_label(point: Point, axis: str, values: str | Sequence[str]) -> bool:
 def _refuse_a_rejected_recipe(grid: Grid, scale: Scale, task: str, seeds: list[int]) -> None:
     """A recipe its pre-search tried and did not choose runs on the scale's pre-search seeds only: no sweep
     that could judge a claim trains at a budget known not to learn."""
-    recipe = recipe_scale(grid, scale, task).recipe(task)
+    recipe = trial_recipe(grid, scale, task)
     judging = [s for s in seeds if s not in scale.presearch_seeds]
     if recipe and not recipe.chosen and judging:
         raise ConfigError(
-            f"grid {grid.name!r} at scale {scale.name!r}: the {task!r} recipe is a candidate its pre-search "
-            f"did not choose ({recipe.chosen_by}); only the pre-search seeds "
+            f"grid {grid.name!r} at scale {scale.name!r}: the {task!r} recipe {recipe.name!r} is a candidate "
+            f"its pre-search did not choose and only the pre-search seeds "
             f"{', '.join(map(str, scale.presearch_seeds))} run it, not {_seed_list(judging)}"
         )
 

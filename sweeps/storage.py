@@ -11,10 +11,11 @@ import os
 import shlex
 import subprocess
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from arith.config import ExperimentConfig
 from arith.tracking import schema, store
 from arith.tracking.commands import same_sweep
 from arith.tracking.store import absolute_uri
@@ -133,10 +134,10 @@ class SweepStorage:
         return self.sessions(name)
 
     def session_entries(self, name: str) -> list[dict[str, Any]]:
-        """The sessions noted of a sweep, in order: those noted before 2 Dec 2026 in its sweep.json, then
-        those in its sessions file, `<name>.sessions.json` beside its folder. Not in the folder: Tune,
-        resuming a sweep, copies the folder to a staging place and uploads that copy over it as it runs,
-        which undid a note made in sweep.json meanwhile."""
+        """The sessions noted of a sweep, in order: those its sweep.json holds (where sweeps noted them
+        first), then those in its sessions file, `<name>.sessions.json` beside its folder. Not in the
+        folder: Tune, resuming a sweep, copies the folder to a staging place and uploads that copy over it
+        as it runs, which undid a note made in sweep.json meanwhile."""
         return [*self.state(name).get("sessions", []), *self._noted_sessions(name)]
 
     def sessions(self, name: str) -> tuple[float, str, str]:
@@ -263,7 +264,7 @@ def sweep_state(
     uri: str,
     parent_run_id: str,
     res: dict[str, float],
-    configs: dict[str, dict[str, Any]],
+    configs: Mapping[str, ExperimentConfig],
     args: list[str] | None = None,
 ) -> dict[str, Any]:
     """What `sweep.json` keeps for `--resume`: the grid, scale, store, parent run, resources and configs,
@@ -276,27 +277,34 @@ def sweep_state(
         "tracking_uri": uri,
         "parent_run_id": parent_run_id,
         "resources": res,
-        "configs": configs,
+        "configs": {key: cfg.to_dict() for key, cfg in configs.items()},
     }
 
 
-def resume_tracking_uri(
-    tracking_uri: str | None, state: dict[str, Any], configs: dict[str, dict[str, Any]]
-) -> str:
+def state_configs(state: Mapping[str, Any]) -> dict[str, ExperimentConfig]:
+    """The trials' configs a `sweep.json` keeps (`sweep_state`), typed again."""
+    return {key: ExperimentConfig.from_dict(cfg) for key, cfg in state["configs"].items()}
+
+
+def resume_tracking_uri(tracking_uri: str | None, state: Mapping[str, Any]) -> str:
     """The store a resumed sweep logs to: the interrupted sweep's, or `tracking_uri` (`--tracking-uri`)
-    when the store has moved (a new head, a database restored elsewhere); the trials' configs follow it."""
+    when the store has moved (a new head, a database restored elsewhere); the trials' configs follow it
+    (`moved_to`)."""
     uri = state["tracking_uri"]
     if tracking_uri and absolute_uri(tracking_uri) != uri:
         uri = absolute_uri(tracking_uri)
         moved_from = store.display(state["tracking_uri"])
         print(f"--resume: the sweep's store moved from {moved_from} to {store.display(uri)}")
-        for cfg in configs.values():
-            cfg["tracking"]["tracking_uri"] = uri
     return uri
 
 
+def moved_to(configs: Mapping[str, ExperimentConfig], uri: str) -> dict[str, ExperimentConfig]:
+    """The trials' configs logging to the store at `uri`."""
+    return {key: cfg.with_overrides({"tracking.tracking_uri": uri}) for key, cfg in configs.items()}
+
+
 def trial_outcomes(
-    uri: str, parent_run_id: str, configs: dict[str, dict[str, Any]], errored: Iterable[str] = ()
+    uri: str, parent_run_id: str, configs: Mapping[str, ExperimentConfig], errored: Iterable[str] = ()
 ) -> tuple[int, int]:
     """(finished, failed) trials, from their MLflow runs under the parent and the trial keys Tune saw
     error (`errored`: retries exhausted); a trial is counted once.
@@ -305,10 +313,10 @@ def trial_outcomes(
     ones; the trial's own run, which the trainer ends only after its last epoch, tells them apart. A trial
     ended by a NaN loss is not retried and reports normally to Tune; its run is FAILED. A trial that errored
     has a FAILED run too, or a RUNNING one when its worker died with its last attempt."""
-    names = {c["tracking"]["run_name"] for c in configs.values()}
-    experiments = sorted({c["tracking"]["experiment"] for c in configs.values()})
+    names = {c.tracking.run_name for c in configs.values()}
+    experiments = sorted({c.tracking.experiment for c in configs.values()})
     runs = store.trial_runs(uri, experiments, parent_run_id)
     finished = {r.info.run_name for r in runs if r.info.status == "FINISHED"} & names
     failed = {r.info.run_name for r in runs if r.info.status == "FAILED"} & names
-    failed |= {configs[key]["tracking"]["run_name"] for key in errored}
+    failed |= {configs[key].tracking.run_name for key in errored}
     return len(finished), len(failed - finished)

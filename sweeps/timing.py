@@ -23,17 +23,12 @@ from arith.model.gpt import build_model
 from arith.model.tokenizer import build_tokenizer
 from arith.tracking import schema
 from arith.training.batching import EncodedLine, batches_per_epoch, collate, pad_token_id
+from arith.training.checkpoints import seed_everything
 from arith.training.evaluate import evaluate
+from arith.training.hardware import autocast_context, compile_model
+from arith.training.optim import lr_lambda, make_optimizer, total_steps
+from arith.training.setup import train_loader
 from arith.training.step import drain_losses, train_step
-from arith.training.train import (
-    autocast_context,
-    compile_model,
-    lr_lambda,
-    make_optimizer,
-    seed_everything,
-    total_steps,
-    train_loader,
-)
 from arith.validation import validate
 from sweeps import cost
 from sweeps.grids import points

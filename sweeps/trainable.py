@@ -23,17 +23,17 @@ import shutil
 import socket
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from arith.config import ConfigError, ExperimentConfig
 from arith.tracking import store
 from arith.tracking.runs import start_tracker
-from arith.tracking.schema import LENGTH_SCORE_METRIC, POINT_TAG, SEED_TAG
+from arith.tracking.schema import GATE_METRIC, LENGTH_SCORE_METRIC, POINT_TAG, SEED_TAG
 from arith.training.checkpoints import load_checkpoint, save_checkpoint
 from arith.training.step import NonFiniteLossError
 from arith.training.train import train
-from experiments.search import GATE_METRIC
 
 
 class TuneCheckpoints:
@@ -82,12 +82,11 @@ def placement_tags() -> dict[str, str]:
     }
 
 
-def config_on_ray(config: dict[str, Any]) -> ExperimentConfig:
-    """A Tune trial's config dict decoded, with its CPU threads and placement tags filled in from Ray (what
-    only the worker knows; the config itself is `sweeps.space.trial_config`'s)."""
+def config_on_ray(cfg: ExperimentConfig) -> ExperimentConfig:
+    """A Tune trial's config with its CPU threads and placement tags filled in from Ray (what only the
+    worker knows; the config itself is `sweeps.space.trial_config`'s)."""
     import ray
 
-    cfg = ExperimentConfig.from_dict(config)
     overrides: dict[str, Any] = {"tracking.tags": {**cfg.tracking.tags, **placement_tags()}}
     if cfg.train.num_threads <= 0:
         cpus = ray.get_runtime_context().get_assigned_resources().get("CPU")
@@ -100,24 +99,24 @@ def trial_key(point: str, seed: int) -> str:
     return f"{point}|seed={seed}"
 
 
-def discard_lost_attempts(cfg: dict[str, Any]) -> None:
+def discard_lost_attempts(cfg: ExperimentConfig) -> None:
     """Delete the unfinished MLflow runs an earlier attempt of this trial left behind.
 
     An attempt killed before its first checkpoint has nothing to resume, so the trial starts over with a
     new run; deleting the old one keeps exactly one run per trial (no orphans stuck in RUNNING)."""
-    tracking = cfg["tracking"]
-    if not tracking["enabled"] or not tracking["parent_run_id"]:
+    tracking = cfg.tracking
+    if not tracking.enabled or not tracking.parent_run_id:
         return
-    uri = tracking["tracking_uri"]
-    runs = store.trial_runs(uri, [tracking["experiment"]], tracking["parent_run_id"], tracking["run_name"])
+    uri = tracking.tracking_uri
+    runs = store.trial_runs(uri, [tracking.experiment], tracking.parent_run_id, tracking.run_name)
     for run in runs:
         if run.info.status != "FINISHED":
             store.client(uri).delete_run(run.info.run_id)
 
 
-def run_trial(config: dict[str, Any], configs: dict[str, dict[str, Any]]) -> None:
+def run_trial(config: dict[str, Any], configs: Mapping[str, ExperimentConfig]) -> None:
     """The Tune trainable: train the trial whose `point` and `seed` Tune's `config` names (its other keys
-    are the grid's axes, for show), its `ExperimentConfig` dict looked up in `configs`. Metrics and
+    are the grid's axes, for show), its `ExperimentConfig` looked up in `configs`. Metrics and
     checkpoints go to Tune through `report_to_tune`, so nothing is returned."""
     from ray import tune
 
@@ -134,21 +133,20 @@ def run_trial(config: dict[str, Any], configs: dict[str, dict[str, Any]]) -> Non
         # a search's scheduler reads its gate in every report and Tune ends the whole sweep on a report
         # without it: a model whose loss became NaN passes no cell (without the clock, `schema.CPU_SECONDS`,
         # ASHA records nothing of it at any rung)
-        gate = {GATE_METRIC: 0.0, LENGTH_SCORE_METRIC: 0.0} if cfg["train"]["gate_cells"] else {}
+        gate = {GATE_METRIC: 0.0, LENGTH_SCORE_METRIC: 0.0} if cfg.train.gate_cells else {}
         tune.report({"config_error" if refused else "nonfinite_loss": 1, "error": str(err), **gate})
 
 
-def record_refusal(cfg: dict[str, Any], err: ConfigError) -> None:
+def record_refusal(cfg: ExperimentConfig, err: ConfigError) -> None:
     """A trial whose settings were refused before its trainer opened a run gets a FAILED run saying why,
     so that the sweep counts it failed (a trial's run is how it is counted); one already FAILED is kept."""
-    tracking = cfg["tracking"]
-    if not tracking["enabled"]:
+    tracking = cfg.tracking
+    if not tracking.enabled:
         return
-    held = store.trial_runs(
-        tracking["tracking_uri"], [tracking["experiment"]], tracking["parent_run_id"], tracking["run_name"]
-    )
+    uri, parent = tracking.tracking_uri, tracking.parent_run_id
+    held = store.trial_runs(uri, [tracking.experiment], parent, tracking.run_name)
     if any(run.info.status == "FAILED" for run in held):
         return
-    tracker = start_tracker(ExperimentConfig.from_dict(cfg))
+    tracker = start_tracker(cfg)
     tracker.set_tags({"failure": "config_error", "failure_message": str(err)})
     tracker.finish("FAILED")

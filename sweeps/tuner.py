@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,15 +14,14 @@ from typing import Any
 import pandas as pd
 
 from arith.config import ExperimentConfig
-from arith.tracking.schema import POINT_TAG, SEED_TAG
-from sweeps.asha import SearchAsha
+from arith.tracking.schema import POINT_TAG, SEED_TAG, TEST_ACC_METRIC
 from sweeps.end_table import end_of_sweep
 from sweeps.progress import trial_steps, tune_output
 from sweeps.storage import SweepStorage
 from sweeps.trainable import run_trial, trial_key
 
 #: metrics shown in the end-of-sweep summary when the analysis cannot compare the sweep
-SUMMARY_METRICS = ("test_acc", "epoch", "time_total_s")
+SUMMARY_METRICS = (TEST_ACC_METRIC, "epoch", "time_total_s")
 
 
 @dataclass(frozen=True)
@@ -47,7 +46,7 @@ class AxisValue:
         return self.by_point[config[POINT_TAG]]
 
 
-def param_space(configs: dict[str, dict[str, Any]], axes: list[str]) -> dict[str, Any]:
+def param_space(configs: Mapping[str, ExperimentConfig], axes: list[str]) -> dict[str, Any]:
     """Tune's param space: a grid search over the points and the seeds, and each axis of the grid (a flat
     dotted key, e.g. `data.format`) resolved from the point, so that Tune's table and
     `ResultGrid.get_dataframe()` (`config/data.format`) show what each trial varies."""
@@ -56,7 +55,7 @@ def param_space(configs: dict[str, dict[str, Any]], axes: list[str]) -> dict[str
     by_point: dict[str, dict[str, Any]] = {}
     seeds: list[int] = []
     for key, cfg in configs.items():
-        flat = ExperimentConfig.from_dict(cfg).flat()
+        flat = cfg.flat()
         by_point.setdefault(key.partition("|")[0], {axis: flat[axis] for axis in axes if axis in flat})
         seeds.append(flat["train.seed"])
     space: dict[str, Any] = {
@@ -74,7 +73,7 @@ def trial_dirname(trial: Any) -> str:
     return trial.trial_id
 
 
-def make_trainable(configs: dict[str, dict[str, Any]], res: dict[str, float]):
+def make_trainable(configs: Mapping[str, ExperimentConfig], res: dict[str, float]):
     from ray import tune
 
     return tune.with_resources(tune.with_parameters(run_trial, configs=configs), res)
@@ -134,7 +133,7 @@ def file_loggers() -> list[Any]:
 def fit(
     storage: SweepStorage,
     sweep_name: str,
-    configs: dict[str, dict[str, Any]],
+    configs: Mapping[str, ExperimentConfig],
     res: dict[str, float],
     axes: list[str] | tuple[str, ...] = (),
     settings: TuneSettings = TuneSettings(),
@@ -144,9 +143,10 @@ def fit(
 ):
     """Hand the trials to Tune (or, with `resume`, restore the interrupted Tune experiment, its param space
     and scheduler with it) and wait for them; returns Tune's `ResultGrid`. `scheduler`: a Tune trial
-    scheduler (a recipe search's ASHA, `sweeps.search`), else Tune's default (every trial runs to its end).
-    `callbacks`: Tune callbacks beside the progress line (a search's `sweeps.search.EndStoppedRuns`). A
-    restored experiment keeps the scheduler and callbacks it was started with (Tune pickles them)."""
+    scheduler (a sweep extension's, `sweeps.extension`: a recipe search's ASHA), else Tune's default (every
+    trial runs to its end); one with a `clock_budget_s` has the progress line show its metric against that
+    budget of the trials' clock. `callbacks`: Tune callbacks beside the progress line. A restored
+    experiment keeps the scheduler and callbacks it was started with (Tune pickles them)."""
     from ray import tune
 
     trainable = make_trainable(configs, res)
@@ -158,8 +158,8 @@ def fit(
     steps = {k: trial_steps(c) for k, c in configs.items()}
     key_of = lambda c: trial_key(c[POINT_TAG], c[SEED_TAG])  # noqa: E731
     shown = {}  # a search's line shows what its scheduler reads, and its trials' CPU budget
-    if isinstance(scheduler, SearchAsha):
-        shown = {"clock_budget_s": scheduler.clock_budget_s, "metric": scheduler.metric}
+    if (budget_s := getattr(scheduler, "clock_budget_s", None)) is not None:
+        shown = {"clock_budget_s": budget_s, "metric": scheduler.metric}
     output = tune_output(steps, key_of, settings.quiet, settings.verbose, **shown)
     callbacks = [*callbacks, *file_loggers()]  # Tune's result files, without its TensorBoard logger
     tuner = tune.Tuner(

@@ -8,9 +8,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_analysis import empty_store, write_store  # noqa: F401  (the fixture and the store writer)
+from synthetic import write_store
 
-from analysis import plan as reproduction
 from analysis import report
 from analysis.load import AnalysisError, read_sweep
 from arith.tracking import archive
@@ -18,9 +17,10 @@ from arith.tracking.archive import SOURCE_TAG, ArchiveError, export_sweep, impor
 from arith.tracking.archive import main as archive_main
 from arith.tracking.archive_checks import check_archive
 from arith.tracking.recorder import run_record
+from lab import plan as reproduction
 
 
-def _sweep_with_curves(tmp_path: Path, empty_store: Path) -> tuple[str, str]:  # noqa: F811
+def _sweep_with_curves(tmp_path: Path, empty_store: Path) -> tuple[str, str]:
     """A recorded smoke sweep of add_posembed (one FAILED trial) whose trials also log a metric history."""
     from mlflow import MlflowClient
     from mlflow.entities import Metric
@@ -49,7 +49,7 @@ def _runs(uri: str, parent_id: str) -> dict[str, tuple]:
     return out
 
 
-def test_an_archived_sweep_reads_the_same_in_another_store(tmp_path: Path, empty_store: Path) -> None:  # noqa: F811
+def test_an_archived_sweep_reads_the_same_in_another_store(tmp_path: Path, empty_store: Path) -> None:
     from mlflow import MlflowClient
 
     uri, parent = _sweep_with_curves(tmp_path / "a", empty_store)
@@ -89,7 +89,7 @@ def test_a_file_that_is_not_an_archive_is_refused_by_name(tmp_path: Path, capsys
 
 def test_reproduce_cpu_restores_the_archived_parts_before_its_report(
     tmp_path: Path,
-    empty_store: Path,  # noqa: F811
+    empty_store: Path,
 ) -> None:
     """A part's sweep, tagged as reproduce_cpu tags it and archived, is found by part_runs in a fresh store
     once the archives are restored; restoring twice adds nothing."""
@@ -113,7 +113,10 @@ def test_reproduce_cpu_restores_the_archived_parts_before_its_report(
     assert found[plan].data.tags[SOURCE_TAG] == parent
 
 
-CELLS = "epoch,context,row_digits,col_digits,n,correct,accuracy,seen_in_train\n1,,1,1,4,2,0.5,0\n"
+CELLS = (
+    "epoch,context,row_digits,col_digits,n,correct,accuracy,seen_in_train,n_seen,accuracy_seen,accuracy_unseen\n"
+    "1,,1,1,4,2,0.5,0,0,,0.5\n"
+)
 
 
 def _archive(path: Path, trials: int = 3, **changes) -> Path:
@@ -160,14 +163,14 @@ def _active_runs(uri: str) -> int:
 )
 def test_a_faulty_archive_is_refused_in_one_line_and_imports_nothing(
     tmp_path: Path,
-    empty_store: Path,  # noqa: F811
+    empty_store: Path,
     capsys,
     fault,
     changes,
     lines,
     message,
 ) -> None:
-    """Issue 40: a record without metrics imported half a sweep (rc 1, KeyError) that blocked every later
+    """A record without metrics imported half a sweep (rc 1, KeyError) that blocked every later
     import; an archive cut short imported as a smaller sweep; a non-numeric accuracy imported."""
     path = _archive(tmp_path / "sweep.jsonl", **changes)
     if lines:
@@ -182,9 +185,9 @@ def test_a_faulty_archive_is_refused_in_one_line_and_imports_nothing(
 
 def test_a_killed_import_is_redone_whole_and_a_failed_one_leaves_nothing(
     tmp_path: Path,
-    empty_store: Path,  # noqa: F811
+    empty_store: Path,
 ) -> None:
-    """Issue 40: an import killed after its parent run existed left a sweep stuck RUNNING, and every
+    """An import killed after its parent run existed left a sweep stuck RUNNING, and every
     later import of the whole archive was refused as "already in the store"."""
     from mlflow import MlflowClient
 

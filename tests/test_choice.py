@@ -1,4 +1,4 @@
-"""A pre-search's choice rule (`analysis.choice`): read off its trials' last evaluations, stated in its
+"""A pre-search's choice rule (`lab.choice`): read off its trials' last evaluations, stated in its
 section, and the repository's recipes held to it."""
 
 from __future__ import annotations
@@ -9,7 +9,9 @@ import math
 import pandas as pd
 import pytest
 
-from analysis.choice import (
+from arith.tracking import store
+from experiments.registry import EXPERIMENTS
+from lab.choice import (
     choice_line,
     part_choice,
     read_choice,
@@ -17,9 +19,7 @@ from analysis.choice import (
     search_part_choice,
     search_recipe,
 )
-from analysis.plan import ARCHIVES, PLAN, Planned, part_runs, restore_archives
-from arith.tracking import store
-from experiments.registry import EXPERIMENTS
+from lab.plan import ARCHIVES, PLAN, Planned, part_runs, restore_archives
 
 PLAN_24K = Planned("add_posembed_recipe_24k", seeds=(101, 102), scale="cpu_recipe", choose_if_at_least=0.95)
 

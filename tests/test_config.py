@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from arith.config import ConfigError, ExperimentConfig, parse_set
+from arith.config import ConfigError, ExperimentConfig
+from arith.overrides import parse_set
 from arith.validation import validate
 
 

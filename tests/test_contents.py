@@ -1,12 +1,12 @@
-"""docs/RESULTS.md opens with a contents list whose links land where GitHub anchors the headings."""
+"""docs/RESULTS.md's pages open with a contents list whose links land where GitHub anchors the headings."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from analysis.contents import contents, github_anchor, headings, with_contents
-from analysis.plan import grids
+from lab.contents import contents, github_anchor, headings, with_contents
+from lab.plan import PLAN, grids
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,14 +62,24 @@ def test_the_contents_list_every_section_and_put_the_grids_on_one_line() -> None
     assert with_contents("# A page\n\nno sections\n") == "# A page\n\nno sections\n"
 
 
-def test_every_in_page_link_of_the_results_page_lands_on_a_heading() -> None:
-    """The committed docs/RESULTS.md (written by `python scripts/reproduce_cpu.py --report-only`): its
-    contents list names every section, and each of its `(#anchor)` links is an anchor of the page."""
-    page = (ROOT / "docs" / "RESULTS.md").read_text()
-    assert page.count("**Contents**") == 1
-    anchors = {anchor for _, _, anchor in headings(page)}
-    links = set(re.findall(r"\]\(#([^)\s]+)\)", page))
-    assert links and links <= anchors, f"links without a heading: {sorted(links - anchors)}"
-    sections = {anchor for level, _, anchor in headings(page) if level == 2}
-    assert sections <= links, f"sections the contents leave out: {sorted(sections - links)}"
-    assert {"findings-at-a-glance", "mul_format"} <= links and set(grids()) & links
+def test_every_in_page_link_of_the_results_pages_lands_on_a_heading() -> None:
+    """The committed docs/RESULTS.md and its pages (written by `python -m lab.results`): the front page opens
+    with the claims table; each page with sections has a contents list naming every section, and each of
+    its `(#anchor)` links is an anchor of that page."""
+    front = (ROOT / "docs" / "RESULTS.md").read_text()
+    assert front.split("\n\n")[2].startswith("| the paper's claim | paper | verdict | effect | 95% CI |")
+    pages = sorted((ROOT / "docs" / "results" / "report").glob("*.md"))
+    searched = {part.grid for part in PLAN if part.search}  # a search's parts: in its own page
+    assert {p.stem for p in pages} == {"about", "findings", "presearch", "searches", "gpu"} | (
+        set(grids()) - searched
+    )
+    for path in pages:
+        page = path.read_text()
+        anchors = {anchor for _, _, anchor in headings(page)}
+        links = set(re.findall(r"\]\(#([^)\s]+)\)", page))
+        assert links <= anchors, f"{path.name}: links without a heading: {sorted(links - anchors)}"
+        sections = {anchor for level, _, anchor in headings(page) if level == 2}
+        if len(sections) > 1:
+            assert page.count("**Contents**") == 1 and sections <= links, path.name
+    findings = (ROOT / "docs" / "results" / "report" / "findings.md").read_text()
+    assert "findings-at-a-glance" in findings

@@ -10,19 +10,19 @@ from pathlib import Path
 
 import pytest
 from matplotlib.collections import PathCollection
-from test_analysis import empty_store  # noqa: F401  (the fixture)
 
-from analysis import plan, results
-from analysis.budget import budget_table
 from analysis.by_digits import accuracy_by_digits_figure
-from analysis.curves import budget_figure, gated_by_trial, learning_curves_figure, save
+from analysis.curves import gated_by_trial, learning_curves_figure, save
 from analysis.load import read_sweep
-from analysis.presearch import presearch_records
 from analysis.report import analyse
 from arith.tracking.archive import import_sweep
 from arith.tracking.schema import LOSS_METRIC
 from arith.tracking.store import client as store_client
 from experiments.verdicts import LEARNED
+from lab import plan
+from lab.budget import budget_figure, budget_table
+from lab.presearch import presearch_records
+from lab.results import page as results
 from sweeps.grids import longest_trial, paper_trial
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,7 +32,7 @@ ARCHIVE = ROOT / "docs" / "results" / "sweeps" / "mul_format__seeds-0-2__data.ma
 
 
 @pytest.fixture(scope="module")
-def mul_format_store(tmp_path_factory: pytest.TempPathFactory, empty_store: Path) -> str:  # noqa: F811
+def mul_format_store(tmp_path_factory: pytest.TempPathFactory, empty_store: Path) -> str:
     """The committed 3-seed mul_format sweep (3-digit part) imported into a fresh store."""
     folder = tmp_path_factory.mktemp("curves")
     shutil.copy(empty_store, folder / "mlflow.db")
@@ -86,7 +86,7 @@ def test_budget_figure_draws_each_fitted_series_to_the_threshold(tmp_path: Path)
 
 def test_the_report_links_the_curves_and_says_what_would_make_a_claim_testable(
     tmp_path: Path,
-    empty_store: Path,  # noqa: F811
+    empty_store: Path,
 ) -> None:
     """Written from the restored archive alone: the section's learning curves and the budget figure are
     files beside the report, and the not-testable claim gets its reason, the pre-search's estimate for
@@ -100,16 +100,16 @@ def test_the_report_links_the_curves_and_says_what_would_make_a_claim_testable(
     out = tmp_path / "docs" / "RESULTS.md"
     out.parent.mkdir()
     results.write_results(uri, out, paper_trial=paper_trial)
-    text = out.read_text()
+    text = results.record_text(out)
     original = json.loads(ARCHIVE.read_text().splitlines()[1])["run_id"]  # the parent run, as it ran
     assert f"Sweep {original} of grid 'mul_format'" in text  # not the id of this store's import
     for name in ("mul_format.png", "budget.png"):
         assert (out.parent / "results" / "figures" / name).stat().st_size > 10_000
-    assert "![mul_format: learning curves](results/figures/mul_format.png)" in text
-    assert "![The gate's reading by step budget](results/figures/budget.png)" in text
+    assert "![mul_format: learning curves](../figures/mul_format.png)" in text  # from its page
+    assert "![The gate's reading by step budget](../figures/budget.png)" in text
     table = text.split("### Not testable: why, and what it would take", 1)[1].split("\n## ", 1)[0]
     row = next(line for line in table.splitlines() if line.startswith("| mul_format |"))
-    assert "basic not learned: seed" in row and "[figure](results/figures/mul_format.png)" in row
+    assert "basic not learned: seed" in row and "[figure](../figures/mul_format.png)" in row
     # only the max_digits=3 part is in this store: the row says the plan's other part has not run
     assert "the plan's sweep of it is not complete: 1 of 2 parts not yet run" in row
     # the gate's reading (the lowest gated cell) of the pre-search, followed to 0.9
@@ -119,7 +119,7 @@ def test_the_report_links_the_curves_and_says_what_would_make_a_claim_testable(
 
 def test_accuracy_by_digits_draws_each_seed_and_leaves_the_seeds_that_chose_the_budget_out_of_the_mean(
     tmp_path: Path,
-    empty_store: Path,  # noqa: F811
+    empty_store: Path,
     mul_format_store: str,
 ) -> None:
     """From the committed archives: the fig:randembed replication (two contexts, 2-5 digits trained, 6-7

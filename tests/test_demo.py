@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from test_analysis import synthetic_sweep
+from synthetic import synthetic_sweep
 
 from analysis import analyse
 from analysis.findings import CANNOT_TELL, HELD, NOT_HELD, NOT_TESTABLE

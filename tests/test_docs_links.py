@@ -3,7 +3,7 @@ pages a newcomer reads first stay short enough to read in one sitting.
 
 A link resolves as GitHub resolves it: relative to the page that holds it, to a file or folder of the
 repository; a `#anchor` on a markdown page must name one of that page's headings by GitHub's anchor rule
-(`analysis.contents.headings`, the rule docs/RESULTS.md's contents list is written by).
+(`lab.contents.headings`, the rule docs/RESULTS.md's contents list is written by).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.contents import headings
+from lab.contents import headings
 
 ROOT = Path(__file__).resolve().parents[1]
 

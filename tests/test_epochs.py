@@ -47,7 +47,7 @@ def test_a_step_budget_ends_in_its_last_epoch(batches, parts) -> None:
 
 @pytest.mark.parametrize("lines, batch_size", [(300_000, 128), (300_000, 512), (120_000, 64), (1_001, 7)])
 def test_the_steps_after_an_epoch_are_those_of_the_loaders_batches(lines, batch_size) -> None:
-    """What a search's evaluation is put at (`analysis.search`): the optimiser steps by the end of an
+    """What a search's evaluation is put at (`lab.search.costs`): the optimiser steps by the end of an
     epoch, counted over the loader's own batches a pass (each bucketing window may end short), and
     never past the step budget."""
     per_pass = batches_per_epoch(lines, batch_size)

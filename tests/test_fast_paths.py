@@ -225,7 +225,7 @@ def test_the_written_out_attentions_softmax_counts_as_attention_in_the_profile()
 #: setting or (argv "default") glibc's own
 _FAULTS_PER_STEP = """
 import resource, statistics, sys
-import arith.training.train as trainer
+import arith.training.setup as trainer
 from arith.config import ExperimentConfig
 from arith.training.step import train_step
 if sys.argv[1] == "default":  # glibc's initial thresholds, fixed: its dynamic ones drift run to run

@@ -1,4 +1,4 @@
-"""Faults, for real processes and real stores (issue 14), each at smoke scale:
+"""Faults, for real processes and real stores, each at smoke scale:
 
 1. a trial's worker process is SIGKILLed after a checkpoint and the trial resumes into the same MLflow run;
 2. the MLflow tracking server (PostgreSQL-backed, started here) is stopped mid-trial for longer than a
@@ -73,7 +73,7 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 def check_histories(uri: str, n_trials: int) -> None:
-    """The history checks of issue 14 on every trial run of the grid's experiment."""
+    """The history checks on every trial run of the grid's experiment."""
     client = store.client(uri)
     (experiment,) = store.experiment_ids(client, [GRID])
     runs = [r for r in store.search_runs(client, [experiment]) if r.data.tags.get("sweep") != "1"]
@@ -415,7 +415,7 @@ def _alive_in_session(leader: int) -> list[int]:
 
 @pytest.mark.slow
 def test_a_killed_drivers_local_ray_is_stopped_by_the_next_sweep(tmp_path, ray_temp_dir):
-    """Issue 40: after `kill -9` of sweeps/run.py its local Ray's agents lived on under pid 1 (and ignore
+    """After `kill -9` of sweeps/run.py its local Ray's agents lived on under pid 1 (and ignore
     SIGTERM). The driver notes its Ray session; the next sweep on the same Ray temp folder (resumed or
     new) stops that session's processes, and no other Ray's, before starting its own; an abandoned one is
     stopped by hand with `python -m sweeps.cluster stop-stale` (what this test runs)."""

@@ -1,5 +1,5 @@
-"""The plans, each read once: docs/results/gpu_plan.yaml by `experiments.gpu_plan` (typed, checked, read alike
-by `sweeps.bank` and `analysis`) and docs/results/plan.yaml by `analysis.plan`; a malformed plan is refused
+"""The plans, each read once: docs/results/gpu_plan.yaml by `lab.gpu_plan` (typed, checked, read alike
+by `lab.bank` and `analysis`) and docs/results/plan.yaml by `lab.plan`; a malformed plan is refused
 with one line naming the field, and no other module reads either file."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from analysis.plan import load_plan
 from arith.config import ConfigError
-from experiments.gpu_plan import GPU_PLAN, MAX_PARTS, PlannedBatch, PlannedPart, load_gpu_plan
+from lab.gpu_plan import GPU_PLAN, MAX_PARTS, PlannedBatch, PlannedPart, load_gpu_plan
+from lab.plan import load_plan
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("arith", "experiments", "sweeps", "analysis", "scripts", "benchmarks")
+PACKAGES = ("arith", "experiments", "sweeps", "analysis", "lab", "scripts", "benchmarks")
 
 #: a plan of two batches: a pre-search, then a batch whose budget it chose
 GOOD = [
@@ -142,7 +142,7 @@ def _string_constants(path: Path) -> set[str]:
 
 @pytest.mark.parametrize(
     ("file", "reader"),
-    [("gpu_plan.yaml", "experiments/gpu_plan.py"), ("plan.yaml", "analysis/plan.py")],
+    [("gpu_plan.yaml", "lab/gpu_plan.py"), ("plan.yaml", "lab/plan.py")],
 )
 def test_each_plan_file_is_named_in_code_by_its_reader_only(file: str, reader: str) -> None:
     naming = sorted(

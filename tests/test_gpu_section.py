@@ -1,5 +1,5 @@
-"""The `gpu` scale's section of docs/RESULTS.md (analysis.gpu), read off the batches really banked from lent
-GPUs: a claim whose compared models ran as separate parts of one batch is judged on both together, parts
+"""The `gpu` scale's section of docs/RESULTS.md (lab.gpu_section), read off the batches really banked from
+lent GPUs: a claim whose compared models ran as separate parts of one batch is judged on both together, parts
 at different settings are never pooled, a pre-search's seeds judge nothing, and a judged claim reaches the
 findings at a glance."""
 
@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from analysis.findings import NOT_TESTABLE
-from analysis.gpu import (
+from lab.gpu_plan import load_gpu_plan
+from lab.gpu_section import (
     fewer_digits_note,
     gpu_results,
     gpu_section,
@@ -18,8 +19,7 @@ from analysis.gpu import (
     setting_key,
     summary_rows,
 )
-from analysis.results import GPU_BANK
-from experiments.gpu_plan import load_gpu_plan
+from lab.results.grids import GPU_BANK
 
 JUDGED = "b3_mul_format_3digit_judged"
 PRESEARCH = "a2_mul_presearch_batch512"

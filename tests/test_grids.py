@@ -11,18 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from arith.config import ConfigError, ExperimentConfig, parse_only
+from arith.config import ConfigError, ExperimentConfig
 from arith.data.datasets import train_examples, train_size
+from arith.overrides import parse_only
 from arith.tracking.commands import seeds_argument
 from arith.training import hardware
 from experiments.grid import Grid, Variant
-from experiments.recipes import (
-    ADD_SCRATCHPAD_12K,
-    ADD_SCRATCHPAD_24K,
-    ADD_SCRATCHPAD_CANDIDATE,
-    REVERSE_RECIPE,
-)
-from experiments.registry import EXPERIMENTS
+from lab.sweep import main as lab_sweep
 from sweeps import cluster
 from sweeps.errors import SweepError
 from sweeps.grids import GRIDS, get_grid, longest_trial, paper_trial, points
@@ -188,7 +183,7 @@ def test_cpu_scale_trains_every_task_for_its_step_budget(grid):
     for cfg in points(grid, "cpu"):
         t = cfg.train
         batches = -(-train_size(cfg.data) // t.batch_size)
-        assert t.max_steps == scale.budget(cfg.data.task) == 3000
+        assert t.max_steps == scale.budget() == 3000
         # just enough epochs for the budget: the run ends on max_steps in its last epoch
         assert (t.epochs - 1) * batches < t.max_steps <= t.epochs * batches
         assert t.checkpoint_every == max(1, t.epochs // 10)
@@ -247,6 +242,12 @@ def test_a_variant_that_fixes_its_steps_names_the_papers_own_trial_beside_them()
     assert paper_trial("add_posembed") == f"{paper:,} steps (GPT-2 small)"
     # a variant that keeps the paper's steps says nothing more
     assert paper_trial("add_posembed_recipe") == f"{paper:,} steps (GPT-2 small)"
+
+
+def test_a_grid_made_for_another_scale_and_refused_at_paper_scale_says_so_in_the_report():
+    with pytest.raises(ConfigError):
+        points("length_gen", "paper")
+    assert paper_trial("length_gen") == "none: the grid is made for --scale cpu and refused at paper scale"
 
 
 def test_one_function_builds_a_trial_in_the_documented_order():
@@ -368,7 +369,10 @@ def test_list_and_dry_run(capsys, tmp_path):
     for name in ISSUE_GRIDS:
         assert name in out
     assert "tb:padding-20" in out
-    # the recipe searches `--search NAME` takes, with what they serve and where ASHA compares
+    # the lab's recipe searches `python -m lab.sweep --search NAME` takes, with what they serve and where
+    # ASHA compares
+    assert lab_sweep(["--list"]) == 0
+    out = capsys.readouterr().out
     assert "search mul_format_recipe  (24 configurations)" in out
     assert "for: mul_format; ASHA at 10 / 30 / 90 core-minutes; pre-search seeds 100" in out
     assert (
@@ -414,7 +418,7 @@ def test_only_picks_points_before_set_moves_them(capsys, tmp_path):
     args = ["--grid", "nl_mix", "--scale", "gpu", "--dry-run", "--tracking-uri", uri]
     epochs = "train.eval_epochs=[77,154,231,308]"
     assert main([*args, "--only", "data.mix_format=none", "--set", epochs]) == 0
-    out = capsys.readouterr().out
+    out = capsys.readouterr().out.split("Every setting's source")[0]  # the trial table
     assert "3 trials" in out and "random_space" not in out
     assert main([*args, "--set", epochs]) == 2  # every point: the mixed ones have 31 epochs
     assert "fall outside 1..train.epochs=31" in capsys.readouterr().err
@@ -484,8 +488,8 @@ def test_trial_table_shows_config_and_resources(tmp_path):
     )
     assert (table["gpus"] == 0.25).all()
     first = next(iter(configs.values()))
-    assert first["model"]["pretrained"] == str(tmp_path.resolve())
-    assert first["tracking"]["tracking_uri"] == "sqlite:////x.db"
+    assert first.model.pretrained == str(tmp_path.resolve())
+    assert first.tracking.tracking_uri == "sqlite:////x.db"
 
 
 def test_a_failed_trial_counts_once_whether_tune_or_its_run_says_so(tmp_path):
@@ -500,7 +504,7 @@ def test_a_failed_trial_counts_once_whether_tune_or_its_run_says_so(tmp_path):
     client = store.client(uri)
     experiment = client.get_experiment_by_name("mul_simple_case").experiment_id
     for key, status in zip(keys, ["FINISHED", "FAILED", "RUNNING"], strict=False):
-        name = configs[key]["tracking"]["run_name"]
+        name = configs[key].tracking.run_name
         run = client.create_run(experiment, run_name=name, tags={"mlflow.parentRunId": parent})
         if status != "RUNNING":
             client.set_terminated(run.info.run_id, status=status)
@@ -522,87 +526,3 @@ def test_runs_as_script_and_module(entry):
         [sys.executable, *entry, "--list"], cwd=ROOT, capture_output=True, text=True, timeout=120, check=True
     ).stdout
     assert "nl_mix" in out
-
-
-def test_a_budget_variant_is_one_entry():
-    """docs/DESIGN.md, "Add a budget variant": one `variant()` call derives the grid; the sweep's tags say
-    whose variant it is, and the parent's claims judge it."""
-    from experiments.grid import variant
-    from experiments.registry import claims_for
-    from sweeps.storage import sweep_tags
-
-    derived = variant(
-        GRIDS["mul_format"],
-        "mul_format_short",
-        "mul_format's basic vs padding_reverse at 1,000 steps.",
-        {"data.max_digits": 5, "train.max_steps": 1_000},
-        only={"data.format": ["basic", "padding_reverse"]},
-        over_scale=("train.max_steps",),
-        scale="cpu",
-    )
-    assert [p.name for p in derived.points()] == ["format=basic", "format=padding_reverse"]
-    assert derived.paper_tables == ("tb:basic-5", "tb:padding-5") and derived.parent == "mul_format"
-    configs = points(derived, "cpu", 1)
-    assert {c.train.max_steps for c in configs} == {1_000} and {c.data.max_digits for c in configs} == {3}
-    # the _long grids are variants too, with the trial configs they had as grids of their own
-    assert GRIDS["mul_format_long"].parent == "mul_format"
-    assert GRIDS["mul_simple_case_long"].parent == "mul_simple_case"
-    GRIDS[derived.name] = derived
-    try:
-        tags = sweep_tags(derived, SCALES["cpu"], 2, "abc")
-    finally:
-        del GRIDS[derived.name]
-    assert tags["variant_of"] == "mul_format"
-    assert claims_for(derived.name, tags["variant_of"]) == claims_for("mul_format")
-
-
-def test_a_grid_made_for_one_scale_says_so_at_another():
-    from sweeps.space import scale_note
-
-    assert scale_note(GRIDS["demo"], "cpu") is None
-    assert "made for --scale cpu" in scale_note(GRIDS["demo"], "paper")
-    with pytest.raises(ConfigError, match="made for --scale cpu"):
-        points("demo", "paper", 1)
-
-
-def test_a_cpu_recipe_is_declared_once_on_the_experiments_it_trains():
-    """The cpu_recipe scale declares no recipe: each is written once in experiments/recipes.py and declared
-    on the experiments that train at it (variants inherit it); a grid with none is refused, saying what its
-    task's nearest pre-search reached."""
-    assert SCALES["cpu_recipe"].needs_recipe and not SCALES["cpu_recipe"].recipes
-    for name in ("reverse_posembed", "reverse_posembed_recipe", "reverse_posembed_replication"):
-        assert EXPERIMENTS[name].recipe("cpu_recipe") is REVERSE_RECIPE
-    for name in ("add_length", "add_posembed", "add_posembed_recipe_24k"):
-        assert EXPERIMENTS[name].recipe("cpu_recipe") is ADD_SCRATCHPAD_24K
-    # the 6,000- and 12,000-step pre-search records keep the candidates they rejected
-    assert EXPERIMENTS["add_posembed_recipe"].recipe("cpu_recipe") is ADD_SCRATCHPAD_CANDIDATE
-    assert EXPERIMENTS["add_posembed_recipe_long"].recipe("cpu_recipe") is ADD_SCRATCHPAD_12K
-    assert EXPERIMENTS["reverse_posembed"].recipe("cpu") is None
-    (cfg,) = points("reverse_posembed_replication", "cpu_recipe", 1, only={"model.position": "none"})
-    assert (cfg.train.max_steps, cfg.train.precision, cfg.data.train_samples) == (6000, "bf16", 120_000)
-    with pytest.raises(ConfigError, match=r"no recipe for task 'mul': the recipe search mul_format_recipe"):
-        points("mul_format", "cpu_recipe", 1)
-
-
-def test_a_rejected_recipe_runs_on_its_presearch_seeds_only():
-    """A candidate recipe its pre-search did not choose (scratchpad addition: random_embed did not learn at
-    6,000 steps, nor on a judged seed at 12,000) runs on the scale's pre-search seeds, which judge nothing; a
-    judged sweep is refused."""
-    assert REVERSE_RECIPE.chosen and not ADD_SCRATCHPAD_CANDIDATE.chosen
-    assert {c.train.seed for c in points("add_posembed_recipe", "cpu_recipe", (100,))} == {100}
-    with pytest.raises(
-        ConfigError, match=r"did not choose .*pre-search seeds 100, 101, 102 run it, not 0, 1$"
-    ):
-        points("add_posembed_recipe", "cpu_recipe", 2)
-    assert len(points("reverse_posembed_recipe", "cpu_recipe", 2)) == 8
-    # 12,000 steps, chosen on seed 100, rejected when a judged seed missed the gate: no fresh seed runs it
-    assert not ADD_SCRATCHPAD_12K.chosen
-    with pytest.raises(ConfigError, match=r"did not choose .*not 5, 6$"):
-        points("add_posembed_recipe_long", "cpu_recipe", (5, 6))
-    # its successor ran on the pre-search seeds 101 and 102, which chose it: fresh seeds run it now
-    only = {"model.position": "random_embed"}
-    presearch = points("add_posembed_recipe_24k", "cpu_recipe", (101, 102), only=only)
-    settings = {(c.train.seed, c.train.max_steps, c.train.precision, c.data.train_samples) for c in presearch}
-    assert settings == {(101, 24_000, "bf16", 120_000), (102, 24_000, "bf16", 120_000)}
-    assert ADD_SCRATCHPAD_24K.chosen
-    assert {c.train.seed for c in points("add_posembed_recipe_24k", "cpu_recipe", (5, 6))} == {5, 6}

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
-from test_analysis import empty_store, write_store  # noqa: F401  (the fixture and the store writer)
+from synthetic import write_store
 
 from arith.ask import main as ask_main
 from arith.config import ConfigError, ExperimentConfig
@@ -132,7 +132,7 @@ def test_errors_csv_agrees_with_cells_csv_up_to_the_cap(trial, tmp_path) -> None
     assert f"eval/digit_errors_epoch{cfg.train.epochs}.png" in artifacts
 
 
-def test_errors_csv_survives_an_archive(trial, tmp_path, empty_store) -> None:  # noqa: F811
+def test_errors_csv_survives_an_archive(trial, tmp_path, empty_store) -> None:
     from arith.tracking.archive import SOURCE_TAG, export_sweep, import_sweep
 
     _, result, client, parent_id, _ = trial
@@ -185,7 +185,7 @@ def test_ask_refuses_bad_input_in_one_line(trial, tmp_path, capsys) -> None:
 
 
 def test_ask_refuses_an_empty_problem_a_long_one_and_cut_weights_in_one_line(trial, tmp_path, capsys) -> None:
-    """Issue 40: an empty prompt (AttributeError), an operand longer than the model's context on a
+    """An empty prompt (AttributeError), an operand longer than the model's context on a
     basic-format run (IndexError) and truncated weights (the logged model's pickled module) were
     tracebacks."""
     cfg, result, _, _, _ = trial
@@ -260,7 +260,7 @@ def test_digit_errors_by_position_read_either_answer_order() -> None:
         validate(ExperimentConfig().with_overrides({"tracking.log_model": "best"}))
 
 
-def test_report_shows_digit_errors_and_wrong_answers_under_each_table(tmp_path, empty_store) -> None:  # noqa: F811
+def test_report_shows_digit_errors_and_wrong_answers_under_each_table(tmp_path, empty_store) -> None:
     from analysis import report
     from analysis.load import read_sweep
 
@@ -285,7 +285,7 @@ def test_report_shows_digit_errors_and_wrong_answers_under_each_table(tmp_path, 
 
 def test_a_point_whose_trials_erred_nowhere_says_so_and_not_that_its_trials_are_old(
     tmp_path,
-    empty_store,  # noqa: F811
+    empty_store,
 ) -> None:
     """A trial that answered every test problem right writes eval/errors.csv with its header alone: its
     point reads "no wrong answers", where trials without the file read as from before it."""

@@ -18,7 +18,8 @@ from arith.model.gpt import ArithModel, build_model
 from arith.model.tokenizer import build_tokenizer, encode_example
 from arith.training.evaluate import evaluate
 from experiments.catalog.length_gen import TESTED, TRAINED, beats_learned, holds_beyond
-from experiments.verdicts import HELD, NOT_HELD, NOT_TESTABLE, decide_family
+from experiments.decide import decide_family
+from experiments.verdicts import HELD, NOT_HELD, NOT_TESTABLE
 from sweeps.grids import points
 
 SCHEMES = ("learned", "none", "random_embed", "randomized", "abacus", "coupling")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-TOP = ("arith", "sweeps", "analysis", "scripts", "benchmarks")
+TOP = ("arith", "sweeps", "analysis", "lab", "scripts", "benchmarks")
 
 #: names that mean the same job in every module that defines them
 ALLOWED = {

@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_analysis import empty_store  # noqa: F401  (the fixture)
 
 from analysis.__main__ import main as analysis_main
 from arith.ask import main as ask_main
@@ -21,11 +20,15 @@ from arith.tracking import archive, store
 from arith.tracking.archive import SOURCE_TAG, import_archive, read_archive, write_records
 from arith.tracking.archive import main as archive_main
 from arith.tracking.recorder import run_record
+from lab.report import main as lab_report
 from sweeps.offline import main as offline_main
 from sweeps.offline_archive import archive_work
 
 ROOT = Path(__file__).resolve().parent.parent
-CELLS = "epoch,context,row_digits,col_digits,n,correct,accuracy,seen_in_train\n1,,1,1,4,2,0.5,0\n"
+CELLS = (
+    "epoch,context,row_digits,col_digits,n,correct,accuracy,seen_in_train,n_seen,accuracy_seen,accuracy_unseen\n"
+    "1,,1,1,4,2,0.5,0,0,,0.5\n"
+)
 #: a fast smoke grid: 2 trials of 3-digit addition, seconds each
 FAST = ["--set", "train.max_steps=12", "--set", "data.test_per_cell=2"]
 
@@ -48,7 +51,7 @@ def _archive(path: Path, trials: list[dict], status: str = "FINISHED") -> Path:
     return path
 
 
-def _store(tmp_path: Path, empty_store: Path) -> str:  # noqa: F811
+def _store(tmp_path: Path, empty_store: Path) -> str:
     shutil.copy(empty_store, tmp_path / "mlflow.db")
     return f"sqlite:///{tmp_path / 'mlflow.db'}"
 
@@ -74,7 +77,7 @@ def _one_line_error(capsys) -> str:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def test_an_archive_written_further_on_brings_the_store_up_to_it(tmp_path, empty_store, capsys):  # noqa: F811
+def test_an_archive_written_further_on_brings_the_store_up_to_it(tmp_path, empty_store, capsys):
     """The first archive of a sweep stopped at a deadline (one trial finished, one KILLED half-way), then
     the archive of its resumed run (the KILLED trial continued from its checkpoint, its points after it
     logged again at new times, and a third trial): the second import adds and continues what is new,
@@ -106,7 +109,7 @@ def test_an_archive_written_further_on_brings_the_store_up_to_it(tmp_path, empty
     assert _sweep(uri)[0].info.run_id == parent.info.run_id
 
 
-def test_a_trial_started_over_as_a_new_run_replaces_its_stopped_attempt(tmp_path, empty_store):  # noqa: F811
+def test_a_trial_started_over_as_a_new_run_replaces_its_stopped_attempt(tmp_path, empty_store):
     """A Tune trial stopped before its first checkpoint starts over as a new run: its later archive holds
     that run, not the stopped one, which the import replaces rather than calling the archive older."""
     uri = _store(tmp_path, empty_store)
@@ -128,7 +131,7 @@ def test_a_trial_started_over_as_a_new_run_replaces_its_stopped_attempt(tmp_path
 )
 def test_an_archive_that_contradicts_the_store_is_refused_naming_the_trial(
     tmp_path,
-    empty_store,  # noqa: F811
+    empty_store,
     capsys,
     changed,
     message,
@@ -150,7 +153,7 @@ def test_an_archive_that_contradicts_the_store_is_refused_naming_the_trial(
     assert {name: run.info.run_id for name, run in _sweep(uri)[1].items()} == before
 
 
-def test_an_import_killed_while_it_switched_copies_is_finished_by_the_next(tmp_path, empty_store):  # noqa: F811
+def test_an_import_killed_while_it_switched_copies_is_finished_by_the_next(tmp_path, empty_store):
     """Killed after the store's old copy was deleted, before the staged one took its place: the next
     import finds no copy in sight, clears the staged one and the old trial runs, and imports whole."""
     uri = _store(tmp_path, empty_store)
@@ -171,7 +174,7 @@ def test_an_import_killed_while_it_switched_copies_is_finished_by_the_next(tmp_p
     assert parent.info.run_id == imported.run_id and sorted(trials) == ["trial-0", "trial-1"]
 
 
-def test_an_edited_archive_is_refused_and_imports_nothing(tmp_path, empty_store, capsys):  # noqa: F811
+def test_an_edited_archive_is_refused_and_imports_nothing(tmp_path, empty_store, capsys):
     """A trial's line removed with the header's count fixed, or a metric history cut short: every other
     check passes, the digest written with the archive does not."""
     uri = _store(tmp_path, empty_store)
@@ -251,7 +254,7 @@ def test_a_sweep_begun_in_the_shared_work_folder_resumes_there(tmp_path):
 # ---------------------------------------------------------------------------------------------------------
 
 
-def test_ask_on_a_trial_imported_without_weights_says_so_in_one_line(tmp_path, empty_store, capsys):  # noqa: F811
+def test_ask_on_a_trial_imported_without_weights_says_so_in_one_line(tmp_path, empty_store, capsys):
     uri = _store(tmp_path, empty_store)
     path = _archive(tmp_path / "sweep.jsonl", [_trial(0, "FINISHED", 6)])
     imported = import_archive(uri, path)
@@ -266,8 +269,12 @@ def test_ask_on_a_trial_imported_without_weights_says_so_in_one_line(tmp_path, e
 def test_the_analysis_refuses_a_file_that_holds_no_store_and_writes_nothing(tmp_path, capsys):
     empty = tmp_path / "empty.db"
     empty.write_bytes(b"")
-    for argv in (["--grid", "add_posembed"], ["--grid", "add_posembed", "--plan"]):
-        assert analysis_main([*argv, "--tracking-uri", f"sqlite:///{empty}"]) == 2
+    commands = (
+        (analysis_main, ["--grid", "add_posembed"]),
+        (lab_report, ["--grid", "add_posembed", "--plan"]),
+    )
+    for command, argv in commands:
+        assert command([*argv, "--tracking-uri", f"sqlite:///{empty}"]) == 2
         assert "empty.db is an empty file" in _one_line_error(capsys)
         assert empty.stat().st_size == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.db"]  # no lock file, no artifacts either

@@ -1,4 +1,4 @@
-"""The executor for machines without Ray or MLflow (sweeps.offline) and the GPU plan (sweeps.bank).
+"""The executor for machines without Ray or MLflow (sweeps.offline) and the GPU plan (lab.bank).
 
 The executor's archive must import and judge like a Ray Tune sweep's: the slow test runs one smoke grid
 both ways (a real local Ray and SQLite MLflow store for Tune; plain processes for the executor), imports
@@ -29,8 +29,8 @@ from arith.tracking.archive import export_sweep, import_sweep, read_archive
 from arith.tracking.recorder import RunRecorder
 from arith.tracking.schema import PRESEARCH_SEEDS_TAG, WEIGHTS_DIGEST_TAG
 from arith.training.train import train
+from lab.bank import Batch, archive_summary, load_batches, next_batch, run_next, status
 from sweeps import offline
-from sweeps.bank import Batch, archive_summary, load_batches, next_batch, run_next, status
 from sweeps.errors import SweepError
 from sweeps.grids import GRIDS
 from sweeps.offline import SweepPart, run_parts
@@ -272,7 +272,7 @@ def test_offline_archive_imports_and_judges_like_a_tune_sweep(tmp_path):
 
 
 def test_a_rerun_keeps_its_plans_trials_and_refuses_another_plan(tmp_path):
-    """Issue 40: a second run into the same folder with other `--only`/`--set` values put the first
+    """A second run into the same folder with other `--only`/`--set` values put the first
     run's trial into its archive. The folder is the plan's: the same plan resumes (the finished trial
     kept as it is, nothing rerun), another plan is refused before anything is written."""
     first = SweepPart(GRID, "smoke", 1, {"data.format": "padding_reverse"}, FAST, label="demo")
@@ -314,7 +314,7 @@ def test_bad_set_values_are_refused_in_one_line(tmp_path, capsys, value):
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the crash is asking for CUDA where there is none")
 def test_a_crashed_trial_is_failed_with_its_error_and_the_exit_code_says_so(tmp_path):
-    """Issue 40: a trial that raised was archived KILLED and the executor exited 0."""
+    """A trial that raised was archived KILLED and the executor exited 0."""
     out = tmp_path / "demo.jsonl"
     sets = [arg for k, v in {**FAST, "train.device": "cuda"}.items() for arg in ("--set", f"{k}={v}")]
     command = [sys.executable, "-m", "sweeps.offline", "--grid", GRID, "--scale", "smoke", "--procs", "1"]
@@ -333,7 +333,7 @@ def _history(record: dict) -> dict[str, list[tuple[int, float]]]:
 
 @pytest.mark.slow
 def test_a_killed_executor_rerun_resumes_each_trial_once_with_its_whole_history(tmp_path):
-    """Issue 40's "done when": the executor killed (SIGKILL, its trial left running) after a checkpoint,
+    """The executor killed (SIGKILL, its trial left running) after a checkpoint,
     then the same command again: the trial continues from its checkpoint, and its record is the record of
     a run never stopped (every metric at the same steps with the same values: none twice, none missing)."""
     sets = {

@@ -1,4 +1,4 @@
-"""The committed pre-search records (docs/presearch/): `python -m analysis.presearch summary|budget` and how
+"""The committed pre-search records (docs/presearch/): `python -m lab.presearch summary|budget` and how
 the results report renders them. (The runner that wrote them is gone: `sweeps.offline` replaced it.)"""
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.presearch import presearch_records, presearch_tables
+from lab.presearch import presearch_records, presearch_tables
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def presearch(*args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "analysis.presearch", *args]
+    cmd = [sys.executable, "-m", "lab.presearch", *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
 
 
@@ -47,7 +47,7 @@ def test_summary_gives_each_point_its_mean_and_standard_error_over_seeds(tmp_pat
     path = tmp_path / "r.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     done = subprocess.run(
-        [sys.executable, "-m", "analysis.presearch", "summary", str(path)],
+        [sys.executable, "-m", "lab.presearch", "summary", str(path)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -64,7 +64,7 @@ def test_summary_gives_each_point_its_mean_and_standard_error_over_seeds(tmp_pat
 def test_budget_fit_follows_a_logistic_curve_and_refuses_a_flat_one() -> None:
     """The fit recovers the budget of an exact log-odds-linear curve; a curve that does not rise gives no
     estimate; fewer than two budgets give no fit."""
-    from analysis.budget import fit_budgets
+    from lab.budget import fit_budgets
 
     def curve(steps: int) -> float:  # log-odds = -12 + 1.5 ln(steps): 0.9 at exp((ln 9 + 12) / 1.5)
         return 1 / (1 + math.exp(-(-12 + 1.5 * math.log(steps))))
@@ -80,7 +80,7 @@ def test_budget_fit_follows_a_logistic_curve_and_refuses_a_flat_one() -> None:
 def test_budget_table_reads_in_range_cells_and_marks_what_was_measured() -> None:
     """From the committed pre-search records: multiplication reads its small products, a point that
     reached 0.9 says so as a measurement, and points at one budget are left out."""
-    from analysis.budget import budget_table
+    from lab.budget import budget_table
 
     records = [
         json.loads(line)
@@ -125,7 +125,7 @@ def test_other_settings_make_another_point_and_one_budget_says_reached_or_not() 
     """mul_format_steps ran basic at 6,000 and 12,000 steps, and at 6,000 with two other learning rates:
     the rates are points of their own (not points of the preset's budget series), and with `single` each
     point at one budget says whether it reached 0.9 in range, measured, with no extrapolation."""
-    from analysis.budget import budget_table, gate_accuracy
+    from lab.budget import budget_table, gate_accuracy
 
     records = [
         json.loads(line)

@@ -167,7 +167,7 @@ def test_the_grids_axes_are_columns_of_tunes_result_grid(tmp_path, ray_temp_dir)
     so `ResultGrid.get_dataframe()` of the Tuner restored from the sweep's storage has a column for each."""
     from ray import tune
 
-    from sweeps.storage import SweepStorage
+    from sweeps.storage import SweepStorage, state_configs
     from sweeps.tuner import make_trainable
 
     storage = tmp_path / "ray_results"
@@ -178,7 +178,7 @@ def test_the_grids_axes_are_columns_of_tunes_result_grid(tmp_path, ray_temp_dir)
     sweeps = SweepStorage(str(storage))
     name = sweeps.latest("demo", "smoke")
     state = sweeps.state(name)
-    trainable = make_trainable(state["configs"], state["resources"])
+    trainable = make_trainable(state_configs(state), state["resources"])
     frame = tune.Tuner.restore(sweeps.uri(name), trainable=trainable).get_results().get_dataframe()
     axes = GRIDS["demo"].declared_axes()
     assert axes and {f"config/{axis}" for axis in axes} <= set(frame.columns)

@@ -1,7 +1,7 @@
-"""The record of a trial is named once: no module but `arith.tracking.schema` spells a tag name, a column
-of the trial record's frames (cells, errors, the run id joining them) or a schema constant (its string
-literals are found with `ast`), and the paper table tag is joined and split by the schema's pair of
-functions alone."""
+"""The record of a trial is named once: no module but `arith.tracking.schema` spells a tag name, a metric,
+an artifact's path, a column of the trial record's frames (cells, errors, the run id joining them) or a
+schema constant (its string literals are found with `ast`), and the paper table tag is joined and split by
+the schema's pair of functions alone."""
 
 from __future__ import annotations
 
@@ -13,14 +13,19 @@ import pytest
 from arith.tracking import schema
 
 ROOT = Path(__file__).resolve().parents[1]
-TOP = ("arith", "experiments", "sweeps", "analysis", "scripts", "benchmarks")
+TOP = ("arith", "experiments", "sweeps", "analysis", "lab", "scripts", "benchmarks")
 SCHEMA = "arith/tracking/schema.py"
 
-#: the operands' columns of eval/errors.csv: single letters, too common to find by their spelling (the
-#: modules indexing the errors frame use schema.A_COLUMN / B_COLUMN); every other column is guarded
-TOO_COMMON = {schema.A_COLUMN, schema.B_COLUMN}
+#: the operands' columns of eval/errors.csv: single letters, and the model artifact's name (the config's
+#: section too): too common to find by their spelling (the modules indexing the errors frame use
+#: schema.A_COLUMN / B_COLUMN); every other column is guarded
+TOO_COMMON = {schema.A_COLUMN, schema.B_COLUMN, schema.MODEL_ARTIFACT}
 GUARDED: set[str] = {
-    *(v for k, v in vars(schema).items() if k.endswith("_TAG") and isinstance(v, str)),
+    *(
+        v
+        for k, v in vars(schema).items()
+        if k.endswith(("_TAG", "_METRIC", "_ARTIFACT")) and isinstance(v, str)
+    ),
     *schema.CELL_COLUMNS,
     *schema.ERROR_COLUMNS,
     schema.RUN_ID_COLUMN,
@@ -43,44 +48,45 @@ NOT_THE_SCHEMA: dict[tuple[str, str], str] = {
             "sweeps/offline_archive.py",
             "arith/tracking/outbox.py",
             "arith/tracking/recorder.py",
-            "arith/tracking/backfill.py",
         )
     },
     ("arith/training/cli.py", "run_id"): "a field of the trainer's printed JSON summary",
     # "epoch" as the trainer's reported metric (Tune's result key, an MLflow metric), not the cells column
     ("arith/training/train.py", "epoch"): "the trainer's reported metric (Tune result / MLflow metric)",
     ("sweeps/tuner.py", "epoch"): "a Tune result key in the end-of-sweep summary's metrics",
-    ("sweeps/search.py", "epoch"): "a column of Tune's result history (the trainer's reported metric)",
-    ("analysis/search.py", "epoch"): "a column of the search's own evaluations frame (an MLflow metric step)",
+    ("lab/search/sweep.py", "epoch"): "a column of Tune's result history (the trainer's reported metric)",
+    ("lab/search/costs.py", "epoch"): "a column of the search's own evaluations frame (an MLflow step)",
     # "grid" and "scale" as anything but the MLflow tags: each module owning that format spells it
-    ("analysis/plan.py", "grid"): "a field of plan.yaml's parts (analysis.plan owns plan.yaml)",
-    ("analysis/plan.py", "scale"): "a field of plan.yaml's parts (analysis.plan owns plan.yaml)",
-    ("experiments/gpu_plan.py", "grid"): "a field of gpu_plan.yaml's parts (experiments.gpu_plan owns it)",
-    ("experiments/gpu_plan.py", "scale"): "a field of gpu_plan.yaml's parts (experiments.gpu_plan owns it)",
+    ("lab/plan.py", "grid"): "a field of plan.yaml's parts (lab.plan owns plan.yaml)",
+    ("lab/plan.py", "scale"): "a field of plan.yaml's parts (lab.plan owns plan.yaml)",
+    ("lab/gpu_plan.py", "grid"): "a field of gpu_plan.yaml's parts (lab.gpu_plan owns it)",
+    ("lab/gpu_plan.py", "scale"): "a field of gpu_plan.yaml's parts (lab.gpu_plan owns it)",
     ("sweeps/storage.py", "grid"): "a key of sweep.json (its --resume record), not the parent run's tag",
     ("sweeps/storage.py", "scale"): "a key of sweep.json (its --resume record), not the parent run's tag",
     (
-        "analysis/budget.py",
+        "lab/budget.py",
         "grid",
     ): "a field of the pre-search JSON-lines records and the budget table's column",
-    ("analysis/budget.py", "scale"): "a field of the pre-search JSON-lines records",
-    ("analysis/spend.py", "grid"): "a column header of the plan's spend table (docs/RESULTS.md)",
-    ("analysis/spend.py", "scale"): "a column header of the plan's spend table (docs/RESULTS.md)",
+    ("lab/budget.py", "scale"): "a field of the pre-search JSON-lines records",
+    ("lab/spend.py", "grid"): "a column header of the plan's spend table (docs/RESULTS.md)",
+    ("lab/spend.py", "scale"): "a column header of the plan's spend table (docs/RESULTS.md)",
     ("analysis/findings.py", "grid"): "a column of the findings table (FINDING_COLUMNS)",
-    ("analysis/results.py", "grid"): "a column of the findings table and of analysis.budget's budget table",
+    ("lab/results/page.py", "grid"): "a field of notes.yaml's verdicts before (the report's own prose)",
+    ("lab/results/untestable.py", "grid"): "a column of the not-testable table and of lab.budget's table",
     ("analysis/tables.py", "grid"): "a task's table layout (Task.layout), not the tag",
     ("arith/data/tasks/mul.py", "grid"): "the task's table layout (Task.layout), not the tag",
     ("sweeps/cost.py", "grid"): "a column of the GPU cost estimate's table",
     ("scripts/cluster/throughput.py", "grid"): "a field of the throughput script's own JSON rows",
     ("benchmarks/bench_paper.py", "grid"): "a field of the benchmark's own JSON rows",
+    ("benchmarks/paper_rows.py", "grid"): "a field of the benchmark's own JSON rows",
 }
 
 #: the distinctive fields of a plan file, each spelled by the one module that reads that file alone
 PLAN_FIELDS: dict[str, str] = {
-    "why_not_run": "analysis/plan.py",
-    "estimate_core_min": "analysis/plan.py",
-    "chosen_by": "experiments/gpu_plan.py",
-    "procs": "experiments/gpu_plan.py",
+    "why_not_run": "lab/plan.py",
+    "estimate_core_min": "lab/plan.py",
+    "chosen_by": "lab/gpu_plan.py",
+    "procs": "lab/gpu_plan.py",
 }
 
 
@@ -129,11 +135,12 @@ def test_no_module_but_its_reader_spells_a_plan_files_field() -> None:
         and node.value in PLAN_FIELDS
         and PLAN_FIELDS[node.value] != module
     ]
-    assert not found, "read the plan through analysis.plan / experiments.gpu_plan:\n" + "\n".join(found)
+    assert not found, "read the plan through lab.plan / lab.gpu_plan:\n" + "\n".join(found)
 
 
 def test_the_guard_covers_the_tags_the_epoch_and_the_errors_columns() -> None:
     names = {"sweep", "grid", "scale", "git_commit", "epoch", "final_epoch", "prompt", "expected", "reply"}
+    names |= {"test_acc", "test_acc/beyond", "train/loss", "eval/cells.csv", "eval/errors.csv"}
     assert names <= GUARDED
     assert not TOO_COMMON & GUARDED
 

@@ -1,4 +1,4 @@
-"""What the reproduction's sweeps cost (analysis.spend): core-minutes spent, read from a real MLflow store,
+"""What the reproduction's sweeps cost (lab.spend): core-minutes spent, read from a real MLflow store,
 beside what a plan part declared before it ran, and the cost of a judged sweep of a claim not testable."""
 
 from __future__ import annotations
@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from analysis import results
-from analysis.budget import steps_needed
-from analysis.plan import PLAN, TAG_COMMAND, Planned, load_plan, unended_grids
-from analysis.presearch import presearch_records
-from analysis.reach import (
+from arith.tracking.schema import CPU_SECONDS
+from arith.training.sessions import NOT_RECORDED
+from lab.budget import steps_needed
+from lab.gpu_plan import PlannedBatch, PlannedPart, load_gpu_plan
+from lab.plan import PLAN, TAG_COMMAND, Planned, load_plan, unended_grids
+from lab.presearch import presearch_records
+from lab.reach import (
     GpuBatch,
     compared_points,
     gpu_batches,
@@ -23,10 +25,9 @@ from analysis.reach import (
     one_core_cost,
     planned_gpu_sweeps,
 )
-from analysis.spend import NOT_ENDED, TrialCost, planned_text, spend_table, spent_line, trial_costs
-from arith.tracking.schema import CPU_SECONDS
-from arith.training.sessions import NOT_RECORDED
-from experiments.gpu_plan import PlannedBatch, PlannedPart, load_gpu_plan
+from lab.results import grids as results_grids
+from lab.results import page as results
+from lab.spend import NOT_ENDED, TrialCost, planned_text, spend_table, spent_line, trial_costs
 
 ROOT = Path(__file__).resolve().parent.parent
 MINUTE_MS = 60_000
@@ -284,7 +285,7 @@ def test_the_steps_a_point_needs_come_from_the_committed_pre_search() -> None:
         [TrialCost("p", 0, 4.0, 1.0, 3000)],
         needed,
         {},
-        results.BUDGET_POINTS,
+        results_grids.BUDGET_POINTS,
     )
     # 5 seeds x 2 points x 3,000 steps at 4 min a 3,000-step trial = 40 core-minutes
     assert cost["a judged sweep on one core"].startswith("0.7 core-hours: 5 seeds x 2 points x 3,000 steps")
@@ -293,7 +294,9 @@ def test_the_steps_a_point_needs_come_from_the_committed_pre_search() -> None:
 
 @pytest.mark.parametrize("grid", ["add_length"])
 def test_a_claim_the_cpu_model_cannot_test_says_so_instead_of_a_one_core_cost(grid: str) -> None:
-    said = judged_cost(grid, [], "... [tb:acc_dataformat]", [], {}, {}, {}, results.ONE_CORE_INSTEAD[grid])
+    said = judged_cost(
+        grid, [], "... [tb:acc_dataformat]", [], {}, {}, {}, results_grids.ONE_CORE_INSTEAD[grid]
+    )
     assert said["a judged sweep on one core"].startswith("not runnable here: the claim is about GPT-2 small")
     assert "about 88 core-hours a trial" in said["a judged sweep on one core"]
 
@@ -310,8 +313,8 @@ def test_a_claim_without_a_cpu_budget_or_a_gpu_rate_shows_its_costs_measured_at_
         {},
         {},
         {},
-        results.ONE_CORE_INSTEAD["nl_mix"],
-        gpu_instead=results.GPU_INSTEAD["nl_mix"],
+        results_grids.ONE_CORE_INSTEAD["nl_mix"],
+        gpu_instead=results_grids.GPU_INSTEAD["nl_mix"],
     )
     assert said["a judged sweep on one core"].startswith("no budget of the cpu model is known")
     assert "151 tokens/s on one core" in said["a judged sweep on one core"]

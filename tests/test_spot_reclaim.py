@@ -1,4 +1,4 @@
-"""Fault test 4 of issue 14: a spot reclaim on a simulated GPU cluster.
+"""A fault test: a spot reclaim on a simulated GPU cluster.
 
 Ray's own fake autoscaling cluster runs on this machine: `ray start --head --autoscaling-config` with
 RAY_FAKE_CLUSTER=1 and the `fake_multinode` provider, whose `ray.worker.gpu` type ({CPU: 1, GPU: 1}, fake

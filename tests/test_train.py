@@ -15,8 +15,9 @@ from arith.tracking.schema import SESSIONS_TAG, TRAINED_ON_TAG, WEIGHTS_DIGEST_T
 from arith.training.checkpoints import CHECKPOINT_FILE, load_checkpoint, weights_digest
 from arith.training.cli import build_config, config_from_args, main
 from arith.training.metrics import probe_examples
+from arith.training.optim import lr_lambda, total_steps
 from arith.training.step import NonFiniteLossError
-from arith.training.train import lr_lambda, total_steps, train
+from arith.training.train import train
 
 mlflow = pytest.importorskip("mlflow")
 
@@ -391,7 +392,7 @@ def test_tune_trial_reports_checkpoints_and_resumes_in_the_same_mlflow_run(tmp_p
                 real_new_epoch(self, epoch)
 
             ArithModel.new_epoch = crash_at_epoch_3
-        run_trial(config, {trial_key(config["point"], config["seed"]): cfg.to_dict()})
+        run_trial(config, {trial_key(config["point"], config["seed"]): cfg})
 
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
     try:

@@ -5,6 +5,7 @@ counterparts, and claims judged on the seeds that chose their budget."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import re
 
@@ -12,9 +13,11 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
+from synthetic import paper_or, synthetic_sweep
 
 from analysis.findings import NOT_TESTABLE, Finding, evaluate_findings, outcome_of
 from experiments.claim import Claim
+from experiments.decide import decide_family
 from experiments.intervals import holm, paired_interval, welch_interval
 from experiments.paper import digit_map_of
 from experiments.registry import EXPERIMENTS, claims_for
@@ -28,11 +31,12 @@ from experiments.verdicts import (
     compared,
     compared_cells,
     competence,
-    decide_family,
     difference,
     untestable,
 )
-from tests.test_analysis import paper_or, synthetic_sweep
+from sweeps.grids import GRIDS
+from sweeps.scales import get_scale
+from sweeps.storage import digit_map as scale_map
 
 BETTER = [0.61, 0.55, 0.72, 0.58, 0.66]
 WORSE = [0.50, 0.52, 0.60, 0.49, 0.63]
@@ -131,7 +135,7 @@ def test_cells_are_gated_and_compared_by_their_paper_counterparts() -> None:
     learned (0.99): it is gated, not compared; cpu 3x3 stands for the paper's 5x5."""
     sweep = synthetic_sweep("mul_format_long", paper_or(0.0), "cpu", seeds=(3,))
     cells = sweep.cells[sweep.cells["epoch"] == sweep.cells["final_epoch"]]
-    digit_map = digit_map_of("", "cpu", "mul_format_long")
+    digit_map = digit_map_of(json.dumps(scale_map(GRIDS["mul_format_long"], get_scale("cpu"))))
     basic, padded = (cells[cells["data.format"] == f] for f in ("basic", "padding_reverse"))
     _why, on = competence({"basic": basic}, digit_map, lambda c: c, "")
     gate = "1x1, 1x2, 1x3 (paper 1x5), 2x1, 2x2, 3x1 (paper 5x1)"
@@ -145,17 +149,21 @@ def test_cells_are_gated_and_compared_by_their_paper_counterparts() -> None:
 
 
 def test_a_claim_judged_on_its_presearch_seeds_is_not_testable() -> None:
+    """A sweep's `presearch_seeds` tag names the seeds that chose its budget (mul_format_long's: 0-2, as
+    its sweeps record them): those seeds judge nothing."""
     sweep = synthetic_sweep("mul_format_long", paper_or(0.0), "cpu", seeds=3)  # seeds 0, 1, 2
-    (found,) = evaluate_findings(sweep.cells, "mul_format_long", digit_map_of("", "cpu", ""))
+    cpu = digit_map_of(json.dumps(scale_map(GRIDS["mul_format"], get_scale("cpu"))))
+    chose = json.dumps(list(GRIDS["mul_format_long"].presearch_seeds))
+    (found,) = evaluate_findings(sweep.cells, "mul_format_long", cpu, chose)
     assert found.status == NOT_TESTABLE and "judged on the seeds that chose its budget" in found.evidence
-    # the sweep's own tag wins over the claim's declaration
-    (found,) = evaluate_findings(sweep.cells, "mul_format_long", digit_map_of("", "cpu", ""), "[7]")
+    # the tag says which seeds chose it
+    (found,) = evaluate_findings(sweep.cells, "mul_format_long", cpu, "[7]")
     # (judged: the synthetic seeds agree exactly, so 3 seeds' exact sign test, 0.125, cannot tell)
     assert found.status == CANNOT_TELL and found.numbers["seeds"] == "0, 1, 2 (paired)"
     assert "zero spread" in found.evidence
     # seeds beside the pre-search's: only the fresh ones are judged
     sweep = synthetic_sweep("mul_format_long", paper_or(0.0), "cpu", seeds=(1, 2, 3, 4, 5))
-    (found,) = evaluate_findings(sweep.cells, "mul_format_long", digit_map_of("", "cpu", ""))
+    (found,) = evaluate_findings(sweep.cells, "mul_format_long", cpu, chose)
     assert found.numbers["seeds"] == "3, 4, 5 (paired)"
     # the variants declare their pre-search (their archives predate the tag): the same seeds, no tag needed
     assert EXPERIMENTS["mul_format_long"].grid.presearch_seeds == (0, 1, 2)

@@ -25,9 +25,10 @@ from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 ATTENTION = "arith_attention"
 #: up to this many keys the explicit attention is the faster on a CPU (one core, fp32, forward and backward
 #: of 1,920 tokens of 8 heads of 32: 12 keys 4.6 vs 9.0 ms, 15 keys 5.9 vs 9.6, 20 keys 5.6 vs 5.6, 32 keys
-#: 7.4 vs 5.5; AMD EPYC Zen 5, 4 Dec 2026)
+#: 7.4 vs 5.5; docs/PERFORMANCE.md)
 EXPLICIT_MAX_KEYS = 16
-#: its name until 4 Dec 2026 (SDPA in fp32 for every bf16 CPU sequence), kept so that models saved then load
+#: the attention's former name (SDPA in fp32 for every bf16 CPU sequence), kept so that models saved
+#: under it load
 FORMER_ATTENTION = "sdpa_fp32_on_cpu"
 
 

@@ -17,8 +17,8 @@ own from the cells and the wrong answers. Nor are the trained models (`model/`, 
 (mlflow-export-import, MLflow's own tool for this, writes a folder per run with every artifact and in its
 1.2.0 release does not install the modules it imports; one file per sweep is what a repository can hold.)
 
-The header carries the sha256 of the content (`archive_checks.content_digest`), which the import checks;
-archives of version 1 were written without it. The same sweep may be archived again further on (an
+The header carries the sha256 of the content (`archive_checks.content_digest`), which the import checks.
+The same sweep may be archived again further on (an
 offline sweep resumed after a deadline): importing it brings the store's copy up to it (`import_archive`).
 """
 
@@ -36,15 +36,15 @@ from typing import Any
 from arith.tracking import store
 from arith.tracking.archive_checks import DIGEST_FIELD, RecordError, check_archive, content_digest
 from arith.tracking.archive_compare import Changes, ConflictError, compare, same_run
+from arith.tracking.schema import CELLS_ARTIFACT, ERRORS_ARTIFACT, SWEEP_TAG
 from arith.tracking.schema import PARENT_RUN_TAG as PARENT_TAG
-from arith.tracking.schema import SWEEP_TAG
 
 FORMAT = "arith-sweep-archive"
 VERSION = 2
-#: the versions this code reads: version 1 carries no digest of its content
-READABLE = (1, 2)
+#: the versions this code reads (the committed archives were rewritten into this one: `lab.archives`)
+READABLE = (VERSION,)
 #: the artifacts carried along: what the analysis reads of a trial (analysis/load.py)
-ARTIFACTS = ("eval/cells.csv", "eval/errors.csv")
+ARTIFACTS = (CELLS_ARTIFACT, ERRORS_ARTIFACT)
 #: the tag an imported run carries: the id of the run it was archived from (imports are idempotent)
 SOURCE_TAG = "archive.source_run_id"
 #: on an imported parent run until all its trial runs are in (a killed import leaves it, to be redone)

@@ -18,19 +18,17 @@ from typing import Any
 
 import pandas as pd
 
-from arith.tracking.schema import CONTEXT_COLUMN, REQUIRED_CELL_COLUMNS, SEEN_IN_TRAIN_COLUMN, SPLIT_COLUMNS
+from arith.tracking.schema import CELLS_ARTIFACT, CELLS_CSV_COLUMNS, CONTEXT_COLUMN
 
 #: MLflow's run statuses
 STATUSES = ("RUNNING", "SCHEDULED", "FINISHED", "FAILED", "KILLED")
-#: eval/cells.csv: the columns the analysis reads (the seen share checked by the analysis, not here), and
-#: those of them that must be numbers
-ARCHIVED_CELL_COLUMNS = tuple(c for c in REQUIRED_CELL_COLUMNS if c != SEEN_IN_TRAIN_COLUMN)
-NUMERIC_CELL_COLUMNS = tuple(c for c in ARCHIVED_CELL_COLUMNS if c != CONTEXT_COLUMN)
+#: eval/cells.csv: every column the trainer writes must be there, each but the context a number (empty
+#: where the seen/unseen split is unknown)
+NUMERIC_CELL_COLUMNS = tuple(c for c in CELLS_CSV_COLUMNS if c != CONTEXT_COLUMN)
 
 
-#: the header's field holding `content_digest`, which every archive from version 2 on carries
+#: the header's field holding `content_digest`, which every archive carries
 DIGEST_FIELD = "sha256"
-SEALED_FROM_VERSION = 2
 
 
 class RecordError(ValueError):
@@ -52,7 +50,7 @@ def content_digest(header: dict[str, Any], records: list[dict[str, Any]]) -> str
 def check_archive(header: dict[str, Any], records: list[dict[str, Any]]) -> None:
     """Raise RecordError for the first fault of an archive (its header, then its records: the parent
     first); the caller names the file. Its digest is checked last (a fault the other checks name is
-    named so); an archive of the format's first version has none."""
+    named so)."""
     trials = header.get("trials")
     if not isinstance(trials, int) or isinstance(trials, bool):
         raise RecordError(f"the header's trial count is {trials!r}, not a number")
@@ -69,8 +67,7 @@ def check_archive(header: dict[str, Any], records: list[dict[str, Any]]) -> None
             name = record.get("run_name") if isinstance(record, dict) else None
             raise RecordError(f"{where}{f' ({name})' if name else ''}: {err}") from None
         parent_id = parent_id or record["run_id"]
-    sealed = header.get("version", SEALED_FROM_VERSION) >= SEALED_FROM_VERSION
-    if sealed and header.get(DIGEST_FIELD) != content_digest(header, records):
+    if header.get(DIGEST_FIELD) != content_digest(header, records):
         found = "no digest" if DIGEST_FIELD not in header else "a digest that does not match its content"
         raise RecordError(f"the header has {found}: the file was changed after it was written")
 
@@ -100,7 +97,7 @@ def check_record(record: Any, parent_id: str | None) -> None:
     for key, history in record["metrics"].items():
         if not isinstance(history, list) or not all(_is_point(p) for p in history):
             raise RecordError(f"metric {key!r} is not a list of [step, timestamp, value]")
-    cells = record["artifacts"].get("eval/cells.csv")
+    cells = record["artifacts"].get(CELLS_ARTIFACT)
     if cells is not None:
         check_cells(cells)
 
@@ -111,11 +108,10 @@ def check_cells(text: str) -> None:
         cells = pd.read_csv(io.StringIO(text))
     except (pd.errors.EmptyDataError, pd.errors.ParserError) as err:
         raise RecordError(f"eval/cells.csv is not a table ({err})") from None
-    missing = [c for c in ARCHIVED_CELL_COLUMNS if c not in cells.columns]
+    missing = [c for c in CELLS_CSV_COLUMNS if c not in cells.columns]
     if missing:
         raise RecordError(f"eval/cells.csv lacks column(s) {', '.join(missing)}")
-    numeric = [*NUMERIC_CELL_COLUMNS, *(c for c in SPLIT_COLUMNS if c in cells.columns)]
-    for column in numeric:
+    for column in NUMERIC_CELL_COLUMNS:
         if not pd.api.types.is_numeric_dtype(cells[column]):
             bad = pd.to_numeric(cells[column], errors="coerce").isna() & cells[column].notna()
             value = cells.loc[bad, column].iloc[0] if bad.any() else cells[column].iloc[0]

@@ -30,7 +30,7 @@ import pandas as pd
 from arith.config import ExperimentConfig
 from arith.tracking.archive import ARTIFACTS
 from arith.tracking.runs import NullTracker, param_value
-from arith.tracking.schema import EPOCH_COLUMN, MODEL_ARTIFACT
+from arith.tracking.schema import CELLS_ARTIFACT, EPOCH_COLUMN, ERRORS_ARTIFACT, MODEL_ARTIFACT
 from arith.tracking.schema import PARENT_RUN_TAG as PARENT_TAG
 
 #: the tag that nests a trial under its sweep (MLflow's own), kept apart as `parent_run_id` in a record
@@ -99,7 +99,7 @@ class RunRecorder(NullTracker):
         if resume is not None:
             self.record = {**copy.deepcopy(resume), "status": "RUNNING", "end_time": None}
             self.run_id = self.record["run_id"]
-            cells = self.record["artifacts"].get("eval/cells.csv")
+            cells = self.record["artifacts"].get(CELLS_ARTIFACT)
             if cells:
                 self._cells.append(pd.read_csv(io.StringIO(cells)))
         else:
@@ -130,14 +130,14 @@ class RunRecorder(NullTracker):
         cells = cells.copy()
         cells.insert(0, EPOCH_COLUMN, epoch)
         self._cells.append(cells)
-        self.log_text(pd.concat(self._cells, ignore_index=True).to_csv(index=False), "eval/cells.csv")
+        self.log_text(pd.concat(self._cells, ignore_index=True).to_csv(index=False), CELLS_ARTIFACT)
 
     def log_errors(self, errors: pd.DataFrame, epoch: int) -> None:
         """The latest evaluation's kept wrong answers as `eval/errors.csv`, as the MLflow tracker keeps
         them (the trained model is not recorded: an archive holds text, not weights)."""
         errors = errors.copy()
         errors.insert(0, EPOCH_COLUMN, epoch)
-        self.log_text(errors.to_csv(index=False), "eval/errors.csv")
+        self.log_text(errors.to_csv(index=False), ERRORS_ARTIFACT)
 
     def log_artifacts(self, folder: str | Path, artifact_path: str) -> None:
         """The trained model (`model/`) into the `weights` folder, whole or not at all: copied beside it,

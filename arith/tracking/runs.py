@@ -29,12 +29,20 @@ import pandas as pd
 from arith.config import ExperimentConfig
 from arith.tracking import digit_errors, logged_model, store
 from arith.tracking.outbox import Outbox, patiently
-from arith.tracking.schema import CONTEXT_COLUMN, EPOCH_COLUMN, MODEL_ARTIFACT, PARENT_RUN_TAG
+from arith.tracking.schema import (
+    CELLS_ARTIFACT,
+    CONTEXT_COLUMN,
+    EPOCH_COLUMN,
+    ERRORS_ARTIFACT,
+    FAILURES_ARTIFACT,
+    MODEL_ARTIFACT,
+    PARENT_RUN_TAG,
+)
 
 #: MLflow's per-call limit of params for log_batch
 _MAX_PARAMS_PER_BATCH = 100
 #: the kept wrong answers of the latest evaluation: the canonical CSV and the table the MLflow UI shows
-ERRORS_CSV, ERRORS_TABLE = "eval/errors.csv", "eval/errors.json"
+ERRORS_CSV, ERRORS_TABLE = ERRORS_ARTIFACT, "eval/errors.json"
 
 #: significant digits a metric is stored with: far below what any metric measures (an accuracy over 100
 #: problems moves in steps of 0.01), and what keeps the UI's columns from reading 0.9450000000000001
@@ -144,7 +152,7 @@ class MlflowTracker(NullTracker):
         for key in self.client.get_run(self.run_id).data.metrics:
             self._logged |= {(key, m.step) for m in self.client.get_metric_history(self.run_id, key)}
         with tempfile.TemporaryDirectory() as tmp:
-            for name in ("eval/cells.csv", "eval/failures.jsonl"):
+            for name in (CELLS_ARTIFACT, FAILURES_ARTIFACT):
                 try:
                     path = self.client.download_artifacts(self.run_id, name, tmp)
                 except Exception:  # not written yet (stopped before the first evaluation)
@@ -152,11 +160,11 @@ class MlflowTracker(NullTracker):
                 self._set_history(name, Path(path).read_text())
 
     def _set_history(self, name: str, text: str) -> None:
-        if name == "eval/cells.csv":
+        if name == CELLS_ARTIFACT:
             from io import StringIO
 
             self._cells_history = [pd.read_csv(StringIO(text))] if text.strip() else []
-        elif name == "eval/failures.jsonl":
+        elif name == FAILURES_ARTIFACT:
             self._failures_history = [json.loads(line) for line in text.splitlines() if line]
 
     def _restore_unsent(self, unsent: dict[str, Any]) -> None:
@@ -198,10 +206,10 @@ class MlflowTracker(NullTracker):
         cells.insert(0, EPOCH_COLUMN, epoch)
         self._cells_history.append(cells)
         history = pd.concat(self._cells_history, ignore_index=True)
-        self.outbox.texts["eval/cells.csv"] = history.to_csv(index=False)
+        self.outbox.texts[CELLS_ARTIFACT] = history.to_csv(index=False)
         rows = failures.to_dict("records") if isinstance(failures, pd.DataFrame) else list(failures)
         self._failures_history.extend({EPOCH_COLUMN: epoch, **row} for row in rows)
-        self.outbox.texts["eval/failures.jsonl"] = "".join(
+        self.outbox.texts[FAILURES_ARTIFACT] = "".join(
             json.dumps(row, default=str) + "\n" for row in self._failures_history
         )
         import matplotlib.pyplot as plt

@@ -41,6 +41,10 @@ WEIGHTS_DIGEST_TAG = "weights_sha256"
 #: the metric a trial reports after every epoch: its process's CPU seconds so far (every thread, summed
 #: across restores; `arith.training.train.TrainState.cpu_seconds`), the clock of a recipe search
 CPU_SECONDS = "cpu_seconds"
+#: the weakest of the cells a trial's competence gate reads (`train.gate_cells`), on the problems it was
+#: not trained on, logged at every evaluation (`arith.training.metrics.weakest_unseen`): what an early
+#: stopper reads
+GATE_METRIC = "gate/weakest_unseen"
 #: a trial's seed and point (the grid point's name, e.g. "format=basic")
 SEED_TAG, POINT_TAG = "seed", "point"
 #: MLflow's tag of a run's colour in its UI's charts (a hex string; the UI's colour picker writes it too):
@@ -132,8 +136,8 @@ WEIGHTS_FOLDER_TAG = "weights_folder"
 #: what names a cell of the test grid (row_digits is empty for one-dimensional tasks); a list, as pandas
 #: reads a tuple as one label
 CELL_KEYS: list[str] = [CONTEXT_COLUMN, ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN]
-#: each cell's accuracy split by whether its test problems are training problems too (trainers before
-#: the split wrote none: read as unknown)
+#: each cell's accuracy split by whether its test problems are training problems too (empty where the
+#: split is unknown: a test problem's membership in training was not recorded)
 SPLIT_COLUMNS: tuple[str, ...] = (N_SEEN_COLUMN, ACCURACY_SEEN_COLUMN, ACCURACY_UNSEEN_COLUMN)
 #: one evaluation's cells as the evaluator scores them; eval/cells.csv writes them after `epoch`
 CELL_COLUMNS: tuple[str, ...] = (
@@ -141,11 +145,8 @@ CELL_COLUMNS: tuple[str, ...] = (
     *(N_COLUMN, CORRECT_COLUMN, ACCURACY_COLUMN, SEEN_IN_TRAIN_COLUMN),
     *SPLIT_COLUMNS,
 )
-#: the columns of eval/cells.csv a reader cannot do without (every trainer since the artifact wrote them)
-REQUIRED_CELL_COLUMNS: tuple[str, ...] = (
-    EPOCH_COLUMN,
-    *(c for c in CELL_COLUMNS if c not in SPLIT_COLUMNS),
-)
+#: the columns of eval/cells.csv: the evaluation's epoch, then its cells
+CELLS_CSV_COLUMNS: tuple[str, ...] = (EPOCH_COLUMN, *CELL_COLUMNS)
 #: the last evaluation's kept wrong answers, the cell and operands of each; eval/errors.csv writes them
 #: after `epoch`
 ERROR_COLUMNS: tuple[str, ...] = (
@@ -154,12 +155,20 @@ ERROR_COLUMNS: tuple[str, ...] = (
 )
 #: the training loss each trial logs every few steps (arith.training.train): when a run last computed
 LOSS_METRIC = "train/loss"
+#: the accuracy a trial logs at each evaluation, over every test problem, and over the digit counts it
+#: trained on and those beyond (`arith.training.metrics.summary_metrics`)
+TEST_ACC_METRIC = "test_acc"
+IN_RANGE_METRIC, BEYOND_METRIC = f"{TEST_ACC_METRIC}/in_range", f"{TEST_ACC_METRIC}/beyond"
+#: a trial's evaluation artifacts: each evaluation's cells (CELLS_CSV_COLUMNS), the last one's kept wrong
+#: answers (ERROR_COLUMNS after the epoch) and the trainer's log of failed decodings
+CELLS_ARTIFACT, ERRORS_ARTIFACT = "eval/cells.csv", "eval/errors.csv"
+FAILURES_ARTIFACT = "eval/failures.jsonl"
 #: a sweep's parent run as its summary (`analysis.summary`, `sweeps.summary`): its params beside the grid
 #: and scale (the seeds, the command that started it), the headline accuracies each point's seed mean is
 #: logged for (`<point label>/<accuracy>`, with its 95% interval's ends as `.../ci95_low`, `.../ci95_high`),
 #: and the prefix of its one tag a claim (`claim.<claim id>`, the claim's verdict)
 SEEDS_PARAM, COMMAND_PARAM = "seeds", "command"
-HEADLINE_METRICS: tuple[str, ...] = ("test_acc", "test_acc/in_range", "test_acc/unseen")
+HEADLINE_METRICS: tuple[str, ...] = (TEST_ACC_METRIC, IN_RANGE_METRIC, f"{TEST_ACC_METRIC}/unseen")
 CI_LOW_SUFFIX, CI_HIGH_SUFFIX = "ci95_low", "ci95_high"
 CLAIM_TAG_PREFIX = "claim."
 #: "learned": the accuracy a cell must reach on every seed (the verdicts' competence gate,

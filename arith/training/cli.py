@@ -13,8 +13,15 @@ from typing import Any
 
 import pandas as pd
 
-from arith.config import ConfigError, ExperimentConfig, parse_set
-from arith.tracking.schema import ACCURACY_COLUMN, COL_DIGITS_COLUMN, CONTEXT_COLUMN, ROW_DIGITS_COLUMN
+from arith.config import ConfigError, ExperimentConfig
+from arith.overrides import parse_set
+from arith.tracking.schema import (
+    ACCURACY_COLUMN,
+    COL_DIGITS_COLUMN,
+    CONTEXT_COLUMN,
+    ROW_DIGITS_COLUMN,
+    TEST_ACC_METRIC,
+)
 from arith.training.train import train
 from arith.validation import validate
 
@@ -92,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     result = train(cfg)
     print(format_grid(result.cells))
     summary = {
-        "test_acc": round(result.test_acc, 4),
+        TEST_ACC_METRIC: round(result.test_acc, 4),
         "epochs_done": result.epochs_done,
         "steps": result.steps,
         "train_seconds": round(result.train_seconds, 2),

@@ -60,7 +60,7 @@ class Bf16MatmulsInFp32(TorchDispatchMode):
     """Matrix products of bf16 operands computed by fp32 kernels, their result rounded to bf16.
 
     On a CPU without AVX512-BF16 or AMX, PyTorch's bf16 GEMM is a slow fallback: 0.9-1.3 GFLOP/s against
-    59-83 in fp32 (one core of a Zen 3 EPYC, torch 2.13, 2048 x 256 x 256-1024), which made a bf16 step of
+    59-83 in fp32 (one core, torch 2.13, 2048 x 256 x 256-1024), which made a bf16 step of
     the tiny model ~12x slower than an fp32 one. A product of two bf16 numbers is exact in fp32 and bf16
     hardware accumulates in fp32 too, so upcasting the operands computes the same thing, up to the order
     of summation (on a 256 x 512 x 128 product, 99.98% of the rounded results are bit-identical and the
@@ -133,8 +133,8 @@ def keep_freed_memory() -> bool:
     glibc serves a large block with its own mmap and unmaps it when freed, and trims the heap's free top,
     so a CPU training step, which frees and reallocates the same activations every step, faults their
     pages in again each time: gpt2-mini at batch 128 took 1.47M minor page faults in 50 steps (2.7 s of
-    kernel time), 174k with the thresholds raised (0.8 s), and trained 5-15% faster (one core of a 2-core
-    AMD EPYC Zen 5 VM, 1 Dec 2026). Process-wide, and nothing a step computes changes; the process keeps
+    kernel time), 174k with the thresholds raised (0.8 s), and trained 5-15% faster on one core.
+    Process-wide, and nothing a step computes changes; the process keeps
     its peak heap instead of returning it between steps."""
     if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
         return False
@@ -151,7 +151,7 @@ def compile_model(model: torch.nn.Module, t: TrainConfig) -> torch.nn.Module:
 
 def machine() -> tuple[str, str]:
     """(what the trials run on, the precision they train in), for a sweep's records: a GPU's name (it
-    trains in bf16 autocast), else the CPU (`scripts/reproduce_cpu.py` tags its parent runs with it)."""
+    trains in bf16 autocast), else the CPU (`python -m lab.reproduce` tags its parent runs with it)."""
     if torch.cuda.is_available():
         return machine_of(torch.device("cuda")), "bf16 autocast"
     return machine_of(torch.device("cpu")), "fp32"

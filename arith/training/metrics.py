@@ -17,9 +17,11 @@ from arith.data.datasets import test_examples
 from arith.tracking.schema import (
     ACCURACY_COLUMN,
     ACCURACY_UNSEEN_COLUMN,
+    BEYOND_METRIC,
     COL_DIGITS_COLUMN,
     CONTEXT_COLUMN,
     CORRECT_COLUMN,
+    GATE_METRIC,
     HELD_ACCURACY,
     LENGTH_SCORE_METRIC,
     LONGEST_HELD_METRIC,
@@ -27,6 +29,7 @@ from arith.tracking.schema import (
     N_SEEN_COLUMN,
     ROW_DIGITS_COLUMN,
     SEEN_IN_TRAIN_COLUMN,
+    TEST_ACC_METRIC,
 )
 
 #: the held-out probe for `train.target_accuracy`: this many fresh examples, drawn with a seed offset
@@ -105,7 +108,7 @@ def summary_metrics(
     (cells with longer operands) and both per context, test_acc/<context>/in_range etc.: the numbers
     length claims rest on, as UI columns; given `gate_cells` (`train.gate_cells`), gate/weakest_unseen
     (`weakest_unseen`)."""
-    metrics = {"test_acc": float(cells[ACCURACY_COLUMN].mean())}
+    metrics = {TEST_ACC_METRIC: float(cells[ACCURACY_COLUMN].mean())}
     for context, frame in cells.groupby(CONTEXT_COLUMN, sort=False):
         metrics[f"test_acc/{context}"] = float(frame[ACCURACY_COLUMN].mean())
     if max_digits is not None:
@@ -131,8 +134,8 @@ def summary_metrics(
         if not accuracies.empty:
             metrics[f"test_acc/{part}"] = float(accuracies.mean())
     if gate_cells:
-        metrics["gate/weakest_unseen"] = weakest_unseen(cells, gate_cells)
-    reach = length_reach(cells) if max_digits is not None and "test_acc/beyond" in metrics else None
+        metrics[GATE_METRIC] = weakest_unseen(cells, gate_cells)
+    reach = length_reach(cells) if max_digits is not None and BEYOND_METRIC in metrics else None
     if reach is not None:
         metrics[LONGEST_HELD_METRIC], metrics[LENGTH_SCORE_METRIC] = float(reach[0]), reach[1]
     metrics["eval/samples_per_s"] = float(cells[N_COLUMN].sum() / max(seconds, 1e-9))

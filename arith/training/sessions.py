@@ -69,7 +69,7 @@ def machine_at(sessions: list[Session], step: int) -> str:
 
 def trained_on_line(sessions: list[Session]) -> str:
     """One line: each machine's steps and CPU time, consecutive sessions on one machine together, e.g.
-    "steps 0-2,360 on AMD EPYC (...), 2 CPU cores, Linux (bf16 on fp32 kernels), 1.9 CPU-h; steps
+    "steps 0-2,360 on CPU A (...), 2 CPU cores, Linux (bf16 on fp32 kernels), 1.9 CPU-h; steps
     2,360-8,000 on ... (native bf16), 3.1 CPU-h"."""
     merged: list[Session] = []
     for session in sessions:

@@ -44,10 +44,10 @@ DEMO_SETUP: dict[str, Any] = {
     "model.n_layer": 2,
     "model.n_positions": 64,
     "model.init": "random",
-    # 2 layers reached the 95% probe by step 400 (seeds 0-2, an 800-step schedule, a Zen 3 EPYC); a
-    # 450-step schedule left no margin on every CPU: on a Zen 4 EPYC (AVX-512 kernels, other rounding)
-    # seed 0's padded answer read 0.85 at the end. 600 steps: every seed 0-2 at 1.00 there (0.93-1.00 by
-    # step 350), and the rate decays to zero by the end
+    # 2 layers reached the 95% probe by step 400 (seeds 0-2, an 800-step schedule); a 450-step schedule
+    # left no margin on every CPU: where AVX-512 kernels round otherwise, seed 0's padded answer read 0.85
+    # at the end. 600 steps: every seed 0-2 at 1.00 there (0.93-1.00 by step 350), and the rate decays to
+    # zero by the end
     "train.epochs": 12,
     "train.max_steps": 600,
     "train.batch_size": 128,

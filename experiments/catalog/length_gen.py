@@ -32,13 +32,12 @@ from arith.tracking.schema import (
     COL_DIGITS_COLUMN,
     CONTEXT_COLUMN,
     HELD_ACCURACY,
-    LENGTH_SCORE_METRIC,
     SEED_COLUMN,
 )
 from arith.training.metrics import length_reach
 from experiments.claim import Claim, Experiment
 from experiments.grid import Grid, Variant
-from experiments.search import Asha, ChosenRecipe, Search
+from experiments.recipes import Recipe
 from experiments.verdicts import (
     Outcome,
     Side,
@@ -213,11 +212,13 @@ def holds_beyond(scheme: str) -> Callable[[pd.DataFrame, dict[int, int] | None],
     return check
 
 
-#: the recipe `length_gen_recipe` chose by its declared rule (below): 2 layers x 4 heads x 128 wide, 8,000
-#: steps of batch 128 at a peak rate of 1e-3, Abacus's and coupling's start offsets drawn from 0-40
-LENGTH_GEN_2X128 = ChosenRecipe(
-    scale="cpu",
-    settings={
+#: the recipe every scheme trains at on the cpu scale: 2 layers x 4 heads x 128 wide, 8,000 steps of batch
+#: 128 at a peak rate of 1e-3, Abacus's and coupling's start offsets drawn from 0-40 (chosen by the lab's
+#: search `length_gen_recipe` on a pre-search seed; its reading is `lab.recipes.EVIDENCE`)
+LENGTH_GEN_2X128 = Recipe(
+    "length_gen_2x128",
+    "cpu",
+    {
         "model.preset": "tiny",
         "model.n_layer": 2,
         "model.n_head": 4,
@@ -227,12 +228,6 @@ LENGTH_GEN_2X128 = ChosenRecipe(
         "model.abacus_max_offset": 40,
         "model.coupling_max_offset": 40,
     },
-    chosen_by="length_gen_recipe on pre-search seed 100 (32 configurations, ASHA within Abacus and within "
-    "coupling at 2 / 6 / 12 core-minutes; 2-core Xeon with AMX)",
-    evidence="the lower of the two schemes' reach scores, at the last rung both reached, was highest here: "
-    "Abacus 7.04 (every length to 7 digits held), coupling 6.00 (to 6), both run whole at 8.2-8.6 "
-    "core-minutes; next 1x128 x 12,000 steps, lr 1e-3, offsets to 20: Abacus 7.03, coupling 5.04",
-    search="length_gen_recipe",
 )
 
 LENGTH_GEN = Experiment(
@@ -330,57 +325,3 @@ LENGTH_GEN_PAPERS = replace(
 )
 
 EXPERIMENTS = (LENGTH_GEN, LENGTH_GEN_PAPERS)
-
-
-def _shape(n_layer: int, n_embd: int, steps: int) -> Variant:
-    heads = n_embd // 32
-    return Variant(
-        f"{n_layer}x{n_embd}x{steps}",
-        {
-            "model.preset": "tiny",
-            "model.n_layer": n_layer,
-            "model.n_head": heads,
-            "model.n_embd": n_embd,
-            "train.max_steps": steps,
-        },
-    )
-
-
-def _offset(k: int) -> Variant:
-    return Variant(f"offset{k}", {"model.abacus_max_offset": k, "model.coupling_max_offset": k})
-
-
-#: The recipe the judged sweep trains every scheme at, chosen on pre-search seed 100 by Ray Tune's ASHA
-#: within each scheme whose reach is the question (Abacus, coupling), ranked by how far beyond its training
-#: a configuration holds 0.9 on every length (then how much it gets right past that): the depth (Cho et
-#: al.'s one layer included), width and steps (each shape's steps sized to about 8-10 core-minutes alone),
-#: the peak learning rate, and the offset range both schemes draw their start from while training (at least
-#: 16: the 22-digit sums of the longest test then have indices a 6-digit training sum reaches). The rule,
-#: declared before its first run: the configuration whose lower of the two schemes' scores, read at the
-#: last rung both reached, is highest; ties to the cheaper. The evidence is docs/RESULTS.md's record of it.
-LENGTH_GEN_RECIPE = Search(
-    name="length_gen_recipe",
-    description="a recipe at which Abacus and coupling reach furthest beyond 1-5-digit training, within "
-    "12 core-minutes a trial: depth, width, steps, learning rate, offset range",
-    experiment="length_gen",
-    compared={"scheme": ["abacus", "coupling"]},
-    axes={
-        "model": [
-            _shape(1, 128, 12_000),
-            _shape(2, 128, 8_000),
-            _shape(4, 128, 5_000),
-            _shape(2, 256, 5_000),
-        ],
-        "train.lr": [1e-3, 3e-3],
-        "offset": [_offset(20), _offset(40)],
-    },
-    base={"train.epochs_per_pass": 1},
-    scale="cpu",
-    seeds=(100,),
-    scheduler=Asha(grace_core_min=2, max_core_min=12, reduction_factor=3),
-    fallback=trained_lengths,
-    metric=LENGTH_SCORE_METRIC,
-    stop_at_gate=False,
-)
-
-SEARCHES = (LENGTH_GEN_RECIPE,)

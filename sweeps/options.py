@@ -1,0 +1,214 @@
+"""`sweeps/run.py`'s command line: its flags (`parser`, which a command running sweeps with an extension adds
+its own flags to) and the sweep's options read from them (`SweepOptions`, `options_of`), so that a sweep can
+be started, and tested, without an argparse Namespace."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass, field
+
+from arith.config import ConfigError
+from arith.tracking.commands import sweep_identity
+from experiments.registry import PluginError
+from sweeps.extension import SweepExtension
+from sweeps.grids import GRIDS
+from sweeps.scales import SCALES
+from sweeps.space import parse_seeds
+from sweeps.tuner import TuneSettings
+
+
+def seeds_arg(text: str) -> int | tuple[int, ...]:
+    """argparse type of --seeds (see sweeps.grids.parse_seeds)."""
+    try:
+        return parse_seeds(text)
+    except ConfigError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def grid_names() -> str:
+    """The grids, for --help: which must work even when a plugin of experiments is broken."""
+    try:
+        return ", ".join(GRIDS)
+    except PluginError as err:
+        return f"(none listed: {err})"
+
+
+def sweep_parser(prog: str = "python sweeps/run.py") -> argparse.ArgumentParser:
+    """The command line's flags (a command that runs sweeps with an extension adds its own to them)."""
+    p = argparse.ArgumentParser(
+        prog=prog,
+        description="Run one experiment grid of 'Positional Description Matters' as a Ray Tune sweep.",
+    )
+    p.add_argument("--grid", help=f"one of: {grid_names()}")
+    p.add_argument("--scale", help=f"one of: {', '.join(SCALES)} (default: paper)")
+    p.add_argument(
+        "--seeds",
+        type=seeds_arg,
+        default=1,
+        help="repeat every point with K seeds (default 1; below 100), or give the seeds: --seeds 1,2 adds "
+        "two seeds to an earlier sweep's seed 0, --seeds 20-29 ten, --seeds 100, one",
+    )
+    p.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override any config field, e.g. --set train.epochs=3 (repeatable)",
+    )
+    p.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="run only the grid's points whose config has this value at the scale, before any --set, e.g. "
+        "--only model.init=random (repeatable: settings apart must all match, one setting named twice "
+        "keeps either value); an axis of named bundles by name, e.g. a search's --only model=tiny",
+    )
+    p.add_argument(
+        "--address",
+        default=None,
+        help="Ray cluster: 'auto' or HOST:PORT (default: $RAY_ADDRESS, else a local Ray for the run)",
+    )
+    p.add_argument(
+        "--gpus-per-trial",
+        type=float,
+        default=None,
+        help="GPUs per trial; fractions pack trials (0.25 = four on a GPU). Default at scale paper: "
+        "the packing measured by scripts/gpu_bench.sh (sweeps/packing.py), else 1; 0 at other scales",
+    )
+    p.add_argument(
+        "--cpus-per-trial",
+        type=float,
+        default=1.0,
+        help="CPUs per trial; torch uses this many threads (default 1: on 2 cores two 1-CPU trials "
+        "measured faster than one 2-thread trial)",
+    )
+    p.add_argument(
+        "--max-concurrent",
+        type=int,
+        default=None,
+        help="at most N trials at once (default: as many as the resources allow)",
+    )
+    p.add_argument(
+        "--max-failures",
+        type=int,
+        default=2,
+        help="retries of a failed trial from its last checkpoint (default 2)",
+    )
+    p.add_argument(
+        "--tracking-uri",
+        default=None,
+        help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)",
+    )
+    p.add_argument(
+        "--storage-path",
+        default=os.environ.get("POSDESC_STORAGE_PATH", "ray_results"),
+        help="Ray Tune results: a folder or a URI such as s3://bucket/sweeps; on a cluster, storage all "
+        "nodes share (default: $POSDESC_STORAGE_PATH, else ./ray_results)",
+    )
+    p.add_argument(
+        "--gpu-wait-min",
+        type=float,
+        default=20.0,
+        help="on a cluster (--address) whose GPU workers scale from zero: ask the autoscaler for GPUs and "
+        "wait this many minutes for them before giving up (default 20; 0 = do not wait)",
+    )
+    p.add_argument(
+        "--ray-temp-dir",
+        default=None,
+        help="temporary folder of a local Ray (default: Ray's own, /tmp/ray); keep it short",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the latest interrupted sweep of this grid and scale under --storage-path",
+    )
+    p.add_argument("--dry-run", action="store_true", help="print the trial table and exit")
+    p.add_argument(
+        "--register",
+        metavar="NAME",
+        default=None,
+        help="register the best trial's model (highest test_acc) in MLflow's Model Registry as NAME",
+    )
+    output = p.add_mutually_exclusive_group()
+    output.add_argument("--quiet", action="store_true", help="no progress line, only the final report")
+    output.add_argument(
+        "--verbose", action="store_true", help="Tune's per-trial table and the trials' own output too"
+    )
+    p.add_argument("--list", action="store_true", help="print the grids with their axes and paper tables")
+    return p
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    return sweep_parser().parse_args(argv)
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    """The command line's values, read from argv by `main` alone: the functions below take these, so that
+    a sweep can be started (and tested) without an argparse Namespace."""
+
+    seeds: int | tuple[int, ...] = 1
+    sets: tuple[str, ...] = ()
+    only: tuple[str, ...] = ()
+    address: str | None = None
+    gpus_per_trial: float | None = None
+    cpus_per_trial: float = 1.0
+    tracking_uri: str | None = None
+    storage_path: str = "ray_results"
+    gpu_wait_min: float = 20.0
+    ray_temp_dir: str | None = None
+    resume: bool = False
+    dry_run: bool = False
+    tune: TuneSettings = field(default_factory=TuneSettings)
+    #: what the sweep is extended with (`sweeps.extension`): its grid and scale are the sweep's
+    extension: SweepExtension | None = None
+    #: the command line it was started with, less where it runs (`sweep_identity`), kept in sweep.json
+    args: tuple[str, ...] = ()
+    #: `--register NAME`: the registered model name of the sweep's best trial's model
+    register: str | None = None
+
+
+#: the flags naming the part of a grid a sweep runs (flag, attribute, default): with --resume, they pick it
+PART_FLAGS = (
+    ("--set", "sets", ()),
+    ("--seeds", "seeds", 1),
+    ("--only", "only", ()),
+    ("--gpus-per-trial", "gpus_per_trial", None),
+    ("--cpus-per-trial", "cpus_per_trial", 1.0),
+)
+
+
+def names_its_part(options: SweepOptions) -> bool:
+    """Whether the command gives any of `PART_FLAGS`: then --resume takes the sweep started as it was, not
+    a later part's (a bare --grid/--scale --resume takes the latest)."""
+    return any(getattr(options, attr) != default for _, attr, default in PART_FLAGS)
+
+
+def read_options(
+    argv: list[str] | None, parser: argparse.ArgumentParser | None = None
+) -> tuple[SweepOptions, argparse.Namespace]:
+    """argv read by `parser` (`sweep_parser()`, or one a command extended): the sweep's options, and every
+    flag parsed (the grid, the scale and the extending command's own flags)."""
+    args = (parser or sweep_parser()).parse_args(argv)
+    options = SweepOptions(
+        seeds=args.seeds,
+        sets=tuple(args.sets),
+        only=tuple(args.only),
+        address=args.address,
+        gpus_per_trial=args.gpus_per_trial,
+        cpus_per_trial=args.cpus_per_trial,
+        tracking_uri=args.tracking_uri,
+        storage_path=args.storage_path,
+        gpu_wait_min=args.gpu_wait_min,
+        ray_temp_dir=args.ray_temp_dir,
+        resume=args.resume,
+        dry_run=args.dry_run,
+        tune=TuneSettings(args.max_concurrent, args.max_failures, args.quiet, args.verbose),
+        register=args.register,
+        args=tuple(sweep_identity(sys.argv[1:] if argv is None else argv)),
+    )
+    return options, args
