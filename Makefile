@@ -30,9 +30,10 @@ test-fast: install               ## the fast unit tests only
 lint: install
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 
+# the sweep ends with its trials' table, the verdicts, the HTML report (reports/<grid>, beside mlflow.db) and
+# the link to its MLflow view
 demo: install                    ## make demo GRID=mul_format SCALE=cpu SEEDS=1 (default: the demo grid, 3 seeds)
 	$(PY) sweeps/run.py --grid $(GRID) --scale $(SCALE) --seeds $(SEEDS)
-	$(PY) -m analysis --grid $(GRID) --format html --out $(REPORT) --ui-url http://127.0.0.1:5000
 
 reproduce-cpu: install          ## every cpu sweep of docs/RESULTS.md in sequence (hours on 2 cores), then the report
 	$(PY) -m lab.reproduce

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from analysis.load import AnalysisError, Sweep, read_sweep
 from analysis.report import FORMATS, report_sweep
+from analysis.ui_start import ui_command
 from analysis.ui_view import share_view
 from arith.config import ConfigError, TrackingConfig
 
@@ -98,7 +99,9 @@ def print_report(
         # read once: the report and the UI view share it
         sweep = read_sweep(options.grid, uri, list(options.runs) or None)
         logged = log and not options.no_log
-        text = report_sweep(sweep, options.out, options.format, logged, waiting, plan_file)
+        text = report_sweep(
+            sweep, options.out, options.format, logged, waiting, plan_file, options.ui_url or ""
+        )
         link = share_view(sweep, options.ui_url) if options.ui_url else ""
         said = note(sweep)
     except (AnalysisError, ConfigError) as err:  # ConfigError: a broken plugin of experiments
@@ -116,7 +119,7 @@ def print_report(
         print(f"  charts of the same groups:   {link}&compareRunsMode=CHART")
         if not uri.startswith(("http://", "https://")):
             port = urllib.parse.urlparse(options.ui_url).port or 5000
-            print(f"  start the UI first:          mlflow ui --backend-store-uri {uri} --port {port}")
+            print(f"  start the UI first:          {ui_command(uri, port)}")
     return 0
 
 

@@ -27,6 +27,7 @@ from matplotlib.lines import Line2D
 from analysis.by_digits import accuracy_by_digits_figure
 from analysis.curves import learning_curves_figure, point_colours, point_labels
 from analysis.findings import HELD, NOT_HELD, Finding
+from analysis.mlflow_links import mlflow_links_html
 from analysis.plots import heatmap
 from analysis.sweep import EPOCH_METRICS, Sweep
 from analysis.tables import Table, render_tables
@@ -190,6 +191,7 @@ def page(analysis, head: str) -> str:
     parts = [
         f"<h1>Sweep analysis: {html.escape(sweep.grid)}</h1>",
         f'<p class="meta">{html.escape(head)}</p>',
+        mlflow_links_html(sweep, getattr(analysis, "view_url", "")),
         *(f'<p class="note">note: {html.escape(n)}</p>' for n in sweep.notes),
     ]
     if len(sweep.unfinished):

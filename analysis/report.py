@@ -16,8 +16,10 @@ from analysis.findings import Finding, awaiting_plan, evaluate_findings, finding
 from analysis.html import page
 from analysis.load import read_sweep
 from analysis.plots import write_heatmaps
+from analysis.summary import VERDICTS_TAG, log_summary
 from analysis.sweep import FINISHED, IDENTITY_KEYS, TAG_COLUMNS, Sweep, aggregate_seeds, as_stored
 from analysis.tables import Table, build_tables, long_frame, render_tables
+from analysis.ui_view import share_view
 from analysis.wrong_answers import write_figures
 from arith.tracking import store
 from arith.tracking.schema import RUN_DESCRIPTION_TAG, SEED_COLUMN
@@ -33,6 +35,8 @@ class Analysis:
     frame: pd.DataFrame
     tables: list[Table]
     findings: list[Finding]
+    #: the link to the sweep's stored MLflow view ('' without one), which the HTML report leads with
+    view_url: str = ""
 
 
 def analyse(sweep: Sweep) -> Analysis:
@@ -116,8 +120,6 @@ def write_outputs(analysis: Analysis, text: str, fmt: str, out_dir: Path) -> lis
     return [*files, *figures, *write_figures(analysis.sweep, analysis.tables, out_dir)]
 
 
-#: the parent run's tag that the MLflow UI's runs table can show as a column: each claim's verdict
-VERDICTS_TAG = "verdicts"
 #: where the verdicts start in the parent run's description (what comes before it, the command, is kept)
 VERDICTS_HEADING = "**Verdicts** (`python -m analysis`):"
 
@@ -133,8 +135,9 @@ def described(description: str, findings: Sequence[Finding]) -> str:
 
 
 def log_to_parent(analysis: Analysis, out_dir: Path) -> str | None:
-    """Log the folder as artifacts `analysis/` of the sweep's parent run, and its verdicts where the MLflow
-    UI shows them (the run's description and a `verdicts` tag); a message if that failed."""
+    """Log the folder as artifacts `analysis/` of the sweep's parent run, its verdicts where the MLflow UI
+    shows them (the run's description, a tag a claim) and its points' accuracies (`analysis.summary`); a
+    message if that failed."""
     from mlflow.exceptions import MlflowException
 
     parent, findings = analysis.sweep.parent_run_id, analysis.findings
@@ -144,8 +147,7 @@ def log_to_parent(analysis: Analysis, out_dir: Path) -> str | None:
         if findings:
             description = client.get_run(parent).data.tags.get(RUN_DESCRIPTION_TAG, "")
             client.set_tag(parent, RUN_DESCRIPTION_TAG, described(description, findings))
-            labels = [f"{f.source}: {f.status}" for f in findings]
-            client.set_tag(parent, VERDICTS_TAG, "; ".join(labels))
+        log_summary(client, analysis)  # the points' seed means, the claims' verdicts by id
     except (MlflowException, OSError) as err:
         return f"could not log the analysis on run {analysis.sweep.parent_run_id}: {err}"
     return None
@@ -177,16 +179,20 @@ def report_sweep(
     log_artifacts: bool = True,
     waiting: tuple[int, int] = (0, 0),
     plan_file: str = "",
+    ui_url: str = "",
 ) -> str:
     """`report` of a sweep already read (`read_sweep`): its text, written to `out_dir` and logged.
     `waiting`: (parts not yet run, parts) of the plan (`plan_file`) the sweep's parts belong to; while any
-    waits, no claim is judged (`analysis.findings.awaiting_plan`, as docs/RESULTS.md reads a plan)."""
+    waits, no claim is judged (`analysis.findings.awaiting_plan`, as docs/RESULTS.md reads a plan).
+    `ui_url`: an MLflow UI's address; the sweep's view is stored there and the HTML report links to it."""
     if fmt not in FORMATS:
         raise ValueError(f"format {fmt!r} is not one of: {', '.join(FORMATS)}")
     analysis = analyse(sweep)
     if waiting[0]:
         findings = awaiting_plan(analysis.findings, *waiting, see=plan_file or "the plan")
         analysis = replace(analysis, findings=findings)
+    if ui_url:
+        analysis = replace(analysis, view_url=share_view(sweep, ui_url))
     text = render(analysis, fmt)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(out_dir) if out_dir is not None else Path(tmp)
@@ -197,4 +203,4 @@ def report_sweep(
     return text
 
 
-__all__ = ["FINISHED", "Analysis", "analyse", "render", "report", "report_sweep"]
+__all__ = ["FINISHED", "VERDICTS_TAG", "Analysis", "analyse", "render", "report", "report_sweep"]

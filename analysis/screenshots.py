@@ -164,19 +164,35 @@ def mlflow_server(tracking_uri: str, port: int, timeout_s: float = 120.0) -> Ite
                 server.wait()
 
 
+def chromium_command(chromium: str, profile: str, budget_ms: int, window: tuple[int, int]) -> list[str]:
+    """Headless Chromium as root in a container can run it: no sandbox, no GPU, nothing fetched from the
+    network but the page, a fresh profile; `UI_HOST` mapped to 127.0.0.1."""
+    return [
+        chromium,
+        *("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"),
+        *("--disable-quic", "--no-first-run", "--disable-component-update", "--disable-sync"),
+        "--hide-scrollbars",
+        f"--host-resolver-rules=MAP {UI_HOST} 127.0.0.1",
+        f"--user-data-dir={profile}",
+        f"--virtual-time-budget={budget_ms}",
+        f"--window-size={window[0]},{window[1]}",
+    ]
+
+
+def dump_dom(chromium: str, url: str, budget_ms: int = BUDGET_MS, window: tuple[int, int] = WINDOW) -> str:
+    """The page's DOM once it has drawn (`--dump-dom`): what a test reads of a single-page app."""
+    with tempfile.TemporaryDirectory() as profile:
+        command = [*chromium_command(chromium, profile, budget_ms, window), "--dump-dom", url]
+        return subprocess.run(command, check=True, capture_output=True, text=True, timeout=180).stdout
+
+
 def shoot(chromium: str, shot: Shot, out: Path, budget_ms: int = BUDGET_MS) -> Path:
     """One headless-Chromium screenshot of `shot` into out/<name>, made small when it is large."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / shot.name
     with tempfile.TemporaryDirectory() as profile:  # a fresh profile: no colour a person picked
         command = [
-            chromium,
-            *("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"),
-            "--hide-scrollbars",
-            f"--host-resolver-rules=MAP {UI_HOST} 127.0.0.1",
-            f"--user-data-dir={profile}",
-            f"--virtual-time-budget={budget_ms}",
-            f"--window-size={shot.window[0]},{shot.window[1]}",
+            *chromium_command(chromium, profile, budget_ms, shot.window),
             f"--screenshot={path}",
             shot.url,
         ]

@@ -1,12 +1,17 @@
-"""`python -m arith.ask RUN "123*456"`: ask a trial's trained model a problem and see what it writes.
+"""`python -m arith.ask --grid demo --point padding_reverse --seed 0 "123+456"`: ask a trial's trained model a
+problem and see what it writes.
 
-    python -m arith.ask runs:/<run id> "123*456"           # the prompt in the trial's format, the reply,
-                                                           # the expected answer, right or wrong
+    python -m arith.ask --grid demo --point padding_reverse --seed 0 "123+456"   # the demo's padded model
+    python -m arith.ask --grid mul_format --point padding_reverse_10 "123*456"  # a mul_format trial
     python -m arith.ask runs:/<run id> --cell 3x3 --n 20   # the first 20 problems of a test cell
 
-RUN is `runs:/<run id>` (its `model/` artifact), a bare run id, any MLflow artifact URI of a model
-folder, or a local one (`ArithModel.save` plus `experiment_config.json`, as `tracking.log_model` keeps
-it). The store of a run is `--tracking-uri`, else $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db. A run
+The trial is `--grid`, `--point` (its name, `format=padding_reverse`, or its label, `padding_reverse`) and
+`--seed` (default 0) in the grid's latest sweep (or `--sweep <parent run id>`), or RUN: `runs:/<run id>`
+(its logged model), a bare run id, any MLflow artifact URI of a model folder, or a local one
+(`ArithModel.save` plus `experiment_config.json`, as `tracking.log_model` keeps it). A problem is written
+in the task's notation: `123+456` for addition, `123*456` for multiplication. The prompt is rendered in the
+trial's format; the reply, the expected answer, right or wrong follow. The store of a run is
+`--tracking-uri`, else $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db. A run
 imported from an offline sweep's archive has no `model/`: its weights are read from beside the archive when
 its sweep kept them (`sweeps.offline --keep-weights`), else one line says there are none. A cell
 is `AxB` (digits of a x digits of b) for multiplication, the digit count for one-dimensional tasks, with
@@ -28,14 +33,16 @@ from pathlib import Path
 
 from safetensors import SafetensorError
 
-from arith.config import ConfigError, ExperimentConfig
+from arith.config import ConfigError, ExperimentConfig, TrackingConfig
 from arith.data.datasets import test_examples
 from arith.data.examples import Example
 from arith.data.tasks import answer_number, get_task
 from arith.model.gpt import ModelFolderError, load_folder
 from arith.model.tokenizer import encode_examples
+from arith.tracking import store
 from arith.tracking.models import kept_weights, model_folder
 from arith.tracking.schema import EXPERIMENT_CONFIG
+from arith.tracking.trial_lookup import TrialNotFound, trial_run_id
 from arith.training.decoding import generate_replies, is_right, reply_cap
 
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
@@ -179,6 +186,16 @@ def _load(uri: str, run: str, tracking_uri: str, device: str):
     return model.eval(), tokenizer, cfg
 
 
+def find_trial(tracking_uri: str, grid: str, point: str, seed: int, sweep: str = "") -> str:
+    """The run id of a trial named by grid, point and seed (`arith.tracking.trial_lookup`)."""
+    uri = TrackingConfig(tracking_uri=tracking_uri).resolved_uri()
+    try:
+        store.check_reachable(uri)
+        return trial_run_id(uri, grid, point, seed, sweep)
+    except (TrialNotFound, store.StoreError) as err:
+        raise AskError(str(err)) from None
+
+
 def read_as_number(cfg: ExperimentConfig, text: str) -> str:
     """`text` followed by the number a person reads in it (`9 7 5 0  (= 579)`: padded, reversed), where
     the task's answer is one."""
@@ -187,17 +204,36 @@ def read_as_number(cfg: ExperimentConfig, text: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m arith.ask", description=__doc__.split("\n\n")[0])
-    parser.add_argument("run", help="runs:/<run id>, a run id, a model artifact URI or a model folder")
-    parser.add_argument("problem", nargs="?", help='a problem in the task\'s notation, e.g. "123*456"')
+    parser = argparse.ArgumentParser(
+        prog="python -m arith.ask",
+        description=__doc__.split("\n\n")[0],
+        epilog="examples:\n" + __doc__.split("\n\n")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("run", nargs="?", help="runs:/<run id>, a run id, a model URI or folder")
+    parser.add_argument("problem", nargs="?", help='a problem in the task\'s notation: "123+456", "123*456"')
+    parser.add_argument("--grid", help="the trial's grid (instead of RUN), e.g. demo")
+    parser.add_argument("--point", help="with --grid: the trial's point, e.g. padding_reverse")
+    parser.add_argument("--seed", type=int, default=0, help="with --grid: the trial's seed (default 0)")
+    parser.add_argument("--sweep", default="", help="with --grid: its sweep's parent run id (default latest)")
     parser.add_argument("--cell", help="a cell of the test grid instead: AxB (digits of a x b) or N")
     parser.add_argument("--n", type=int, default=10, help="problems of --cell to ask (default 10)")
     parser.add_argument("--tracking-uri", default="", help="the run's store (default $MLFLOW_TRACKING_URI)")
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args(argv)
+    if args.grid:  # the trial by name: the one positional given is the problem
+        if args.problem is not None:
+            parser.error("give --grid and --point, or RUN, not both")
+        if not args.point:
+            parser.error("--grid needs --point (and --seed, default 0)")
+        args.run, args.problem = None, args.run
+    elif args.run is None:
+        parser.error("give RUN, or --grid, --point and --seed")
     if (args.problem is None) == (args.cell is None):
         parser.error("give a problem or --cell, not both")
     try:
+        if args.grid:
+            args.run = find_trial(args.tracking_uri, args.grid, args.point, args.seed, args.sweep)
         model, tokenizer, cfg = load(args.run, args.tracking_uri, args.device)
         examples = (
             [typed_example(cfg, args.problem)]

@@ -39,6 +39,9 @@ class Claim:
     #: paper's tables: seen in training or not) or `accuracy_unseen` (only the test problems that are not
     #: training problems: what a model generalised to)
     reads: str = ACCURACY_COLUMN
+    #: the claim's stable name, unique in the catalogue (`padded_reverse_beats_plain`): the key of its
+    #: verdict's tag on a sweep's parent run (`claim.<id>`), whatever its wording becomes
+    id: str = ""
 
 
 @dataclass(frozen=True)

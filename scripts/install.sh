@@ -15,6 +15,18 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb 
       "install the 'postgresql' package" >&2
   fi
 fi
+# Chromium: the browser test (tests/test_demo_report.py) opens the MLflow UI and the HTML report in it
+# headless, as `make screenshots` does. Installed from the system's packages when missing and this runs
+# as root.
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "install: Chromium missing, installing it (apt-get install chromium)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "install: Chromium not found and not root: the browser test will fail;" \
+      "install the 'chromium' package" >&2
+  fi
+fi
 PY=${PYTHON:-python3}
 VENV=${VENV:-.venv}
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"

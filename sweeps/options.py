@@ -127,6 +127,12 @@ def sweep_parser(prog: str = "python sweeps/run.py") -> argparse.ArgumentParser:
         help="continue the latest interrupted sweep of this grid and scale under --storage-path",
     )
     p.add_argument("--dry-run", action="store_true", help="print the trial table and exit")
+    p.add_argument(
+        "--register",
+        metavar="NAME",
+        default=None,
+        help="register the best trial's model (highest test_acc) in MLflow's Model Registry as NAME",
+    )
     output = p.add_mutually_exclusive_group()
     output.add_argument("--quiet", action="store_true", help="no progress line, only the final report")
     output.add_argument(
@@ -162,6 +168,8 @@ class SweepOptions:
     extension: SweepExtension | None = None
     #: the command line it was started with, less where it runs (`sweep_identity`), kept in sweep.json
     args: tuple[str, ...] = ()
+    #: `--register NAME`: the registered model name of the sweep's best trial's model
+    register: str | None = None
 
 
 #: the flags naming the part of a grid a sweep runs (flag, attribute, default): with --resume, they pick it
@@ -200,6 +208,7 @@ def read_options(
         resume=args.resume,
         dry_run=args.dry_run,
         tune=TuneSettings(args.max_concurrent, args.max_failures, args.quiet, args.verbose),
+        register=args.register,
         args=tuple(sweep_identity(sys.argv[1:] if argv is None else argv)),
     )
     return options, args

@@ -1,16 +1,20 @@
 """One progress line for a running sweep, read at a glance (a Ray Tune `Callback`):
 
-    [2:41] trials 2 done, 2 running, 2 pending, 0 failed | test_acc latest 0.49 best 0.61 | left ~3:05
+    [2:41] trials 2 done, 2 running, 2 pending, 0 failed | best test_acc: basic 0.02, padding_reverse 1.00
+    | left ~3:05   (one line)
 
-Counts come from Tune's trial states; accuracies from the trials' reports (the trainer reports `test_acc`
-with `evaluated` set when it ran the test grid; a recipe search shows the metric its scheduler reads, the
-gate's weakest cell, as `gate`), from the trials' last reports after a resume; the time left for the
-whole sweep from each trial's step rate: a running trial's own, less the time it has run since its last
+Counts come from Tune's trial states; accuracies from the trials' reports, each point's best so far
+(`sweeps.eta`; the trainer reports `test_acc` with `evaluated` set when it ran the test grid; a recipe
+search shows the metric its scheduler reads, e.g. `gate/weakest_unseen` or `length/score`), from the
+trials' last reports after a resume. The time left, made steady by `sweeps.eta` (a countdown that a lower
+estimate lowers and that rises only once it has run out), is for the whole sweep, from each trial's step
+rate: a running trial's own, less the time it has run since its last
 report (since it started in this session, where that report is older: a resumed trial restarted from its
-checkpoint), a pending one's at the mean seconds a step of the trials seen so far, queued onto as many
-slots as trials have run at once. A trial's rate is its pace in this session once it has reported twice
-here (the wall seconds between those reports over the steps between them), else its lifetime
-`time_total_s` / `step`: a sweep resumed on an idle machine after a session whose cores it shared would
+checkpoint), a pending one's at the seconds a step its point's trials have measured, queued onto as many
+slots as trials have run at once. A trial's rate is its lifetime `time_total_s` / `step` (its start-up
+and evaluations counted, as they will be in the trials to come); for a trial restored from a checkpoint
+its pace in this session once it has reported twice here (the wall seconds between those reports over the
+steps between them): a sweep resumed on an idle machine after a session whose cores it shared would
 otherwise be told the old, slower pace (a search resumed so was told 26 h left at the resume and 14 h an
 hour later, where its trials' pace since the resume left about 8 h).
 Under a recipe search's scheduler a trial ends at its CPU-time budget at the latest (`clock_budget_s`,
@@ -34,6 +38,7 @@ from ray.tune import Callback
 from arith.config import ExperimentConfig
 from arith.tracking.schema import CPU_SECONDS, TEST_ACC_METRIC
 from arith.training.optim import run_steps
+from sweeps.eta import SteadyTimeLeft, best_text, measured_rates
 
 ACCURACY = TEST_ACC_METRIC
 #: a trial Tune ended without its last result marked done: a stopped sweep (Ctrl+C, a session's end) ends
@@ -58,6 +63,8 @@ class TrialState:
     since_report: float = 0.0
     pace_now: float | None = None
     ratio_now: float | None = None
+    #: its grid point (its finished trials' pace is the best guess of its own)
+    point: str = ""
 
     @property
     def seconds_per_step(self) -> float | None:
@@ -97,13 +104,16 @@ def seconds_left(
     CPU-time budget a trial needs no more than what is left of it, in wall seconds at its own ratio of
     wall to CPU time (pending ones at the mean ratio)."""
     seen = [t for t in trials if t.status in ("RUNNING", "TERMINATED")]
+    measured, by_point = measured_rates(trials)
     mean_rate = mean([t.seconds_per_step for t in seen])
     if mean_rate is None:
         return None
     mean_ratio = mean([t.seconds_per_clock for t in seen]) or 1.0
 
     def need(t: TrialState) -> float:
-        by_steps = max(0, t.steps_total - t.steps_done) * (t.seconds_per_step or mean_rate)
+        own = t.seconds_per_step if t.status == "RUNNING" else None
+        rate = own or by_point.get(t.point) or measured or mean_rate
+        by_steps = max(0, t.steps_total - t.steps_done) * rate
         if clock_budget_s is not None:
             by_clock = max(0.0, clock_budget_s - t.clock) * (t.seconds_per_clock or mean_ratio)
             by_steps = min(by_steps, by_clock)
@@ -128,20 +138,26 @@ def progress_line(
     slots: int,
     clock_budget_s: float | None = None,
     label: str = ACCURACY,
+    best_by_point: Mapping[str, float] | None = None,
+    left: float | None = None,
 ) -> str:
-    """The line itself (no newline); `label`: the metric's name as the line shows it."""
+    """The line itself (no newline); `label`: the metric's name as the line shows it; `best_by_point`: the
+    best value each point reported (shown instead of `latest` and `best`); `left`: the time left to show
+    (`sweeps.eta.SteadyTimeLeft`), else estimated here."""
     counts = {"done": 0, "running": 0, "pending": 0, "failed": 0, "interrupted": 0}
     for t in trials:
         key = {"TERMINATED": "done", "RUNNING": "running", "ERROR": "failed", INTERRUPTED: "interrupted"}
         counts[key.get(t.status, "pending")] += 1
     shown = {name: n for name, n in counts.items() if n or name != "interrupted"}
-    parts = [
-        f"[{clock(elapsed)}] trials " + ", ".join(f"{n} {name}" for name, n in shown.items()),
+    accuracy = (
         f"{label} latest {'-' if latest is None else f'{latest:.2f}'} "
-        f"best {'-' if best is None else f'{best:.2f}'}",
-    ]
+        f"best {'-' if best is None else f'{best:.2f}'}"
+        if best_by_point is None
+        else best_text(best_by_point, label)
+    )
+    parts = [f"[{clock(elapsed)}] trials " + ", ".join(f"{n} {name}" for name, n in shown.items()), accuracy]
     if counts["running"] + counts["pending"]:
-        left = seconds_left(trials, slots, clock_budget_s)
+        left = seconds_left(trials, slots, clock_budget_s) if left is None else left
         bound = "left at most ~" if clock_budget_s is not None else "left ~"
         parts.append(bound + ("?" if left is None else clock(left)))
     return " | ".join(parts)
@@ -178,6 +194,9 @@ class SweepProgress(Callback):
         self.last_shown = -math.inf
         self.latest: float | None = None
         self.best: float | None = None
+        #: the best value each point has reported, in the grid's order; the shown time left
+        self.best_by_point: dict[str, float] = {}
+        self.time_left = SteadyTimeLeft()
         self.slots = 1
         self.width = 0
         #: when each trial was first seen running in this session (wall clock)
@@ -194,6 +213,7 @@ class SweepProgress(Callback):
         self.start, self.started_at, self.last_shown = time.monotonic(), time.time(), -math.inf
         self.running_since, self.first_report = {}, {}
         self.latest = self.best = None  # read again from the trials' last reports
+        self.best_by_point, self.time_left = {}, SteadyTimeLeft()
 
     def states(self, trials: Sequence[Any]) -> list[TrialState]:
         out, seen = [], set()
@@ -211,6 +231,8 @@ class SweepProgress(Callback):
             step = int(result.get("step", 0) or 0)
             cpu = float(result.get(CPU_SECONDS, 0.0) or 0.0)
             pace_now, ratio_now = self.pace(key, reported, step, cpu)
+            if result.get("iterations_since_restore") == result.get("training_iteration"):
+                pace_now = None  # begun in this session: its lifetime rate counts its start and evaluations
             if reported < self.started_at:  # reported in an earlier session, restarted in this one
                 reported = self.running_since.get(key, now)
             out.append(
@@ -223,9 +245,14 @@ class SweepProgress(Callback):
                     since_report=max(0.0, now - reported) if running else 0.0,
                     pace_now=pace_now,
                     ratio_now=ratio_now,
+                    point=key.partition("|")[0],
                 )
             )
-        out += [TrialState("PENDING", 0, n, 0.0) for key, n in self.steps.items() if key not in seen]
+        out += [
+            TrialState("PENDING", 0, n, 0.0, point=key.partition("|")[0])
+            for key, n in self.steps.items()
+            if key not in seen
+        ]
         return out
 
     def pace(self, key: str, reported: float, step: int, cpu: float) -> tuple[float | None, float | None]:
@@ -254,23 +281,37 @@ class SweepProgress(Callback):
             return INTERRUPTED
         return status
 
-    def remember(self, results: Sequence[Mapping[str, Any]]) -> None:
-        """Take the metric from evaluated reports: the latest shown, the best kept."""
-        for result in results:
+    def remember(self, results: Sequence[Mapping[str, Any]], points: Sequence[str] = ()) -> None:
+        """Take the metric from evaluated reports: the latest, the best, and each point's best (`points`:
+        each report's point)."""
+        for result, point in zip(results, points or [""] * len(results), strict=True):
             if result.get("evaluated") and self.metric in result:
                 self.latest = float(result[self.metric])
                 self.best = self.latest if self.best is None else max(self.best, self.latest)
+                if point:
+                    self.best_by_point[point] = max(self.latest, self.best_by_point.get(point, self.latest))
 
     def line(self, trials: Sequence[Any]) -> str:
         if self.best is None:  # a resumed sweep: what its trials last reported, oldest first
-            last = [t.last_result for t in trials if t.last_result]
-            self.remember(sorted(last, key=lambda r: r.get("timestamp", 0)))
+            last = sorted(
+                (t for t in trials if t.last_result), key=lambda t: t.last_result.get("timestamp", 0)
+            )
+            self.remember([t.last_result for t in last], [self.point_of(t) for t in last])
         states = self.states(trials)
         self.slots = max(self.slots, sum(s.status == "RUNNING" for s in states))
         elapsed = time.monotonic() - self.start
+        left = self.time_left.update(seconds_left(states, self.slots, self.clock_budget_s), elapsed)
+        best = {p: self.best_by_point[p] for p in self.points() if p in self.best_by_point}
         return progress_line(
-            states, elapsed, self.latest, self.best, self.slots, self.clock_budget_s, self.label
+            states, elapsed, self.latest, self.best, self.slots, self.clock_budget_s, self.label, best, left
         )
+
+    def point_of(self, trial: Any) -> str:
+        return self.key_of(trial.config).partition("|")[0]
+
+    def points(self) -> list[str]:
+        """The sweep's points in the grid's order."""
+        return list(dict.fromkeys(key.partition("|")[0] for key in self.steps))
 
     def show(self, trials: Sequence[Any], force: bool = False, end: str = "") -> None:
         now = time.monotonic()
@@ -286,7 +327,7 @@ class SweepProgress(Callback):
         self.stream.flush()
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info) -> None:
-        self.remember([result])
+        self.remember([result], [self.point_of(trial)])
 
     def on_step_end(self, iteration: int, trials: list, **info) -> None:
         self.show(trials)

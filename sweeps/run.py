@@ -49,6 +49,7 @@ from sweeps.storage import (
     sweep_state,
     trial_outcomes,
 )
+from sweeps.summary import log_sweep_params, register_best, sweep_params
 from sweeps.tuner import errored_trials, final_report, fit, trial_key
 
 
@@ -182,6 +183,8 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
         else:
             sweep_name, link = open_sweep(grid, scale, tracking_uri, len(configs), options.args)
             parent_run_id = link.parent_run_id
+            params = sweep_params(grid.name, scale.name, grid.declared_axes(), configs, options.args)
+            log_sweep_params(tracking_uri, parent_run_id, params)
             # the configs as kept: each trial's written once, nested under the parent run just opened
             configs = build_configs(grid, scale, options, tracking_uri, link)
             storage.create(
@@ -227,6 +230,8 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
     print()
     report = extension.report if extension else lambda uri, run: final_report(grid.name, uri, run, results)
     print(report(tracking_uri, parent_run_id))
+    if options.register:
+        print(register_best(tracking_uri, parent_run_id, options.register))
     return 1 if errors else 0
 
 

@@ -4,6 +4,7 @@ for `--resume`) over the one trainable `sweeps.trainable.run_trial`, and the end
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -12,9 +13,9 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.report import report
 from arith.config import ExperimentConfig
 from arith.tracking.schema import POINT_TAG, SEED_TAG, TEST_ACC_METRIC
+from sweeps.end_table import end_of_sweep
 from sweeps.progress import trial_steps, tune_output
 from sweeps.storage import SweepStorage
 from sweeps.trainable import run_trial, trial_key
@@ -118,6 +119,17 @@ class DeletedCheckpoint(logging.Filter):
 logging.getLogger("ray.tune.execution.tune_controller").addFilter(DeletedCheckpoint())
 
 
+def file_loggers() -> list[Any]:
+    """Tune's result files (`result.json`, `progress.csv`: what a search's history and the checks of a
+    stopped sweep read) as explicit callbacks, and its automatic loggers off: they add a TensorBoard
+    logger, whose hint to run `tensorboard` (not installed) every sweep printed. A sweep resumed from an
+    older session keeps the callbacks it was started with, and gets the automatic loggers as before."""
+    from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
+
+    os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "1"
+    return [CSVLoggerCallback(), JsonLoggerCallback()]
+
+
 def fit(
     storage: SweepStorage,
     sweep_name: str,
@@ -147,8 +159,9 @@ def fit(
     key_of = lambda c: trial_key(c[POINT_TAG], c[SEED_TAG])  # noqa: E731
     shown = {}  # a search's line shows what its scheduler reads, and its trials' CPU budget
     if (budget_s := getattr(scheduler, "clock_budget_s", None)) is not None:
-        shown = {"clock_budget_s": budget_s, "metric": scheduler.metric, "label": "gate"}
+        shown = {"clock_budget_s": budget_s, "metric": scheduler.metric}
     output = tune_output(steps, key_of, settings.quiet, settings.verbose, **shown)
+    callbacks = [*callbacks, *file_loggers()]  # Tune's result files, without its TensorBoard logger
     tuner = tune.Tuner(
         trainable,
         param_space=param_space(configs, list(axes)),
@@ -196,9 +209,10 @@ def trial_summary(results: Any) -> pd.DataFrame:
 
 
 def final_report(grid: str, uri: str, parent_run_id: str, results: Any) -> str:
-    """The analysis comparison for this sweep, or the per-trial summary when it cannot be drawn."""
+    """The trials' table, the verdicts, the report and the MLflow view's link (`sweeps.end_table`), or the
+    per-trial summary from Tune when the analysis cannot be drawn."""
     try:
-        return report(grid, uri, parent_run_id=parent_run_id, fmt="markdown")
+        return end_of_sweep(grid, uri, parent_run_id)
     except Exception as err:  # the sweep's results stand even if the comparison cannot be drawn
         print(f"analysis.report failed ({err}); per-trial summary instead", file=sys.stderr)
     return trial_summary(results).to_string(index=False)

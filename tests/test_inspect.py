@@ -21,7 +21,7 @@ from arith.config import ConfigError, ExperimentConfig
 from arith.data.datasets import test_examples
 from arith.model.gpt import ModelFolderError
 from arith.tracking import digit_errors, schema, store
-from arith.tracking.logged_model import saved_folder
+from arith.tracking.logged_model import PICKLED_MODULE, saved_folder
 from arith.tracking.models import load_model
 from arith.training.evaluate import evaluate
 from arith.training.train import train
@@ -87,7 +87,8 @@ def test_the_model_is_a_logged_model_that_scores_what_the_trial_logged(trial, tm
     assert {m.key for m in found[0].metrics} >= {"test_acc"}
     folder = store.download_artifacts(f"runs:/{result.run_id}/model", tmp_path / "logged", uri)
     names = {p.name for p in (folder / "extra_files").iterdir()}
-    assert {"model.safetensors", "position_scheme.json", "tokenizer.json", "experiment_config.json"} <= names
+    assert {"position_scheme.json", "tokenizer.json", "experiment_config.json"} <= names
+    assert "model.safetensors" not in names  # the weights are stored once: in the flavour's pickled module
     # MLflow's own loader and ours load the same weights
     model = load_model(f"runs:/{result.run_id}/model", tracking_uri=uri)
     with mlflow.tracking._tracking_service.utils._use_tracking_uri(uri):
@@ -185,7 +186,8 @@ def test_ask_refuses_bad_input_in_one_line(trial, tmp_path, capsys) -> None:
 
 def test_ask_refuses_an_empty_problem_a_long_one_and_cut_weights_in_one_line(trial, tmp_path, capsys) -> None:
     """An empty prompt (AttributeError), an operand longer than the model's context on a
-    basic-format run (IndexError) and a truncated model.safetensors (SafetensorError) were tracebacks."""
+    basic-format run (IndexError) and truncated weights (the logged model's pickled module) were
+    tracebacks."""
     cfg, result, _, _, _ = trial
     uri = ["--tracking-uri", cfg.tracking.tracking_uri]
     model_uri = f"runs:/{result.run_id}/model"  # the run's logged model: its files under extra_files/
@@ -195,7 +197,7 @@ def test_ask_refuses_an_empty_problem_a_long_one_and_cut_weights_in_one_line(tri
     saved["data"]["format"] = "basic"  # same weights, a format that takes operands of any length
     config.write_text(json.dumps(saved))
     cut = store.download_artifacts(model_uri, tmp_path / "cut", cfg.tracking.tracking_uri)
-    weights = saved_folder(cut) / "model.safetensors"
+    weights = cut / PICKLED_MODULE  # where a logged model keeps its weights
     weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
     for argv, says in (
         ([f"runs:/{result.run_id}", "", *uri], "cannot read '' as a problem"),

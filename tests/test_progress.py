@@ -81,9 +81,10 @@ def test_callback_on_tune_trials_counts_trials_not_created_yet_and_throttles() -
     progress.on_step_end(0, trials)
     progress.on_step_end(1, trials)  # within every_s: nothing more written
     (line,) = out.getvalue().splitlines()
-    # c is not created yet: pending. Left: a 25 s, b 80 s; c (100 steps at the mean 0.75 s) after a: 100 s
+    # c is not created yet: pending. Left: a 25 s, b 80 s; c (100 steps at the pace measured so far, 45 s
+    # over 70 steps) after a: 25 + 64 = 89 s
     assert "trials 0 done, 2 running, 1 pending, 0 failed" in line
-    assert "test_acc latest 0.40 best 0.40" in line and line.endswith("left ~1:40")
+    assert "| best test_acc: a 0.40 |" in line and line.endswith("left ~1:29")  # b has not evaluated yet
     first.set_status(Trial.TERMINATED)
     first.update_last_result({**first.last_result, "done": True})  # as Tune marks a trial's end
     progress.on_trial_complete(2, trials, first)  # a finished trial is always shown
@@ -164,10 +165,12 @@ def test_a_resumed_trial_is_timed_at_its_pace_in_this_session() -> None:
     earlier = dict(step=40, time_total_s=400.0, timestamp=start - 600.0)  # 10 s a step, last session
     late = trial("a", Trial.RUNNING, **earlier)
     assert progress.states([late])[0].seconds_per_step == pytest.approx(10.0)
-    first = dict(step=50, time_total_s=420.0, timestamp=start + 20.0, cpu_seconds=300.0)
+    restored = dict(training_iteration=5, iterations_since_restore=1)  # as Tune counts a restored trial's
+    first = dict(step=50, time_total_s=420.0, timestamp=start + 20.0, cpu_seconds=300.0, **restored)
     late.update_last_result(first)
     assert progress.states([late])[0].pace_now is None  # one report here: no pace yet
     second = dict(step=60, time_total_s=440.0, timestamp=start + 40.0, cpu_seconds=316.0)
+    second.update(training_iteration=6, iterations_since_restore=2)
     late.update_last_result(second)
     (state,) = progress.states([late])
     assert state.seconds_per_step == pytest.approx(2.0) and state.seconds_per_clock == pytest.approx(1.25)
@@ -176,11 +179,14 @@ def test_a_resumed_trial_is_timed_at_its_pace_in_this_session() -> None:
     assert by_clock == pytest.approx(24 * 1.25 - state.since_report)
     late.update_last_result(dict(step=30, time_total_s=460.0, timestamp=start + 60.0, cpu_seconds=320.0))
     assert progress.states([late])[0].pace_now is None and progress.first_report["a|seed=0"][1] == 30
+    # a trial begun in this session is timed at its lifetime rate, its start-up and evaluations counted
+    fresh = trial("a", Trial.RUNNING, **{**second, "training_iteration": 2, "iterations_since_restore": 2})
+    assert progress.states([fresh])[0].seconds_per_step == pytest.approx(440.0 / 60)
 
 
 def test_a_search_shows_the_gate_and_a_resumed_sweep_its_trials_last_reports() -> None:
-    """The line shows the metric given (a search's scheduler metric, as `gate`); a sweep resumed shows at
-    once what its trials last reported: the newest as latest, the best of them as best."""
+    """The line shows the metric given (a search's scheduler metric, here labelled `gate`), each point's
+    best so far; a sweep resumed shows at once what its trials last reported, each point's."""
     import cloudpickle
 
     steps = {key_of({"point": p, "seed": 0}): 10 for p in ("a", "b")}
@@ -190,10 +196,10 @@ def test_a_search_shows_the_gate_and_a_resumed_sweep_its_trials_last_reports() -
         trial("b", Trial.RUNNING, step=5, time_total_s=5.0, evaluated=True, timestamp=1, **{"gate/w": 0.8}),
     ]
     progress.on_trial_result(0, trials, trials[1], trials[1].last_result)
-    assert "| gate latest 0.80 best 0.80 |" in progress.line(trials)
+    assert "| best gate: b 0.80 |" in progress.line(trials)  # a's report has not come in yet
     resumed = cloudpickle.loads(cloudpickle.dumps(progress))
-    assert "| gate latest 0.60 best 0.80 |" in resumed.line(trials)  # a's report is the newer
-    assert "| test_acc latest - best - |" in SweepProgress(steps, key_of, tty=False).line(trials)
+    assert "| best gate: a 0.60, b 0.80 |" in resumed.line(trials)  # in the grid's order
+    assert "| best test_acc - |" in SweepProgress(steps, key_of, tty=False).line(trials)
 
 
 def test_terminal_rewrites_one_line() -> None:
@@ -206,9 +212,7 @@ def test_terminal_rewrites_one_line() -> None:
     progress.on_experiment_end(trials)
     text = out.getvalue()
     assert text.count("\r") == 2 and text.count("\n") == 1 and text.endswith("\n")
-    assert (
-        text.split("\r")[-1].rstrip().endswith("0 failed | test_acc latest - best -")
-    )  # padded over the last
+    assert text.split("\r")[-1].rstrip().endswith("0 failed | best test_acc -")  # padded over the last
 
 
 def test_output_modes() -> None:
@@ -254,6 +258,8 @@ def test_progress_line_in_a_real_tune_run(tmp_path) -> None:
         shutil.rmtree(ray_tmp, ignore_errors=True)
     assert results.num_errors == 0
     lines = out.getvalue().splitlines()
-    assert "trials 3 done, 0 running, 0 pending, 0 failed | test_acc latest" in lines[-1]
-    assert lines[-1].endswith("best 0.90")
+    # each point's best, in the grid's order, whichever trial reported last
+    assert lines[-1].endswith(
+        "trials 3 done, 0 running, 0 pending, 0 failed | best test_acc: a 0.20, b 0.90, c 0.50"
+    )
     assert any("running" in line and "left ~" in line for line in lines[:-1])

@@ -72,7 +72,8 @@ def test_report_from_a_real_store_writes_and_logs_tables_and_heatmaps(
     } <= logged
     # the verdict where the MLflow UI shows it: after the run's description, and a tag the runs table shows
     tags = client.get_run(parent).data.tags
-    assert tags[VERDICTS_TAG] == "fig:acc_add_rand: not testable"
+    assert tags[VERDICTS_TAG] == "random_embed_extrapolates_addition: not testable"
+    assert tags["claim.random_embed_extrapolates_addition"] == "not testable"
     assert tags[RUN_DESCRIPTION_TAG].endswith(
         f"{VERDICTS_HEADING}\n- random embedding extrapolates addition further than learned or no position "
         "embedding [fig:acc_add_rand]: **not testable**"

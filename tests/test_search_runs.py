@@ -78,7 +78,7 @@ def test_a_smoke_search_stops_trials_early_and_tables_their_cost(tmp_path) -> No
     proc, uri = run_toy_search(tmp_path, "toy_search", TOY_SEARCH)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "core-min to gate" in proc.stdout  # the table, printed at the end
-    assert "| gate latest " in proc.stdout  # the progress line shows what ASHA reads
+    assert f"| best {GATE_METRIC}: " in proc.stdout  # the progress line shows what ASHA reads, each point's
     # ... and logged on the search's parent run, with its figure, for the MLflow UI
     client = store.client(uri)
     parent = find_parent(client, "toy_reverse_recipe")

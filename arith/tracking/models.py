@@ -9,6 +9,7 @@ offline sweep has no `model/` in the store it was imported into (an archive carr
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,16 +31,25 @@ def model_folder(path: str | Path, tracking_uri: str = "") -> Iterator[Path]:
     or a temporary download of an MLflow artifact URI (`runs:/<run id>/model`, `models:/<model id>`,
     `mlflow-artifacts:/...`, `file:///...`; `tracking_uri` is the store a `runs:/` URI is read from),
     removed on exit. mlflow is imported only for a URI."""
-    if Path(path).is_dir():
+    if Path(path).is_dir() and not logged_model.needs_weights(Path(path)):
         yield logged_model.saved_folder(Path(path))
         return
-    if not store.is_artifact_uri(path):
+    if not Path(path).is_dir() and not store.is_artifact_uri(path):
         raise ModelFolderError(f"no model at {path}: neither a folder nor an MLflow artifact URI")
     with tempfile.TemporaryDirectory(prefix="arith-model-") as tmp:
-        try:
-            folder = store.download_artifacts(str(path), tmp, tracking_uri)
-        except store.StoreError as err:
-            raise ModelFolderError(str(err)) from err
+        if Path(path).is_dir():  # a logged model's folder, copied: its weights are written beside its files
+            folder = Path(shutil.copytree(path, Path(tmp) / "model"))
+        else:
+            try:
+                folder = store.download_artifacts(str(path), tmp, tracking_uri)
+            except store.StoreError as err:
+                raise ModelFolderError(str(err)) from err
+        if logged_model.needs_weights(folder):
+            try:
+                logged_model.restore_weights(folder)
+            except Exception as err:  # a pickle cut short (an interrupted copy or download)
+                first = (str(err).splitlines() or [type(err).__name__])[0]
+                raise ModelFolderError(f"{path}: the model's weights cannot be read ({first})") from err
         yield logged_model.saved_folder(folder)
 
 

@@ -112,9 +112,24 @@ PROMPT_COLUMN, EXPECTED_COLUMN, REPLY_COLUMN = "prompt", "expected", "reply"
 
 #: the params that are a trial's seeds: a point is every other param fixed
 SEED_KEYS: tuple[str, ...] = ("data.seed", "train.seed")
-#: a trial's trained model (`tracking.log_model`: its MLflow logged model's name, `runs:/<run id>/model`)
-#: and the trial's config saved beside it, what `arith.ask` renders problems with
+#: a trial's trained model (`tracking.log_model`: its artifact path, `runs:/<run id>/model`, which
+#: `arith.tracking.store` resolves to the run's logged model, named by point and seed: `model_name`) and
+#: the trial's config saved beside it, what `arith.ask` renders problems with
 MODEL_ARTIFACT, EXPERIMENT_CONFIG = "model", "experiment_config.json"
+
+
+def point_label(point: str) -> str:
+    """A grid point's name as a researcher says it, its axes' values: `format=padding_reverse` ->
+    `padding_reverse`, `position=none,init=random` -> `none_random` (distinct within a grid, as the points
+    are; fit for an MLflow metric key and a logged model's name, which take no `=` or `,`)."""
+    return "_".join(part.partition("=")[2] or part for part in point.split(",") if part)
+
+
+def model_name(point: str, seed: int | str) -> str:
+    """A trial's logged model's name in the MLflow UI's Models page: `padding_reverse-seed0`."""
+    return f"{point_label(point)}-seed{seed}"
+
+
 #: a trial of an offline sweep run with `--keep-weights`: the folder of its trained model, relative to its
 #: archive's folder (an archive carries text, not weights; `arith.ask` finds them by it)
 WEIGHTS_FOLDER_TAG = "weights_folder"
@@ -148,6 +163,14 @@ IN_RANGE_METRIC, BEYOND_METRIC = f"{TEST_ACC_METRIC}/in_range", f"{TEST_ACC_METR
 #: answers (ERROR_COLUMNS after the epoch) and the trainer's log of failed decodings
 CELLS_ARTIFACT, ERRORS_ARTIFACT = "eval/cells.csv", "eval/errors.csv"
 FAILURES_ARTIFACT = "eval/failures.jsonl"
+#: a sweep's parent run as its summary (`analysis.summary`, `sweeps.summary`): its params beside the grid
+#: and scale (the seeds, the command that started it), the headline accuracies each point's seed mean is
+#: logged for (`<point label>/<accuracy>`, with its 95% interval's ends as `.../ci95_low`, `.../ci95_high`),
+#: and the prefix of its one tag a claim (`claim.<claim id>`, the claim's verdict)
+SEEDS_PARAM, COMMAND_PARAM = "seeds", "command"
+HEADLINE_METRICS: tuple[str, ...] = (TEST_ACC_METRIC, IN_RANGE_METRIC, f"{TEST_ACC_METRIC}/unseen")
+CI_LOW_SUFFIX, CI_HIGH_SUFFIX = "ci95_low", "ci95_high"
+CLAIM_TAG_PREFIX = "claim."
 #: "learned": the accuracy a cell must reach on every seed (the verdicts' competence gate,
 #: `experiments.verdicts.LEARNED`, and how far a model's length reach goes)
 HELD_ACCURACY = 0.9

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from arith.config import TrackingConfig
-from arith.tracking import schema
+from arith.tracking import logged_model, schema
 
 SQLITE = "sqlite:///"
 #: the schemes that name a database MLflow opens directly (no server in between)
@@ -97,7 +97,8 @@ def download_artifacts(uri: str, dst: str | Path, tracking_uri: str = "") -> Pat
     try:
         # a run's logged model (`runs:/<id>/model`, `models:/<id>`) is looked up in the global store
         with _use_tracking_uri(tracking_uri):
-            return Path(download(artifact_uri=str(uri), dst_path=str(dst), tracking_uri=tracking_uri))
+            uri = logged_model.run_model_uri(client(tracking_uri), str(uri))
+            return Path(download(artifact_uri=uri, dst_path=str(dst), tracking_uri=tracking_uri))
     except Exception as err:  # MlflowException, OSError: an unknown run, path or store
         first = (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
         raise StoreError(f"cannot download {uri} (store {display(tracking_uri)}): {first}") from err

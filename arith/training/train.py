@@ -282,9 +282,9 @@ def evaluate_and_log(s: Setup, epoch: int, tracker) -> tuple[pd.DataFrame, list[
 
 
 def log_model(s: Setup, tracker, epoch: int) -> None:
-    """The trained model, its position scheme, tokenizer and config as the run's MLflow logged model
-    `model` (`tracking.log_model=final`), linked to its last evaluation (`epoch`); loadable with
-    `mlflow.pytorch.load_model("runs:/<run id>/model")` and `arith.tracking.models.load_model` alike."""
+    """The trained model, its position scheme, tokenizer and config as the run's MLflow logged model, named
+    by point and seed (`tracking.log_model=final`), linked to its last evaluation (`epoch`); loadable with
+    `mlflow.pytorch.load_model("models:/<model id>")` and `arith.tracking.models.load_model` alike."""
     if s.cfg.tracking.log_model == "none" or not s.cfg.tracking.enabled:
         return
     with tempfile.TemporaryDirectory(prefix="arith-model-") as folder:

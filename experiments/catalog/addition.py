@@ -102,6 +102,7 @@ ADD_LENGTH = Experiment(
             "tb:acc_dataformat",
             "the digit counts trained on",
             scratchpad_extrapolation_order,
+            id="scratchpad_extrapolates",
         ),
     ),
     # at cpu_recipe: the scratchpad budget add_posembed's pre-search is choosing (its candidate until then)

@@ -108,6 +108,7 @@ DEMO = Experiment(
             "the padded reversed answer's cells in the training range (the plain answer's failure there is "
             "the claim)",
             padded_reversed_answer_beats_plain,
+            id="padded_reverse_beats_plain",
         ),
     ),
 )

@@ -138,12 +138,14 @@ NL_MIX = Experiment(
             "tb:acc_nldia_a",
             NL_IN_RANGE,
             random_space_beats_dialogue_alone,
+            id="random_space_beats_dialogue",
         ),
         Claim(
             "with learned positions, dia+random_space beats dia+basic on the largest sums (dialogue context)",
             "tb:acc_nldia_a",
             NL_IN_RANGE,
             random_space_beats_basic_with_learned,
+            id="random_space_beats_basic",
         ),
         Claim(
             "no position embedding and random embedding close that gap (dia+random_space minus dia+basic is "
@@ -151,6 +153,7 @@ NL_MIX = Experiment(
             "tb:acc_nldia_a",
             NL_IN_RANGE,
             positions_close_the_gap,
+            id="positions_close_the_gap",
         ),
     ),
 )

@@ -251,6 +251,7 @@ LENGTH_GEN = Experiment(
             "no table: beyond the paper (McLeish et al. 2024: 20-digit training, ~99% at 100 digits)",
             GATE_LABEL,
             beats_learned("abacus"),
+            id="abacus_beats_learned",
         ),
         Claim(
             "position coupling adds longer numbers than trained on, where learned positions do not "
@@ -258,6 +259,7 @@ LENGTH_GEN = Experiment(
             "no table: beyond the paper (Cho et al. 2024: 1-30-digit training, 200 digits)",
             GATE_LABEL,
             beats_learned("coupling"),
+            id="coupling_beats_learned",
         ),
         Claim(
             "without a position embedding a model adds longer numbers than with learned positions (the "
@@ -265,6 +267,7 @@ LENGTH_GEN = Experiment(
             "no table: the paper shows it on reversal (fig:testacc_rev), not on addition",
             GATE_LABEL,
             beats_learned("none"),
+            id="none_beats_learned",
         ),
         *(
             Claim(
@@ -273,6 +276,7 @@ LENGTH_GEN = Experiment(
                 "no table: beyond the paper",
                 GATE_LABEL,
                 holds_beyond(scheme),
+                id=f"{scheme}_holds_one_longer",
             )
             for scheme in ("learned", "none", "random_embed", "randomized", "abacus", "coupling")
         ),

@@ -117,6 +117,7 @@ MUL_FORMAT = Experiment(
             "tb:basic-5 vs tb:padding-5",
             MUL_IN_RANGE,
             padding_reverse_beats_basic,
+            id="padding_reverse_beats_basic",
         ),
     ),
 )
@@ -167,6 +168,7 @@ MUL_ONE_DIGIT_WEIGHT = Experiment(
             "tb:padding_10_ratio",
             MUL_IN_RANGE + " (a weight whose model did not learn is left out; the lowest left is compared)",
             lower_one_digit_weight_hurts,
+            id="lower_one_digit_weight_hurts",
         ),
     ),
 )
@@ -202,6 +204,7 @@ MUL_SIMPLE_CASE = Experiment(
             "tb:onedigit_5-6a-d",
             MUL_IN_RANGE,
             first_step_beats_n_times_1,
+            id="first_step_beats_n_times_1",
         ),
     ),
 )

@@ -128,6 +128,7 @@ REVERSE_POSEMBED = Experiment(
             "fig:testacc_rev",
             "regular data of the digit counts trained on",
             no_position_generalises_further,
+            id="none_generalises_further",
         ),
         Claim(
             "random embedding fixes repetitive data for models trained from scratch (random_embed beats "
@@ -135,6 +136,7 @@ REVERSE_POSEMBED = Experiment(
             "fig:randembed",
             "regular data of the digit counts trained on",
             random_embed_fixes_repetitive,
+            id="random_embed_fixes_repetitive",
         ),
     ),
     recipes=(REVERSE_RECIPE,),
@@ -180,6 +182,7 @@ ADD_POSEMBED = Experiment(
             "fig:acc_add_rand",
             "the digit counts trained on (random_embed and learned; the paper's none fails there)",
             random_embed_extrapolates_addition,
+            id="random_embed_extrapolates_addition",
         ),
     ),
     recipes=(ADD_SCRATCHPAD_24K,),

@@ -1,0 +1,117 @@
+"""The end of a sweep as a Ray Tune user expects it: one row per trial (its MLflow run's short id, point,
+seed, headline accuracies, wall time, status), then the claims' verdicts, the HTML report's path, the
+links to the sweep's MLflow view and to its grid's sweeps side by side, and the command that starts the UI.
+
+    trial     point            seed  test_acc  in_range  unseen   wall  status
+    3f2a1b9c  basic               0      0.01      0.01    0.00   1:02  FINISHED
+
+The rows are read back from the trials' MLflow runs (what the UI shows, a retried trial's last attempt);
+the report is the analysis's (`analysis.report.report_sweep`, which also logs the parent run's summary).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from analysis.load import AnalysisError, read_sweep
+from analysis.report import analyse, report_sweep
+from analysis.summary import claim_ids
+from analysis.sweeps_view import share_sweeps_view
+from analysis.ui_start import ui_command
+from analysis.ui_view import share_view
+from arith.tracking import store
+from arith.tracking.schema import HEADLINE_METRICS, POINT_TAG, SEED_TAG, point_label
+from experiments.registry import claims_for
+from sweeps.progress import clock
+
+#: the headline accuracies' columns, as short as a terminal needs
+COLUMNS = {name: name.rpartition("/")[2] for name in HEADLINE_METRICS}
+#: why a trial ended FAILED without an error (its run's `failure` tag), as the table says it
+FAILURES = {"nonfinite_loss": "non-finite loss", "config_error": "setting refused"}
+#: the reports' folder (`make demo`'s REPORT is reports/<grid>)
+REPORTS = Path("reports")
+#: the MLflow UI's address the view's link is for (`make ui`'s)
+UI_URL = "http://127.0.0.1:5000"
+
+
+def trial_rows(runs: list[Any]) -> pd.DataFrame:
+    """One row a trial run, sorted by point and seed."""
+    rows = []
+    for run in runs:
+        tags, metrics, info = run.data.tags, run.data.metrics, run.info
+        wall = (info.end_time - info.start_time) / 1000 if info.end_time and info.start_time else math.nan
+        rows.append(
+            {
+                "trial": info.run_id[:8],
+                POINT_TAG: point_label(tags.get(POINT_TAG, "")),
+                SEED_TAG: int(tags.get(SEED_TAG, -1)),
+                **{short: metrics.get(name, math.nan) for name, short in COLUMNS.items()},
+                "wall": "" if math.isnan(wall) else clock(wall),
+                "status": info.status
+                + (f" ({FAILURES[why]})" if (why := tags.get("failure")) in FAILURES else ""),
+            }
+        )
+    frame = pd.DataFrame(rows, columns=["trial", POINT_TAG, SEED_TAG, *COLUMNS.values(), "wall", "status"])
+    return frame.sort_values([POINT_TAG, SEED_TAG]).reset_index(drop=True)
+
+
+def table_text(frame: pd.DataFrame) -> str:
+    """The rows as a terminal table, accuracies to two places, '-' where a trial logged none."""
+    shown = frame.copy()
+    for column in COLUMNS.values():
+        shown[column] = [("-" if math.isnan(v) else f"{v:.2f}") for v in shown[column]]
+    return shown.to_string(index=False)
+
+
+def verdict_lines(sweep: Any) -> list[str]:
+    """Each claim's verdict, by its id, with the numbers of its weakest contrast."""
+    findings = analyse(sweep).findings
+    ids = claim_ids(findings, claims_for(sweep.grid, sweep.variant_of))
+    lines = []
+    for cid, finding in zip(ids, findings, strict=True):
+        numbers = finding.numbers
+        if finding.judged:
+            read = f" ({numbers['effect']}, 95% CI {numbers['95% CI']})" if numbers["95% CI"] else ""
+        else:  # why, in short
+            read = f" ({finding.evidence[:100]}{'...' if len(finding.evidence) > 100 else ''})"
+        lines.append(f"verdict  {cid}: {finding.status}{read}")
+    return lines
+
+
+def sweep_trials(uri: str, parent_run_id: str) -> list[Any]:
+    """The trial runs nested under the sweep's parent run, in its experiment."""
+    client = store.client(uri)
+    experiment_id = client.get_run(parent_run_id).info.experiment_id
+    return store.search_runs(client, [experiment_id], store.trials_filter(parent_run_id))
+
+
+def report_folder(uri: str, grid: str) -> Path:
+    """Where the sweep's report is written: `reports/<grid>` beside a SQLite store (`make demo`'s
+    `reports/demo`), else under the folder the sweep ran from."""
+    db = store.sqlite_path(uri)
+    return (db.parent if db is not None else Path()) / REPORTS / grid
+
+
+def end_of_sweep(grid: str, uri: str, parent_run_id: str) -> str:
+    """The trials' table, the verdicts, the report's path and the view's link of a finished sweep; where
+    the analysis cannot be drawn (no finished trial), the table and one line saying why."""
+    parts = [table_text(trial_rows(sweep_trials(uri, parent_run_id))), ""]
+    try:
+        sweep = read_sweep(grid, uri, parent_run_id)
+        out = report_folder(uri, grid)
+        remote = uri.startswith(("http://", "https://"))
+        ui_url = uri if remote else UI_URL
+        report_sweep(sweep, out, "html", ui_url=ui_url)  # logs the parent run's summary, the report
+    except AnalysisError as err:
+        return "\n".join([*parts, f"no report: {err}"])
+    parts += verdict_lines(sweep)
+    parts.append(f"report   {out / 'report.html'}")
+    parts.append(f"MLflow   {share_view(sweep, ui_url)}")
+    parts.append(f"         its grid's sweeps side by side: {share_sweeps_view(sweep, ui_url)}")
+    if not remote:
+        parts.append(f"         (start the UI first: {ui_command(uri, 5000)})")
+    return "\n".join(parts)
