@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -46,11 +47,24 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path, dict[str
 
 
 @pytest.mark.slow
-def test_sweep_ends_by_printing_the_comparison(swept) -> None:
-    _, _, outputs = swept
+def test_sweep_ends_with_its_trials_verdicts_and_the_comparison_written_beside_the_store(swept) -> None:
+    """The end of a sweep, as Tune users expect it: a row per trial, a verdict line per claim of the grid,
+    then the report, whose HTML holds the comparison with the paper (its claims and its tables)."""
+    from analysis import analyse, read_sweep
+
+    uri, folder, outputs = swept
     for grid, stdout in outputs.items():
-        assert f"# Sweep analysis: {grid}" in stdout
-        assert "## Tables" in stdout and "## Findings" in stdout and "**paper**" in stdout
+        trials = int(re.search(rf"sweep {grid}-smoke-\S+: (\d+) trials", stdout).group(1))
+        rows = [line for line in stdout.splitlines() if line.rstrip().endswith(" FINISHED")]
+        assert len(rows) == trials, stdout[-3000:]
+        verdicts = [line for line in stdout.splitlines() if line.startswith("verdict  ")]
+        assert verdicts and len(verdicts) == len(analyse(read_sweep(grid, uri)).findings), stdout[-3000:]
+        report = folder / "reports" / grid / "report.html"
+        assert f"report   {report}" in stdout
+        page = report.read_text()
+        assert f"<h1>Sweep analysis: {grid}</h1>" in page
+        assert "The paper&#x27;s claims" in page or "The paper's claims" in page
+        assert "Tables beside the paper" in page
 
 
 @pytest.mark.slow

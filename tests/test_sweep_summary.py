@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from mlflow.utils.validation import _validate_logged_model_name
 from scipy import stats
 
 from analysis.findings import Finding
@@ -71,6 +72,9 @@ def test_point_labels_and_model_names() -> None:
     assert point_label("format=padding_reverse") == "padding_reverse"
     assert point_label("position=none,init=random,epochs=25") == "none_random_25"
     assert model_name("format=padding_reverse", 0) == "padding_reverse-seed0"
+    # a search's point names its learning rate: MLflow refuses a '.' in a logged model's name
+    assert model_name("lr=0.003,format=basic", 100) == "0p003_basic-seed100"
+    _validate_logged_model_name(model_name("lr=0.003,format=basic", 100))
 
 
 def test_the_sweeps_params() -> None:

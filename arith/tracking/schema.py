@@ -125,9 +125,14 @@ def point_label(point: str) -> str:
     return "_".join(part.partition("=")[2] or part for part in point.split(",") if part)
 
 
+#: what MLflow refuses in a logged model's name, and what stands for it (`lr=0.003` -> `0p003`)
+MODEL_NAME_REFUSES = {".": "p", "/": "-", ":": "-", "%": "-", '"': "", "'": ""}
+
+
 def model_name(point: str, seed: int | str) -> str:
     """A trial's logged model's name in the MLflow UI's Models page: `padding_reverse-seed0`."""
-    return f"{point_label(point)}-seed{seed}"
+    name = f"{point_label(point)}-seed{seed}"
+    return name.translate(str.maketrans(MODEL_NAME_REFUSES))
 
 
 #: a trial of an offline sweep run with `--keep-weights`: the folder of its trained model, relative to its
