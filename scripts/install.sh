@@ -4,28 +4,25 @@
 # resolve `torch` to the multi-GB CUDA build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# PostgreSQL: the fault tests (tests/test_faults.py) start their own server, as the cluster's MLflow
-# store runs on one. Installed from the system's packages when missing and this runs as root.
-if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
+# system_package PACKAGE WHAT: install a system package the tests need from the system's packages (when
+# this runs as root with apt-get), else say which test fails without it. The caller checks it is missing.
+system_package() {
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "install: PostgreSQL missing, installing it (apt-get install postgresql)"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+    echo "install: $1 missing, installing it (apt-get install $1)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null
   else
-    echo "install: PostgreSQL not found and not root: the PostgreSQL fault test will fail;" \
-      "install the 'postgresql' package" >&2
+    echo "install: $1 not found and not root: $2 will fail; install the '$1' package" >&2
   fi
+}
+# PostgreSQL: the fault tests (tests/test_faults.py) start their own server, as the cluster's MLflow
+# store runs on one.
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
+  system_package postgresql "the PostgreSQL fault test"
 fi
 # Chromium: the browser test (tests/test_demo_report.py) opens the MLflow UI and the HTML report in it
-# headless, as `make screenshots` does. Installed from the system's packages when missing and this runs
-# as root.
+# headless, as `make screenshots` does.
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "install: Chromium missing, installing it (apt-get install chromium)"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-  else
-    echo "install: Chromium not found and not root: the browser test will fail;" \
-      "install the 'chromium' package" >&2
-  fi
+  system_package chromium "the browser test"
 fi
 PY=${PYTHON:-python3}
 VENV=${VENV:-.venv}

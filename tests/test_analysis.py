@@ -79,6 +79,7 @@ EXPECTED_TABLES = {
     # length generalisation beyond the paper: one table of the six schemes by operand length
     "length_gen": 1,
     "length_gen_papers": 1,
+    "length_gen_18k": 1,
     # the sweeps that tuned the cpu preset: one table per point (mul) or per test context (reverse)
     "cpu_tune_reverse": 2,
     "cpu_tune_mul": 6,

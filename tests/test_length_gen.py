@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import replace
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -17,9 +18,11 @@ from arith.data.tasks import render_example
 from arith.model.gpt import ArithModel, build_model
 from arith.model.tokenizer import build_tokenizer, encode_example
 from arith.training.evaluate import evaluate
-from experiments.catalog.length_gen import TESTED, TRAINED, beats_learned, holds_beyond
+from experiments.catalog.length_gen import LENGTH_GEN, TESTED, TRAINED, beats_learned, holds_beyond
 from experiments.decide import decide_family
 from experiments.verdicts import HELD, NOT_HELD, NOT_TESTABLE
+from lab.results.grids import GridResult
+from lab.results.lengths import lengths_table
 from sweeps.grids import points
 
 SCHEMES = ("learned", "none", "random_embed", "randomized", "abacus", "coupling")
@@ -196,3 +199,34 @@ def test_holding_one_digit_beyond_is_judged_against_the_threshold_per_seed():
     far = sweep_of(("abacus", "lsd_first", reaches(15)))
     far.loc[far["col_digits"] == TRAINED + 1, "accuracy"] -= far["seed"] * 0.005
     assert judged(holds_beyond("abacus"), far)[0] == HELD
+
+
+def test_results_table_gives_each_scheme_its_longest_length_on_judged_seeds_only():
+    """docs/RESULTS.md's length table: a row a scheme the grid ran, the longest length held per seed and on
+    every seed (as a multiple of training), the schemes below the gate included; pre-search seeds left out."""
+    frame = pd.concat(
+        [
+            sweep_of(("abacus", "lsd_first", reaches(12, 0.3))),
+            sweep_of(("abacus", "lsd_first", reaches(20)), seeds=[100]),  # chose a budget: never read
+            sweep_of(("none", "lsd_first", reaches(2)), seeds=[0]),
+        ],
+        ignore_index=True,
+    )
+    frame.loc[
+        (frame["model.position"] == "abacus") & (frame["seed"] == 2) & (frame["col_digits"] == 11), "accuracy"
+    ] = 0.5
+    held = SimpleNamespace(claim_text=LENGTH_GEN.claims[-2].text, status="held")
+    result = GridResult(
+        "length_gen", [], SimpleNamespace(sweep=SimpleNamespace(cells=frame), findings=[held]), []
+    )
+    rows = {
+        line.split(" | ")[1]: line
+        for line in lengths_table([result]).splitlines()
+        if line.startswith("| length_gen")
+    }
+    assert set(rows) == {"abacus", "none"}
+    assert (
+        "| 0, 1, 2, 3, 4 | 1.00 (seed 0) | 12, 12, 10, 12, 12 | 10 (2.0x) | 1.00 | **held** |"
+        in rows["abacus"]
+    )
+    assert "| 0 | 0.00 (seed 0) | 2 | 2 (0.4x) | 0.00 |  |" in rows["none"]

@@ -8,6 +8,11 @@ from __future__ import annotations
 from lab.catalog import length_gen, multiplication, position_embedding, tuning
 from lab.recipes import NO_RECIPE
 
-EXPERIMENTS = (*multiplication.EXPERIMENTS, *position_embedding.EXPERIMENTS, *tuning.EXPERIMENTS)
+EXPERIMENTS = (
+    *multiplication.EXPERIMENTS,
+    *length_gen.EXPERIMENTS,
+    *position_embedding.EXPERIMENTS,
+    *tuning.EXPERIMENTS,
+)
 SEARCHES = (*multiplication.SEARCHES, *length_gen.SEARCHES)
 __all__ = ["EXPERIMENTS", "NO_RECIPE", "SEARCHES"]

@@ -3,9 +3,12 @@ training, chosen on pre-search seed 100 by ASHA ranking each scheme's configurat
 
 from __future__ import annotations
 
+import dataclasses
+
 from arith.tracking.schema import LENGTH_SCORE_METRIC
-from experiments.catalog.length_gen import trained_lengths
+from experiments.catalog.length_gen import LENGTH_GEN, trained_lengths
 from experiments.grid import Variant
+from lab.recipes import LENGTH_GEN_18K_RECIPE
 from lab.search.declared import Asha, Search
 
 
@@ -61,3 +64,16 @@ LENGTH_GEN_RECIPE = Search(
 )
 
 SEARCHES = (LENGTH_GEN_RECIPE,)
+
+#: length_gen judged at that budget, by the same claims
+LENGTH_GEN_18K = dataclasses.replace(
+    LENGTH_GEN.variant(
+        "length_gen_18k",
+        "length_gen at 18,000 steps of its searched recipe (2x128, lr 1e-3, offsets to 40): the budget "
+        "learned positions need to learn the training range, pre-searched on seed 100.",
+        {},
+    ),
+    recipes=(LENGTH_GEN_18K_RECIPE,),
+)
+
+EXPERIMENTS = (LENGTH_GEN_18K,)

@@ -1,5 +1,6 @@
-"""docs/RESULTS.md composed: the claims table first, then the record's pages (findings by grid, the
-not-testable table, spend, pre-search, searches, the gpu scale, one page a grid)."""
+"""docs/RESULTS.md composed: the claims table first (and how far each position scheme holds beyond its
+training), then the record's pages (findings by grid, the not-testable table, spend, pre-search, searches,
+the gpu scale, one page a grid)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,7 @@ from lab.results.grids import (
     section,
     unarchived_sections,
 )
+from lab.results.lengths import lengths_table
 from lab.results.untestable import untestable_table
 from lab.search.report import search_evidence, search_sections
 from lab.spend import spend_table
@@ -216,6 +218,8 @@ def write_results(
     machines = {b.batch: b.machine for batches in banked.values() for b in batches}
     claims = [c for r in results for c in claims_for(r.grid)]
     table = verdicts_table(results, gpu, claims, grid_link, (REPORT / "gpu.md").as_posix(), machines)
+    if lengths := lengths_table(results):  # beyond the paper: how far each position scheme holds
+        table += "\n" + lengths
     out.write_text(front_page(table, [name for name in pages if name not in grid_link], grid_link))
     print(f"wrote {out} and {len(pages)} pages in {folder}")
 
