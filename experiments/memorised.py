@@ -1,7 +1,6 @@
-"""Memorised, not learned: a cell below the competence gate (`experiments.verdicts.competence`) whose
-model answers right the test problems that were also training problems and far fewer of the others. Said
-beside the gate's reason, since more steps on the same lines would not fix it the way they fix a model still
-learning."""
+"""Memorised, not learned: a cell below the competence gate whose model answers the test problems it was
+trained on and far fewer of the others. Said beside the gate's reason: more steps on the same lines would
+not fix it the way they fix a model still learning."""
 
 from __future__ import annotations
 
@@ -19,18 +18,15 @@ from arith.tracking.schema import (
 )
 from experiments.cells import cell_name
 
-#: "memorised": a cell at the gate or more on its test problems seen in training and at least this much
-#: lower on the unseen ones
+#: "memorised": at the gate on the test problems seen in training, at least this much lower on the others,
 MEMORISED_GAP = 0.3
-#: ... read on at least this many seen problems (one right answer seen in training says little)
+#: read on at least this many seen problems (one right answer seen in training says little)
 MEMORISED_MIN_SEEN = 10
 
 
 def memorised_note(below: pd.DataFrame, learned: float, tolerance: float = 1e-9) -> str:
-    """', memorised: ...' when gated cells below the gate are right on their test problems that are also
-    training problems (>= `learned`, the competence gate, on at least MEMORISED_MIN_SEEN of them) and far
-    below on the others (MEMORISED_GAP lower): the model learned its training set, not the task. '' when no
-    cell is, or the trials did not record the split."""
+    """'; memorised: ...' when some cells below the gate are memorised, '' when none is or the trials did not
+    record the split."""
     if ACCURACY_SEEN_COLUMN not in below or ACCURACY_UNSEEN_COLUMN not in below:
         return ""
     seen, unseen = below[ACCURACY_SEEN_COLUMN].astype(float), below[ACCURACY_UNSEEN_COLUMN].astype(float)

@@ -10,22 +10,11 @@ import pandas as pd
 
 from arith.config import ExperimentConfig
 from arith.tracking.schema import CONTEXT_COLUMN
+from experiments.cells import digit_range, largest_digits, measured, smaller_digits
 from experiments.claim import Claim, Experiment
 from experiments.grid import Grid
 from experiments.setups import PAPER_POSITIONS
-from experiments.verdicts import (
-    Contrast,
-    Outcome,
-    Side,
-    compared,
-    competence,
-    difference,
-    digit_range,
-    largest_digits,
-    measured,
-    smaller_digits,
-    untestable,
-)
+from experiments.verdicts import Contrast, Outcome, Side, compared, competence, difference, untestable
 
 DigitMap = dict[int, int] | None
 
