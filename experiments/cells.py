@@ -86,6 +86,8 @@ def digit_range(frame: pd.DataFrame) -> str:
     return f"{digits[0]}-{digits[-1]}" if len(digits) > 1 else str(digits[0])
 
 
+#: a trial's config keys among a frame's columns
+CONFIG_PREFIXES = ("data.", "model.", "train.")
 #: the paper's counterpart of a cell (`CELL_KEYS`): its own digit counts and accuracy
 PAPER_COLUMNS = [*CELL_KEYS, "paper_row_digits", "paper_col_digits", "paper_accuracy"]
 
@@ -102,11 +104,7 @@ def paper_of(cells: pd.DataFrame, digit_map: dict[int, int] | None) -> pd.DataFr
     if cells.empty:
         return pd.DataFrame(columns=PAPER_COLUMNS)
     row = cells.iloc[0]
-    point = {
-        k: row[k]
-        for k in cells.columns
-        if k.startswith(("data.", "model.", "train.")) or k == PAPER_TABLE_TAG
-    }
+    point = {k: row[k] for k in cells.columns if k.startswith(CONFIG_PREFIXES) or k == PAPER_TABLE_TAG}
     final = int(cells[FINAL_EPOCH_COLUMN].max()) if FINAL_EPOCH_COLUMN in cells else 0
     reading = paper_reading(final, [final], str(row.get(PAPER_EPOCHS_TAG) or ""))
     paper = paper_cells(point, reading, final=True, digit_map=digit_map)

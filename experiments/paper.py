@@ -88,9 +88,8 @@ def paper_tables() -> pd.DataFrame:
     """The paper's cells, one a row, with the `setting` string parsed into typed columns."""
     with resources.files("experiments").joinpath("paper_tables.csv").open() as f:
         frame = pd.read_csv(f)
-    settings = (
-        frame["setting"].fillna("").map(lambda s: dict(p.split("=", 1) for p in s.split(";") if "=" in p))
-    )
+    parts = frame["setting"].fillna("").str.split(";")
+    settings = parts.map(lambda ps: dict(p.split("=", 1) for p in ps if "=" in p))
     frame["max_digits"] = settings.map(lambda s: int(s["max_digits"]) if "max_digits" in s else np.nan)
     frame["augment"] = settings.map(lambda s: PAPER_AUGMENTS.get(s.get("augment", ""), "none"))
     frame["one_digit_weight"] = settings.map(lambda s: float(s.get("one_digit_weight", 1.0)))

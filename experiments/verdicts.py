@@ -17,8 +17,12 @@ from scipy import stats
 
 from arith.tracking.schema import (
     ACCURACY_COLUMN,
+    ACCURACY_SEEN_COLUMN,
+    ACCURACY_UNSEEN_COLUMN,
     COL_DIGITS_COLUMN,
     CONTEXT_COLUMN,
+    N_COLUMN,
+    N_SEEN_COLUMN,
     ROW_DIGITS_COLUMN,
     RUN_ID_COLUMN,
     SEED_COLUMN,
@@ -26,6 +30,7 @@ from arith.tracking.schema import (
 )
 from experiments.cells import (  # noqa: F401  (the cell selectors are re-exported: the checks read them here)
     CELL_KEYS,
+    CONFIG_PREFIXES,
     PAPER_COLUMNS,
     beyond_training,
     cell_list,
@@ -42,7 +47,6 @@ from experiments.cells import (  # noqa: F401  (the cell selectors are re-export
     within_training,
 )
 from experiments.intervals import Interval, paired_interval, seed_list, welch_interval
-from experiments.memorised import memorised_note
 
 HELD, NOT_HELD, NOT_TESTABLE = "held", "not held", "not testable"
 CANNOT_TELL = "the seeds cannot tell"
@@ -58,10 +62,10 @@ TOLERANCE = 1e-9
 NO_EXTRAPOLATION = 0.1
 #: a paper cell is one the paper's table contrasts when its two models differ there by at least this
 PAPER_CONTRAST = 0.1
-
-
-def at_least(value: float, threshold: float) -> bool:
-    return value >= threshold - TOLERANCE
+#: "memorised": at the gate on the test problems seen in training, at least this much lower on the others
+MEMORISED_GAP = 0.3
+#: read on at least this many seen problems (one right answer seen in training says little)
+MEMORISED_MIN_SEEN = 10
 
 
 # --- competence and compared cells, read through the paper's own tables and the digit map ---------------
@@ -102,7 +106,7 @@ def competence(
         if below.empty:
             continue
         worst = below.loc[below[ACCURACY_COLUMN].idxmin()]
-        memorised = memorised_note(below, LEARNED, TOLERANCE)
+        memorised = _memorised_note(below)
         paper_note = ""
         if not pd.isna(worst.get("paper_accuracy")):
             paper_note = (
@@ -117,6 +121,30 @@ def competence(
             f"({seeds_below} of {seeds} seeds below {LEARNED:g} on some cell){memorised}"
         )
     return "; ".join(why), "gated on " + "; ".join(on)
+
+
+def _memorised_note(below: pd.DataFrame) -> str:
+    """'; memorised: ...' when some cells below the gate are memorised, '' when none is or the trials did not
+    record the split: said beside the gate's reason, since more steps on the same lines would not fix it
+    the way they fix a model still learning."""
+    if ACCURACY_SEEN_COLUMN not in below or ACCURACY_UNSEEN_COLUMN not in below:
+        return ""
+    seen, unseen = below[ACCURACY_SEEN_COLUMN].astype(float), below[ACCURACY_UNSEEN_COLUMN].astype(float)
+    n_seen = below.get(N_SEEN_COLUMN, pd.Series(float("nan"), below.index)).astype(float)
+    memorised = below[
+        (seen >= LEARNED - TOLERANCE) & (unseen <= seen - MEMORISED_GAP) & (n_seen >= MEMORISED_MIN_SEEN)
+    ]
+    if memorised.empty:
+        return ""
+    worst = memorised.loc[memorised[ACCURACY_UNSEEN_COLUMN].astype(float).idxmin()]
+    cell = cell_name(worst[ROW_DIGITS_COLUMN], worst[COL_DIGITS_COLUMN], worst[CONTEXT_COLUMN])
+    counts = f" ({int(worst[N_SEEN_COLUMN])} of {int(worst[N_COLUMN])} seen)" if N_COLUMN in worst else ""
+    seen_accuracy, unseen_accuracy = worst[ACCURACY_SEEN_COLUMN], worst[ACCURACY_UNSEEN_COLUMN]
+    return (
+        f"; memorised: seed {int(worst[SEED_COLUMN])} on {cell} is {seen_accuracy:.2f} on the test "
+        f"problems it was trained on and {unseen_accuracy:.2f} on the others{counts}; "
+        f"{len(memorised)} of the {len(below)} cell(s) below the gate read so"
+    )
 
 
 def compared_cells(
@@ -159,9 +187,7 @@ class Side:
     @classmethod
     def of(cls, name: str, cells: pd.DataFrame) -> Side:
         """Refuses cells of several configurations or several trials of one seed: they are not seeds."""
-        keys = [
-            c for c in cells.columns if c.startswith(("data.", "model.", "train.")) and c not in SEED_KEYS
-        ]
+        keys = [c for c in cells.columns if c.startswith(CONFIG_PREFIXES) and c not in SEED_KEYS]
         if len(cells) and keys:
             configs = cells[keys].astype(str).drop_duplicates()
             if len(configs) > 1:

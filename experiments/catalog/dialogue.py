@@ -54,10 +54,8 @@ def _nl_pair(frame: pd.DataFrame, digit_map: DigitMap, position: str, better: st
     sides, why, on, cells = _nl_sides(frame, [(position, better), (position, worse)], digit_map)
     if why:
         return untestable(why, [on] if on else [])
-    a, b = (
-        Side.of(_mix_name(better), sides[(position, better)]),
-        Side.of(_mix_name(worse), sides[(position, worse)]),
-    )
+    a = Side.of(_mix_name(better), sides[(position, better)])
+    b = Side.of(_mix_name(worse), sides[(position, worse)])
     label = f"position={position}, dialogue context, {digit_range(largest_digits(cells))}-digit sums"
     return compared([difference(a, b, label)], notes=[on])
 
