@@ -18,8 +18,10 @@ from experiments.grid import Grid, variant
 from experiments.recipes import Recipe
 from experiments.verdicts import Outcome
 
+#: paper digit count -> the sweep's (None: the claim reads no paper table)
+DigitMap = dict[int, int] | None
 #: a claim's check: the sweep's per-seed cells and its digit map -> the contrasts read, or why not testable
-Check = Callable[[pd.DataFrame, dict[int, int] | None], Outcome]
+Check = Callable[[pd.DataFrame, DigitMap], Outcome]
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import pandas as pd
 from arith.config import ExperimentConfig
 from arith.tracking.schema import ACCURACY_COLUMN, COL_DIGITS_COLUMN
 from experiments.cells import beyond_training, digit_range, measured, within_training
-from experiments.claim import Claim, Experiment
+from experiments.claim import Claim, DigitMap, Experiment
 from experiments.grid import Grid
 from experiments.recipes import ADD_SCRATCHPAD_24K
 from experiments.setups import ADD_LENGTH_SETUP
@@ -25,7 +25,7 @@ def _add_length_table(cfg: ExperimentConfig) -> tuple[str, ...]:
     return ("tb:acc_dataformat",) if in_table else ()
 
 
-def scratchpad_extrapolation_order(frame: pd.DataFrame, digit_map: dict[int, int] | None = None) -> Outcome:
+def scratchpad_extrapolation_order(frame: pd.DataFrame, digit_map: DigitMap = None) -> Outcome:
     cells = measured(frame)
     if not (cells["model.init"] == "pretrained").any():
         return untestable(

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from experiments.cells import digit_range, measured, within_training
-from experiments.claim import Claim, Experiment
+from experiments.claim import Claim, DigitMap, Experiment
 from experiments.grid import Grid
 from experiments.verdicts import Outcome, Side, compared, competence, difference, untestable
 
@@ -48,9 +48,7 @@ DEMO_SETUP: dict[str, Any] = {
 }
 
 
-def padded_reversed_answer_beats_plain(
-    frame: pd.DataFrame, digit_map: dict[int, int] | None = None
-) -> Outcome:
+def padded_reversed_answer_beats_plain(frame: pd.DataFrame, digit_map: DigitMap = None) -> Outcome:
     cells = within_training(measured(frame))
     padded = cells[cells["data.format"] == "padding_reverse"]
     basic = cells[cells["data.format"] == "basic"]

@@ -12,7 +12,6 @@ gate reads every equal-length cell of the training range, on every seed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 
 import pandas as pd
@@ -20,7 +19,7 @@ import pandas as pd
 from arith.tracking.schema import COL_DIGITS_COLUMN, CONTEXT_COLUMN, HELD_ACCURACY, SEED_COLUMN
 from arith.training.metrics import length_reach
 from experiments.cells import beyond_training, digit_range, measured, within_training
-from experiments.claim import Claim, Experiment
+from experiments.claim import Check, Claim, DigitMap, Experiment
 from experiments.grid import Grid, Variant
 from experiments.recipes import Recipe
 from experiments.verdicts import Outcome, Side, compared, competence, difference, untestable
@@ -133,11 +132,11 @@ def _gate(sides: dict[str, pd.DataFrame]) -> tuple[str, str]:
 # --- the claims, stated before any run --------------------------------------------------------------------
 
 
-def beats_learned(scheme: str) -> Callable[[pd.DataFrame, dict[int, int] | None], Outcome]:
+def beats_learned(scheme: str) -> Check:
     """`scheme` beyond the training length against learned positions: each seed's mean over every
     equal-length cell longer than trained, paired by seed (the same problems)."""
 
-    def check(frame: pd.DataFrame, digit_map: dict[int, int] | None = None) -> Outcome:
+    def check(frame: pd.DataFrame, digit_map: DigitMap = None) -> Outcome:
         cells = measured(frame)
         mine, learned = of_scheme(cells, scheme), of_scheme(cells, "learned")
         if mine.empty or learned.empty or longer_lengths(cells).empty:
@@ -158,11 +157,11 @@ def beats_learned(scheme: str) -> Callable[[pd.DataFrame, dict[int, int] | None]
     return check
 
 
-def holds_beyond(scheme: str) -> Callable[[pd.DataFrame, dict[int, int] | None], Outcome]:
+def holds_beyond(scheme: str) -> Check:
     """`scheme` holds HELD_ACCURACY one digit past its training length: each seed's accuracy there against
     the threshold (a one-sample test), with the longest length every seed holds as the reading."""
 
-    def check(frame: pd.DataFrame, digit_map: dict[int, int] | None = None) -> Outcome:
+    def check(frame: pd.DataFrame, digit_map: DigitMap = None) -> Outcome:
         mine = of_scheme(measured(frame), scheme)
         if mine.empty or first_longer(mine).empty:
             return untestable(f"needs {scheme} trials with cells one digit beyond the training length")

@@ -12,12 +12,10 @@ import pandas as pd
 
 from arith.config import ExperimentConfig
 from experiments.cells import large_products, measured, small_products
-from experiments.claim import Claim, Experiment
+from experiments.claim import Claim, DigitMap, Experiment
 from experiments.grid import Grid
 from experiments.setups import MUL_SETUP
 from experiments.verdicts import Outcome, Side, compared, compared_cells, competence, difference, untestable
-
-DigitMap = dict[int, int] | None
 
 MUL_IN_RANGE = (
     "no paper table for this point: the cells whose factors have at most max_digits digits together"

@@ -10,13 +10,11 @@ import pandas as pd
 from arith.config import ExperimentConfig
 from arith.tracking.schema import CONTEXT_COLUMN, PAPER_TABLE_TAG
 from experiments.cells import beyond_training, digit_range, measured, within_training
-from experiments.claim import Claim, Experiment
+from experiments.claim import Claim, DigitMap, Experiment
 from experiments.grid import Grid
 from experiments.recipes import ADD_SCRATCHPAD_24K, REVERSE_RECIPE
 from experiments.setups import ADD_LENGTH_SETUP, PAPER_POSITIONS, RANDEMBED_TRAINING, REVERSE_SETUP
 from experiments.verdicts import Outcome, Side, compared, competence, difference, untestable
-
-DigitMap = dict[int, int] | None
 
 FIGURE_GATE = (
     "regular data of the digit counts trained on, every cell (the paper shows a figure, no table: its "
