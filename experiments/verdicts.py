@@ -28,7 +28,7 @@ from arith.tracking.schema import (
     SEED_COLUMN,
     SEED_KEYS,
 )
-from experiments.cells import (  # noqa: F401  (the cell selectors are re-exported: the checks read them here)
+from experiments.cells import (  # noqa: F401  (the cell selectors are re-exported: a check may read them here)
     CELL_KEYS,
     CONFIG_PREFIXES,
     PAPER_COLUMNS,
