@@ -1,21 +1,10 @@
 """Beyond the paper: length generalisation across position schemes, each as its own paper defines it.
 
-A model is trained on sums of 1..5-digit operands and tested on every operand length from 1 to 21
-(3x the training length and on to the longest length position coupling's authors' own code was run
-at here, on the same budget), 100 problems a length, plus sums of a 21-digit operand and a shorter one
-(the `mixed` cell). Every scheme trains the same model at the same budget; what a scheme's paper
-defines goes with it as one bundle (docs/position_schemes.md):
-
-- `abacus` (McLeish et al. 2024): every number written least significant digit first (`lsd_first`), a
-  digit's index within its number (so its significance) looked up in a table of its own, from a random
-  offset while training;
-- `coupling` (Cho et al. 2024): operands zero-padded to the longer one, the sum reversed at one digit
-  more (`line_padding_reverse`); digits of equal significance share a position id, from a random start
-  while training;
-- `randomized` (Ruoss et al. 2023): sorted random ids from the whole table (128), wider than the longest
-  test line (67 tokens);
-- `learned`, `none` and `random_embed` (the paper's three) on Abacus's format, which leaves them the
-  easiest carry order (least significant digit first).
+A model is trained on sums of 1..5-digit operands and tested on every operand length from 1 to 21, plus
+sums of a 21-digit operand and a shorter one (the `mixed` cell). Every scheme trains the same model at the
+same budget, with the data format its paper defines (docs/position_schemes.md): Abacus (McLeish et al.
+2024) and randomized positions (Ruoss et al. 2023) least significant digit first, as the paper's three are
+(the easiest carry order), position coupling (Cho et al. 2024) on zero-padded operands and a reversed sum.
 
 No digit map (the scale must not compress the lengths a claim reads) and no paper table: the competence
 gate reads every equal-length cell of the training range, on every seed.
@@ -23,37 +12,17 @@ gate reads every equal-length cell of the training range, on every seed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 
 import pandas as pd
 
-from arith.tracking.schema import (
-    COL_DIGITS_COLUMN,
-    CONTEXT_COLUMN,
-    HELD_ACCURACY,
-    SEED_COLUMN,
-)
+from arith.tracking.schema import COL_DIGITS_COLUMN, CONTEXT_COLUMN, HELD_ACCURACY, SEED_COLUMN
 from arith.training.metrics import length_reach
-from experiments.claim import Claim, Experiment
+from experiments.cells import beyond_training, digit_range, measured, within_training
+from experiments.claim import Check, Claim, DigitMap, Experiment
 from experiments.grid import Grid, Variant
 from experiments.recipes import Recipe
-from experiments.verdicts import (
-    Outcome,
-    Side,
-    compared,
-    competence,
-    difference,
-    digit_range,
-    measured,
-    untestable,
-)
-from experiments.verdicts import (
-    beyond_training as _beyond_training,
-)
-from experiments.verdicts import (
-    within_training as _within_training,
-)
+from experiments.verdicts import Outcome, Side, compared, competence, difference, untestable
 
 #: operand lengths trained on (1..TRAINED) and tested (1..TESTED: 3x and on to 21)
 TRAINED, TESTED = 5, 21
@@ -114,11 +83,11 @@ def equal_lengths(cells: pd.DataFrame) -> pd.DataFrame:
 
 
 def trained_lengths(cells: pd.DataFrame) -> pd.DataFrame:
-    return _within_training(equal_lengths(cells))
+    return within_training(equal_lengths(cells))
 
 
 def longer_lengths(cells: pd.DataFrame) -> pd.DataFrame:
-    return _beyond_training(equal_lengths(cells))
+    return beyond_training(equal_lengths(cells))
 
 
 def first_longer(cells: pd.DataFrame) -> pd.DataFrame:
@@ -163,11 +132,11 @@ def _gate(sides: dict[str, pd.DataFrame]) -> tuple[str, str]:
 # --- the claims, stated before any run --------------------------------------------------------------------
 
 
-def beats_learned(scheme: str) -> Callable[[pd.DataFrame, dict[int, int] | None], Outcome]:
+def beats_learned(scheme: str) -> Check:
     """`scheme` beyond the training length against learned positions: each seed's mean over every
     equal-length cell longer than trained, paired by seed (the same problems)."""
 
-    def check(frame: pd.DataFrame, digit_map: dict[int, int] | None = None) -> Outcome:
+    def check(frame: pd.DataFrame, digit_map: DigitMap = None) -> Outcome:
         cells = measured(frame)
         mine, learned = of_scheme(cells, scheme), of_scheme(cells, "learned")
         if mine.empty or learned.empty or longer_lengths(cells).empty:
@@ -188,11 +157,11 @@ def beats_learned(scheme: str) -> Callable[[pd.DataFrame, dict[int, int] | None]
     return check
 
 
-def holds_beyond(scheme: str) -> Callable[[pd.DataFrame, dict[int, int] | None], Outcome]:
+def holds_beyond(scheme: str) -> Check:
     """`scheme` holds HELD_ACCURACY one digit past its training length: each seed's accuracy there against
     the threshold (a one-sample test), with the longest length every seed holds as the reading."""
 
-    def check(frame: pd.DataFrame, digit_map: dict[int, int] | None = None) -> Outcome:
+    def check(frame: pd.DataFrame, digit_map: DigitMap = None) -> Outcome:
         mine = of_scheme(measured(frame), scheme)
         if mine.empty or first_longer(mine).empty:
             return untestable(f"needs {scheme} trials with cells one digit beyond the training length")

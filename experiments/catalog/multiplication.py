@@ -1,9 +1,7 @@
 """Multiplication (section 2 and appendix A): the data format, fewer n x 1 lines, simple cases mixed in.
 
-Three experiments of the paper (the lab's budget variants and recipe searches of them are `lab.catalog`'s).
 Each claim compares models only after every seed of each learned the cells the paper's own model of that
-point learned (`competence`), else the small products (`MUL_IN_RANGE`); it compares the cells the paper's
-table contrasts where it has one.
+point learned, else the small products (`MUL_IN_RANGE`), on the cells the paper's table contrasts.
 """
 
 from __future__ import annotations
@@ -13,23 +11,11 @@ from collections.abc import Callable
 import pandas as pd
 
 from arith.config import ExperimentConfig
-from experiments.claim import Claim, Experiment
+from experiments.cells import large_products, measured, small_products
+from experiments.claim import Claim, DigitMap, Experiment
 from experiments.grid import Grid
 from experiments.setups import MUL_SETUP
-from experiments.verdicts import (
-    Outcome,
-    Side,
-    compared,
-    compared_cells,
-    competence,
-    difference,
-    large_products,
-    measured,
-    small_products,
-    untestable,
-)
-
-DigitMap = dict[int, int] | None
+from experiments.verdicts import Outcome, Side, compared, compared_cells, competence, difference, untestable
 
 MUL_IN_RANGE = (
     "no paper table for this point: the cells whose factors have at most max_digits digits together"
@@ -49,10 +35,8 @@ def _per_max_digits(
     compare_note: str,
     gate_order: tuple[str, str] | None = None,
 ) -> Outcome:
-    """A claim made per setting (max_digits), `better` vs `worse` values of `key`: judged on the settings
-    whose models both learned (the small products, `MUL_IN_RANGE`, where the paper has no table), on the
-    cells `compared_cells` picks (`compare` where the paper has no table); the others are listed. Not
-    testable when none is left."""
+    """A claim made per max_digits, `better` vs `worse` values of `key`, on the settings whose models both
+    learned (the others are listed), on the cells `compared_cells` picks; not testable when none is left."""
     order = gate_order or (better, worse)
     contrasts, skipped, gates = [], [], []
     for max_digits, by_n in cells.groupby("data.max_digits"):

@@ -1,10 +1,6 @@
 """Position embeddings (section 3.2): digit reversal and scratchpad addition with a learned embedding, none,
-or random tags; the paper shows them as figures, no tables.
-
-A figure's models are read off the figure as learning their training range, so each claim gates every
-compared model on every cell of it (`FIGURE_GATE`). At the `cpu_recipe` scale both train at the recipe a
-pre-search on seeds from 100 up chose: reversal's (`REVERSE_RECIPE`) and scratchpad addition's
-(`ADD_SCRATCHPAD_24K`); the lab's variants (`lab.catalog.position_embedding`) hold the pre-searches.
+or random tags. The paper shows them as figures, whose models are read as learning their training range:
+each claim gates every compared model on every cell of it (`FIGURE_GATE`).
 """
 
 from __future__ import annotations
@@ -13,24 +9,12 @@ import pandas as pd
 
 from arith.config import ExperimentConfig
 from arith.tracking.schema import CONTEXT_COLUMN, PAPER_TABLE_TAG
-from experiments.claim import Claim, Experiment
+from experiments.cells import beyond_training, digit_range, measured, within_training
+from experiments.claim import Claim, DigitMap, Experiment
 from experiments.grid import Grid
 from experiments.recipes import ADD_SCRATCHPAD_24K, REVERSE_RECIPE
 from experiments.setups import ADD_LENGTH_SETUP, PAPER_POSITIONS, RANDEMBED_TRAINING, REVERSE_SETUP
-from experiments.verdicts import (
-    Outcome,
-    Side,
-    beyond_training,
-    compared,
-    competence,
-    difference,
-    digit_range,
-    measured,
-    untestable,
-    within_training,
-)
-
-DigitMap = dict[int, int] | None
+from experiments.verdicts import Outcome, Side, compared, competence, difference, untestable
 
 FIGURE_GATE = (
     "regular data of the digit counts trained on, every cell (the paper shows a figure, no table: its "

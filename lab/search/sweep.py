@@ -49,7 +49,6 @@ from arith.validation import validate
 from experiments.cells import CELL_KEYS
 from experiments.grid import Grid
 from experiments.recipes import Recipe
-from experiments.registry import SEARCHES
 from experiments.verdicts import LEARNED, TOLERANCE, gated_cells
 from lab.search.asha import ASHA_STATE_FILE, SearchAsha
 from lab.search.costs import cost_report
@@ -62,6 +61,7 @@ from lab.search.declared import (
     Search,
     check_presearch_seeds,
 )
+from lab.searches import SEARCHES
 from sweeps.extension import Configs
 from sweeps.grids import get_grid
 from sweeps.scales import Scale, get_scale
