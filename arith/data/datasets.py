@@ -5,8 +5,8 @@
     python -m arith.data dump --task mul --format padding_reverse --max-digits 5 --count 1000 --out d.jsonl
     python -m arith.data preview --task add_scratchpad --format recursive_scratchpad
 
-Settings are checked before anything is generated or written: an unknown or impossible one fails at
-once with a message naming the valid choices, and the output file is then left untouched.
+Settings are checked before anything is generated or written: a bad one fails at once, naming the valid
+choices, and leaves the output file untouched.
 """
 
 from __future__ import annotations
@@ -18,28 +18,17 @@ import os
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from arith.config import ConfigError, DataConfig, ExperimentConfig
 from arith.data.examples import Example
-from arith.data.tasks import TASKS, check_data_config, get_task, problem_id, problem_ids
+from arith.data.tasks import TASKS, check_data_config, get_task
 
-__all__ = [
-    "PAPER_DEFAULTS",
-    "generate",
-    "problem_id",
-    "problem_ids",
-    "test_examples",
-    "train_examples",
-    "train_size",
-    "validate_data",
-    "write_jsonl",
-]
-
-#: the paper's sizes and training digit ranges, applied by the CLI and `generate` where not given
-#: (read from the tasks: `Task.paper_defaults`)
+#: the DataConfig fields `generate` and the command line take as options
+_OPTIONS = {f.name for f in dataclasses.fields(DataConfig)} - {"task", "format", "seed"}
+#: the paper's sizes and training digit ranges (`Task.paper_defaults`), the CLI's and `generate`'s defaults
 PAPER_DEFAULTS: dict[str, dict[str, Any]] = {name: dict(task.paper_defaults) for name, task in TASKS.items()}
 
 
@@ -83,12 +72,10 @@ def generate(
 
 
 def _config(task: str, fmt: str | None, *, count: int | None, seed: int, split: str, **options) -> DataConfig:
-    if task not in TASKS:
-        raise ConfigError(f"unknown task {task!r}; choose one of: {', '.join(TASKS)}")
-    fields = {f.name for f in dataclasses.fields(DataConfig)} - {"task", "format", "seed"}
-    unknown = set(options) - fields
+    spec = get_task(task)
+    unknown = set(options) - _OPTIONS
     if unknown:
-        raise ConfigError(f"unknown data option(s) {sorted(unknown)}; valid: {', '.join(sorted(fields))}")
+        raise ConfigError(f"unknown data option(s) {sorted(unknown)}; valid: {', '.join(sorted(_OPTIONS))}")
     if split not in ("train", "test"):
         raise ConfigError(f"split={split!r} is not valid; choose one of: train, test")
     values = {**PAPER_DEFAULTS[task], **{k: v for k, v in options.items() if v is not None}}
@@ -100,8 +87,8 @@ def _config(task: str, fmt: str | None, *, count: int | None, seed: int, split: 
         if split == "test":
             values["test_per_cell"] = count
         else:
-            values.update(TASKS[task].sized(count))
-    cfg = DataConfig(task=task, format=fmt or TASKS[task].formats[0], seed=seed)
+            values.update(spec.sized(count))
+    cfg = DataConfig(task=task, format=fmt or spec.formats[0], seed=seed)
     overrides = {f"data.{k}": v for k, v in values.items()}
     return validate_data(ExperimentConfig(data=cfg).with_overrides(overrides).data)
 
@@ -127,11 +114,6 @@ def write_jsonl(examples: Iterable[Example], path: str | os.PathLike[str]) -> in
         Path(tmp).unlink(missing_ok=True)
         raise
     return n
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Command line
-# ---------------------------------------------------------------------------------------------------------
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -162,27 +144,9 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-#: the command line's data options (flag names as keywords), passed on to the task when given
-_OPTIONS = (
-    "min_digits",
-    "max_digits",
-    "one_digit_weight",
-    "augment",
-    "reverse_addends",
-    "random_space_prob",
-    "mix_format",
-    "mix_samples",
-    "dialogue_file",
-    "test_digits",
-)
-
-
-def _options(values: Mapping[str, Any]) -> dict[str, Any]:
-    """The data options given on the command line: a flag left out (None, or a switch left off) keeps
-    the task's default rather than overriding it."""
-    given = {key: values.get(key) for key in _OPTIONS}
-    given["reverse_addends"] = given["reverse_addends"] or None
-    return {k: v for k, v in given.items() if v is not None}
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    """The data flags given: one left out (None, or a switch left off) keeps the task's default."""
+    return {k: v for k, v in vars(args).items() if k in _OPTIONS and v is not None and v is not False}
 
 
 def _preview(examples: Sequence[Example], lines: int) -> None:
@@ -197,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         cfg = _config(
-            args.task, args.format, count=args.count, seed=args.seed, split=args.split, **_options(vars(args))
+            args.task, args.format, count=args.count, seed=args.seed, split=args.split, **_options(args)
         )
         examples = _examples(cfg, args.split)
     except (ConfigError, ValueError) as err:
