@@ -1,5 +1,5 @@
-"""Position coupling (Cho et al. 2024), a position scheme beyond the paper, registered in
-`arith.model.schemes.SCHEMES` (docs/DESIGN.md, "Add a position scheme", followed once for it)."""
+"""Position coupling (Cho et al. 2024), a position scheme beyond the paper, in a module of its own as
+docs/DESIGN.md's "Add a position scheme" describes."""
 
 from __future__ import annotations
 
@@ -23,22 +23,15 @@ class CouplingState(AbacusState):
 
 
 class Coupling(PositionScheme):
-    """Position coupling (Cho et al. 2024): digits of equal significance in the operands and the
-    answer share a position id, so that the model finds the digits to combine by equal ids.
+    """Position coupling (Cho et al. 2024): digits of equal significance in the operands and the answer
+    share a position id, so that the model finds the digits to combine by equal ids.
 
-    A digit of significance k (10^k) gets the id `offset + 2 + k`; the token right after a number
-    written most significant digit first (the operator after an operand: " +", " =") gets
-    `offset + 1`, one below its least significant digit, as in Cho et al.'s code, so that every token
-    that predicts an answer digit of significance k (the " =" for k = 0, the digit k - 1 after it)
-    sits one id below the operand digits it needs; every other token gets 0. The offset is a random
-    start in [0, max_offset] per sequence while training (the paper's random starting id) and 0 at
-    evaluation. Significance needs to know which way each number is written,
-    which is the task's knowledge (`Task.digit_order`): the n-th digit run of a line is the n-th
-    number; an "msd"-first number of L digits has significances L-1..0, an "lsd"-first one 0, 1, ...
-    Decoding reads one token at a time, so the answer must be lsd-first (reversed) — its significance
-    is then known as each digit is written; a run beyond the task's numbers gets id 0. An msd-first
-    number's length is read within one call of `embed` (a whole prompt: exact). The ids are GPT-2's
-    learned `wpe` rows, so `n_positions` bounds offset + the longest number."""
+    A digit of significance k gets the id `offset + 2 + k`; the token right after a number written most
+    significant digit first (" +", " =") gets `offset + 1`, as in Cho et al.'s code, so that the token
+    predicting an answer digit sits one id below the operand digits it needs; every other token gets 0.
+    The offset is a random start in [0, max_offset] while training, 0 at evaluation. Which way each
+    number is written is the task's knowledge (`Task.digit_order`); the answer must be written least
+    significant digit first, so that decoding knows each digit's significance as it writes it."""
 
     name = "coupling"
     uses_wpe = True
