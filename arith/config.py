@@ -287,11 +287,9 @@ class ExperimentConfig:
             raise ConfigError(
                 f"unknown config section(s) {sorted(unknown)}; valid: data, model, train, tracking"
             )
-        cfg = cls()
-        for section, values in d.items():
-            for key, value in (values or {}).items():
-                cfg = cfg.with_overrides({f"{section}.{key}": value})
-        return cfg
+        return cls().with_overrides(
+            {f"{s}.{k}": v for s, values in d.items() for k, v in (values or {}).items()}
+        )
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> ExperimentConfig:

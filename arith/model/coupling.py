@@ -12,7 +12,15 @@ import torch
 
 from arith.config import ConfigError, CouplingSettings, DataConfig, ExperimentConfig
 from arith.data.tasks import get_task, test_digits
-from arith.model.positions import AbacusState, ModelShape, PositionScheme, _check_width, start_offsets
+from arith.model.positions import (
+    AbacusState,
+    ModelShape,
+    PositionScheme,
+    _end,
+    digit_mask,
+    run_index,
+    start_offsets,
+)
 
 
 @dataclass(frozen=True)
@@ -86,11 +94,7 @@ class Coupling(PositionScheme):
             )
         self.digit_order = tuple(digit_order)
         self.max_offset, self.n_positions = max_offset, n_positions
-        is_digit = torch.zeros(vocab_size, dtype=torch.bool)
-        is_digit[list(digit_token_ids)] = True
-        if not is_digit.any():
-            raise ValueError("position coupling needs digit tokens, but the tokenizer has none")
-        self.register_buffer("is_digit", is_digit)
+        self.register_buffer("is_digit", digit_mask(digit_token_ids, vocab_size, "position coupling"))
         #: per number of the line: True where it is written most significant digit first
         self.register_buffer("msd_first", torch.tensor([o == "msd" for o in self.digit_order]))
 
@@ -100,29 +104,22 @@ class Coupling(PositionScheme):
         offset = start_offsets(batch, self.max_offset if self.training else 0, generator, device)
         zeros = torch.zeros(batch, dtype=torch.long, device=device)
         # position_ids only records the width here: embed computes the coupled ids from the tokens
-        return CouplingState(
-            position_ids=torch.zeros_like(attention_mask, dtype=torch.long),
-            offset=offset,
-            digit_run=zeros,
-            numbers=zeros,
-        )
+        ids = torch.zeros_like(attention_mask, dtype=torch.long)
+        return CouplingState(position_ids=ids, offset=offset, digit_run=zeros, numbers=zeros)
 
     def embed(self, input_ids, token_embeds, state, start=0):
-        stop = start + input_ids.shape[1]
-        _check_width(state, stop)
+        _end(state, start, input_ids)
         fresh = start == 0
         run = torch.zeros_like(state.digit_run) if fresh else state.digit_run
         numbers = torch.zeros_like(state.numbers) if fresh else state.numbers
         digit = self.is_digit[input_ids]
-        # 1-based index of each digit within its run (0 on other tokens), carried across calls
-        count = run[:, None] + digit.long().cumsum(-1)
-        index = count - torch.where(digit, 0, count).cummax(-1).values
+        index = run_index(digit, run)
         # a number begins where a digit follows a non-digit (or a call that ended outside a run)
         before = torch.cat([run[:, None] > 0, digit[:, :-1]], dim=1)
         begins = (digit & ~before).long().cumsum(-1)
         number = numbers[:, None] + begins - 1
         # each run's length within this call: the largest index of its digits
-        length = count.new_zeros(count.shape[0], count.shape[1] + 1)
+        length = index.new_zeros(index.shape[0], index.shape[1] + 1)
         length = length.scatter_reduce(1, begins, index, "amax").gather(1, begins)
         numbered = (number >= 0) & (number < len(self.digit_order))  # a number of the task's
         known = digit & numbered

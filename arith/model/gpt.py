@@ -58,8 +58,6 @@ class ArithModel(nn.Module):
         self._epoch = 0
         self._generators: dict[torch.device, torch.Generator] = {}
 
-    # --- training ----------------------------------------------------------------------------------------
-
     @property
     def device(self) -> torch.device:
         return self.lm.transformer.wte.weight.device
@@ -146,8 +144,6 @@ class ArithModel(nn.Module):
         )
         return self.scheme.readout(out.last_hidden_state), positions, cache
 
-    # --- decoding ----------------------------------------------------------------------------------------
-
     @torch.no_grad()
     def generate_greedy(
         self,
@@ -196,8 +192,6 @@ class ArithModel(nn.Module):
             done |= finished(token)
             new_tokens.append(token)
         return torch.stack(new_tokens, dim=1)
-
-    # --- persistence -------------------------------------------------------------------------------------
 
     def save(self, path: str | Path, tokenizer=None) -> None:
         """A directory `from_pretrained` can read (HF weights + config) plus the scheme's settings and

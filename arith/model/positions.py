@@ -127,8 +127,7 @@ class PositionScheme(nn.Module):
     def embed(
         self, input_ids: torch.Tensor, token_embeds: torch.Tensor, state: PositionState, start: int = 0
     ) -> tuple[torch.Tensor, torch.Tensor, PositionState]:
-        stop = start + input_ids.shape[1]
-        _check_width(state, stop)
+        stop = _end(state, start, input_ids)
         return token_embeds, state.position_ids[:, start:stop], state
 
     def readout(self, hidden: torch.Tensor) -> torch.Tensor:
@@ -148,9 +147,28 @@ def start_offsets(
     return torch.zeros(batch, dtype=torch.long, device=device)
 
 
-def _check_width(state: PositionState, stop: int) -> None:
+def _end(state: PositionState, start: int, input_ids: torch.Tensor) -> int:
+    """The end of the columns start:start+T that `embed` is asked for, which the state must cover."""
+    stop = start + input_ids.shape[1]
     if stop > state.width:
         raise ValueError(f"position state covers {state.width} columns but column {stop - 1} was asked for")
+    return stop
+
+
+def digit_mask(digit_token_ids: Iterable[int], vocab_size: int, scheme: str) -> torch.Tensor:
+    """is_digit[token id]: whether the token's text is a digit string (possibly with a leading space)."""
+    is_digit = torch.zeros(vocab_size, dtype=torch.bool)
+    is_digit[list(digit_token_ids)] = True
+    if not is_digit.any():
+        raise ValueError(f"{scheme} needs digit tokens, but the tokenizer has none")
+    return is_digit
+
+
+def run_index(digit: torch.Tensor, run: torch.Tensor) -> torch.Tensor:
+    """Each digit's 1-based index within its run of digits (0 on other tokens), a run open before these
+    columns going on from its `run` digits: the digits so far less those counted at the last non-digit."""
+    count = run[:, None] + digit.long().cumsum(-1)
+    return count - torch.where(digit, 0, count).cummax(-1).values
 
 
 class Learned(PositionScheme):
@@ -208,8 +226,7 @@ class RandomEmbed(PositionScheme):
         return RandomEmbedState(position_ids=rank_ids(attention_mask), tags=tags)
 
     def embed(self, input_ids, token_embeds, state, start=0):
-        stop = start + input_ids.shape[1]
-        _check_width(state, stop)
+        stop = _end(state, start, input_ids)
         batch, length, _ = token_embeds.shape
         heads = token_embeds.view(batch, length, self.n_head, -1)
         per_head = self.n_hash // self.n_head
@@ -264,9 +281,8 @@ class Randomized(PositionScheme):
         self.max_position = max_position
 
     def draw(self, attention_mask: torch.Tensor, generator: torch.Generator | None = None) -> PositionState:
-        batch, width = attention_mask.shape
+        batch, longest = attention_mask.shape  # a row has at most as many real tokens as columns
         n_real = attention_mask.long().sum(-1, keepdim=True)
-        longest = width  # a row never has more real tokens than columns
         if longest > self.max_position:
             raise ValueError(
                 f"randomized positions draw from {self.max_position} ids but a sequence has {longest} "
@@ -318,12 +334,7 @@ class Abacus(PositionScheme):
     ) -> None:
         super().__init__()
         self.max_offset = max_offset
-        is_digit = torch.zeros(vocab_size, dtype=torch.bool)
-        is_digit[list(digit_token_ids)] = True
-        if not is_digit.any():
-            raise ValueError("abacus positions need digit tokens, but the tokenizer has none")
-        #: is_digit[token id]: the token's text is a digit string (possibly with a leading space)
-        self.register_buffer("is_digit", is_digit)
+        self.register_buffer("is_digit", digit_mask(digit_token_ids, vocab_size, "abacus positions"))
         self.embedding = nn.Embedding(max_index + max_offset + 1, n_embd)
         nn.init.normal_(self.embedding.weight, std=0.02)
 
@@ -342,16 +353,12 @@ class Abacus(PositionScheme):
         never longer than the line, so every slot has a row of its own (none is clamped)."""
         run = state.digit_run if start > 0 else torch.zeros_like(state.digit_run)
         digit = self.is_digit[input_ids]
-        count = run[:, None] + digit.long().cumsum(-1)
-        # index within the current run = digits so far - digits counted at the last non-digit
-        last_break = torch.where(digit, 0, count).cummax(-1).values
-        index = count - last_break
+        index = run_index(digit, run)
         slot = torch.where(digit, index + state.offset[:, None], 0)
         return slot, index
 
     def embed(self, input_ids, token_embeds, state, start=0):
-        stop = start + input_ids.shape[1]
-        _check_width(state, stop)
+        stop = _end(state, start, input_ids)
         slot, index = self.digit_slots(input_ids, state, start)
         inputs = token_embeds + self.embedding(slot).to(token_embeds.dtype)
         return inputs, state.position_ids[:, start:stop], dataclasses.replace(state, digit_run=index[:, -1])
