@@ -239,7 +239,6 @@ class TrainConfig:
     device: str = "auto"
     precision: str = "auto"
     compile: bool = False
-    #: torch.compile's mode when `compile` is on
     compile_mode: str = "default"
     #: pad each batch to the next of these lengths (few shapes for compiled steps and CUDA graphs);
     #: empty = to its longest line

@@ -112,7 +112,7 @@ class ArithModel(nn.Module):
         without the head's matmuls on the prompt, but a data-dependent shape (no CUDA graph)."""
         if positions is None:
             positions = self.draw_positions(attention_mask, generator)
-        hidden, _, _ = self._trunk(input_ids, attention_mask, positions, start=0, cache=None)
+        hidden, _ = self._trunk(input_ids, attention_mask, positions, start=0, cache=None)
         weights = (attention_mask if loss_mask is None else loss_mask)[:, 1:]
         if not logits:
             return ModelOutput(
@@ -128,7 +128,7 @@ class ArithModel(nn.Module):
         positions: PositionState,
         start: int,
         cache: DynamicCache | None,
-    ) -> tuple[torch.Tensor, PositionState, DynamicCache | None]:
+    ) -> tuple[torch.Tensor, PositionState]:
         """Final hidden states (after the scheme's readout) for columns start:start+T."""
         token_embeds = self.lm.transformer.wte(input_ids)
         inputs, position_ids, positions = self.scheme.embed(input_ids, token_embeds, positions, start)
@@ -142,7 +142,7 @@ class ArithModel(nn.Module):
             inputs_embeds=inputs,
             use_cache=cache is not None,
         )
-        return self.scheme.readout(out.last_hidden_state), positions, cache
+        return self.scheme.readout(out.last_hidden_state), positions
 
     @torch.no_grad()
     def generate_greedy(
@@ -175,7 +175,7 @@ class ArithModel(nn.Module):
             return ended
 
         cache = DynamicCache(config=self.lm.config)
-        hidden, positions, cache = self._trunk(input_ids, mask[:, :prompt_len], positions, 0, cache)
+        hidden, positions = self._trunk(input_ids, mask[:, :prompt_len], positions, 0, cache)
         token = self.lm.lm_head(hidden[:, -1]).argmax(-1)
         done = finished(token)
         new_tokens = [token]
@@ -183,9 +183,7 @@ class ArithModel(nn.Module):
             if step % FINISH_CHECK_EVERY == 0 and bool(done.all()):
                 break
             column = prompt_len + step - 1
-            hidden, positions, cache = self._trunk(
-                token[:, None], mask[:, : column + 1], positions, column, cache
-            )
+            hidden, positions = self._trunk(token[:, None], mask[:, : column + 1], positions, column, cache)
             token = self.lm.lm_head(hidden[:, -1]).argmax(-1)
             if eos_token_id is not None:
                 token = torch.where(done, eos_token_id, token)
