@@ -14,7 +14,7 @@ import os
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,9 +71,9 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _options(args: argparse.Namespace) -> dict[str, Any]:
+def _options(values: Mapping[str, Any]) -> dict[str, Any]:
     """The data flags given: one left out (None, or a switch left off) keeps the task's default."""
-    return {k: v for k, v in vars(args).items() if k in OPTIONS and v is not None and v is not False}
+    return {k: v for k, v in values.items() if k in OPTIONS and v is not None and v is not False}
 
 
 def _preview(examples: Sequence[Example], lines: int) -> None:
@@ -88,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         examples = generate(
-            args.task, args.format, count=args.count, seed=args.seed, split=args.split, **_options(args)
+            args.task, args.format, count=args.count, seed=args.seed, split=args.split, **_options(vars(args))
         )
     except (ConfigError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
