@@ -161,11 +161,8 @@ def generate_dialogues(
     total = easy + hard
     a_list = _numbers(rng, easy, EASY_DIGITS) + _numbers(rng, hard, HARD_DIGITS)
     b_list = _numbers(rng, easy, EASY_DIGITS) + _numbers(rng, hard, HARD_DIGITS)
-    wrong = (
-        set((easy + rng.choice(hard, size=round(wrong_rate * hard), replace=False)).tolist())
-        if hard
-        else set()
-    )
+    picked = rng.choice(hard, size=round(wrong_rate * hard), replace=False).tolist() if hard else []
+    wrong = {easy + i for i in picked}
     broken = rng.choice(total, size=round(broken_rate * total), replace=False).tolist() if total else []
     split, separated = set(broken[::2]), set(broken[1::2])
     parts = (OPENINGS, QUESTIONS, REACTIONS, ANSWERS, CLOSINGS, SEPARATORS)

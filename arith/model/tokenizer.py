@@ -29,13 +29,6 @@ ALPHABET = [ch for ch in string.printable if ch not in "\r\x0b\x0c"]
 _WORD = re.compile(r" [A-Za-z]{2,}")
 
 
-def _word_counts(texts: Iterable[str]) -> Counter[str]:
-    counts: Counter[str] = Counter()
-    for text in texts:
-        counts.update(_WORD.findall(" " + text))
-    return counts
-
-
 def build_tokenizer(
     texts: Iterable[str] = (), *, max_words: int = 2000, min_count: int = 2
 ) -> PreTrainedTokenizerFast:
@@ -57,11 +50,9 @@ def build_tokenizer(
     for ch in ALPHABET:
         if not ch.isspace():
             merge(" ", ch)
-    counts = _word_counts(texts)
-    words = sorted((w for w, c in counts.items() if c >= min_count), key=lambda w: (-counts[w], w))[
-        :max_words
-    ]
-    for word in words:
+    counts = Counter(word for text in texts for word in _WORD.findall(" " + text))
+    frequent = sorted((w for w, c in counts.items() if c >= min_count), key=lambda w: (-counts[w], w))
+    for word in frequent[:max_words]:
         for end in range(3, len(word) + 1):  # " T" exists: " Te", " Tea", ..., " Teacher"
             merge(word[: end - 1], word[end - 1])
 
