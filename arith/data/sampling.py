@@ -166,11 +166,11 @@ def mul_test(cfg: DataConfig, digits: list[int]) -> list[Example]:
 
 def add_scratchpad_test(cfg: DataConfig, digits: list[int]) -> list[Example]:
     rng = generator(cfg.seed, "test")
-    out = []
-    for n in digits:
-        for a, b in zip(*_same_digits(rng, n, cfg.test_per_cell), strict=True):
-            out.append(_scratchpad(cfg, a, b, rng, cell=("main", None, n)))
-    return out
+    return [
+        _scratchpad(cfg, a, b, rng, cell=("main", None, n))
+        for n in digits
+        for a, b in zip(*_same_digits(rng, n, cfg.test_per_cell), strict=True)
+    ]
 
 
 def reverse_test(cfg: DataConfig, digits: list[int]) -> list[Example]:
@@ -184,18 +184,17 @@ def reverse_test(cfg: DataConfig, digits: list[int]) -> list[Example]:
 
 
 def add_test(
-    cfg: DataConfig, digits: list[int], context: str = "main", fmt: str | None = None, stream: str = "test"
+    cfg: DataConfig, digits: list[int], context: str = "main", fmt: str | None = None
 ) -> list[Example]:
-    rng = generator(cfg.seed, stream)
-    fmt = fmt or cfg.format
-    out = []
-    for n in digits:
-        for a, b in zip(*_same_digits(rng, n, cfg.test_per_cell), strict=True):
-            out.append(_add(fmt, a, b, rng, cfg.max_digits, cell=(context, None, n)))
-    return out
+    rng = generator(cfg.seed, "test")
+    return [
+        _add(fmt or cfg.format, a, b, rng, cfg.max_digits, cell=(context, None, n))
+        for n in digits
+        for a, b in zip(*_same_digits(rng, n, cfg.test_per_cell), strict=True)
+    ]
 
 
-def add_mixed_test(cfg: DataConfig, longest: int, context: str = "mixed") -> list[Example]:
+def add_mixed_test(cfg: DataConfig, longest: int) -> list[Example]:
     """`test_per_cell` sums of a `longest`-digit operand and one of 1..longest digits (uniform), in either
     order: the unequal lengths a length test meets beside its equal-length cells, at its longest. A
     stream of its own, so the equal-length cells are the same problems with or without it."""
@@ -206,5 +205,5 @@ def add_mixed_test(cfg: DataConfig, longest: int, context: str = "mixed") -> lis
     out = []
     for a, b, flip in zip(long, short, swap.tolist(), strict=True):
         a, b = (b, a) if flip else (a, b)
-        out.append(_add(cfg.format, a, b, rng, cfg.max_digits, cell=(context, None, longest)))
+        out.append(_add(cfg.format, a, b, rng, cfg.max_digits, cell=("mixed", None, longest)))
     return out
