@@ -1,11 +1,9 @@
 """Student-teacher dialogues asking for a sum (appendix C), and a loader for a user's own dialogues.
 
 The paper had GPT-3.5 write ~13,240 dialogues; no language model can be called here, so a generator
-composes them from many openings, question phrasings, teacher reactions, answers and closings, with the
-data's imperfections kept as options: ~3% of dialogues broken over two lines or followed by a separator,
-~0.2% wrong sums among the 4-5-digit ones. The sum is always the last number in the teacher's reply.
-Numbers are written with a space before each digit like all the paper's data (its footnote; the example
-table `tab:nlarith_example` prints them unspaced).
+composes them from openings, questions, teacher reactions, answers and closings, keeping the data's
+imperfections: ~3% of dialogues broken over two lines or followed by a separator, ~0.2% wrong sums among
+the 4-5-digit ones. The sum is always the last number in the teacher's reply.
 """
 
 from __future__ import annotations
@@ -156,27 +154,19 @@ def generate_dialogues(
 ) -> list[Example]:
     """`easy` 2-3-digit and `hard` 4-5-digit dialogues, one a line, in random order.
 
-    Exactly round(broken_rate · total) dialogues are broken: half written over two lines (a newline
-    before the teacher's turn), half followed by a separator line; round(wrong_rate · hard) of the hard
-    ones state a wrong sum (their key is the sum as written, so a model learns the noise as the paper's did).
+    round(broken_rate · total) are broken: half over two lines (a newline before the teacher's turn), half
+    followed by a separator line; round(wrong_rate · hard) hard ones state a wrong sum, which is their key
+    (a model learns the noise as the paper's did).
     """
     total = easy + hard
     a_list = _numbers(rng, easy, EASY_DIGITS) + _numbers(rng, hard, HARD_DIGITS)
     b_list = _numbers(rng, easy, EASY_DIGITS) + _numbers(rng, hard, HARD_DIGITS)
-    wrong = (
-        set((easy + rng.choice(hard, size=round(wrong_rate * hard), replace=False)).tolist())
-        if hard
-        else set()
-    )
+    picked = rng.choice(hard, size=round(wrong_rate * hard), replace=False).tolist() if hard else []
+    wrong = {easy + i for i in picked}
     broken = rng.choice(total, size=round(broken_rate * total), replace=False).tolist() if total else []
     split, separated = set(broken[::2]), set(broken[1::2])
-    openings, questions = _pick(rng, OPENINGS, total), _pick(rng, QUESTIONS, total)
-    reactions, answers, closings = (
-        _pick(rng, REACTIONS, total),
-        _pick(rng, ANSWERS, total),
-        _pick(rng, CLOSINGS, total),
-    )
-    separators = _pick(rng, SEPARATORS, total)
+    parts = (OPENINGS, QUESTIONS, REACTIONS, ANSWERS, CLOSINGS, SEPARATORS)
+    openings, questions, reactions, answers, closings, separators = (_pick(rng, p, total) for p in parts)
     out = []
     for i, (a, b) in enumerate(zip(a_list, b_list, strict=True)):
         s = _wrong(rng, a + b) if i in wrong else a + b
@@ -196,10 +186,6 @@ def generate_dialogues(
     return [out[i] for i in order]
 
 
-# ---------------------------------------------------------------------------------------------------------
-# A user's own dialogue data
-# ---------------------------------------------------------------------------------------------------------
-
 _UNSPACED_DIGIT = re.compile(r"(?<=\S)(?=\d)")
 _NUMBER = re.compile(r"\d(?: \d)*")
 
@@ -210,10 +196,8 @@ def space_digits(text: str) -> str:
 
 
 def dialogue_example(text: str) -> Example:
-    """A dialogue line -> Example: prompt = the student's part, answer = `` Teacher: ...``.
-
-    a and b are the first two numbers of the student's part (0 / None when missing); the key is the last
-    number of the teacher's reply ('' when there is none, e.g. a separator line)."""
+    """A dialogue line -> Example: prompt = the student's part (a, b: its first two numbers, 0 / None when
+    missing), answer = `` Teacher: ...``, key = the reply's last number ('' when it has none)."""
     text = space_digits(text.strip())
     cut = text.find(" Teacher:")
     prompt, answer = (text[:cut], text[cut:]) if cut > 0 else (text, "")
@@ -241,11 +225,6 @@ def load_dialogues(path: str | Path) -> list[Example]:
                     f"{path}:{number}: expected a JSON object with a 'text' field ({err})"
                 ) from err
     return [dialogue_example(t) for t in texts]
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Training and test sets of the dialogue task (nl_mix)
-# ---------------------------------------------------------------------------------------------------------
 
 
 def dialogue_train(cfg: DataConfig) -> list[Example]:

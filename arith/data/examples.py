@@ -5,11 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-#: A test cell, as in the paper's tables: (context, row_digits, col_digits).
-#: Multiplication: row = digits of the second factor b, col = digits of the first factor a.
-#: Other tasks: row is None and col is the digit count of each operand.
-#: Contexts: "main" for single-context tasks; "regular"/"repetitive" for digit reversal;
-#: "dialogue"/"pure_addition" for the dialogue task.
+#: A test cell, as in the paper's tables: (context, row_digits, col_digits). Multiplication: row = digits
+#: of b, col = digits of a; other tasks: row is None, col = each operand's digits. Contexts: "main";
+#: "regular"/"repetitive" for digit reversal; "dialogue"/"pure_addition" for the dialogue task.
 Cell = tuple[str, "int | None", int]
 
 

@@ -1,23 +1,18 @@
 """Digit-count distributions, training sets and test sets, following the paper's appendix per task.
 
 Randomness comes from numpy's PCG64 seeded by a SeedSequence of (seed, stream), so the same seed gives
-the same data on any machine; the training and the test set draw from different streams. Numbers are
-drawn in bulk (vectorised) and rendered in tight loops: 300k multiplication lines take about a second.
+the same data on any machine, and the training and the test set draw from different streams. Numbers
+are drawn in bulk (vectorised): 300k multiplication lines take about a second.
 
-- mul: each factor's digit count drawn independently from {min..max} with weights {α, 1, ..., 1}
-  (α = weight of 1 digit); an m-digit number is uniform in [10^(m-1), 10^m - 1] (0 counts as 1-digit).
-  Every third line (index % 3 == 0) is augmented: n_times_1 sets b := b % 10, first_step writes
-  ``a * b % a·(b mod 10)``. Test: 100 lines per (digits of b, digits of a) cell.
-- add_scratchpad: n uniform on {min..max}, both addends uniform on [0, 10^n - 1]; test addends have
-  exactly n digits, n = max-1 .. max+3 by default (the paper: trained on 2..10, tested on 9..13).
-- reverse: n uniform on {min..max}, a number uniform on [0, 10^n - 1] written with n digits; test on
-  "regular" (exactly n digits) and "repetitive" (one digit n times) numbers, n = min .. max+6.
-- add: digit counts of the two operands independent and uniform on {min..max}; test min..max.
+- mul: each factor's digit count drawn from {min..max} with weights {α, 1, ..., 1} (α = weight of 1
+  digit), the number uniform among those digits; every third line augmented.
+- add_scratchpad, reverse: n uniform on {min..max}, each number uniform on [0, 10^n - 1]; reversal tests
+  "regular" (exactly n digits) and "repetitive" (one digit n times) numbers.
+- add: the two operands' digit counts independent and uniform on {min..max}.
+Test operands have exactly the cell's digits.
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterable
 
 import numpy as np
 
@@ -33,11 +28,6 @@ _CHUNK = 18  # decimal digits that always fit an int64 draw
 def generator(seed: int, stream: str) -> np.random.Generator:
     """A PCG64 generator for one named stream of one seed."""
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, STREAMS[stream]])))
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Numbers
-# ---------------------------------------------------------------------------------------------------------
 
 
 def digit_counts(
@@ -86,11 +76,6 @@ def repetitive(rng: np.random.Generator, digits: np.ndarray) -> list[int]:
     return [int(str(p) * int(d)) for p, d in zip(picks, np.asarray(digits).tolist(), strict=True)]
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Training sets
-# ---------------------------------------------------------------------------------------------------------
-
-
 def mul_train(cfg: DataConfig) -> list[Example]:
     rng = generator(cfg.seed, "train")
     n = cfg.train_samples
@@ -122,14 +107,8 @@ def add_scratchpad_train(cfg: DataConfig) -> list[Example]:
 
 
 def _scratchpad(cfg: DataConfig, a: int, b: int, rng: np.random.Generator, cell=None) -> Example:
-    prompt, answer, key = scratchpad_line(
-        cfg.format,
-        a,
-        b,
-        reverse_addends=cfg.reverse_addends,
-        rng=rng,
-        random_space_prob=cfg.random_space_prob,
-    )
+    options = {"reverse_addends": cfg.reverse_addends, "random_space_prob": cfg.random_space_prob}
+    prompt, answer, key = scratchpad_line(cfg.format, a, b, rng=rng, **options)
     return Example("add_scratchpad", cfg.format, a, b, prompt, answer, key, cell=cell)
 
 
@@ -167,11 +146,6 @@ def add_train(cfg: DataConfig) -> list[Example]:
     return add_examples(rng, cfg.format, cfg.train_samples, cfg.min_digits, cfg.max_digits, cfg.max_digits)
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Test sets: `test_per_cell` lines per cell, operands with exactly the cell's digit counts
-# ---------------------------------------------------------------------------------------------------------
-
-
 def _same_digits(rng: np.random.Generator, n: int, per_cell: int) -> tuple[list[int], list[int]]:
     digits = np.full(per_cell, n)
     return with_digits(rng, digits), with_digits(rng, digits)
@@ -192,11 +166,11 @@ def mul_test(cfg: DataConfig, digits: list[int]) -> list[Example]:
 
 def add_scratchpad_test(cfg: DataConfig, digits: list[int]) -> list[Example]:
     rng = generator(cfg.seed, "test")
-    out = []
-    for n in digits:
-        for a, b in zip(*_same_digits(rng, n, cfg.test_per_cell), strict=True):
-            out.append(_scratchpad(cfg, a, b, rng, cell=("main", None, n)))
-    return out
+    return [
+        _scratchpad(cfg, a, b, rng, cell=("main", None, n))
+        for n in digits
+        for a, b in zip(*_same_digits(rng, n, cfg.test_per_cell), strict=True)
+    ]
 
 
 def reverse_test(cfg: DataConfig, digits: list[int]) -> list[Example]:
@@ -210,18 +184,17 @@ def reverse_test(cfg: DataConfig, digits: list[int]) -> list[Example]:
 
 
 def add_test(
-    cfg: DataConfig, digits: list[int], context: str = "main", fmt: str | None = None, stream: str = "test"
+    cfg: DataConfig, digits: list[int], context: str = "main", fmt: str | None = None
 ) -> list[Example]:
-    rng = generator(cfg.seed, stream)
-    fmt = fmt or cfg.format
-    out = []
-    for n in digits:
-        for a, b in zip(*_same_digits(rng, n, cfg.test_per_cell), strict=True):
-            out.append(_add(fmt, a, b, rng, cfg.max_digits, cell=(context, None, n)))
-    return out
+    rng = generator(cfg.seed, "test")
+    return [
+        _add(fmt or cfg.format, a, b, rng, cfg.max_digits, cell=(context, None, n))
+        for n in digits
+        for a, b in zip(*_same_digits(rng, n, cfg.test_per_cell), strict=True)
+    ]
 
 
-def add_mixed_test(cfg: DataConfig, longest: int, context: str = "mixed") -> list[Example]:
+def add_mixed_test(cfg: DataConfig, longest: int) -> list[Example]:
     """`test_per_cell` sums of a `longest`-digit operand and one of 1..longest digits (uniform), in either
     order: the unequal lengths a length test meets beside its equal-length cells, at its longest. A
     stream of its own, so the equal-length cells are the same problems with or without it."""
@@ -232,14 +205,5 @@ def add_mixed_test(cfg: DataConfig, longest: int, context: str = "mixed") -> lis
     out = []
     for a, b, flip in zip(long, short, swap.tolist(), strict=True):
         a, b = (b, a) if flip else (a, b)
-        out.append(_add(cfg.format, a, b, rng, cfg.max_digits, cell=(context, None, longest)))
+        out.append(_add(cfg.format, a, b, rng, cfg.max_digits, cell=("mixed", None, longest)))
     return out
-
-
-def digit_histogram(numbers: Iterable[int]) -> dict[int, int]:
-    """{digit count: how many}, for distribution checks and previews."""
-    counts: dict[int, int] = {}
-    for x in numbers:
-        d = len(str(x))
-        counts[d] = counts.get(d, 0) + 1
-    return dict(sorted(counts.items()))

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import DynamicCache, GPT2Config, GPT2LMHeadModel
 
-from arith.config import INITS, MODEL_PRESETS, DataConfig, ModelConfig
+from arith.config import INITS, MODEL_PRESETS, DataConfig, ModelConfig, choice
 from arith.data.tasks import get_task
 from arith.model.attention import ATTENTION
 from arith.model.positions import ModelShape, PositionScheme, PositionState, digit_token_ids
@@ -57,8 +57,6 @@ class ArithModel(nn.Module):
         self._seed = int(torch.randint(0, 2**62, (1,)).item())
         self._epoch = 0
         self._generators: dict[torch.device, torch.Generator] = {}
-
-    # --- training ----------------------------------------------------------------------------------------
 
     @property
     def device(self) -> torch.device:
@@ -110,13 +108,11 @@ class ArithModel(nn.Module):
         """Logits for every column and the loss on the tokens `loss_mask` marks (default: every real
         token after the first). `positions` reuses a draw (e.g. the one a generation used).
 
-        `logits=False` (training) runs the LM head only on the columns that predict a weighted token
-        and returns no logits: the same loss, without the head's matmuls on the prompt (most of a
-        line when the loss is on the answer). Selecting those columns has a data-dependent shape, so
-        a CUDA graph or a host-sync-free GPU step keeps `logits=True`."""
+        `logits=False` runs the LM head only on the columns that predict a weighted token: the same loss
+        without the head's matmuls on the prompt, but a data-dependent shape (no CUDA graph)."""
         if positions is None:
             positions = self.draw_positions(attention_mask, generator)
-        hidden, _, _ = self._trunk(input_ids, attention_mask, positions, start=0, cache=None)
+        hidden, _ = self._trunk(input_ids, attention_mask, positions, start=0, cache=None)
         weights = (attention_mask if loss_mask is None else loss_mask)[:, 1:]
         if not logits:
             return ModelOutput(
@@ -132,7 +128,7 @@ class ArithModel(nn.Module):
         positions: PositionState,
         start: int,
         cache: DynamicCache | None,
-    ) -> tuple[torch.Tensor, PositionState, DynamicCache | None]:
+    ) -> tuple[torch.Tensor, PositionState]:
         """Final hidden states (after the scheme's readout) for columns start:start+T."""
         token_embeds = self.lm.transformer.wte(input_ids)
         inputs, position_ids, positions = self.scheme.embed(input_ids, token_embeds, positions, start)
@@ -146,9 +142,7 @@ class ArithModel(nn.Module):
             inputs_embeds=inputs,
             use_cache=cache is not None,
         )
-        return self.scheme.readout(out.last_hidden_state), positions, cache
-
-    # --- decoding ----------------------------------------------------------------------------------------
+        return self.scheme.readout(out.last_hidden_state), positions
 
     @torch.no_grad()
     def generate_greedy(
@@ -163,10 +157,8 @@ class ArithModel(nn.Module):
         stop_token_ids: Sequence[int] = (),
     ) -> torch.Tensor:
         """Greedy continuation of left-padded prompts with the KV cache: (B, n <= max_new_tokens) new
-        tokens; after a row's eos it holds eos. A row also ends at a token of `stop_token_ids` (the line
-        breaks) written after its first other token (a reply may open with a line break). Each row's
-        position draw (tags, ids, offsets) is made once for prompt + new tokens and kept through every
-        step."""
+        tokens, eos after a row's eos. A row also ends at a token of `stop_token_ids` (line breaks) after
+        its first other token (a reply may open with a line break). The positions are drawn once."""
         batch, prompt_len = input_ids.shape
         if max_new_tokens < 1:
             return input_ids.new_zeros(batch, 0)
@@ -183,7 +175,7 @@ class ArithModel(nn.Module):
             return ended
 
         cache = DynamicCache(config=self.lm.config)
-        hidden, positions, cache = self._trunk(input_ids, mask[:, :prompt_len], positions, 0, cache)
+        hidden, positions = self._trunk(input_ids, mask[:, :prompt_len], positions, 0, cache)
         token = self.lm.lm_head(hidden[:, -1]).argmax(-1)
         done = finished(token)
         new_tokens = [token]
@@ -191,17 +183,13 @@ class ArithModel(nn.Module):
             if step % FINISH_CHECK_EVERY == 0 and bool(done.all()):
                 break
             column = prompt_len + step - 1
-            hidden, positions, cache = self._trunk(
-                token[:, None], mask[:, : column + 1], positions, column, cache
-            )
+            hidden, positions = self._trunk(token[:, None], mask[:, : column + 1], positions, column, cache)
             token = self.lm.lm_head(hidden[:, -1]).argmax(-1)
             if eos_token_id is not None:
                 token = torch.where(done, eos_token_id, token)
             done |= finished(token)
             new_tokens.append(token)
         return torch.stack(new_tokens, dim=1)
-
-    # --- persistence -------------------------------------------------------------------------------------
 
     def save(self, path: str | Path, tokenizer=None) -> None:
         """A directory `from_pretrained` can read (HF weights + config) plus the scheme's settings and
@@ -221,13 +209,9 @@ class ArithModel(nn.Module):
         if tokenizer is not None:
             tokenizer.save_pretrained(path)
 
-    def num_parameters(self, trainable_only: bool = False) -> int:
-        return sum(p.numel() for p in self.parameters() if p.requires_grad or not trainable_only)
-
 
 #: under bf16 autocast on a CPU the rows the LM head reads are padded to a multiple of this: oneDNN keeps a
-#: compiled kernel for every matrix shape it meets, and an answer-only loss selects a different number of
-#: rows nearly every batch, so its cache grew by ~60 MB an epoch (5 GB in a worker that ran 8 trials)
+#: kernel for every matrix shape it meets, and an answer-only loss selects a new row count nearly every batch
 ROW_BUCKET = 64
 
 
@@ -261,12 +245,8 @@ def build_model(cfg: ModelConfig, tokenizer, data: DataConfig | None = None) -> 
     """A GPT-2 for `tokenizer`, randomly initialised from the preset/sizes or loaded with
     `from_pretrained(cfg.pretrained)` (a local directory or hub name), with `cfg.position` attached.
     `data` tells schemes that read the task's structure (coupling: its digit order) what it is."""
-    if cfg.init not in INITS:
-        raise ValueError(f"model.init={cfg.init!r} is not valid; choose one of: {', '.join(INITS)}")
-    if cfg.preset not in MODEL_PRESETS:
-        raise ValueError(
-            f"model.preset={cfg.preset!r} is not valid; choose one of: {', '.join(MODEL_PRESETS)}"
-        )
+    choice("model.init", cfg.init, INITS)
+    choice("model.preset", cfg.preset, MODEL_PRESETS)
     # gelu_pytorch_tanh is GPT-2's gelu_new computed by one fused kernel instead of five
     overrides = {
         "resid_pdrop": cfg.dropout,
@@ -362,12 +342,6 @@ def _load_pretrained(name: str, **overrides) -> GPT2LMHeadModel:
 
 def _scheme_for(cfg: ModelConfig, config: GPT2Config, digit_ids, digit_order=()) -> PositionScheme:
     """The scheme `cfg.position` for the actual model sizes (a pretrained model's, not the preset's)."""
-    shape = ModelShape(
-        n_embd=config.n_embd,
-        n_head=config.n_head,
-        n_positions=config.n_positions,
-        vocab_size=config.vocab_size,
-        digit_ids=tuple(digit_ids),
-        digit_order=tuple(digit_order),
-    )
+    sizes = (config.n_embd, config.n_head, config.n_positions, config.vocab_size)
+    shape = ModelShape(*sizes, tuple(digit_ids), tuple(digit_order))
     return scheme_class(cfg.position).build(cfg, shape)

@@ -1,9 +1,7 @@
-"""The registry of position schemes: `SCHEMES` by their `model.position` name, looked up by config
-validation (`arith.validation`), the model (`arith.model.gpt`) and the docs.
+"""The registry of position schemes, `SCHEMES` by their `model.position` name.
 
-Apart from `arith.model.positions` (the interface and the built-in schemes) so that a scheme in a module of
-its own (`arith.model.coupling`) imports the interface and this registry imports both, with no cycle.
-Adding a scheme is a class plus one entry here (docs/DESIGN.md, "Add a position scheme").
+Apart from `arith.model.positions` (the interface) so that a scheme in a module of its own
+(`arith.model.coupling`) imports the interface and this registry imports both, with no cycle.
 """
 
 from __future__ import annotations
@@ -31,8 +29,7 @@ SCHEMES: dict[str, type[PositionScheme]] = {
 }
 #: the names, in registry order (the tests run every one)
 POSITION_SCHEMES: tuple[str, ...] = tuple(SCHEMES)
-#: each scheme's Settings (once: schemes without settings share the base's); `arith.config.ModelConfig`
-#: must hold every one (tests/test_positions.py checks it)
+#: each scheme's Settings, once (`arith.config.ModelConfig` must hold every one)
 SCHEME_SETTINGS: tuple[type, ...] = tuple(dict.fromkeys(scheme.Settings for scheme in SCHEMES.values()))
 
 

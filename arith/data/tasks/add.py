@@ -13,8 +13,6 @@ from arith.data.tasks.base import Task
 
 
 class Add(Task):
-    """Plain addition (the nl_mix arithmetic; padding_reverse after Lee et al. 2023)."""
-
     name = "add"
     operator = "+"
     formats = ("basic", "random_space", "padding_reverse", "lsd_first", "line_padding_reverse")

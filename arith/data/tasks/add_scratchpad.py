@@ -13,8 +13,6 @@ from arith.data.tasks.base import Task
 
 
 class AddScratchpad(Task):
-    """Addition with a scratchpad (section 3.1, appendix B): digit-wise steps, then the sum."""
-
     name = "add_scratchpad"
     Settings = ScratchpadSettings
     operator = "+"

@@ -13,8 +13,6 @@ from arith.data.tasks.base import Task
 
 
 class Dialogue(Task):
-    """Student-teacher dialogues about sums (section 4, nl_mix), optionally mixed with plain additions."""
-
     name = "dialogue"
     formats = ("basic",)
     paper_defaults: ClassVar[Mapping[str, Any]] = {}

@@ -11,8 +11,6 @@ from arith.data.tasks.base import Task
 
 
 class Mul(Task):
-    """Multiplication (section 3.1, appendix A): ``a * b # a·b`` in four formats, with augmentations."""
-
     name = "mul"
     formats = ("basic", "reverse_product", "padding", "padding_reverse")
     options = frozenset({"max_digits", "first_step"})
