@@ -31,8 +31,6 @@ class Claim:
     text: str
     #: the paper label(s) it comes from (`tb:*`, `fig:*`), or why there is none
     source: str
-    #: the cells each compared model must have learned where the paper has no table for it
-    learned_on: str
     check: Check
     #: which accuracy the check reads, gate and contrast alike: `accuracy` (every test problem, as the
     #: paper's tables) or `accuracy_unseen` (only those that are not training problems)

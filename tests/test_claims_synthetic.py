@@ -46,7 +46,7 @@ def findings(
 
 
 def in_range(cfg: ExperimentConfig, cell) -> bool:
-    """The cells a claim gates on where the paper has no table for the point (each claim's learned_on)."""
+    """The cells a claim gates on where the paper has no table for the point (what each claim gates on)."""
     context, row, digits = cell
     if cfg.data.task == "mul":
         return row + digits <= cfg.data.max_digits

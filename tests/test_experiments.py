@@ -67,7 +67,7 @@ TOY = textwrap.dedent(
         ),
         claims=(
             Claim("toy: padding + reversed product beats basic", "tb:basic-5 vs tb:padding-5",
-                  "the small products", padded_beats_basic),
+                  padded_beats_basic),
         ),
     )
 

@@ -214,7 +214,7 @@ def test_the_glance_lists_each_claim_once_with_every_verdict_and_where() -> None
         ("add_posembed", Finding("add_posembed", f"{rev} [fig:testacc_rev]", NOT_TESTABLE, "seed 0")),
     ]
     claims = [
-        Claim(text, source, "", lambda *a: None)
+        Claim(text, source, lambda *a: None)
         for text, source in [(rand, "fig:randembed"), (rev, "fig:testacc_rev"), (mul, "tb:basic-5")]
     ]
     table = by_claim.claims_table(findings, claims).splitlines()

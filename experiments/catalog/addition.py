@@ -88,7 +88,6 @@ ADD_LENGTH = Experiment(
             "fine-tuned GPT-2, beyond the training length: basic does not extrapolate; random space a "
             "little; recursive scratchpad (reversed addends) most",
             "tb:acc_dataformat",
-            "the digit counts trained on",
             scratchpad_extrapolation_order,
             id="scratchpad_extrapolates",
         ),

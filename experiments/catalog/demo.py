@@ -85,8 +85,6 @@ DEMO = Experiment(
             "a padded answer written least significant digit first is learned where the plain answer is not "
             "(the paper's padding + reversed product finding for multiplication, on <=3-digit addition)",
             "no table: the paper shows it on multiplication (tb:basic-5 vs tb:padding-5), not on addition",
-            "the padded reversed answer's cells in the training range (the plain answer's failure there is "
-            "the claim)",
             padded_reversed_answer_beats_plain,
             id="padded_reverse_beats_plain",
         ),

@@ -218,7 +218,6 @@ LENGTH_GEN = Experiment(
             "Abacus embeddings add longer numbers than trained on, where learned positions do not "
             "(McLeish et al. 2024)",
             "no table: beyond the paper (McLeish et al. 2024: 20-digit training, ~99% at 100 digits)",
-            GATE_LABEL,
             beats_learned("abacus"),
             id="abacus_beats_learned",
         ),
@@ -226,7 +225,6 @@ LENGTH_GEN = Experiment(
             "position coupling adds longer numbers than trained on, where learned positions do not "
             "(Cho et al. 2024)",
             "no table: beyond the paper (Cho et al. 2024: 1-30-digit training, 200 digits)",
-            GATE_LABEL,
             beats_learned("coupling"),
             id="coupling_beats_learned",
         ),
@@ -234,7 +232,6 @@ LENGTH_GEN = Experiment(
             "without a position embedding a model adds longer numbers than with learned positions (the "
             "paper's reversal finding, fig:testacc_rev, on addition)",
             "no table: the paper shows it on reversal (fig:testacc_rev), not on addition",
-            GATE_LABEL,
             beats_learned("none"),
             id="none_beats_learned",
         ),
@@ -243,7 +240,6 @@ LENGTH_GEN = Experiment(
                 f"{scheme} holds {HELD_ACCURACY:g} on sums one digit longer than trained on (and the "
                 "longest length it holds on every seed)",
                 "no table: beyond the paper",
-                GATE_LABEL,
                 holds_beyond(scheme),
                 id=f"{scheme}_holds_one_longer",
             )

@@ -110,7 +110,6 @@ REVERSE_POSEMBED = Experiment(
             "on reversal, no position embedding generalises further than learned (regular data, beyond "
             "training)",
             "fig:testacc_rev",
-            "regular data of the digit counts trained on",
             no_position_generalises_further,
             id="none_generalises_further",
         ),
@@ -118,7 +117,6 @@ REVERSE_POSEMBED = Experiment(
             "random embedding fixes repetitive data for models trained from scratch (random_embed beats "
             "none)",
             "fig:randembed",
-            "regular data of the digit counts trained on",
             random_embed_fixes_repetitive,
             id="random_embed_fixes_repetitive",
         ),
@@ -164,7 +162,6 @@ ADD_POSEMBED = Experiment(
         Claim(
             "random embedding extrapolates addition further than learned or no position embedding",
             "fig:acc_add_rand",
-            "the digit counts trained on (random_embed and learned; the paper's none fails there)",
             random_embed_extrapolates_addition,
             id="random_embed_extrapolates_addition",
         ),
