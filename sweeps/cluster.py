@@ -1,16 +1,10 @@
 """The Ray cluster a sweep runs on: connect or start a local Ray, wait for the autoscaler's GPU workers,
-and stop before anything starts when the cluster cannot run a single trial; say so when a local run's
-bf16 trials land on a CPU without bf16 hardware (`emulated_bf16_note`).
+and stop before anything starts when the cluster cannot run a single trial.
 
-A local Ray outlives a driver killed with SIGKILL: its agents (`ray::DashboardAgent`,
-`ray::RuntimeEnvAgent`) stay up under pid 1 and ignore SIGTERM. So a driver that starts one notes it in
-Ray's temp folder (`posdesc-driver-<pid>.json`: its pid, start time and Ray's session folder), removes
-the note when it stops Ray, and the next sweep started with the same temp folder (`--resume` or a new
-one) first stops the processes of every noted session whose driver is gone (its pid no longer the process
-that started then: a driver run from a script, a notebook or a test counts as running). Only those: every
-process of a Ray session names its session folder on its command line or holds its log files open, and no
-other Ray is touched (no `ray stop`). A sweep abandoned after its driver was killed is cleaned up by hand
-the same way: `python -m sweeps.cluster stop-stale [--ray-temp-dir DIR]`.
+A local Ray outlives a driver killed with SIGKILL (its agents ignore SIGTERM). So a driver that starts one
+notes it in Ray's temp folder (`posdesc-driver-<pid>.json`), and the next sweep started with the same temp
+folder first stops the processes of every noted session whose driver is gone, and no other Ray (no `ray
+stop`). By hand: `python -m sweeps.cluster stop-stale [--ray-temp-dir DIR]`.
 """
 
 from __future__ import annotations
@@ -38,9 +32,8 @@ from sweeps.scales import Scale
 def emulated_bf16_note(
     configs: Mapping[str, ExperimentConfig], gpus_per_trial: float, address: str | None
 ) -> str | None:
-    """A line for a sweep whose bf16 trials run on this machine's CPU (a local Ray, no GPU a trial) where
-    that CPU has no bf16 hardware: their products run on fp32 kernels, the same numbers at about fp32
-    speed, so their minutes and core-minute budgets buy less than on a CPU with it. None otherwise."""
+    """A line for a sweep whose bf16 trials run on a local CPU without bf16 hardware (their minutes buy
+    less than on a CPU with it); None otherwise."""
     if gpus_per_trial or ray_address(address):
         return None
     here = torch.device("cpu")  # as the trials will record it (their bf16_matmuls tag)
@@ -99,6 +92,7 @@ def ray_temp_dir(temp_dir: str | None) -> Path:
 
 
 def _note(folder: Path, pid: int) -> Path:
+    """A driver's note: its pid, start time and Ray's session folder."""
     return folder / f"posdesc-driver-{pid}.json"
 
 
@@ -118,8 +112,8 @@ def forget_local_ray(temp_dir: str | None) -> None:
 
 
 def _start_time(pid: int) -> int | None:
-    """When process `pid` started (clock ticks after boot, /proc/PID/stat's field 22); None if it is gone.
-    A pid and its start time name one process: a later process given the same pid started later."""
+    """When process `pid` started (/proc/PID/stat's field 22), None if it is gone: with the pid, it names
+    one process even where the pid is reused."""
     try:
         return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[19])
     except (OSError, ValueError, IndexError):
@@ -127,8 +121,8 @@ def _start_time(pid: int) -> int | None:
 
 
 def _driver_running(noted: Mapping[str, Any]) -> bool:
-    """Whether the driver that wrote a note still runs: its pid is the same process (same start time).
-    Notes from before the start time was noted fall back to the pid's command line naming a sweep."""
+    """Whether the driver that wrote a note still runs (a script, a notebook or a test counts); notes
+    without a start time fall back to the pid's command line naming a sweep."""
     pid = int(noted["driver_pid"])
     if "driver_started" in noted:
         return noted["driver_started"] is not None and _start_time(pid) == noted["driver_started"]
@@ -144,7 +138,7 @@ def _cmdline(pid: int) -> str:
 
 def _in_session(pid: int, session: str) -> bool:
     """Whether process `pid` belongs to the Ray session in folder `session`: its command line names the
-    folder, or (Ray's agents rename themselves `ray::...`) it holds a file of it open, its logs."""
+    folder, or (Ray's agents rename themselves) it holds its log files open."""
     if session in _cmdline(pid):
         return True
     with contextlib.suppress(OSError):
@@ -186,10 +180,8 @@ def stop_stale_ray(folder: Path) -> int:
 
 def wait_for_gpus(needed: float, minutes: float, poll_s: float = 1.0, say_every_s: float = 15.0) -> float:
     """Ask the autoscaler for GPU workers (cluster.yaml scales them from zero) and wait for them to join.
-
     The request is withdrawn once they are up: from then on the pending trials' own demands keep the
-    autoscaler going, and idle workers leave after `idle_timeout_minutes`. Polled every `poll_s` (a node
-    joins in seconds once its instance boots), the wait is printed every `say_every_s`."""
+    autoscaler going, and idle workers leave after `idle_timeout_minutes`."""
     import math
 
     import ray

@@ -1,7 +1,6 @@
 """What a sweep may be extended with: a `SweepExtension` changes a sweep's trials and adds to how Tune runs
-them (a scheduler that stops trials early, callbacks), then records and reports what it did. `sweeps/run.py`
-runs a sweep with one when its caller gives one (`SweepOptions.extension`); the extension's own command
-line builds it (a recipe search's, say), so the runner knows no extension by name.
+them (a scheduler, callbacks), then records and reports what it did. Its own command line builds it, so
+the runner knows no extension by name.
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
-"""`sweeps/run.py`'s command line: its flags (`parser`, which a command running sweeps with an extension adds
-its own flags to) and the sweep's options read from them (`SweepOptions`, `options_of`), so that a sweep can
-be started, and tested, without an argparse Namespace."""
+"""`sweeps/run.py`'s command line: its flags (which a command running sweeps with an extension adds to) and
+the sweep's options read from them (`SweepOptions`), so that a sweep can be started, and tested, without an
+argparse Namespace."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from arith.config import ConfigError
 from arith.tracking.commands import sweep_identity
@@ -20,7 +20,7 @@ from sweeps.tuner import TuneSettings
 
 
 def seeds_arg(text: str) -> int | tuple[int, ...]:
-    """argparse type of --seeds (see sweeps.grids.parse_seeds)."""
+    """argparse type of --seeds (`sweeps.space.parse_seeds`)."""
     try:
         return parse_seeds(text)
     except ConfigError as err:
@@ -142,14 +142,9 @@ def sweep_parser(prog: str = "python sweeps/run.py") -> argparse.ArgumentParser:
     return p
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    return sweep_parser().parse_args(argv)
-
-
 @dataclass(frozen=True)
 class SweepOptions:
-    """The command line's values, read from argv by `main` alone: the functions below take these, so that
-    a sweep can be started (and tested) without an argparse Namespace."""
+    """The command line's values, read from argv by `main` alone."""
 
     seeds: int | tuple[int, ...] = 1
     sets: tuple[str, ...] = ()
@@ -194,21 +189,10 @@ def read_options(
     """argv read by `parser` (`sweep_parser()`, or one a command extended): the sweep's options, and every
     flag parsed (the grid, the scale and the extending command's own flags)."""
     args = (parser or sweep_parser()).parse_args(argv)
+    flags = {f.name: getattr(args, f.name) for f in fields(SweepOptions) if f.name in vars(args)}
     options = SweepOptions(
-        seeds=args.seeds,
-        sets=tuple(args.sets),
-        only=tuple(args.only),
-        address=args.address,
-        gpus_per_trial=args.gpus_per_trial,
-        cpus_per_trial=args.cpus_per_trial,
-        tracking_uri=args.tracking_uri,
-        storage_path=args.storage_path,
-        gpu_wait_min=args.gpu_wait_min,
-        ray_temp_dir=args.ray_temp_dir,
-        resume=args.resume,
-        dry_run=args.dry_run,
+        **{**flags, "sets": tuple(args.sets), "only": tuple(args.only)},
         tune=TuneSettings(args.max_concurrent, args.max_failures, args.quiet, args.verbose),
-        register=args.register,
         args=tuple(sweep_identity(sys.argv[1:] if argv is None else argv)),
     )
     return options, args

@@ -1,11 +1,9 @@
 """How many paper-scale trials share one GPU: chosen from a measurement, never guessed.
 
-At batch 32 a GPT2-small step is a few hundred small kernels and one trial leaves most of a GPU idle, so
-several trials on one GPU (`sweeps/run.py --gpus-per-trial 0.25` = four) can finish more steps an hour
-between them. Whether they do, and whether they fit, depends on the GPU: `scripts/gpu_bench.sh` measures
-the aggregate steps/s of 1, 2 and 4 trials run side by side (separate processes) and each trial's memory,
-and writes a `PackingMeasurement` (JSON). Kept at `MEASUREMENT_FILE`, it sets the paper scale's default
-`--gpus-per-trial`; without one the default stays one trial per GPU.
+One GPT2-small trial at batch 32 leaves most of a GPU idle, so several on one GPU may finish more steps
+an hour. Whether they do and fit depends on the GPU: `scripts/gpu_bench.sh` measures it and writes a
+`PackingMeasurement` to `MEASUREMENT_FILE`, which sets the paper scale's default `--gpus-per-trial`
+(without one, one trial per GPU).
 """
 
 from __future__ import annotations

@@ -3,24 +3,13 @@
     [2:41] trials 2 done, 2 running, 2 pending, 0 failed | best test_acc: basic 0.02, padding_reverse 1.00
     | left ~3:05   (one line)
 
-Counts come from Tune's trial states; accuracies from the trials' reports, each point's best so far
-(`sweeps.eta`; the trainer reports `test_acc` with `evaluated` set when it ran the test grid; a recipe
-search shows the metric its scheduler reads, e.g. `gate/weakest_unseen` or `length/score`), from the
-trials' last reports after a resume. The time left, made steady by `sweeps.eta` (a countdown that a lower
-estimate lowers and that rises only once it has run out), is for the whole sweep, from each trial's step
-rate: a running trial's own, less the time it has run since its last
-report (since it started in this session, where that report is older: a resumed trial restarted from its
-checkpoint), a pending one's at the seconds a step its point's trials have measured, queued onto as many
-slots as trials have run at once. A trial's rate is its lifetime `time_total_s` / `step` (its start-up
-and evaluations counted, as they will be in the trials to come); for a trial restored from a checkpoint
-its pace in this session once it has reported twice here (the wall seconds between those reports over the
-steps between them): a sweep resumed on an idle machine after a session whose cores it shared would
-otherwise be told the old, slower pace (a search resumed so was told 26 h left at the resume and 14 h an
-hour later, where its trials' pace since the resume left about 8 h).
-Under a recipe search's scheduler a trial ends at its CPU-time budget at the latest (`clock_budget_s`,
-`schema.CPU_SECONDS`), and most end sooner (at a rung, at the gate): there the line says "left at most",
-each trial's time capped at its budget's worth of wall time. On a terminal the line is rewritten in place
-(`\\r`), at most once a second; into a file or pipe it is printed every `every_s` seconds, so logs stay short.
+Counts come from Tune's trial states, accuracies from the trials' evaluated reports (each point's best,
+`sweeps.eta`). The time left is the whole sweep's: each running trial at its own seconds a step, each
+pending one at its point's measured rate, queued onto as many slots as have run at once. A trial restored
+from a checkpoint is timed at its pace in this session: a sweep resumed on an idle machine would otherwise
+be told the pace of cores it once shared. Under a search's CPU-time budget (`clock_budget_s`) the line
+says "left at most". On a terminal the line is rewritten in place at most once a second; into a file it is
+printed every `every_s` seconds, so logs stay short.
 """
 
 from __future__ import annotations
@@ -35,25 +24,19 @@ from typing import Any, TextIO
 
 from ray.tune import Callback
 
-from arith.config import ExperimentConfig
 from arith.tracking.schema import CPU_SECONDS, TEST_ACC_METRIC
-from arith.training.optim import run_steps
 from sweeps.eta import SteadyTimeLeft, best_text, measured_rates
 
 ACCURACY = TEST_ACC_METRIC
-#: a trial Tune ended without its last result marked done: a stopped sweep (Ctrl+C, a session's end) ends
-#: every trial TERMINATED, the unfinished and the never-started ones too, which are not done
+#: a trial TERMINATED without its last result marked done: a stopped sweep ends every trial TERMINATED
 INTERRUPTED = "INTERRUPTED"
 
 
 @dataclass(frozen=True)
 class TrialState:
-    """What the line needs of one trial: its Tune status, steps done of its total, seconds it has run (and
-    of them, CPU seconds, `clock`) by its last report, and wall seconds it has run since that report
-    (`since_report`: a trial reports at its epochs' ends, which may be an hour apart; a resumed trial whose
-    last report is from an earlier session, since it started in this one). `pace_now`, `ratio_now`: wall
-    seconds a step and a CPU second between its first and latest reports in this session, where it has
-    reported twice here."""
+    """What the line needs of one trial: by its last report, its steps and seconds (`clock`: CPU seconds);
+    `since_report`: wall seconds since (reports may be an hour apart); `pace_now`, `ratio_now`: wall seconds
+    a step and a CPU second between its first and latest reports in this session."""
 
     status: str
     steps_done: int
@@ -63,7 +46,6 @@ class TrialState:
     since_report: float = 0.0
     pace_now: float | None = None
     ratio_now: float | None = None
-    #: its grid point (its finished trials' pace is the best guess of its own)
     point: str = ""
 
     @property
@@ -97,12 +79,8 @@ def seconds_left(
     trials: Sequence[TrialState], slots: int, clock_budget_s: float | None = None
 ) -> float | None:
     """Wall seconds until every trial is done (at most, with `clock_budget_s`), or None before any step
-    rate is known.
-
-    Each running trial needs its remaining steps at its own rate; pending ones take their steps at the mean
-    seconds a step of the trials measured so far, each starting in the slot that frees up first. With a
-    CPU-time budget a trial needs no more than what is left of it, in wall seconds at its own ratio of
-    wall to CPU time (pending ones at the mean ratio)."""
+    rate is known. A pending trial starts in the slot that frees up first; with a CPU-time budget a trial
+    needs no more than what is left of it, at its ratio of wall to CPU time."""
     seen = [t for t in trials if t.status in ("RUNNING", "TERMINATED")]
     measured, by_point = measured_rates(trials)
     mean_rate = mean([t.seconds_per_step for t in seen])
@@ -141,9 +119,8 @@ def progress_line(
     best_by_point: Mapping[str, float] | None = None,
     left: float | None = None,
 ) -> str:
-    """The line itself (no newline); `label`: the metric's name as the line shows it; `best_by_point`: the
-    best value each point reported (shown instead of `latest` and `best`); `left`: the time left to show
-    (`sweeps.eta.SteadyTimeLeft`), else estimated here."""
+    """The line itself (no newline); `best_by_point`, where given, is shown instead of `latest` and `best`;
+    `left`: the time left to show (`sweeps.eta.SteadyTimeLeft`), else estimated here."""
     counts = {"done": 0, "running": 0, "pending": 0, "failed": 0, "interrupted": 0}
     for t in trials:
         key = {"TERMINATED": "done", "RUNNING": "running", "ERROR": "failed", INTERRUPTED: "interrupted"}
@@ -164,13 +141,9 @@ def progress_line(
 
 
 class SweepProgress(Callback):
-    """The Tune callback that keeps the line up to date.
-
-    `steps`: every trial of the sweep (by key) and its total steps; `key_of(trial.config)` is a Tune
-    trial's key. Tune creates trials only as slots free up, so the ones it has not created yet count as
-    pending from this list. `clock_budget_s`: a search's most CPU seconds a trial (its scheduler ends
-    every trial there). `metric`: the reported value to show, as `label` (a search's `gate/weakest_unseen`,
-    as `gate`)."""
+    """The Tune callback that keeps the line up to date. `steps`: every trial's total steps by its key
+    (`key_of(trial.config)`), so that the trials Tune has not created yet count as pending; `metric`: the
+    reported value shown, as `label`."""
 
     def __init__(
         self,
@@ -205,9 +178,8 @@ class SweepProgress(Callback):
         self.first_report: dict[str, tuple[float, int, float]] = {}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        """A resumed sweep gets back the callback its first session pickled (Tune restores the run config
-        from its saved state): settings added to this class since then take their defaults, and the
-        clock starts again with this session."""
+        """A resumed sweep gets back the callback its first session pickled: settings added to this class
+        since take their defaults, and the clock starts again."""
         self.__dict__.update(clock_budget_s=None, metric=ACCURACY, label=ACCURACY, slots=1, width=0)
         self.__dict__.update(state)
         self.start, self.started_at, self.last_shown = time.monotonic(), time.time(), -math.inf
@@ -256,9 +228,8 @@ class SweepProgress(Callback):
         return out
 
     def pace(self, key: str, reported: float, step: int, cpu: float) -> tuple[float | None, float | None]:
-        """Wall seconds a step and a CPU second between a trial's first report in this session and this
-        one (None before its second): the pace of the cores as they are shared now. A report whose step
-        is below the baseline's (a retry restarted from its checkpoint) starts the baseline again."""
+        """Wall seconds a step and a CPU second since the trial's first report in this session (None before
+        its second); a report below that step (a retry from its checkpoint) starts the baseline again."""
         if reported < self.started_at or step <= 0:
             return None, None
         first = self.first_report.get(key)
@@ -272,9 +243,8 @@ class SweepProgress(Callback):
 
     @staticmethod
     def status_of(status: str, result: Mapping[str, Any]) -> str:
-        """Tune's status, but a NaN loss or a refused setting (each ends a trial without an error, so that
-        it is not retried) is a failure, and a trial TERMINATED without its last result marked done was
-        interrupted."""
+        """Tune's status, but a NaN loss or a refused setting (which end a trial without an error, so that
+        it is not retried) is a failure, and a TERMINATED trial without its last result done interrupted."""
         if result.get("nonfinite_loss") or result.get("config_error"):
             return "ERROR"
         if status == "TERMINATED" and not result.get("done"):
@@ -282,8 +252,7 @@ class SweepProgress(Callback):
         return status
 
     def remember(self, results: Sequence[Mapping[str, Any]], points: Sequence[str] = ()) -> None:
-        """Take the metric from evaluated reports: the latest, the best, and each point's best (`points`:
-        each report's point)."""
+        """Take the metric from evaluated reports: the latest, the best, and each point's best."""
         for result, point in zip(results, points or [""] * len(results), strict=True):
             if result.get("evaluated") and self.metric in result:
                 self.latest = float(result[self.metric])
@@ -342,12 +311,6 @@ class SweepProgress(Callback):
         self.show(trials, force=True, end="\n")
 
 
-def trial_steps(config: ExperimentConfig) -> int:
-    """Optimiser steps a trial's config will take (epochs x batches, capped by train.max_steps); the same
-    sum the trainer does, without building the data (a run that reaches its target accuracy stops early)."""
-    return run_steps(config)
-
-
 def tune_output(
     steps: Mapping[str, int],
     key_of: Callable[[Mapping[str, Any]], str],
@@ -358,9 +321,7 @@ def tune_output(
     label: str | None = None,
 ) -> dict[str, Any]:
     """`tune.RunConfig` arguments for the sweep's output: by default the progress line alone; `quiet`
-    nothing; `verbose` Tune's own per-trial table as before, with the progress line as plain lines.
-    `clock_budget_s`: a search's CPU-time budget a trial, for the time left; `metric`, `label`: the value
-    the line shows."""
+    nothing; `verbose` Tune's own per-trial table, with the progress line as plain lines."""
     shown = {"clock_budget_s": clock_budget_s, "metric": metric, "label": label}
     if verbose:
         return {"callbacks": [SweepProgress(steps, key_of, tty=False, **shown)]}

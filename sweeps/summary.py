@@ -1,7 +1,5 @@
-"""What a sweep's parent run holds besides its trials (its metrics and claim tags are the analysis's:
-`analysis.summary`): the sweep's params, set when it opens, so the experiment's runs table tells sweeps
-apart by grid, scale, axes, seeds and command; and `--register NAME`, its best trial's logged model
-registered in the Model Registry under NAME."""
+"""A sweep's parent run's params (so the runs table tells sweeps apart by grid, scale, axes, seeds and
+command), and `--register NAME`: its best trial's logged model registered in the Model Registry."""
 
 from __future__ import annotations
 
