@@ -1,22 +1,59 @@
-"""`sweeps/run.py`'s command line: its flags (which a command running sweeps with an extension adds to) and
-the sweep's options read from them (`SweepOptions`), so that a sweep can be started, and tested, without an
-argparse Namespace."""
+"""`sweeps/run.py`'s command line: its flags and the sweep's options read from them (`SweepOptions`), so that
+a sweep can be started, and tested, without an argparse Namespace; and what a sweep may be extended with
+(`SweepExtension`: a scheduler, callbacks, its own report), which its own command line builds on these
+flags, so the runner knows no extension by name."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
+from typing import Any, Protocol
 
-from arith.config import ConfigError
+from arith.config import ConfigError, ExperimentConfig
 from arith.tracking.commands import sweep_identity
+from experiments.grid import Grid
 from experiments.registry import PluginError
-from sweeps.extension import SweepExtension
 from sweeps.grids import GRIDS
-from sweeps.scales import SCALES
+from sweeps.scales import SCALES, Scale
 from sweeps.space import parse_seeds
 from sweeps.tuner import TuneSettings
+
+#: trial key -> the trial's config (`sweeps.run.build_configs`)
+Configs = dict[str, ExperimentConfig]
+
+
+class SweepExtension(Protocol):
+    """A sweep's grid, scale and seeds, and the steps it adds to the sweep's own (`sweeps.run.tune_sweep`)."""
+
+    grid: Grid
+    scale: Scale
+    seeds: tuple[int, ...]
+
+    def prepare(self, configs: Configs) -> Configs:
+        """The trials' configs as the extension runs them (validated), before anything starts."""
+        ...
+
+    def describe(self, points: Iterable[str]) -> str:
+        """A line under the dry run's trial table, given the trials' point names."""
+        ...
+
+    def session(
+        self, sweep_uri: str, tracking_uri: str, parent_run_id: str, configs: Configs
+    ) -> tuple[Any, Sequence[Any]]:
+        """This session's Tune scheduler and callbacks (`sweeps.tuner.fit`)."""
+        ...
+
+    def record(self, results: Any, configs: Configs, uri: str, parent_run_id: str) -> int:
+        """Write what the extension did into the store once Tune is done; returns how many trials it ended
+        KILLED on purpose (counted as done)."""
+        ...
+
+    def report(self, uri: str, parent_run_id: str) -> str:
+        """The sweep's report, in place of the analysis's."""
+        ...
 
 
 def seeds_arg(text: str) -> int | tuple[int, ...]:
@@ -69,13 +106,11 @@ def sweep_parser(prog: str = "python sweeps/run.py") -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--address",
-        default=None,
         help="Ray cluster: 'auto' or HOST:PORT (default: $RAY_ADDRESS, else a local Ray for the run)",
     )
     p.add_argument(
         "--gpus-per-trial",
         type=float,
-        default=None,
         help="GPUs per trial; fractions pack trials (0.25 = four on a GPU). Default at scale paper: "
         "the packing measured by scripts/gpu_bench.sh (sweeps/packing.py), else 1; 0 at other scales",
     )
@@ -89,7 +124,6 @@ def sweep_parser(prog: str = "python sweeps/run.py") -> argparse.ArgumentParser:
     p.add_argument(
         "--max-concurrent",
         type=int,
-        default=None,
         help="at most N trials at once (default: as many as the resources allow)",
     )
     p.add_argument(
@@ -99,9 +133,7 @@ def sweep_parser(prog: str = "python sweeps/run.py") -> argparse.ArgumentParser:
         help="retries of a failed trial from its last checkpoint (default 2)",
     )
     p.add_argument(
-        "--tracking-uri",
-        default=None,
-        help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)",
+        "--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)"
     )
     p.add_argument(
         "--storage-path",
@@ -117,9 +149,7 @@ def sweep_parser(prog: str = "python sweeps/run.py") -> argparse.ArgumentParser:
         "wait this many minutes for them before giving up (default 20; 0 = do not wait)",
     )
     p.add_argument(
-        "--ray-temp-dir",
-        default=None,
-        help="temporary folder of a local Ray (default: Ray's own, /tmp/ray); keep it short",
+        "--ray-temp-dir", help="temporary folder of a local Ray (default: Ray's own, /tmp/ray); keep it short"
     )
     p.add_argument(
         "--resume",
@@ -130,7 +160,6 @@ def sweep_parser(prog: str = "python sweeps/run.py") -> argparse.ArgumentParser:
     p.add_argument(
         "--register",
         metavar="NAME",
-        default=None,
         help="register the best trial's model (highest test_acc) in MLflow's Model Registry as NAME",
     )
     output = p.add_mutually_exclusive_group()
@@ -159,7 +188,7 @@ class SweepOptions:
     resume: bool = False
     dry_run: bool = False
     tune: TuneSettings = field(default_factory=TuneSettings)
-    #: what the sweep is extended with (`sweeps.extension`): its grid and scale are the sweep's
+    #: what the sweep is extended with: its grid and scale are the sweep's
     extension: SweepExtension | None = None
     #: the command line it was started with, less where it runs (`sweep_identity`), kept in sweep.json
     args: tuple[str, ...] = ()
@@ -167,20 +196,14 @@ class SweepOptions:
     register: str | None = None
 
 
-#: the flags naming the part of a grid a sweep runs (flag, attribute, default): with --resume, they pick it
-PART_FLAGS = (
-    ("--set", "sets", ()),
-    ("--seeds", "seeds", 1),
-    ("--only", "only", ()),
-    ("--gpus-per-trial", "gpus_per_trial", None),
-    ("--cpus-per-trial", "cpus_per_trial", 1.0),
-)
+#: the options naming the part of a grid a sweep runs: with --resume, they pick it
+PART = ("sets", "seeds", "only", "gpus_per_trial", "cpus_per_trial")
 
 
 def names_its_part(options: SweepOptions) -> bool:
-    """Whether the command gives any of `PART_FLAGS`: then --resume takes the sweep started as it was, not
-    a later part's (a bare --grid/--scale --resume takes the latest)."""
-    return any(getattr(options, attr) != default for _, attr, default in PART_FLAGS)
+    """Whether the command gives any of `PART`: then --resume takes the sweep started as it was, not a later
+    part's (a bare --grid/--scale --resume takes the latest)."""
+    return any(getattr(options, name) != getattr(SweepOptions(), name) for name in PART)
 
 
 def read_options(

@@ -111,28 +111,21 @@ def seconds_left(
 def progress_line(
     trials: Sequence[TrialState],
     elapsed: float,
-    latest: float | None,
-    best: float | None,
+    best_by_point: Mapping[str, float],
     slots: int,
     clock_budget_s: float | None = None,
     label: str = ACCURACY,
-    best_by_point: Mapping[str, float] | None = None,
     left: float | None = None,
 ) -> str:
-    """The line itself (no newline); `best_by_point`, where given, is shown instead of `latest` and `best`;
-    `left`: the time left to show (`sweeps.eta.SteadyTimeLeft`), else estimated here."""
+    """The line itself (no newline); `left`: the time left to show (`sweeps.eta.SteadyTimeLeft`), else
+    estimated here."""
     counts = {"done": 0, "running": 0, "pending": 0, "failed": 0, "interrupted": 0}
     for t in trials:
         key = {"TERMINATED": "done", "RUNNING": "running", "ERROR": "failed", INTERRUPTED: "interrupted"}
         counts[key.get(t.status, "pending")] += 1
     shown = {name: n for name, n in counts.items() if n or name != "interrupted"}
-    accuracy = (
-        f"{label} latest {'-' if latest is None else f'{latest:.2f}'} "
-        f"best {'-' if best is None else f'{best:.2f}'}"
-        if best_by_point is None
-        else best_text(best_by_point, label)
-    )
-    parts = [f"[{clock(elapsed)}] trials " + ", ".join(f"{n} {name}" for name, n in shown.items()), accuracy]
+    trials_text = ", ".join(f"{n} {name}" for name, n in shown.items())
+    parts = [f"[{clock(elapsed)}] trials {trials_text}", best_text(best_by_point, label)]
     if counts["running"] + counts["pending"]:
         left = seconds_left(trials, slots, clock_budget_s) if left is None else left
         bound = "left at most ~" if clock_budget_s is not None else "left ~"
@@ -165,9 +158,7 @@ class SweepProgress(Callback):
         self.every_s = 1.0 if self.tty else every_s
         self.start, self.started_at = time.monotonic(), time.time()
         self.last_shown = -math.inf
-        self.latest: float | None = None
-        self.best: float | None = None
-        #: the best value each point has reported, in the grid's order; the shown time left
+        #: the best value each point has reported; the shown time left
         self.best_by_point: dict[str, float] = {}
         self.time_left = SteadyTimeLeft()
         self.slots = 1
@@ -184,8 +175,7 @@ class SweepProgress(Callback):
         self.__dict__.update(state)
         self.start, self.started_at, self.last_shown = time.monotonic(), time.time(), -math.inf
         self.running_since, self.first_report = {}, {}
-        self.latest = self.best = None  # read again from the trials' last reports
-        self.best_by_point, self.time_left = {}, SteadyTimeLeft()
+        self.best_by_point, self.time_left = {}, SteadyTimeLeft()  # read again from the trials' reports
 
     def states(self, trials: Sequence[Any]) -> list[TrialState]:
         out, seen = [], set()
@@ -251,29 +241,23 @@ class SweepProgress(Callback):
             return INTERRUPTED
         return status
 
-    def remember(self, results: Sequence[Mapping[str, Any]], points: Sequence[str] = ()) -> None:
-        """Take the metric from evaluated reports: the latest, the best, and each point's best."""
-        for result, point in zip(results, points or [""] * len(results), strict=True):
+    def remember(self, results: Sequence[Mapping[str, Any]], points: Sequence[str]) -> None:
+        """Take each point's best value of the metric from evaluated reports (`points`: each report's)."""
+        for result, point in zip(results, points, strict=True):
             if result.get("evaluated") and self.metric in result:
-                self.latest = float(result[self.metric])
-                self.best = self.latest if self.best is None else max(self.best, self.latest)
-                if point:
-                    self.best_by_point[point] = max(self.latest, self.best_by_point.get(point, self.latest))
+                value = float(result[self.metric])
+                self.best_by_point[point] = max(value, self.best_by_point.get(point, value))
 
     def line(self, trials: Sequence[Any]) -> str:
-        if self.best is None:  # a resumed sweep: what its trials last reported, oldest first
-            last = sorted(
-                (t for t in trials if t.last_result), key=lambda t: t.last_result.get("timestamp", 0)
-            )
-            self.remember([t.last_result for t in last], [self.point_of(t) for t in last])
+        if not self.best_by_point:  # a resumed sweep: what its trials last reported
+            reported = [t for t in trials if t.last_result]
+            self.remember([t.last_result for t in reported], [self.point_of(t) for t in reported])
         states = self.states(trials)
         self.slots = max(self.slots, sum(s.status == "RUNNING" for s in states))
         elapsed = time.monotonic() - self.start
         left = self.time_left.update(seconds_left(states, self.slots, self.clock_budget_s), elapsed)
         best = {p: self.best_by_point[p] for p in self.points() if p in self.best_by_point}
-        return progress_line(
-            states, elapsed, self.latest, self.best, self.slots, self.clock_budget_s, self.label, best, left
-        )
+        return progress_line(states, elapsed, best, self.slots, self.clock_budget_s, self.label, left)
 
     def point_of(self, trial: Any) -> str:
         return self.key_of(trial.config).partition("|")[0]

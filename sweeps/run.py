@@ -46,19 +46,14 @@ from sweeps.summary import log_sweep_params, register_best, sweep_params
 from sweeps.tuner import errored_trials, final_report, fit, trial_key
 
 
-def absolute_paths(overrides: dict[str, str]) -> dict[str, str]:
-    """Local files named in --set (a dialogue file, a pretrained model folder) as absolute paths."""
-    out = dict(overrides)
-    for key in ("data.dialogue_file", "model.pretrained"):
-        value = out.get(key)
-        if value and Path(value).exists():
-            out[key] = str(Path(value).resolve())
-    return out
-
-
 def trial_overrides(options: SweepOptions, tracking_uri: str) -> dict[str, Any]:
-    """The --set values every trial takes (local paths made absolute), and the store it logs to."""
-    return {**absolute_paths(parse_set(list(options.sets))), "tracking.tracking_uri": tracking_uri}
+    """The --set values every trial takes, local files (a dialogue file, a pretrained model folder) made
+    absolute, and the store it logs to."""
+    out: dict[str, Any] = {**parse_set(list(options.sets)), "tracking.tracking_uri": tracking_uri}
+    for key in ("data.dialogue_file", "model.pretrained"):
+        if out.get(key) and Path(out[key]).exists():
+            out[key] = str(Path(out[key]).resolve())
+    return out
 
 
 def build_configs(
