@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import signal
 import sys
@@ -67,14 +68,15 @@ def start_ray(address: str | None, temp_dir: str | None, log_to_driver: bool = T
                 "cluster's token must be in $RAY_AUTH_TOKEN or ~/.ray/auth_token on this machine."
             ) from err
         return False
+    folder = ray_temp_dir(temp_dir)
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": log_to_driver}
     if temp_dir:
-        kwargs["_temp_dir"] = str(Path(temp_dir).resolve())
-    stop_stale_ray(ray_temp_dir(temp_dir))
+        kwargs["_temp_dir"] = str(folder)
+    stop_stale_ray(folder)
     for attempt in range(3):  # on a loaded machine the raylet can miss Ray's fixed 30 s start-up wait
         try:
             ray.init(**kwargs)
-            note_local_ray(ray_temp_dir(temp_dir))
+            note_local_ray(folder)
             return True
         except Exception as err:
             if "timed out during startup" not in str(err) or attempt == 2:
@@ -178,12 +180,10 @@ def stop_stale_ray(folder: Path) -> int:
     return stopped
 
 
-def wait_for_gpus(needed: float, minutes: float, poll_s: float = 1.0, say_every_s: float = 15.0) -> float:
+def wait_for_gpus(needed: float, minutes: float) -> None:
     """Ask the autoscaler for GPU workers (cluster.yaml scales them from zero) and wait for them to join.
     The request is withdrawn once they are up: from then on the pending trials' own demands keep the
     autoscaler going, and idle workers leave after `idle_timeout_minutes`."""
-    import math
-
     import ray
     from ray.autoscaler.sdk import request_resources
 
@@ -192,16 +192,15 @@ def wait_for_gpus(needed: float, minutes: float, poll_s: float = 1.0, say_every_
     deadline, said = start + minutes * 60, -math.inf
     try:
         while (gpus := ray.cluster_resources().get("GPU", 0.0)) < needed and time.time() < deadline:
-            if time.time() - said >= say_every_s:
+            if time.time() - said >= 15.0:
                 print(f"waiting for GPU workers to join: {gpus:g}/{needed:g} GPUs", flush=True)
                 said = time.time()
-            time.sleep(poll_s)
+            time.sleep(1.0)  # a node joins in seconds once its instance boots
     finally:
         request_resources(bundles=[])
     gpus = ray.cluster_resources().get("GPU", 0.0)
     joined = "GPU workers joined" if gpus >= needed else f"only {gpus:g}/{needed:g} GPUs joined"
     print(f"{joined}: {gpus:g} GPUs after {time.time() - start:.0f} s", flush=True)
-    return gpus
 
 
 def check_cluster(scale: Scale, res: dict[str, float], gpu_wait_min: float) -> None:

@@ -1,9 +1,8 @@
 """How many paper-scale trials share one GPU: chosen from a measurement, never guessed.
 
-One GPT2-small trial at batch 32 leaves most of a GPU idle, so several on one GPU may finish more steps
-an hour. Whether they do and fit depends on the GPU: `scripts/gpu_bench.sh` measures it and writes a
-`PackingMeasurement` to `MEASUREMENT_FILE`, which sets the paper scale's default `--gpus-per-trial`
-(without one, one trial per GPU).
+One GPT2-small trial leaves most of a GPU idle, so several on one GPU may finish more steps an hour:
+`scripts/gpu_bench.sh` measures whether they do and fit, and its `MEASUREMENT_FILE` sets the paper scale's
+default `--gpus-per-trial` (without one, one trial per GPU).
 """
 
 from __future__ import annotations
@@ -83,16 +82,10 @@ def check_packing(gpus_per_trial: float, path: str | Path = MEASUREMENT_FILE) ->
     if m is None or not 0 < gpus_per_trial < 1:
         return
     trials = int(1 / gpus_per_trial + 1e-9)
+    most = max(1, int(MEMORY_HEADROOM * m.device_memory_bytes // m.trial_memory_bytes))
     if not fits(trials, m.trial_memory_bytes, m.device_memory_bytes):
         raise ValueError(
             f"--gpus-per-trial {gpus_per_trial:g} packs {trials} trials on a GPU, but one trial took "
             f"{m.trial_memory_bytes / 2**30:.1f} GiB of the {m.device_memory_bytes / 2**30:.0f} GiB "
-            f"{m.device} measured in {path}; use at least {1 / _most_that_fit(m):g}"
+            f"{m.device} measured in {path}; use at least {1 / most:g}"
         )
-
-
-def _most_that_fit(m: PackingMeasurement) -> int:
-    trials = 1
-    while fits(trials + 1, m.trial_memory_bytes, m.device_memory_bytes):
-        trials += 1
-    return trials

@@ -3,13 +3,10 @@
     [2:41] trials 2 done, 2 running, 2 pending, 0 failed | best test_acc: basic 0.02, padding_reverse 1.00
     | left ~3:05   (one line)
 
-Counts come from Tune's trial states, accuracies from the trials' evaluated reports (each point's best,
-`sweeps.eta`). The time left is the whole sweep's: each running trial at its own seconds a step, each
-pending one at its point's measured rate, queued onto as many slots as have run at once. A trial restored
-from a checkpoint is timed at its pace in this session: a sweep resumed on an idle machine would otherwise
-be told the pace of cores it once shared. Under a search's CPU-time budget (`clock_budget_s`) the line
-says "left at most". On a terminal the line is rewritten in place at most once a second; into a file it is
-printed every `every_s` seconds, so logs stay short.
+The time left is the whole sweep's (`sweeps.eta`), pending trials queued onto as many slots as have run at
+once; a trial restored from a checkpoint is timed at its pace in this session, since a sweep resumed on an
+idle machine would otherwise be told the pace of cores it once shared. On a terminal the line is rewritten
+in place; into a file it is printed every `every_s` seconds, so logs stay short.
 """
 
 from __future__ import annotations
@@ -34,9 +31,8 @@ INTERRUPTED = "INTERRUPTED"
 
 @dataclass(frozen=True)
 class TrialState:
-    """What the line needs of one trial: by its last report, its steps and seconds (`clock`: CPU seconds);
-    `since_report`: wall seconds since (reports may be an hour apart); `pace_now`, `ratio_now`: wall seconds
-    a step and a CPU second between its first and latest reports in this session."""
+    """What the line needs of one trial, by its last report (`clock`: CPU seconds; reports may be an hour
+    apart, `since_report`); `pace_now`, `ratio_now`: its wall seconds a step and a CPU second this session."""
 
     status: str
     steps_done: int

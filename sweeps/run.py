@@ -1,13 +1,9 @@
 """Run one grid of the paper as a Ray Tune sweep: `python sweeps/run.py --grid nl_mix --scale cpu`.
 
-Every trial config is resolved and validated first (a bad point fails here, not hours in), then the
-tracking store and the cluster are checked, one parent MLflow run is opened and the trials go to Ray Tune:
-one trial per (point, seed), retried from the trainer's checkpoints. Each trial owns its MLflow run (its id
-kept in its checkpoint), so a retried or resumed trial continues it; `sweep.json` keeps the configs and the
-parent run, so `--resume` runs only what the interrupted sweep left unfinished.
-
-This file is the sweep's steps in order; `sweeps/options.py` (the command line), `cluster.py` (Ray),
-`storage.py` (the sweep folder and parent run), `tuner.py` (Tune) and `trainable.py` hold the rest.
+Every trial config is validated first (a bad point fails here, not hours in); then one parent MLflow run
+is opened and Ray Tune runs one trial per (point, seed), retried from its checkpoints, each continuing its
+own MLflow run; `--resume` runs only what an interrupted sweep left unfinished. This file is the sweep's
+steps in order; the other `sweeps` modules hold the rest.
 """
 
 from __future__ import annotations

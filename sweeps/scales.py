@@ -1,15 +1,5 @@
 """Scales: one preset, applied to any grid's points, that sets how big every trial is.
 
-- `paper`: the paper's exact setup (GPT2-small, whole-line loss); needs GPUs.
-- `cpu`: a laptop-CPU miniature: a tiny GPT-2, answer-only loss, 1/30 of the samples, digit counts shrunk
-  and 3,000 steps; its models memorise more than they learn (docs/RESULTS.md, "Steps to competence").
-- `cpu_recipe`: the cpu miniature where each grid trains at the recipe its experiment declares, chosen by
-  a pre-search on seeds from 100 up, so that the compared models learn and the judged seeds never chose
-  their own budget.
-- `gpu`: what one lent GPU pays for (docs/results/gpu_plan.yaml): the paper's digits and samples, a 6-layer
-  GPT-2 and pre-searched step budgets.
-- `smoke`: seconds a trial, for tests.
-
 A scale shrinks proportionally what differs between grids (samples, epochs, evaluation epochs, learning
 rate, digit counts) and sets outright what does not (model size, batch size, test samples per cell).
 """

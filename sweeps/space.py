@@ -1,9 +1,5 @@
-"""How a grid becomes trial configs at a scale; what a grid is, is `experiments.grid`.
-
-`trial_config(grid, point, scale, overrides, seed)` builds one trial's validated, tagged
-`ExperimentConfig` in one documented order of precedence (defaults < grid base < point < scale < recipe <
-the point's over_scale keys < --set < seed; `provenance` says which step set each setting);
-`resolve(grid, scale, seeds)` gives every trial of a grid.
+"""How a grid becomes trial configs at a scale: `trial_config` decides one trial's settings in one order of
+precedence (`SOURCES`; `provenance` says which step set each), `resolve` gives every trial of a grid.
 """
 
 from __future__ import annotations

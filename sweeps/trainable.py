@@ -1,10 +1,6 @@
-"""The sweep's one Ray Tune trainable, `run_trial`: a plain function, as in Ray Tune's own examples.
-
-A trial's full config is looked up by its (point, seed) in the sweep's configs; the trainer knows nothing
-of Ray. Here a trial gets one MLflow run (an attempt without a checkpoint deletes the lost attempts'), its
-threads (the CPUs Tune assigned it), its placement tags, and checkpoints through Tune. A NaN loss or a
-setting the worker refuses (a device its node lacks) is not retried: the same checkpoint and seed would
-fail again, so the trial reports why and ends, its MLflow run FAILED.
+"""The sweep's one Ray Tune trainable, `run_trial`: a plain function, as in Ray Tune's own examples; the
+trainer knows nothing of Ray. A NaN loss or a setting the worker refuses (a device its node lacks) is not
+retried: the same checkpoint and seed would fail again, so the trial reports why and ends, its run FAILED.
 """
 
 from __future__ import annotations
