@@ -9,7 +9,7 @@ import argparse
 import os
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
 from arith.config import ConfigError, ExperimentConfig
@@ -19,7 +19,6 @@ from experiments.registry import PluginError
 from sweeps.grids import GRIDS
 from sweeps.scales import SCALES, Scale
 from sweeps.space import parse_seeds
-from sweeps.tuner import TuneSettings
 
 #: trial key -> the trial's config (`sweeps.run.build_configs`)
 Configs = dict[str, ExperimentConfig]
@@ -187,7 +186,11 @@ class SweepOptions:
     ray_temp_dir: str | None = None
     resume: bool = False
     dry_run: bool = False
-    tune: TuneSettings = field(default_factory=TuneSettings)
+    #: how Tune runs the trials and what it prints
+    max_concurrent: int | None = None
+    max_failures: int = 2
+    quiet: bool = False
+    verbose: bool = False
     #: what the sweep is extended with: its grid and scale are the sweep's
     extension: SweepExtension | None = None
     #: the command line it was started with, less where it runs (`sweep_identity`), kept in sweep.json
@@ -215,7 +218,6 @@ def read_options(
     flags = {f.name: getattr(args, f.name) for f in fields(SweepOptions) if f.name in vars(args)}
     options = SweepOptions(
         **{**flags, "sets": tuple(args.sets), "only": tuple(args.only)},
-        tune=TuneSettings(args.max_concurrent, args.max_failures, args.quiet, args.verbose),
         args=tuple(sweep_identity(sys.argv[1:] if argv is None else argv)),
     )
     return options, args

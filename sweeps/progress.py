@@ -296,13 +296,11 @@ def tune_output(
     key_of: Callable[[Mapping[str, Any]], str],
     quiet: bool = False,
     verbose: bool = False,
-    clock_budget_s: float | None = None,
-    metric: str = ACCURACY,
-    label: str | None = None,
+    **shown: Any,
 ) -> dict[str, Any]:
     """`tune.RunConfig` arguments for the sweep's output: by default the progress line alone; `quiet`
-    nothing; `verbose` Tune's own per-trial table, with the progress line as plain lines."""
-    shown = {"clock_budget_s": clock_budget_s, "metric": metric, "label": label}
+    nothing; `verbose` Tune's own per-trial table, with the progress line as plain lines. `shown`: the
+    line's `SweepProgress` settings."""
     if verbose:
         return {"callbacks": [SweepProgress(steps, key_of, tty=False, **shown)]}
     line = SweepProgress(steps, key_of, **shown)

@@ -147,7 +147,7 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
     # what needs only the configs and their data, before MLflow or Ray is touched
     check_before_launch(configs.values(), lengths=not options.resume)
     check_tracking(tracking_uri)
-    started_ray = start_ray(options.address, options.ray_temp_dir, log_to_driver=options.tune.verbose)
+    started_ray = start_ray(options.address, options.ray_temp_dir, log_to_driver=options.verbose)
     parent_run_id = ""
     try:
         check_cluster(scale, res, 0.0 if started_ray else options.gpu_wait_min)
@@ -171,7 +171,7 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
         extension, sweep_uri = options.extension, storage.uri(sweep_name)
         extras = extension.session(sweep_uri, tracking_uri, parent_run_id, configs) if extension else ()
         axes = grid.declared_axes()  # extras: the extension's scheduler and callbacks
-        results = fit(storage, sweep_name, configs, res, axes, options.tune, options.resume, *extras)
+        results = fit(storage, sweep_name, configs, res, axes, options, *extras)
     except BaseException:
         if parent_run_id:
             store.set_run_status(tracking_uri, parent_run_id, "KILLED")

@@ -52,29 +52,22 @@ def report_to_tune(metrics: dict[str, Any], checkpoint: Path | None) -> None:
         shutil.rmtree(checkpoint, ignore_errors=True)
 
 
-def placement_tags() -> dict[str, str]:
-    """Where the trial runs: host, Ray node, the GPU share Ray assigned it and the worker process (the pid in
-    Ray's log prefix)."""
+def config_on_ray(cfg: ExperimentConfig) -> ExperimentConfig:
+    """A Tune trial's config with what only the worker knows: its CPU threads, and where it runs (host, Ray
+    node, the GPU share Ray assigned it, and the worker process: the pid in Ray's log prefix)."""
     import ray
 
     context = ray.get_runtime_context()
-    gpus = context.get_assigned_resources().get("GPU", 0.0)
-    return {
+    assigned = context.get_assigned_resources()
+    placement = {
         "hostname": socket.gethostname(),
         "ray_node_id": context.get_node_id(),
-        "ray_gpus": f"{gpus:g}",
+        "ray_gpus": f"{assigned.get('GPU', 0.0):g}",
         "ray_worker_pid": str(os.getpid()),
     }
-
-
-def config_on_ray(cfg: ExperimentConfig) -> ExperimentConfig:
-    """A Tune trial's config with its CPU threads and placement tags, which only the worker knows."""
-    import ray
-
-    overrides: dict[str, Any] = {"tracking.tags": {**cfg.tracking.tags, **placement_tags()}}
+    overrides: dict[str, Any] = {"tracking.tags": {**cfg.tracking.tags, **placement}}
     if cfg.train.num_threads <= 0:
-        cpus = ray.get_runtime_context().get_assigned_resources().get("CPU")
-        overrides["train.num_threads"] = max(1, int(cpus or 1))
+        overrides["train.num_threads"] = max(1, int(assigned.get("CPU") or 1))
     return cfg.with_overrides(overrides)
 
 

@@ -7,7 +7,6 @@ import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,22 +16,13 @@ from arith.config import ExperimentConfig
 from arith.tracking.schema import POINT_TAG, SEED_TAG, TEST_ACC_METRIC
 from arith.training.optim import run_steps
 from sweeps.end_table import end_of_sweep
+from sweeps.options import SweepOptions
 from sweeps.progress import tune_output
 from sweeps.storage import SweepStorage
 from sweeps.trainable import run_trial, trial_key
 
 #: metrics shown in the end-of-sweep summary when the analysis cannot compare the sweep
 SUMMARY_METRICS = (TEST_ACC_METRIC, "epoch", "time_total_s")
-
-
-@dataclass(frozen=True)
-class TuneSettings:
-    """How Tune runs the trials and what it prints, as the command line reads them."""
-
-    max_concurrent: int | None = None
-    max_failures: int = 2
-    quiet: bool = False
-    verbose: bool = False
 
 
 class AxisValue:
@@ -129,20 +119,19 @@ def fit(
     sweep_name: str,
     configs: Mapping[str, ExperimentConfig],
     res: dict[str, float],
-    axes: list[str] | tuple[str, ...] = (),
-    settings: TuneSettings = TuneSettings(),
-    resume: bool = False,
+    axes: list[str] | tuple[str, ...],
+    options: SweepOptions,
     scheduler: Any = None,
     callbacks: Sequence[Any] = (),
 ):
-    """Hand the trials to Tune, or with `resume` restore the interrupted experiment (its param space,
+    """Hand the trials to Tune, or with `--resume` restore the interrupted experiment (its param space,
     scheduler and callbacks with it), and wait for them; returns Tune's `ResultGrid`. `scheduler`: a sweep
     extension's (else every trial runs to its end); one with a `clock_budget_s` has the progress line show
     its metric against that CPU-time budget."""
     from ray import tune
 
     trainable = make_trainable(configs, res)
-    if resume and tune.Tuner.can_restore(storage.uri(sweep_name)):
+    if options.resume and tune.Tuner.can_restore(storage.uri(sweep_name)):
         tuner = tune.Tuner.restore(
             storage.uri(sweep_name), trainable=trainable, resume_unfinished=True, resume_errored=True
         )
@@ -152,13 +141,13 @@ def fit(
     shown = {}  # a search's line shows what its scheduler reads, and its trials' CPU budget
     if (budget_s := getattr(scheduler, "clock_budget_s", None)) is not None:
         shown = {"clock_budget_s": budget_s, "metric": scheduler.metric}
-    output = tune_output(steps, key_of, settings.quiet, settings.verbose, **shown)
+    output = tune_output(steps, key_of, options.quiet, options.verbose, **shown)
     callbacks = [*callbacks, *file_loggers()]  # Tune's result files, without its TensorBoard logger
     tuner = tune.Tuner(
         trainable,
         param_space=param_space(configs, list(axes)),
         tune_config=tune.TuneConfig(
-            max_concurrent_trials=settings.max_concurrent,
+            max_concurrent_trials=options.max_concurrent,
             trial_dirname_creator=trial_dirname,
             scheduler=scheduler,
             # a trial starts in the worker the last one ended in: a sweep of short trials pays Ray's worker
@@ -168,7 +157,7 @@ def fit(
         run_config=tune.RunConfig(
             name=sweep_name,
             storage_path=storage.location,
-            failure_config=tune.FailureConfig(max_failures=settings.max_failures),
+            failure_config=tune.FailureConfig(max_failures=options.max_failures),
             checkpoint_config=tune.CheckpointConfig(num_to_keep=2),
             **{**output, "callbacks": [*output["callbacks"], *callbacks]},
         ),
