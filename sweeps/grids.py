@@ -13,14 +13,8 @@ from experiments.registry import EXPERIMENTS, Lazy, claims_for
 from sweeps.scales import SCALES, Scale
 from sweeps.space import SweepLink, resolve
 
-
-def _grids() -> dict[str, Grid]:
-    return {name: experiment.grid for name, experiment in EXPERIMENTS.items()}
-
-
-#: every grid by name (built on first use: a broken plugin fails in a command's error handling, not at
-#: import)
-GRIDS: MutableMapping[str, Grid] = Lazy(_grids)
+#: every grid by name, built on first use (`Lazy`: a broken plugin fails in a command, not at import)
+GRIDS: MutableMapping[str, Grid] = Lazy(lambda: {name: e.grid for name, e in EXPERIMENTS.items()})
 
 
 def get_grid(name: str) -> Grid:

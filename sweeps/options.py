@@ -117,8 +117,7 @@ def sweep_parser(prog: str = "python sweeps/run.py") -> argparse.ArgumentParser:
         "--cpus-per-trial",
         type=float,
         default=1.0,
-        help="CPUs per trial; torch uses this many threads (default 1: on 2 cores two 1-CPU trials "
-        "measured faster than one 2-thread trial)",
+        help="CPUs per trial; torch uses this many threads (default 1)",
     )
     p.add_argument(
         "--max-concurrent",

@@ -15,7 +15,7 @@ import pandas as pd
 from arith.config import ExperimentConfig
 from arith.tracking.schema import POINT_TAG, SEED_TAG, TEST_ACC_METRIC
 from arith.training.optim import run_steps
-from sweeps.end_table import end_of_sweep
+from sweeps.end_table import FAILURES, end_of_sweep
 from sweeps.options import SweepOptions
 from sweeps.progress import tune_output
 from sweeps.storage import SweepStorage
@@ -176,11 +176,8 @@ def trial_summary(results: Any) -> pd.DataFrame:
     for result in results:
         cfg = result.config or {}
         metrics = result.metrics or {}
-        status = "ERROR" if result.error else "DONE"
-        if metrics.get("nonfinite_loss"):  # ended without an error, so that Tune does not retry it
-            status = "FAILED (non-finite loss)"
-        if metrics.get("config_error"):
-            status = "FAILED (setting refused)"
+        failed = [why for key, why in FAILURES.items() if metrics.get(key)]  # ended without an error
+        status = f"FAILED ({failed[-1]})" if failed else "ERROR" if result.error else "DONE"
         row = {POINT_TAG: cfg.get(POINT_TAG), SEED_TAG: cfg.get(SEED_TAG), "status": status}
         row.update({m: metrics.get(m) for m in SUMMARY_METRICS})
         rows.append(row)
