@@ -33,8 +33,7 @@ from sweeps.scales import Scale
 def emulated_bf16_note(
     configs: Mapping[str, ExperimentConfig], gpus_per_trial: float, address: str | None
 ) -> str | None:
-    """A line for a sweep whose bf16 trials run on a local CPU without bf16 hardware (their minutes buy
-    less than on a CPU with it); None otherwise."""
+    """A note where bf16 trials run on a local CPU without bf16 hardware (their minutes buy less)."""
     if gpus_per_trial or ray_address(address):
         return None
     here = torch.device("cpu")  # as the trials will record it (their bf16_matmuls tag)
@@ -152,8 +151,7 @@ def _in_session(pid: int, session: str) -> bool:
 
 
 def stop_stale_ray(folder: Path) -> int:
-    """SIGKILL (they ignore SIGTERM) the processes of each noted Ray session whose driver is gone; return
-    how many were stopped."""
+    """SIGKILL (they ignore SIGTERM) the processes of each noted session whose driver is gone; how many."""
     stopped = 0
     for note in sorted(folder.glob("posdesc-driver-*.json")):
         try:

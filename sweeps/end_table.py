@@ -92,8 +92,7 @@ def report_folder(uri: str, grid: str) -> Path:
 
 
 def end_of_sweep(grid: str, uri: str, parent_run_id: str) -> str:
-    """The trials' table, the verdicts, the report's path and the views' links; where the analysis cannot
-    be drawn (no finished trial), the table and one line saying why."""
+    """The trials' table, verdicts, report and views' links; without an analysis, the table and why."""
     parts = [table_text(trial_rows(sweep_trials(uri, parent_run_id))), ""]
     try:
         sweep = read_sweep(grid, uri, parent_run_id)

@@ -40,8 +40,7 @@ def points(
 
 
 def list_grids() -> str:
-    """The `--list` text: every grid with its axes, size, the paper tables it reproduces and the claims
-    that judge it (its experiment's, `experiments.registry`); then the scales."""
+    """The `--list` text: every grid's axes, size, paper tables and claims; then the scales."""
     lines = []
     for grid in GRIDS.values():
         lines.append(f"{grid.name}  ({len(grid.points())} points)  {grid.description}")

@@ -211,8 +211,7 @@ def names_its_part(options: SweepOptions) -> bool:
 def read_options(
     argv: list[str] | None, parser: argparse.ArgumentParser | None = None
 ) -> tuple[SweepOptions, argparse.Namespace]:
-    """argv read by `parser` (`sweep_parser()`, or one a command extended): the sweep's options, and every
-    flag parsed (the grid, the scale and the extending command's own flags)."""
+    """The sweep's options from argv read by `parser` (`sweep_parser()` or an extension's), and every flag."""
     args = (parser or sweep_parser()).parse_args(argv)
     flags = {f.name: getattr(args, f.name) for f in fields(SweepOptions) if f.name in vars(args)}
     options = SweepOptions(

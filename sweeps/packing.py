@@ -69,8 +69,7 @@ def load_measurement(path: str | Path = MEASUREMENT_FILE) -> PackingMeasurement 
 
 
 def default_gpus_per_trial(path: str | Path = MEASUREMENT_FILE) -> float:
-    """The paper scale's default `--gpus-per-trial`: 1 / the chosen packing of the kept measurement, or 1
-    (one trial per GPU) when there is none."""
+    """The paper scale's default `--gpus-per-trial`: 1 / the kept measurement's packing, else 1."""
     m = load_measurement(path)
     return 1.0 / choose_trials_per_gpu(m) if m is not None else 1.0
 

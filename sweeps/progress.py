@@ -113,8 +113,7 @@ def progress_line(
     label: str = ACCURACY,
     left: float | None = None,
 ) -> str:
-    """The line itself (no newline); `left`: the time left to show (`sweeps.eta.SteadyTimeLeft`), else
-    estimated here."""
+    """The line itself (no newline); `left`: the time left to show, else estimated here."""
     counts = {"done": 0, "running": 0, "pending": 0, "failed": 0, "interrupted": 0}
     for t in trials:
         key = {"TERMINATED": "done", "RUNNING": "running", "ERROR": "failed", INTERRUPTED: "interrupted"}

@@ -43,8 +43,7 @@ from sweeps.tuner import errored_trials, final_report, fit, trial_key
 
 
 def trial_overrides(options: SweepOptions, tracking_uri: str) -> dict[str, Any]:
-    """The --set values every trial takes, local files (a dialogue file, a pretrained model folder) made
-    absolute, and the store it logs to."""
+    """The --set values every trial takes (local files made absolute) and the store it logs to."""
     out: dict[str, Any] = {**parse_set(list(options.sets)), "tracking.tracking_uri": tracking_uri}
     for key in ("data.dialogue_file", "model.pretrained"):
         if out.get(key) and Path(out[key]).exists():
@@ -55,8 +54,7 @@ def trial_overrides(options: SweepOptions, tracking_uri: str) -> dict[str, Any]:
 def build_configs(
     grid: Grid, scale: Scale, options: SweepOptions, tracking_uri: str, link: SweepLink | None = None
 ) -> dict[str, ExperimentConfig]:
-    """trial key -> config, every one validated; with `link` (once the parent run is open) nested under
-    the sweep, as it is kept."""
+    """trial key -> validated config; with `link` (the open parent run) nested under the sweep."""
     overrides = trial_overrides(options, tracking_uri)
     configs = points(grid, scale, options.seeds, overrides, parse_only(options.only), link)
     out = {trial_key(c.tracking.tags[schema.POINT_TAG], c.train.seed): c for c in configs}

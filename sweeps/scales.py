@@ -73,15 +73,13 @@ class Scale:
         return min(scaled, self.max_samples) if self.max_samples else scaled
 
     def dialogue_samples(self, n: int, task: str, name: str) -> int:
-        """A count of the dialogue task's data (`data.<name>`); a task that does not read it scales it like
-        any data."""
+        """A count of the dialogue task's data (`data.<name>`); other tasks scale it like any data."""
         if self.dialogue_fraction is None or not get_task(task).reads(name):
             return self.samples(n)
         return max(1, round(n * self.dialogue_fraction)) if n else 0
 
     def budget(self, recipe: Recipe | None = None) -> int:
-        """The optimiser steps of one trial at this scale, at `recipe` where it trains at one (0: no step
-        budget, epochs as scaled)."""
+        """Optimiser steps of one trial at this scale, or `recipe`'s (0: no budget, epochs as scaled)."""
         return recipe.steps if recipe else self.steps
 
     def shrink(self, cfg: ExperimentConfig, scale_digits: bool = True) -> ExperimentConfig:
@@ -107,8 +105,7 @@ class Scale:
         return cfg.with_overrides(changes).with_overrides(dict(self.overrides))
 
     def fit_epochs(self, cfg: ExperimentConfig, paper_cfg: ExperimentConfig) -> ExperimentConfig:
-        """cfg with the epochs its `train.max_steps` needs over its training set; the evaluation epochs keep
-        their place in the run."""
+        """cfg with the epochs its `train.max_steps` needs; the evaluation epochs keep their place."""
         t = paper_cfg.train
         batches = math.ceil(train_size(cfg.data) / cfg.train.batch_size)
         epochs = epochs_for_steps(cfg.train.max_steps, batches, cfg.train.epochs_per_pass)

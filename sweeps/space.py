@@ -77,8 +77,7 @@ def config_stages(
     seed: int | None = None,
     link: SweepLink | None = None,
 ) -> list[Stage]:
-    """The trial's config after each step of its precedence (`SOURCES`), the last one the trial's own
-    (unvalidated): see `trial_config`."""
+    """The trial's config after each step of `SOURCES`, the last one the trial's own (unvalidated)."""
     defaults = ExperimentConfig()
     base = dict(grid.base)
     axes = {k for k, v in point.overrides.items() if k not in base or repr(base[k]) != repr(v)}
@@ -159,8 +158,7 @@ def trial_config(
 
 
 def provenance(stages: list[Stage]) -> dict[str, str]:
-    """Each setting of the trial (a dotted key) -> the last step of `config_stages` that named it or
-    changed it ("default": none did)."""
+    """Each setting of the trial -> the last step of `config_stages` that named or changed it."""
     flats = [stage.config.flat() for stage in stages]
     out = {}
     for key in flats[-1]:

@@ -117,8 +117,7 @@ def git_commit() -> str:
 
 
 def digit_map(grid: Grid, scale: Scale) -> dict[int, int]:
-    """Paper digit count -> the sweep's: the scale's map, or the identity for a grid that keeps the
-    paper's digit counts."""
+    """Paper digit count -> the sweep's (the identity for a grid that keeps the paper's digits)."""
     keep = not grid.scale_digits
     return {n: n if keep else scale.digits(n) for n in range(1, 41)}
 
@@ -155,8 +154,7 @@ def sweep_tags(
 def sweep_link(
     grid: Grid, scale: Scale, parent_run_id: str, commit: str, presearch_seeds: Sequence[int] = ()
 ) -> SweepLink:
-    """What each trial of the sweep records of it: its parent run, and the sweep's commit and pre-search
-    seeds tags."""
+    """What each trial records of its sweep: its parent run and the sweep's commit and pre-search seeds."""
     tags = sweep_tags(grid, scale, 0, commit, presearch_seeds)
     return SweepLink(
         parent_run_id, {k: tags[k] for k in (schema.COMMIT_TAG, schema.PRESEARCH_SEEDS_TAG) if k in tags}
@@ -166,8 +164,7 @@ def sweep_link(
 def open_sweep(
     grid: Grid, scale: Scale, uri: str, trials: int, args: Sequence[str] = ()
 ) -> tuple[str, SweepLink]:
-    """Open the sweep's parent MLflow run, described by the command that started it (`args`); returns the
-    sweep's name and the link its trials' configs are built with, so that each is written once."""
+    """Open the sweep's parent run (described by `args`); its name and the link its trials are built with."""
     name = sweep_name(grid.name, scale.name)
     commit = git_commit()
     tags = sweep_tags(grid, scale, trials, commit)
@@ -186,8 +183,7 @@ def sweep_state(
     configs: Mapping[str, ExperimentConfig],
     args: list[str] | None = None,
 ) -> dict[str, Any]:
-    """What `sweep.json` keeps for `--resume`, with the command line's `args` (`sweep_identity`) by which a
-    later session finds it."""
+    """What `sweep.json` keeps for `--resume`, with the `args` by which a later session finds it."""
     return {
         "args": list(args or ()),
         "grid": grid.name,

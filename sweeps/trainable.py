@@ -90,8 +90,7 @@ def discard_lost_attempts(cfg: ExperimentConfig) -> None:
 
 
 def run_trial(config: dict[str, Any], configs: Mapping[str, ExperimentConfig]) -> None:
-    """The Tune trainable: train the trial whose `point` and `seed` Tune's `config` names (its other keys
-    are the grid's axes, for show); metrics and checkpoints go to Tune."""
+    """The Tune trainable: train the trial Tune's `config` names by point and seed (its axes for show)."""
     from ray import tune
 
     cfg = configs[trial_key(config[POINT_TAG], config[SEED_TAG])]
@@ -111,8 +110,7 @@ def run_trial(config: dict[str, Any], configs: Mapping[str, ExperimentConfig]) -
 
 
 def record_refusal(cfg: ExperimentConfig, err: ConfigError) -> None:
-    """A trial refused before its trainer opened a run gets a FAILED run saying why, so that the sweep
-    counts it failed; one already FAILED is kept."""
+    """Give a refused trial without a run a FAILED one saying why, so that the sweep counts it failed."""
     tracking = cfg.tracking
     if not tracking.enabled:
         return

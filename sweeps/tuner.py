@@ -185,8 +185,7 @@ def trial_summary(results: Any) -> pd.DataFrame:
 
 
 def final_report(grid: str, uri: str, parent_run_id: str, results: Any) -> str:
-    """The end of the sweep (`sweeps.end_table`), or the per-trial summary from Tune when the analysis
-    cannot be drawn."""
+    """The end of the sweep (`sweeps.end_table`), or Tune's per-trial summary without an analysis."""
     try:
         return end_of_sweep(grid, uri, parent_run_id)
     except Exception as err:  # the sweep's results stand even if the comparison cannot be drawn
