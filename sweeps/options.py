@@ -33,26 +33,21 @@ class SweepExtension(Protocol):
 
     def prepare(self, configs: Configs) -> Configs:
         """The trials' configs as the extension runs them (validated), before anything starts."""
-        ...
 
     def describe(self, points: Iterable[str]) -> str:
         """A line under the dry run's trial table, given the trials' point names."""
-        ...
 
     def session(
         self, sweep_uri: str, tracking_uri: str, parent_run_id: str, configs: Configs
     ) -> tuple[Any, Sequence[Any]]:
         """This session's Tune scheduler and callbacks (`sweeps.tuner.fit`)."""
-        ...
 
     def record(self, results: Any, configs: Configs, uri: str, parent_run_id: str) -> int:
         """Write what the extension did into the store once Tune is done; returns how many trials it ended
         KILLED on purpose (counted as done)."""
-        ...
 
     def report(self, uri: str, parent_run_id: str) -> str:
         """The sweep's report, in place of the analysis's."""
-        ...
 
 
 def seeds_arg(text: str) -> int | tuple[int, ...]:
