@@ -50,7 +50,7 @@ class Scale:
     presearch_seeds: tuple[int, ...] = ()
     #: every task trains here at a recipe its experiment declares
     needs_recipe: bool = False
-    #: per task, a recipe given to this scale (a search's candidate)
+    #: per task, a recipe given to this scale (`with_recipe`: a search's candidate)
     recipes: Mapping[str, Recipe] = field(default_factory=dict)
 
     def recipe(self, task: str) -> Recipe | None:
@@ -61,6 +61,10 @@ class Scale:
         if self.recipes or self.needs_recipe:
             raise ConfigError(f"scale {self.name!r} has no recipe for task {task!r}: {why_no_recipe(task)}")
         return None
+
+    def with_recipe(self, task: str, recipe: Recipe) -> Scale:
+        """This scale with `recipe` as the task's (a search's candidate)."""
+        return replace(self, recipes={**self.recipes, task: recipe})
 
     def digits(self, n: int) -> int:
         """A paper digit count at this scale; strictly increasing up to the knee, then compressed."""

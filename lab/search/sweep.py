@@ -106,7 +106,7 @@ def candidate_scale(scale: Scale, grid: Grid, search: Search, seeds: tuple[int, 
         sample_fraction=search.sample_fraction,
         chosen=False,
     )
-    return replace(scale, recipes={**scale.recipes, task: candidate}, presearch_seeds=seeds)
+    return replace(scale.with_recipe(task, candidate), presearch_seeds=seeds)
 
 
 def gate_cells(cfg: ExperimentConfig, digits: dict[int, int], search: Search) -> list[str]:
