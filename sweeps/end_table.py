@@ -1,12 +1,8 @@
-"""The end of a sweep as a Ray Tune user expects it: one row per trial (its MLflow run's short id, point,
-seed, headline accuracies, wall time, status), then the claims' verdicts, the HTML report's path, the
-links to the sweep's MLflow view and to its grid's sweeps side by side, and the command that starts the UI.
+"""The end of a sweep as a Ray Tune user expects it: one row per trial, read back from the trials' MLflow
+runs (what the UI shows), then the claims' verdicts, the HTML report's path and the MLflow views' links.
 
     trial     point            seed  test_acc  in_range  unseen   wall  status
     3f2a1b9c  basic               0      0.01      0.01    0.00   1:02  FINISHED
-
-The rows are read back from the trials' MLflow runs (what the UI shows, a retried trial's last attempt);
-the report is the analysis's (`analysis.report.report_sweep`, which also logs the parent run's summary).
 """
 
 from __future__ import annotations
@@ -90,15 +86,13 @@ def sweep_trials(uri: str, parent_run_id: str) -> list[Any]:
 
 
 def report_folder(uri: str, grid: str) -> Path:
-    """Where the sweep's report is written: `reports/<grid>` beside a SQLite store (`make demo`'s
-    `reports/demo`), else under the folder the sweep ran from."""
+    """Where the sweep's report is written: `reports/<grid>` beside a SQLite store, else here."""
     db = store.sqlite_path(uri)
     return (db.parent if db is not None else Path()) / REPORTS / grid
 
 
 def end_of_sweep(grid: str, uri: str, parent_run_id: str) -> str:
-    """The trials' table, the verdicts, the report's path and the view's link of a finished sweep; where
-    the analysis cannot be drawn (no finished trial), the table and one line saying why."""
+    """The trials' table, verdicts, report and views' links; without an analysis, the table and why."""
     parts = [table_text(trial_rows(sweep_trials(uri, parent_run_id))), ""]
     try:
         sweep = read_sweep(grid, uri, parent_run_id)

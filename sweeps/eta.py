@@ -1,15 +1,7 @@
-"""The progress line's two numbers a researcher acts on, made steady (`sweeps.progress` draws the line).
-
-Time left: the steps each unfinished trial has left, a running one at its own seconds a step, one still
-waiting at those its point's trials have measured (their whole time, start-up and evaluations included,
-over their steps, the finished trials' weighing most), queued onto the sweep's slots
-(`sweeps.progress.seconds_left`). Shown, it
-counts down with the clock and goes lower when an estimate is lower; it rises only once its countdown has
-run out while trials still run (they are later than foreseen), never because whichever trial reported last
-happened to be between evaluations or a trial just ended.
-
-Accuracy: the best value of the line's metric each point has reported so far, not the latest report of
-whichever trial reported last (which jumped between 0.01 and 1.00 in a demo of two formats).
+"""The progress line's two numbers a researcher acts on, made steady (`sweeps.progress` draws the line):
+the time left counts down and rises only once its countdown has run out (not whenever the trial that
+reported last was between evaluations), and the accuracy is each point's best so far (the latest report of
+whichever trial reported last jumps between points).
 """
 
 from __future__ import annotations
@@ -23,8 +15,8 @@ POINTS_SHOWN = 4
 
 
 def measured_rates(trials: Sequence) -> tuple[float | None, dict[str, float]]:
-    """Wall seconds a step the trials (`TrialState`s) have measured so far, their whole time over their
-    steps pooled (a finished trial weighs by all of its): over all of them, and per point."""
+    """Wall seconds a step the trials (`TrialState`s) have measured, start-up and evaluations included,
+    pooled (a finished trial weighs by all of its steps): over all of them, and per point."""
     done = [t for t in trials if t.status in ("TERMINATED", "RUNNING") and t.steps_done > 0 and t.seconds > 0]
     by_point: dict[str, list[tuple[float, int]]] = {}
     for t in done:
@@ -38,9 +30,8 @@ def measured_rates(trials: Sequence) -> tuple[float | None, dict[str, float]]:
 
 
 class SteadyTimeLeft:
-    """The time left as the line shows it: the first estimate, then a countdown from it, lowered whenever a
-    new estimate is lower, and raised only once the countdown has run out while trials still run (they
-    are later than foreseen: the new estimate says by how much)."""
+    """The time left as the line shows it: a countdown from the first estimate, lowered by any lower one,
+    raised only once it has run out while trials still run."""
 
     def __init__(self) -> None:
         self.shown: float | None = None

@@ -1,9 +1,5 @@
-"""The grids a sweep can run: every experiment's (`experiments.registry`: the catalogue's and those of the
-modules named in $POSDESC_EXPERIMENTS), by name.
-
-`points(grid, scale, seeds)` resolves a grid into validated `ExperimentConfig`s: base, point, scale
-(`sweeps.scales`), user overrides, then one copy per seed, tagged for MLflow (`sweeps.space`). What a grid
-is, and the experiments themselves with their claims, live in the torch-free `experiments` package.
+"""The grids a sweep can run: every experiment's (`experiments.registry`), by name, and `points`, a grid's
+validated trial configs at a scale (`sweeps.space`).
 """
 
 from __future__ import annotations
@@ -12,20 +8,13 @@ from collections.abc import Iterable, Mapping, MutableMapping
 from typing import Any
 
 from arith.config import ConfigError, ExperimentConfig
-from arith.training.optim import run_steps
 from experiments.grid import Grid
 from experiments.registry import EXPERIMENTS, Lazy, claims_for
 from sweeps.scales import SCALES, Scale
 from sweeps.space import SweepLink, resolve
 
-
-def _grids() -> dict[str, Grid]:
-    return {name: experiment.grid for name, experiment in EXPERIMENTS.items()}
-
-
-#: every grid by name (built on first use: a broken plugin fails in a command's error handling, not at
-#: import)
-GRIDS: MutableMapping[str, Grid] = Lazy(_grids)
+#: every grid by name, built on first use (`Lazy`: a broken plugin fails in a command, not at import)
+GRIDS: MutableMapping[str, Grid] = Lazy(lambda: {name: e.grid for name, e in EXPERIMENTS.items()})
 
 
 def get_grid(name: str) -> Grid:
@@ -50,34 +39,8 @@ def points(
     return resolve(grid, scale, seeds, overrides, only, link)
 
 
-def longest_trial(grid: Grid | str, scale: Scale | str = "paper") -> int:
-    """Optimiser steps of the grid's longest trial at `scale` (`arith.training.optim.run_steps`)."""
-    return max(run_steps(cfg) for cfg in points(grid, scale))
-
-
-def paper_trial(name: str) -> str:
-    """How long a trial of grid `name` is at `paper` scale, where the paper's numbers were made. A variant
-    that fixes its steps at every scale (`Grid.over_scale`) runs its own steps there, so the paper's own
-    trial, its parent's, is named beside them rather than passed off as the variant's. A grid made for
-    another scale that the paper scale refuses (length_gen's lengths past GPT-2 small's table at its
-    settings) says so instead of failing the report."""
-    made_for = get_grid(name).scale
-    try:
-        steps = longest_trial(name)
-    except ConfigError:
-        if not made_for or made_for == "paper":
-            raise
-        return f"none: the grid is made for --scale {made_for} and refused at paper scale"
-    text = f"{steps:,} steps (GPT-2 small)"
-    parent = get_grid(name).parent
-    if parent and (paper := longest_trial(parent)) != steps:
-        text += f"; the variant fixes its steps at every scale: the paper's own trial ({parent}) is {paper:,}"
-    return text
-
-
 def list_grids() -> str:
-    """The `--list` text: every grid with its axes, size, the paper tables it reproduces and the claims
-    that judge it (its experiment's, `experiments.registry`); then the scales."""
+    """The `--list` text: every grid's axes, size, paper tables and claims; then the scales."""
     lines = []
     for grid in GRIDS.values():
         lines.append(f"{grid.name}  ({len(grid.points())} points)  {grid.description}")

@@ -3,24 +3,10 @@
     [2:41] trials 2 done, 2 running, 2 pending, 0 failed | best test_acc: basic 0.02, padding_reverse 1.00
     | left ~3:05   (one line)
 
-Counts come from Tune's trial states; accuracies from the trials' reports, each point's best so far
-(`sweeps.eta`; the trainer reports `test_acc` with `evaluated` set when it ran the test grid; a recipe
-search shows the metric its scheduler reads, e.g. `gate/weakest_unseen` or `length/score`), from the
-trials' last reports after a resume. The time left, made steady by `sweeps.eta` (a countdown that a lower
-estimate lowers and that rises only once it has run out), is for the whole sweep, from each trial's step
-rate: a running trial's own, less the time it has run since its last
-report (since it started in this session, where that report is older: a resumed trial restarted from its
-checkpoint), a pending one's at the seconds a step its point's trials have measured, queued onto as many
-slots as trials have run at once. A trial's rate is its lifetime `time_total_s` / `step` (its start-up
-and evaluations counted, as they will be in the trials to come); for a trial restored from a checkpoint
-its pace in this session once it has reported twice here (the wall seconds between those reports over the
-steps between them): a sweep resumed on an idle machine after a session whose cores it shared would
-otherwise be told the old, slower pace (a search resumed so was told 26 h left at the resume and 14 h an
-hour later, where its trials' pace since the resume left about 8 h).
-Under a recipe search's scheduler a trial ends at its CPU-time budget at the latest (`clock_budget_s`,
-`schema.CPU_SECONDS`), and most end sooner (at a rung, at the gate): there the line says "left at most",
-each trial's time capped at its budget's worth of wall time. On a terminal the line is rewritten in place
-(`\\r`), at most once a second; into a file or pipe it is printed every `every_s` seconds, so logs stay short.
+The time left is the whole sweep's (`sweeps.eta`), pending trials queued onto as many slots as have run at
+once; a trial restored from a checkpoint is timed at its pace in this session, since a sweep resumed on an
+idle machine would otherwise be told the pace of cores it once shared. On a terminal the line is rewritten
+in place; into a file it is printed every `every_s` seconds, so logs stay short.
 """
 
 from __future__ import annotations
@@ -35,25 +21,18 @@ from typing import Any, TextIO
 
 from ray.tune import Callback
 
-from arith.config import ExperimentConfig
 from arith.tracking.schema import CPU_SECONDS, TEST_ACC_METRIC
-from arith.training.optim import run_steps
 from sweeps.eta import SteadyTimeLeft, best_text, measured_rates
 
 ACCURACY = TEST_ACC_METRIC
-#: a trial Tune ended without its last result marked done: a stopped sweep (Ctrl+C, a session's end) ends
-#: every trial TERMINATED, the unfinished and the never-started ones too, which are not done
+#: a trial TERMINATED without its last result marked done: a stopped sweep ends every trial TERMINATED
 INTERRUPTED = "INTERRUPTED"
 
 
 @dataclass(frozen=True)
 class TrialState:
-    """What the line needs of one trial: its Tune status, steps done of its total, seconds it has run (and
-    of them, CPU seconds, `clock`) by its last report, and wall seconds it has run since that report
-    (`since_report`: a trial reports at its epochs' ends, which may be an hour apart; a resumed trial whose
-    last report is from an earlier session, since it started in this one). `pace_now`, `ratio_now`: wall
-    seconds a step and a CPU second between its first and latest reports in this session, where it has
-    reported twice here."""
+    """What the line needs of one trial, by its last report (`clock`: CPU seconds; reports may be an hour
+    apart, `since_report`); `pace_now`, `ratio_now`: its wall seconds a step and a CPU second this session."""
 
     status: str
     steps_done: int
@@ -63,7 +42,6 @@ class TrialState:
     since_report: float = 0.0
     pace_now: float | None = None
     ratio_now: float | None = None
-    #: its grid point (its finished trials' pace is the best guess of its own)
     point: str = ""
 
     @property
@@ -97,12 +75,8 @@ def seconds_left(
     trials: Sequence[TrialState], slots: int, clock_budget_s: float | None = None
 ) -> float | None:
     """Wall seconds until every trial is done (at most, with `clock_budget_s`), or None before any step
-    rate is known.
-
-    Each running trial needs its remaining steps at its own rate; pending ones take their steps at the mean
-    seconds a step of the trials measured so far, each starting in the slot that frees up first. With a
-    CPU-time budget a trial needs no more than what is left of it, in wall seconds at its own ratio of
-    wall to CPU time (pending ones at the mean ratio)."""
+    rate is known. A pending trial starts in the slot that frees up first; with a CPU-time budget a trial
+    needs no more than what is left of it, at its ratio of wall to CPU time."""
     seen = [t for t in trials if t.status in ("RUNNING", "TERMINATED")]
     measured, by_point = measured_rates(trials)
     mean_rate = mean([t.seconds_per_step for t in seen])
@@ -133,29 +107,20 @@ def seconds_left(
 def progress_line(
     trials: Sequence[TrialState],
     elapsed: float,
-    latest: float | None,
-    best: float | None,
+    best_by_point: Mapping[str, float],
     slots: int,
     clock_budget_s: float | None = None,
     label: str = ACCURACY,
-    best_by_point: Mapping[str, float] | None = None,
     left: float | None = None,
 ) -> str:
-    """The line itself (no newline); `label`: the metric's name as the line shows it; `best_by_point`: the
-    best value each point reported (shown instead of `latest` and `best`); `left`: the time left to show
-    (`sweeps.eta.SteadyTimeLeft`), else estimated here."""
+    """The line itself (no newline); `left`: the time left to show, else estimated here."""
     counts = {"done": 0, "running": 0, "pending": 0, "failed": 0, "interrupted": 0}
     for t in trials:
         key = {"TERMINATED": "done", "RUNNING": "running", "ERROR": "failed", INTERRUPTED: "interrupted"}
         counts[key.get(t.status, "pending")] += 1
     shown = {name: n for name, n in counts.items() if n or name != "interrupted"}
-    accuracy = (
-        f"{label} latest {'-' if latest is None else f'{latest:.2f}'} "
-        f"best {'-' if best is None else f'{best:.2f}'}"
-        if best_by_point is None
-        else best_text(best_by_point, label)
-    )
-    parts = [f"[{clock(elapsed)}] trials " + ", ".join(f"{n} {name}" for name, n in shown.items()), accuracy]
+    trials_text = ", ".join(f"{n} {name}" for name, n in shown.items())
+    parts = [f"[{clock(elapsed)}] trials {trials_text}", best_text(best_by_point, label)]
     if counts["running"] + counts["pending"]:
         left = seconds_left(trials, slots, clock_budget_s) if left is None else left
         bound = "left at most ~" if clock_budget_s is not None else "left ~"
@@ -164,13 +129,9 @@ def progress_line(
 
 
 class SweepProgress(Callback):
-    """The Tune callback that keeps the line up to date.
-
-    `steps`: every trial of the sweep (by key) and its total steps; `key_of(trial.config)` is a Tune
-    trial's key. Tune creates trials only as slots free up, so the ones it has not created yet count as
-    pending from this list. `clock_budget_s`: a search's most CPU seconds a trial (its scheduler ends
-    every trial there). `metric`: the reported value to show, as `label` (a search's `gate/weakest_unseen`,
-    as `gate`)."""
+    """The Tune callback that keeps the line up to date. `steps`: every trial's total steps by its key
+    (`key_of(trial.config)`), so that the trials Tune has not created yet count as pending; `metric`: the
+    reported value shown, as `label`."""
 
     def __init__(
         self,
@@ -192,9 +153,7 @@ class SweepProgress(Callback):
         self.every_s = 1.0 if self.tty else every_s
         self.start, self.started_at = time.monotonic(), time.time()
         self.last_shown = -math.inf
-        self.latest: float | None = None
-        self.best: float | None = None
-        #: the best value each point has reported, in the grid's order; the shown time left
+        #: the best value each point has reported; the shown time left
         self.best_by_point: dict[str, float] = {}
         self.time_left = SteadyTimeLeft()
         self.slots = 1
@@ -205,15 +164,13 @@ class SweepProgress(Callback):
         self.first_report: dict[str, tuple[float, int, float]] = {}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        """A resumed sweep gets back the callback its first session pickled (Tune restores the run config
-        from its saved state): settings added to this class since then take their defaults, and the
-        clock starts again with this session."""
+        """A resumed sweep gets back the callback its first session pickled: settings added to this class
+        since take their defaults, and the clock starts again."""
         self.__dict__.update(clock_budget_s=None, metric=ACCURACY, label=ACCURACY, slots=1, width=0)
         self.__dict__.update(state)
         self.start, self.started_at, self.last_shown = time.monotonic(), time.time(), -math.inf
         self.running_since, self.first_report = {}, {}
-        self.latest = self.best = None  # read again from the trials' last reports
-        self.best_by_point, self.time_left = {}, SteadyTimeLeft()
+        self.best_by_point, self.time_left = {}, SteadyTimeLeft()  # read again from the trials' reports
 
     def states(self, trials: Sequence[Any]) -> list[TrialState]:
         out, seen = [], set()
@@ -256,9 +213,8 @@ class SweepProgress(Callback):
         return out
 
     def pace(self, key: str, reported: float, step: int, cpu: float) -> tuple[float | None, float | None]:
-        """Wall seconds a step and a CPU second between a trial's first report in this session and this
-        one (None before its second): the pace of the cores as they are shared now. A report whose step
-        is below the baseline's (a retry restarted from its checkpoint) starts the baseline again."""
+        """Wall seconds a step and a CPU second since the trial's first report in this session (None before
+        its second); a report below that step (a retry from its checkpoint) starts the baseline again."""
         if reported < self.started_at or step <= 0:
             return None, None
         first = self.first_report.get(key)
@@ -272,39 +228,31 @@ class SweepProgress(Callback):
 
     @staticmethod
     def status_of(status: str, result: Mapping[str, Any]) -> str:
-        """Tune's status, but a NaN loss or a refused setting (each ends a trial without an error, so that
-        it is not retried) is a failure, and a trial TERMINATED without its last result marked done was
-        interrupted."""
+        """Tune's status, but a NaN loss or a refused setting (which end a trial without an error, so that
+        it is not retried) is a failure, and a TERMINATED trial without its last result done interrupted."""
         if result.get("nonfinite_loss") or result.get("config_error"):
             return "ERROR"
         if status == "TERMINATED" and not result.get("done"):
             return INTERRUPTED
         return status
 
-    def remember(self, results: Sequence[Mapping[str, Any]], points: Sequence[str] = ()) -> None:
-        """Take the metric from evaluated reports: the latest, the best, and each point's best (`points`:
-        each report's point)."""
-        for result, point in zip(results, points or [""] * len(results), strict=True):
+    def remember(self, results: Sequence[Mapping[str, Any]], points: Sequence[str]) -> None:
+        """Take each point's best value of the metric from evaluated reports (`points`: each report's)."""
+        for result, point in zip(results, points, strict=True):
             if result.get("evaluated") and self.metric in result:
-                self.latest = float(result[self.metric])
-                self.best = self.latest if self.best is None else max(self.best, self.latest)
-                if point:
-                    self.best_by_point[point] = max(self.latest, self.best_by_point.get(point, self.latest))
+                value = float(result[self.metric])
+                self.best_by_point[point] = max(value, self.best_by_point.get(point, value))
 
     def line(self, trials: Sequence[Any]) -> str:
-        if self.best is None:  # a resumed sweep: what its trials last reported, oldest first
-            last = sorted(
-                (t for t in trials if t.last_result), key=lambda t: t.last_result.get("timestamp", 0)
-            )
-            self.remember([t.last_result for t in last], [self.point_of(t) for t in last])
+        if not self.best_by_point:  # a resumed sweep: what its trials last reported
+            reported = [t for t in trials if t.last_result]
+            self.remember([t.last_result for t in reported], [self.point_of(t) for t in reported])
         states = self.states(trials)
         self.slots = max(self.slots, sum(s.status == "RUNNING" for s in states))
         elapsed = time.monotonic() - self.start
         left = self.time_left.update(seconds_left(states, self.slots, self.clock_budget_s), elapsed)
         best = {p: self.best_by_point[p] for p in self.points() if p in self.best_by_point}
-        return progress_line(
-            states, elapsed, self.latest, self.best, self.slots, self.clock_budget_s, self.label, best, left
-        )
+        return progress_line(states, elapsed, best, self.slots, self.clock_budget_s, self.label, left)
 
     def point_of(self, trial: Any) -> str:
         return self.key_of(trial.config).partition("|")[0]
@@ -342,26 +290,16 @@ class SweepProgress(Callback):
         self.show(trials, force=True, end="\n")
 
 
-def trial_steps(config: ExperimentConfig) -> int:
-    """Optimiser steps a trial's config will take (epochs x batches, capped by train.max_steps); the same
-    sum the trainer does, without building the data (a run that reaches its target accuracy stops early)."""
-    return run_steps(config)
-
-
 def tune_output(
     steps: Mapping[str, int],
     key_of: Callable[[Mapping[str, Any]], str],
     quiet: bool = False,
     verbose: bool = False,
-    clock_budget_s: float | None = None,
-    metric: str = ACCURACY,
-    label: str | None = None,
+    **shown: Any,
 ) -> dict[str, Any]:
     """`tune.RunConfig` arguments for the sweep's output: by default the progress line alone; `quiet`
-    nothing; `verbose` Tune's own per-trial table as before, with the progress line as plain lines.
-    `clock_budget_s`: a search's CPU-time budget a trial, for the time left; `metric`, `label`: the value
-    the line shows."""
-    shown = {"clock_budget_s": clock_budget_s, "metric": metric, "label": label}
+    nothing; `verbose` Tune's own per-trial table, with the progress line as plain lines. `shown`: the
+    line's `SweepProgress` settings."""
     if verbose:
         return {"callbacks": [SweepProgress(steps, key_of, tty=False, **shown)]}
     line = SweepProgress(steps, key_of, **shown)

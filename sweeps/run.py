@@ -1,19 +1,9 @@
 """Run one grid of the paper as a Ray Tune sweep: `python sweeps/run.py --grid nl_mix --scale cpu`.
 
-The driver resolves and validates every trial config first (a bad point fails here, not hours in),
-checks the MLflow tracking server and the cluster's GPUs, opens one parent MLflow run for the sweep and
-hands the trials to Ray Tune: one trial per (point, seed), `tune.with_resources` per trial, retries
-from the trainer's checkpoints (`FailureConfig`). Each trial owns its MLflow run (the trainer nests it
-under the parent and keeps its id in its checkpoint), so a retried or resumed trial continues its run.
-
-The sweep's configs and parent run id are saved in the experiment folder (`sweep.json`), so `--resume`
-restores exactly the interrupted sweep and runs only what was unfinished.
-
-This file is the sweep's steps in order; each concern has its own module: `sweeps/options.py` (the
-command line), `sweeps/cluster.py` (Ray and the autoscaler), `sweeps/storage.py` (the sweep folder and the
-parent run), `sweeps/tuner.py` (Tune: the param space, new or restored Tuner, the report),
-`sweeps/trainable.py` (the one trainable, `arith.training.train.train` as a trial). `python sweeps/run.py`
-imports the installed packages (`pip install -e .`, which `make install` does); the file edits no sys.path.
+Every trial config is validated first (a bad point fails here, not hours in); then one parent MLflow run
+is opened and Ray Tune runs one trial per (point, seed), retried from its checkpoints, each continuing its
+own MLflow run; `--resume` runs only what an interrupted sweep left unfinished. This file is the sweep's
+steps in order; the other `sweeps` modules hold the rest.
 """
 
 from __future__ import annotations
@@ -42,9 +32,8 @@ from sweeps.space import SOURCES, SweepLink, scale_note, setting_sources
 from sweeps.storage import (
     SweepStorage,
     check_tracking,
-    moved_to,
     open_sweep,
-    resume_tracking_uri,
+    resumed_state,
     state_configs,
     sweep_state,
     trial_outcomes,
@@ -53,26 +42,19 @@ from sweeps.summary import log_sweep_params, register_best, sweep_params
 from sweeps.tuner import errored_trials, final_report, fit, trial_key
 
 
-def absolute_paths(overrides: dict[str, str]) -> dict[str, str]:
-    """Local files named in --set (a dialogue file, a pretrained model folder) as absolute paths."""
-    out = dict(overrides)
-    for key in ("data.dialogue_file", "model.pretrained"):
-        value = out.get(key)
-        if value and Path(value).exists():
-            out[key] = str(Path(value).resolve())
-    return out
-
-
 def trial_overrides(options: SweepOptions, tracking_uri: str) -> dict[str, Any]:
-    """The --set values every trial takes (local paths made absolute), and the store it logs to."""
-    return {**absolute_paths(parse_set(list(options.sets))), "tracking.tracking_uri": tracking_uri}
+    """The --set values every trial takes (local files made absolute) and the store it logs to."""
+    out: dict[str, Any] = {**parse_set(list(options.sets)), "tracking.tracking_uri": tracking_uri}
+    for key in ("data.dialogue_file", "model.pretrained"):
+        if out.get(key) and Path(out[key]).exists():
+            out[key] = str(Path(out[key]).resolve())
+    return out
 
 
 def build_configs(
     grid: Grid, scale: Scale, options: SweepOptions, tracking_uri: str, link: SweepLink | None = None
 ) -> dict[str, ExperimentConfig]:
-    """trial key -> config dict, every one validated; fails at once on a bad point or key. With `link`
-    (once the parent run is open) each config is written nested under the sweep, as it is kept."""
+    """trial key -> validated config; with `link` (the open parent run) nested under the sweep."""
     overrides = trial_overrides(options, tracking_uri)
     configs = points(grid, scale, options.seeds, overrides, parse_only(options.only), link)
     out = {trial_key(c.tracking.tags[schema.POINT_TAG], c.train.seed): c for c in configs}
@@ -130,11 +112,6 @@ def trial_table(configs: dict[str, ExperimentConfig], res: dict[str, float]) -> 
     return pd.DataFrame(rows)
 
 
-# ---------------------------------------------------------------------------------------------------------
-# The sweep
-# ---------------------------------------------------------------------------------------------------------
-
-
 def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
     """The sweep; returns the exit status (0 all trials done, 1 some failed, 130 interrupted)."""
     storage = SweepStorage(options.storage_path)
@@ -144,14 +121,9 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
     started_as = list(options.args)
     if options.resume:
         sweep_name = storage.latest(grid.name, scale.name, started_as if names_its_part(options) else None)
-        state = storage.state(sweep_name)
-        configs, res = state_configs(state), state["resources"]
+        state = resumed_state(storage, sweep_name, options.tracking_uri)
+        configs, res, tracking_uri = state_configs(state), state["resources"], state["tracking_uri"]
         started_as, resumed_as = state.get("args", started_as), started_as
-        tracking_uri = resume_tracking_uri(options.tracking_uri, state)
-        if tracking_uri != state["tracking_uri"]:
-            configs = moved_to(configs, tracking_uri)
-            kept = {key: cfg.to_dict() for key, cfg in configs.items()}
-            storage.save(sweep_name, {**state, "tracking_uri": tracking_uri, "configs": kept})
         print(resuming(sweep_name, started_as, resumed_as), file=sys.stderr)
     else:
         configs = build_configs(grid, scale, options, tracking_uri)  # validated before anything starts
@@ -173,7 +145,7 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
     # what needs only the configs and their data, before MLflow or Ray is touched
     check_before_launch(configs.values(), lengths=not options.resume)
     check_tracking(tracking_uri)
-    started_ray = start_ray(options.address, options.ray_temp_dir, log_to_driver=options.tune.verbose)
+    started_ray = start_ray(options.address, options.ray_temp_dir, log_to_driver=options.verbose)
     parent_run_id = ""
     try:
         check_cluster(scale, res, 0.0 if started_ray else options.gpu_wait_min)
@@ -197,7 +169,7 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
         extension, sweep_uri = options.extension, storage.uri(sweep_name)
         extras = extension.session(sweep_uri, tracking_uri, parent_run_id, configs) if extension else ()
         axes = grid.declared_axes()  # extras: the extension's scheduler and callbacks
-        results = fit(storage, sweep_name, configs, res, axes, options.tune, options.resume, *extras)
+        results = fit(storage, sweep_name, configs, res, axes, options, *extras)
     except BaseException:
         if parent_run_id:
             store.set_run_status(tracking_uri, parent_run_id, "KILLED")

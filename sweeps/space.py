@@ -1,9 +1,5 @@
-"""How a grid becomes trial configs at a scale; what a grid is, is `experiments.grid`.
-
-`trial_config(grid, point, scale, overrides, seed)` builds one trial's validated, tagged
-`ExperimentConfig` in one documented order of precedence (defaults < grid base < point < scale < recipe <
-the point's over_scale keys < --set < seed; `provenance` says which step set each setting);
-`resolve(grid, scale, seeds)` gives every trial of a grid.
+"""How a grid becomes trial configs at a scale: `trial_config` decides one trial's settings in one order of
+precedence (`SOURCES`; `provenance` says which step set each), `resolve` gives every trial of a grid.
 """
 
 from __future__ import annotations
@@ -26,9 +22,8 @@ from sweeps.scales import Scale, get_scale
 
 @dataclass(frozen=True)
 class SweepLink:
-    """What a trial records of the sweep it runs in: the parent run it nests under and the sweep's tags it
-    carries (its commit, its pre-search seeds). Known once the sweep's parent run is open, and written by
-    `trial_config` with the rest of the trial's config, not patched in afterwards."""
+    """What a trial records of its sweep: the parent run it nests under and the sweep's tags it carries,
+    written by `trial_config` with the rest of the trial's config, not patched in afterwards."""
 
     parent_run_id: str
     tags: Mapping[str, str] = field(default_factory=dict)
@@ -46,14 +41,12 @@ def scale_note(grid: Grid, scale: Scale | str) -> str | None:
 
 
 def trial_recipe(grid: Grid, scale: Scale, task: str) -> Recipe | None:
-    """The recipe a trial of `grid` trains at on `scale`: its experiment's at the scale
-    (`Experiment.recipes`), else the one the scale was given for the task (a search's candidate); None
-    where neither is (a scale that needs one then refuses the task, saying why: `Scale.recipe`)."""
+    """The recipe a trial of `grid` trains at on `scale`: its experiment's at the scale, else the one the
+    scale was given for the task (a search's candidate; `Scale.recipe`), else None."""
     return recipe_for(grid.name, scale.name) or scale.recipe(task)
 
 
-#: where a trial's setting came from, in the order of precedence (`trial_config`), named as the command line
-#: and the grid name them
+#: where a trial's setting came from, in the order of precedence (`trial_config`)
 DEFAULT, BASE, POINT, SCALE, RECIPE, OVER_SCALE, SET, SEEDS = SOURCES = (
     "default",
     "grid base",
@@ -84,8 +77,7 @@ def config_stages(
     seed: int | None = None,
     link: SweepLink | None = None,
 ) -> list[Stage]:
-    """The trial's config after each step of its precedence (`SOURCES`), the last one the trial's own
-    (unvalidated): see `trial_config`."""
+    """The trial's config after each step of `SOURCES`, the last one the trial's own (unvalidated)."""
     defaults = ExperimentConfig()
     base = dict(grid.base)
     axes = {k for k, v in point.overrides.items() if k not in base or repr(base[k]) != repr(v)}
@@ -145,22 +137,13 @@ def trial_config(
     seed: int | None = None,
     link: SweepLink | None = None,
 ) -> ExperimentConfig:
-    """One trial's config, validated and tagged: the one place a trial's settings are decided.
-
-    Order of precedence, each step over the ones before it (`SOURCES`, `config_stages`):
-
-    1. the defaults (`ExperimentConfig()`);
-    2. the grid's base and 3. the point (`point.overrides` holds both): the paper-scale config;
-    4. the scale (`Scale.shrink`: counts, digits, learning rate, epochs, model size; with a step budget,
-       `Scale.fit_epochs`: the epochs that budget needs);
-    5. the recipe the grid's experiment declares for the scale (`trial_recipe`): its settings over the
-       scale's, the paper's sample count, and the epochs its steps need;
-    6. the point's `over_scale` keys (a tuning grid's values of the scale's own settings), then
-    7. `overrides` (`--set`); after 6 or 7, with a step budget, the epochs are fitted again to the budget
-       unless `train.epochs` was set outright;
-    8. the seed (None: the configured `train.seed`): `train.seed`, `data.seed` moved by as much, and the
-       MLflow names and tags; with `link`, the sweep's parent run and its tags after the trial's own.
-    """
+    """One trial's config, validated and tagged: the one place a trial's settings are decided. Each step
+    of `SOURCES` goes over the ones before: the defaults; the grid's base and the point (the paper-scale
+    config); the scale (`Scale.shrink`, then with a step budget the epochs it needs); the recipe its
+    experiment declares for the scale (`trial_recipe`); the point's `over_scale` keys, then `--set`
+    (after either, a step budget's epochs are fitted again unless `train.epochs` was set outright); the
+    seed (None: the configured one), `data.seed` moved by as much, the MLflow names and tags, and with
+    `link` the sweep's parent run."""
     trial = config_stages(grid, point, scale, overrides, seed, link)[-1].config
     try:
         validate_data(validate(trial).data)  # what the data layer cannot produce fails here too
@@ -175,8 +158,7 @@ def trial_config(
 
 
 def provenance(stages: list[Stage]) -> dict[str, str]:
-    """Each setting of the trial (a dotted key) -> the last step of `config_stages` that named it or
-    changed it ("default": none did)."""
+    """Each setting of the trial -> the last step of `config_stages` that named or changed it."""
     flats = [stage.config.flat() for stage in stages]
     out = {}
     for key in flats[-1]:
@@ -190,9 +172,8 @@ def provenance(stages: list[Stage]) -> dict[str, str]:
 def setting_sources(
     grid: Grid, scale: Scale, configs: Iterable[ExperimentConfig], overrides: Mapping[str, Any] | None = None
 ) -> list[dict[str, str]]:
-    """Where every setting of the sweep's trials came from (`provenance`), one row a setting: its key, the
-    step(s) of the precedence that set it (`SOURCES`; "extension": changed after `trial_config`, by a sweep
-    extension) and its value ("(varies)" where the trials differ)."""
+    """Where every setting of the sweep's trials came from, one row a setting: its key, the step(s) of
+    `SOURCES` that set it ("extension": a sweep extension changed it) and its value (or "(varies)")."""
     points = {p.name: p for p in grid.points()}
     seen: dict[str, list[tuple[str, str]]] = {}
     for cfg in configs:
@@ -232,13 +213,10 @@ def resolve(
     only: Mapping[str, str | Sequence[str]] | None = None,
     link: SweepLink | None = None,
 ) -> list[ExperimentConfig]:
-    """Every trial of `grid` at `scale`: `trial_config` of each point and seed (its docstring gives the
-    order of precedence), each linked to its sweep by `link` when given. `seeds` is a count K (seeds
-    base, base+1, ..., with base = the configured train.seed, after `overrides`) or explicit seed values.
-    `only` (`--only key=value`, `arith.config.parse_only`) keeps the points whose config at the scale has,
-    for every key, one of its values, read before
-    `overrides`: a `--set` moves a kept point without dropping it, and is applied (and validated) only on
-    the points kept."""
+    """Every trial of `grid` at `scale`: `trial_config` of each point and seed. `seeds` is a count K (the
+    configured train.seed and the K-1 after it) or explicit seeds. `only` (`--only`) keeps the points whose
+    config at the scale has one of its values for every key, read before `overrides`: a `--set` moves a
+    kept point without dropping it, and is validated only on the points kept."""
     scale = get_scale(scale) if isinstance(scale, str) else scale
     kept = grid.points()
     bundles = {k: v for k, v in (only or {}).items() if k in grid.bundle_axes()}
@@ -307,10 +285,9 @@ def select(
 
 
 def parse_seeds(text: str) -> int | tuple[int, ...]:
-    """`--seeds`: a count K ("3": the configured seed and the K-1 after it), explicit seeds ("1,2"), or a
-    range of them ("20-29", both ends included, mixed with lists: "5,7-9"); explicit seeds add seeds to an
-    earlier sweep without re-running the ones it has. A count of PRESEARCH_FIRST_SEED (100) or more is
-    refused: it is nearly always a pre-search seed written without its comma ("100" for "100,")."""
+    """`--seeds`: a count K ("3"), explicit seeds ("1,2") or ranges ("20-29", "5,7-9"). A count of
+    PRESEARCH_FIRST_SEED (100) or more is refused: it is nearly always a pre-search seed written without
+    its comma ("100" for "100,")."""
     values: list[int] = []
     try:
         for part in filter(None, (p.strip() for p in text.split(","))):

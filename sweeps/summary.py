@@ -1,13 +1,10 @@
-"""What a sweep's parent run holds besides its trials (its metrics and claim tags are the analysis's:
-`analysis.summary`): the sweep's params, set when it opens, so the experiment's runs table tells sweeps
-apart by grid, scale, axes, seeds and command; and `--register NAME`, its best trial's logged model
-registered in the Model Registry under NAME."""
+"""A sweep's parent run's params (so the runs table tells sweeps apart by grid, scale, axes, seeds and
+command), and `--register NAME`: its best trial's logged model registered in the Model Registry."""
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from arith.config import ExperimentConfig
 from arith.tracking import store
@@ -23,15 +20,11 @@ from experiments.intervals import seed_list
 from sweeps.errors import SweepError
 
 
-def as_config(config: ExperimentConfig | Mapping[str, Any]) -> ExperimentConfig:
-    return config if isinstance(config, ExperimentConfig) else ExperimentConfig.from_dict(dict(config))
-
-
 def sweep_params(
-    grid: str, scale: str, axes: Sequence[str], configs: Mapping[str, Any], args: Sequence[str]
+    grid: str, scale: str, axes: Sequence[str], configs: Mapping[str, ExperimentConfig], args: Sequence[str]
 ) -> dict[str, str]:
     """The parent run's params: grid, scale, the grid's axes, the seeds its trials run and its command."""
-    seeds = sorted({as_config(c).train.seed for c in configs.values()})
+    seeds = sorted({c.train.seed for c in configs.values()})
     return {
         GRID_TAG: grid,
         SCALE_TAG: scale,

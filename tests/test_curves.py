@@ -21,9 +21,9 @@ from arith.tracking.store import client as store_client
 from experiments.verdicts import LEARNED
 from lab import plan
 from lab.budget import budget_figure, budget_table
+from lab.paper_trial import longest_trial, paper_trial
 from lab.presearch import presearch_records
 from lab.results import page as results
-from sweeps.grids import longest_trial, paper_trial
 
 ROOT = Path(__file__).resolve().parent.parent
 

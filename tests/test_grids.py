@@ -17,10 +17,11 @@ from arith.overrides import parse_only
 from arith.tracking.commands import seeds_argument
 from arith.training import hardware
 from experiments.grid import Grid, Variant
+from lab.paper_trial import longest_trial, paper_trial
 from lab.sweep import main as lab_sweep
 from sweeps import cluster
 from sweeps.errors import SweepError
-from sweeps.grids import GRIDS, get_grid, longest_trial, paper_trial, points
+from sweeps.grids import GRIDS, get_grid, points
 from sweeps.offline import SweepPart
 from sweeps.run import SweepOptions, absolute_uri, build_configs, main, trial_outcomes, trial_table
 from sweeps.scales import SCALES, get_scale

@@ -50,7 +50,7 @@ def test_a_search_caps_each_trial_at_its_cpu_budget_and_says_at_most() -> None:
     assert seconds_left([running, pending], slots=1) == pytest.approx(19_990 * 2.0 + 20_000 * 2.0)
     # running: (60 - 10) CPU s x 2; pending: 60 x the mean ratio 2, queued after it on the one slot
     assert seconds_left([running, pending], slots=1, clock_budget_s=60.0) == pytest.approx(100.0 + 120.0)
-    line = progress_line([running, pending], 5.0, None, None, slots=1, clock_budget_s=60.0)
+    line = progress_line([running, pending], 5.0, {}, slots=1, clock_budget_s=60.0)
     assert line.endswith("left at most ~3:40")
 
 
@@ -61,12 +61,12 @@ def test_line_counts_states_and_shows_accuracies() -> None:
         TrialState("PENDING", 0, 10, 0.0),
         TrialState("ERROR", 3, 10, 4.0),
     ]
-    line = progress_line(states, 75.0, latest=0.5, best=0.875, slots=1)
+    line = progress_line(states, 75.0, {"a": 0.5, "b": 0.875}, slots=1)
     assert line == (
-        "[1:15] trials 1 done, 1 running, 1 pending, 1 failed | test_acc latest 0.50 best 0.88 | left ~0:15"
+        "[1:15] trials 1 done, 1 running, 1 pending, 1 failed | best test_acc: a 0.50, b 0.88 | left ~0:15"
     )
-    assert progress_line(states[:1], 3.0, None, None, 1) == (
-        "[0:03] trials 1 done, 0 running, 0 pending, 0 failed | test_acc latest - best -"
+    assert progress_line(states[:1], 3.0, {}, 1) == (
+        "[0:03] trials 1 done, 0 running, 0 pending, 0 failed | best test_acc -"
     )
 
 

@@ -16,6 +16,7 @@ from scipy import stats
 from analysis.findings import Finding
 from analysis.summary import VERDICTS_TAG, claim_tags, point_metrics, seed_mean
 from analysis.ui_start import ROOT, ui_command
+from arith.config import ExperimentConfig
 from arith.tracking import logged_model
 from arith.tracking.schema import MODEL_ARTIFACT, POINT_TAG, SEED_TAG, model_name, point_label
 from arith.tracking.trial_lookup import TrialNotFound, trial_run_id
@@ -78,7 +79,7 @@ def test_point_labels_and_model_names() -> None:
 
 
 def test_the_sweeps_params() -> None:
-    configs = {f"p|seed={s}": {"train": {"seed": s}} for s in (0, 1, 2, 5)}
+    configs = {f"p|seed={s}": ExperimentConfig().with_overrides({"train.seed": s}) for s in (0, 1, 2, 5)}
     params = sweep_params("demo", "cpu", ["data.format"], configs, ["--grid", "demo", "--seeds", "3"])
     assert params == {
         "grid": "demo",

@@ -62,8 +62,8 @@ from lab.search.declared import (
     check_presearch_seeds,
 )
 from lab.searches import SEARCHES
-from sweeps.extension import Configs
 from sweeps.grids import get_grid
+from sweeps.options import Configs
 from sweeps.scales import Scale, get_scale
 from sweeps.storage import digit_map
 from sweeps.trainable import trial_key
