@@ -1,27 +1,17 @@
 """What a trial has logged and its MLflow store does not have yet: batched, kept through store outages,
-saved when the trial ends without the store, and sent later from the saved folder.
-
-Metric values wait in memory and go with `log_batch`; tags, texts and files wait too. A send that fails
-because the store is down keeps everything, warns once and tries again after a growing pause; values past
-`MAX_BUFFERED` go to a file in the trial's folder. What is still unsent rides in every checkpoint
-(`Outbox.unsent`), so a trial killed while the store is down loses nothing. A trial that still cannot
-reach the store at its end writes everything unsent to `unsent-<run id>/` (`Outbox.save`), which
-
-    python -m arith.tracking send FOLDER [--tracking-uri URI]
-
-sends (`send_unsent`, `main`). The tracker (`arith.tracking.runs.MlflowTracker`) decides what to log;
-this module only gets it there, which is why it is apart: the queue knows no evaluation or schema.
+carried in every checkpoint (`Outbox.unsent`), and saved to `unsent-<run id>/` when the trial ends without
+the store (`Outbox.save`), for `python -m arith.tracking send FOLDER` to send later. The tracker
+(`arith.tracking.runs`) decides what to log; this queue knows no evaluation or schema.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,10 +19,9 @@ from arith.tracking import store
 
 #: MLflow's per-call limit of metrics for log_batch
 MAX_METRICS_PER_BATCH = 1000
-#: buffered metric values are sent once this many are waiting (and before every checkpoint, and at the end)
+#: buffered metric values are sent once this many wait (and before every checkpoint, and at the end), or
+#: once the oldest has waited FLUSH_AFTER_S: a slow trial would otherwise show the UI no curve for an hour
 FLUSH_EVERY = 500
-#: ... or once the oldest has waited this long: a slow trial (a CPU model logging every few seconds) would
-#: otherwise show the MLflow UI no curve for most of an hour; one batch a minute is still one call
 FLUSH_AFTER_S = 60.0
 #: at most this many values wait in memory while the store is down; older ones go to the trial's folder
 MAX_BUFFERED = 200_000
@@ -232,19 +221,3 @@ def send_unsent(folder: str | Path, tracking_uri: str | None = None) -> int:
     client.set_terminated(run_id, status=header["status"])
     folder.rename(folder.with_name(folder.name + ".sent"))
     return len(values)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m arith.tracking", description="Tracking utilities.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    send = commands.add_parser("send", help="send a trial's unsent metrics (an unsent-<run id> folder)")
-    send.add_argument("folder")
-    send.add_argument("--tracking-uri", help="the store to send to (default: the one the trial used)")
-    args = parser.parse_args(argv)
-    n = send_unsent(args.folder, args.tracking_uri)
-    print(f"sent {n} metric values and the run's end to {args.tracking_uri or 'its store'}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
