@@ -55,6 +55,8 @@ class NullTracker:
     """The tracker for `tracking.enabled=False`, and for a resumed trial whose run is already FINISHED:
     same calls, nothing logged."""
 
+    run_id: str = ""  # subclasses set their own
+
     def __init__(self, run_id: str = "") -> None:
         self.run_id = run_id
 

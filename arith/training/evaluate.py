@@ -1,13 +1,6 @@
-"""The paper's evaluation: exact match per test cell, memorisation and failures.
-
-Every prompt is answered greedily (`arith.training.decoding`); a reply is correct iff it ended within its
-cap and `arith.data.tasks.answer_key(task, format, generated) == example.key` (`decoding.is_right`): for
-dialogues the last number of the teacher's reply, as the paper checks "the teacher's response". Each cell
-also records the fraction of its test problems that were in the training set
-(`arith.data.tasks.problem_id`), which the paper worries about for small digit counts but never measures.
-
-Wrong answers are kept: every one up to `errors_per_cell` a cell (`EvalResult.errors`, with the operands,
-for `arith.tracking.digit_errors`), and the first `failures_per_cell` of those as `EvalResult.failures`.
+"""The paper's evaluation: exact match per test cell (`decoding.is_right`: for dialogues the last number of
+the teacher's reply, as the paper checks), the share of each cell's problems that were training problems
+(which the paper worries about but never measures), and the wrong answers kept for `digit_errors`.
 """
 
 from __future__ import annotations
@@ -28,8 +21,7 @@ from arith.tracking.schema import (
     ACCURACY_UNSEEN_COLUMN,
     B_COLUMN,
     CELL_COLUMNS,
-    COL_DIGITS_COLUMN,
-    CONTEXT_COLUMN,
+    CELL_KEYS,
     ERROR_COLUMNS,
     EXPECTED_COLUMN,
     N_SEEN_COLUMN,
@@ -40,13 +32,14 @@ from arith.tracking.schema import (
 )
 from arith.training.decoding import generate_replies, is_right
 
+#: a failure's fields in the trainer's log of failed decodings (eval/failures.jsonl)
+FAILURE_COLUMNS = (PROMPT_COLUMN, EXPECTED_COLUMN, "generated", *CELL_KEYS)
+
 
 @dataclass(frozen=True)
 class CellResult:
-    """One cell of the paper's grids, its accuracy split by whether each test problem is also a training
-    problem: a model that memorised its training set is right on the seen ones only. `seen_in_train`
-    (the seen fraction), `n_seen` and the split accuracies are NaN when no training set was given; an
-    accuracy is NaN where its part is empty."""
+    """One cell of the paper's grids, its accuracy split by whether each problem is also a training problem
+    (a model that memorised is right on the seen ones only); NaN where unknown or empty."""
 
     context: str
     row_digits: int | None
@@ -73,15 +66,9 @@ class Failure:
     b: int | None = None
 
     def to_json(self) -> dict:
-        context, row_digits, col_digits = self.cell
-        return {
-            PROMPT_COLUMN: self.prompt,
-            EXPECTED_COLUMN: self.expected,
-            "generated": self.generated,
-            CONTEXT_COLUMN: context,
-            ROW_DIGITS_COLUMN: row_digits,
-            COL_DIGITS_COLUMN: col_digits,
-        }
+        return dict(
+            zip(FAILURE_COLUMNS, (self.prompt, self.expected, self.generated, *self.cell), strict=True)
+        )
 
 
 @dataclass
@@ -118,15 +105,7 @@ class EvalResult:
         return pd.DataFrame([asdict(c) for c in self.cells], columns=CELL_COLUMNS)
 
     def failures_frame(self) -> pd.DataFrame:
-        columns = [
-            PROMPT_COLUMN,
-            EXPECTED_COLUMN,
-            "generated",
-            CONTEXT_COLUMN,
-            ROW_DIGITS_COLUMN,
-            COL_DIGITS_COLUMN,
-        ]
-        return pd.DataFrame([f.to_json() for f in self.failures], columns=columns)
+        return pd.DataFrame([f.to_json() for f in self.failures], columns=FAILURE_COLUMNS)
 
     def errors_frame(self) -> pd.DataFrame:
         """The kept wrong answers, one row each, columns ERROR_COLUMNS (`reply` = the generated text)."""
@@ -148,13 +127,9 @@ def evaluate(
     seed: int = 0,
     max_new_tokens: int = 0,
 ) -> EvalResult:
-    """Greedy-decode every example's prompt and score it per cell.
-
-    `train_problems`: `arith.data.tasks.problem_ids(train_examples)`, for each cell's `seen_in_train`.
-    `errors_per_cell`: wrong answers kept a cell (`EvalResult.errors`; the failures are the first of them).
-    `seed` fixes the random position draws (random_embed tags, randomized ids) of the test.
-    `max_new_tokens`: the decoding cap of every reply (0 = `reply_cap`, fitted to the data; set it for
-    a dialogue file whose replies are longer than the generator's templates)."""
+    """Greedy-decode every example's prompt and score it per cell. `train_problems`: `problem_ids` of the
+    training set, for `seen_in_train`; `seed` fixes the test's random position draws; `max_new_tokens`:
+    every reply's cap (0 = `reply_cap`; set it for a dialogue file longer than the generator's templates)."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1 (got {batch_size})")
     missing = [e for e in examples if e.cell is None]
@@ -165,14 +140,18 @@ def evaluate(
         model, tokenizer, examples, batch_size=batch_size, seed=seed, max_new_tokens=max_new_tokens
     )
     correct = [is_right(e, text, done) for e, text, done in zip(examples, generated, ended, strict=True)]
-    seen = None
-    if train_problems is not None:
-        seen = [problem_id(e) in train_problems for e in examples]
-    cells = _score_cells(examples, correct, seen)
-    errors = _pick_failures(examples, generated, correct, max(errors_per_cell, failures_per_cell))
-    failures = _first_per_cell(errors, failures_per_cell)
-    errors = _first_per_cell(errors, errors_per_cell)
-    return EvalResult(cells=cells, failures=failures, seconds=time.perf_counter() - start, errors=errors)
+    seen = None if train_problems is None else [problem_id(e) in train_problems for e in examples]
+    wrong = [
+        Failure(prompt=e.prompt, expected=e.answer.strip(), generated=text.strip(), cell=e.cell, a=e.a, b=e.b)
+        for e, text, ok in zip(examples, generated, correct, strict=True)
+        if not ok
+    ]
+    return EvalResult(
+        cells=_score_cells(examples, correct, seen),
+        failures=_first_per_cell(wrong, failures_per_cell),
+        seconds=time.perf_counter() - start,
+        errors=_first_per_cell(wrong, errors_per_cell),
+    )
 
 
 def _cell_order(examples: Sequence[Example]) -> list[Cell]:
@@ -204,41 +183,13 @@ def _score_cells(
                 ACCURACY_SEEN_COLUMN: _accuracy(correct, seen_items),
                 ACCURACY_UNSEEN_COLUMN: _accuracy(correct, unseen_items),
             }
-        results.append(
-            CellResult(
-                cell[0],
-                cell[1],
-                cell[2],
-                len(items),
-                n_correct,
-                n_correct / len(items),
-                split.pop(SEEN_IN_TRAIN_COLUMN, math.nan),
-                **split,
-            )
-        )
+        seen_share = split.pop(SEEN_IN_TRAIN_COLUMN, math.nan)
+        results.append(CellResult(*cell, len(items), n_correct, n_correct / len(items), seen_share, **split))
     return results
 
 
 def _accuracy(correct: Sequence[bool], items: Sequence[int]) -> float:
     return sum(correct[i] for i in items) / len(items) if items else math.nan
-
-
-def _pick_failures(
-    examples: Sequence[Example], generated: Sequence[str], correct: Sequence[bool], per_cell: int
-) -> list[Failure]:
-    """The first `per_cell` wrong answers of each cell, in the order of `examples`."""
-    kept: dict[Cell, int] = {}
-    failures = []
-    for e, text, ok in zip(examples, generated, correct, strict=True):
-        if ok or kept.get(e.cell, 0) >= per_cell:
-            continue
-        kept[e.cell] = kept.get(e.cell, 0) + 1
-        failures.append(
-            Failure(
-                prompt=e.prompt, expected=e.answer.strip(), generated=text.strip(), cell=e.cell, a=e.a, b=e.b
-            )
-        )
-    return failures
 
 
 def _first_per_cell(failures: Sequence[Failure], per_cell: int) -> list[Failure]:
