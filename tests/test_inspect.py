@@ -241,13 +241,9 @@ def test_digit_errors_by_position_read_either_answer_order() -> None:
     rows = digit_errors.digit_rows(errors, "mul", "padding_reverse")
     wrong = rows.groupby("answer")["wrong"].apply(list).to_dict()
     assert wrong == {0: [False, False, False, True], 1: [False, False, False, True], 2: [True] * 4}
-    cells = pd.DataFrame(
-        {"context": ["main"], "row_digits": [2], "col_digits": [2], "n": [10], "correct": [7]}
-    )
-    positions = digit_errors.by_position(rows, cells)
+    positions = digit_errors.by_position(rows)
     top = positions[positions["position"] == 3].iloc[0]
     assert top["answers"] == 3 and top["wrong"] == 3 and top["rate"] == 1.0
-    assert top["rate_all"] == pytest.approx(0.3)  # 3 wrong of 10 answers, each wrong in its top digit
     chains = digit_errors.by_carry_chain(rows, keys=[])
     assert set(chains["chain"]) <= {0, 1, 2, 3} and chains["digits"].sum() == 12
     # the plain format writes its answer most significant digit first: read it turned round

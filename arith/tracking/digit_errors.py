@@ -15,8 +15,6 @@ from arith.tracking.schema import (
     CELL_KEYS,
     COL_DIGITS_COLUMN,
     CONTEXT_COLUMN,
-    CORRECT_COLUMN,
-    N_COLUMN,
     ROW_DIGITS_COLUMN,
 )
 
@@ -62,37 +60,25 @@ def digit_rows(errors: pd.DataFrame, task: str, fmt: str) -> pd.DataFrame:
     return frame.astype({ROW_DIGITS_COLUMN: "Int64"})
 
 
-def by_position(
-    rows: pd.DataFrame, cells: pd.DataFrame | None = None, keys: list[str] = CELL_KEYS
-) -> pd.DataFrame:
-    """Per `keys` (a cell) and answer digit: `answers` (kept wrong answers with that digit), `wrong`, `rate`
-    = wrong / answers; with the cells, also `rate_all` = rate x (n - correct) / n, the estimated share of
-    all the cell's answers with that digit wrong (exact when every wrong answer was kept)."""
-    columns = [*keys, "position", "answers", "wrong", "rate"]
+def _rates(rows: pd.DataFrame, by: str, count: str, keys: list[str]) -> pd.DataFrame:
+    """Per `keys` and `by`: `count` (digits), `wrong` (of those), `rate` = wrong / count."""
     if rows.empty:
-        return pd.DataFrame(columns=columns + (["rate_all"] if cells is not None else []))
+        return pd.DataFrame(columns=[*keys, by, count, "wrong", "rate"])
     out = (
-        rows.groupby([*keys, "position"], dropna=False)["wrong"]
-        .agg(answers="count", wrong="sum")
-        .reset_index()
+        rows.groupby([*keys, by], dropna=False)["wrong"].agg(**{count: "count", "wrong": "sum"}).reset_index()
     )
-    out["rate"] = out["wrong"] / out["answers"]
-    if cells is not None:
-        totals = cells.groupby(keys, dropna=False)[[N_COLUMN, CORRECT_COLUMN]].sum().reset_index()
-        out = out.merge(totals, on=keys, how="left")
-        out["rate_all"] = out["rate"] * (out[N_COLUMN] - out[CORRECT_COLUMN]) / out[N_COLUMN]
-        out = out.drop(columns=[N_COLUMN, CORRECT_COLUMN])
+    out["rate"] = out["wrong"] / out[count]
     return out
+
+
+def by_position(rows: pd.DataFrame, keys: list[str] = CELL_KEYS) -> pd.DataFrame:
+    """Per `keys` (a cell) and answer digit: `answers` (wrong answers with that digit), `wrong`, `rate`."""
+    return _rates(rows, "position", "answers", keys)
 
 
 def by_carry_chain(rows: pd.DataFrame, keys: list[str] = CELL_KEYS) -> pd.DataFrame:
     """Per `keys` and carry-chain length: `digits`, `wrong`, `rate` (empty for a task without carries)."""
-    rows = rows[rows["chain"] >= 0] if not rows.empty else rows
-    if rows.empty:
-        return pd.DataFrame(columns=[*keys, "chain", "digits", "wrong", "rate"])
-    out = rows.groupby([*keys, "chain"], dropna=False)["wrong"].agg(digits="count", wrong="sum").reset_index()
-    out["rate"] = out["wrong"] / out["digits"]
-    return out
+    return _rates(rows[rows["chain"] >= 0] if not rows.empty else rows, "chain", "digits", keys)
 
 
 def cell_label(context: str, row_digits, col_digits) -> str:

@@ -103,8 +103,6 @@ class Outbox:
     def _send(self) -> None:
         """Send in order, dropping each part only once the store has it (a failure mid-way resends none
         of what arrived)."""
-        from mlflow.entities import RunTag
-
         spilled = self.spilled()
         if spilled.exists():
             send_metrics(self.client, self.run_id, read_values(spilled))
@@ -113,15 +111,7 @@ class Outbox:
             send_metrics(self.client, self.run_id, self.metrics[:MAX_METRICS_PER_BATCH])
             del self.metrics[:MAX_METRICS_PER_BATCH]
         self._waiting_since = None
-        if self.tags:
-            self.client.log_batch(self.run_id, tags=[RunTag(k, v) for k, v in self.tags.items()])
-            self.tags.clear()
-        for name in list(self.texts):
-            self.client.log_text(self.run_id, self.texts[name], name)
-            del self.texts[name]
-        while self.files:
-            log_file(self.client, self.run_id, *self.files[0])
-            self.files.pop(0)
+        send_parts(self.client, self.run_id, self.tags, self.texts, self.files)
 
     def spilled(self) -> Path:
         """The file of metric values that did not fit in memory while the store was down."""
@@ -174,12 +164,24 @@ def patiently(action: Callable[[], T], what: str, uri: str) -> T:
             pause = min(30.0, pause * 2)
 
 
-def log_file(client, run_id: str, path: str, directory: str) -> None:
-    """A file into the run's folder `directory`, or a folder's files as `directory` itself."""
-    if Path(path).is_dir():
-        client.log_artifacts(run_id, path, directory)
-    else:
-        client.log_artifact(run_id, path, directory)
+def send_parts(client, run_id: str, tags: dict[str, str], texts: dict[str, str], files: list) -> None:
+    """Tags, texts (artifact file -> text) and files (a file into the run's folder `directory`, a folder's
+    files as `directory` itself), each dropped from its collection once the store has it."""
+    from mlflow.entities import RunTag
+
+    if tags:
+        client.log_batch(run_id, tags=[RunTag(k, v) for k, v in tags.items()])
+        tags.clear()
+    for name in list(texts):
+        client.log_text(run_id, texts[name], name)
+        del texts[name]
+    while files:
+        path, directory = files[0]
+        if Path(path).is_dir():
+            client.log_artifacts(run_id, path, directory)
+        else:
+            client.log_artifact(run_id, path, directory)
+        files.pop(0)
 
 
 def send_metrics(client, run_id: str, values: list[Value]) -> None:
@@ -189,6 +191,14 @@ def send_metrics(client, run_id: str, values: list[Value]) -> None:
     for i in range(0, len(values), MAX_METRICS_PER_BATCH):
         chunk = values[i : i + MAX_METRICS_PER_BATCH]
         client.log_batch(run_id, metrics=[Metric(k, v, ts, step) for k, v, ts, step in chunk])
+
+
+def logged_steps(client, run_id: str) -> set[tuple[str, int]]:
+    """Every (metric key, step) the run holds."""
+    have: set[tuple[str, int]] = set()
+    for key in client.get_run(run_id).data.metrics:
+        have |= {(key, m.step) for m in client.get_metric_history(run_id, key)}
+    return have
 
 
 def read_values(path: Path) -> list[Value]:
@@ -203,21 +213,12 @@ def send_unsent(folder: str | Path, tracking_uri: str | None = None) -> int:
     uri = tracking_uri or header["tracking_uri"]
     client = store.open_client(uri)
     run_id = header["run_id"]
-    have = set()
-    for key in client.get_run(run_id).data.metrics:
-        have |= {(key, m.step) for m in client.get_metric_history(run_id, key)}
+    have = logged_steps(client, run_id)
     metrics_file = folder / UNSENT_METRICS
     values = read_values(metrics_file) if metrics_file.exists() else []
     values = [v for v in values if (v[0], v[3]) not in have]
     send_metrics(client, run_id, values)
-    from mlflow.entities import RunTag
-
-    if header["tags"]:
-        client.log_batch(run_id, tags=[RunTag(k, v) for k, v in header["tags"].items()])
-    for name, text in header["texts"].items():
-        client.log_text(run_id, text, name)
-    for path, directory in header["files"]:
-        log_file(client, run_id, path, directory)
+    send_parts(client, run_id, header["tags"], header["texts"], header["files"])
     client.set_terminated(run_id, status=header["status"])
     folder.rename(folder.with_name(folder.name + ".sent"))
     return len(values)

@@ -22,7 +22,7 @@ import pandas as pd
 
 from arith.config import ExperimentConfig
 from arith.tracking import digit_errors, logged_model, store
-from arith.tracking.outbox import Outbox, patiently
+from arith.tracking.outbox import Outbox, logged_steps, patiently
 from arith.tracking.schema import (
     CELLS_ARTIFACT,
     CONTEXT_COLUMN,
@@ -139,8 +139,7 @@ class MlflowTracker(NullTracker):
     def _reopen(self) -> None:
         """Mark the run RUNNING, note every (key, step) it has and reload its evaluation history."""
         self.client.update_run(self.run_id, status="RUNNING")
-        for key in self.client.get_run(self.run_id).data.metrics:
-            self._logged |= {(key, m.step) for m in self.client.get_metric_history(self.run_id, key)}
+        self._logged = logged_steps(self.client, self.run_id)
         with tempfile.TemporaryDirectory() as tmp:
             for name in (CELLS_ARTIFACT, FAILURES_ARTIFACT):
                 try:

@@ -14,11 +14,7 @@ from arith.data.tasks import problem_ids
 from arith.model.gpt import build_model
 from arith.model.tokenizer import tokenizer_for
 from arith.training.batching import BatchLoader, encode_lines, example_digits, pad_token_id
-from arith.training.checkpoints import (
-    rng_state,
-    seed_everything,
-    set_rng_state,
-)
+from arith.training.checkpoints import rng_state, seed_everything, set_rng_state
 from arith.training.hardware import (
     autocast_context,
     compile_model,
