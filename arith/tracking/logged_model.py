@@ -35,22 +35,6 @@ def name_of(tags: dict[str, str]) -> str:
     return MODEL_ARTIFACT
 
 
-def run_model_uri(client: Any, uri: str) -> str:
-    """`runs:/<run id>/model[/...]` as the URI of that run's logged model (`models:/<model id>[/...]`);
-    any other URI, or a run without one (its `model/` kept while the store was down), as it is."""
-    prefix, _, rest = uri.removeprefix("runs:/").partition("/")
-    if not uri.startswith("runs:/") or rest.split("/")[0] != MODEL_ARTIFACT:
-        return uri
-    run = client.get_run(prefix)
-    found = client.search_logged_models(
-        [run.info.experiment_id], filter_string=f"source_run_id = '{prefix}'", max_results=5
-    )
-    named = [m for m in found if m.name in (name_of(run.data.tags), MODEL_ARTIFACT)]
-    if not named:
-        return uri
-    return f"models:/{named[0].model_id}" + rest.removeprefix(MODEL_ARTIFACT)
-
-
 def log(uri: str, run_id: str, model: Any, folder: Path, step: int) -> str:
     """Log `model` and the other files of `folder` as the run's logged model, linked to its metrics at
     `step`; return its id."""

@@ -2,8 +2,9 @@
 
 The model package saves and loads folders (`arith.model.gpt`) and knows no store; reaching a run's
 `model/` artifact (`runs:/<run id>/model`, `mlflow-artifacts:/...`, `file:///...`) is tracking's, so it
-lives here. mlflow is imported only for a URI (`download_artifacts`). A trial of an
-offline sweep has no `model/` in the store it was imported into (an archive carries text, not weights):
+lives here, with the reading of an MLflow logged model's folder (`arith.tracking.logged_model` writes
+it). mlflow is imported only for a URI (`download_artifacts`). A trial of an offline sweep has no
+`model/` in the store it was imported into (an archive carries text, not weights):
 `kept_weights` finds the folder its sweep kept them in, or says in one line why there is none.
 """
 
@@ -23,7 +24,7 @@ from arith.model import gpt
 from arith.model.gpt import ArithModel, ModelFolderError
 from arith.tracking import logged_model, store
 from arith.tracking.archive import FILE_TAG, SOURCE_TAG
-from arith.tracking.schema import PARENT_RUN_TAG, WEIGHTS_FOLDER_TAG
+from arith.tracking.schema import MODEL_ARTIFACT, PARENT_RUN_TAG, WEIGHTS_FOLDER_TAG
 
 #: where an MLflow model folder keeps the flavour's extra files (mlflow.utils.model_utils)
 EXTRA_FILES = "extra_files"
@@ -65,13 +66,29 @@ def download_artifacts(uri: str, dst: str | Path, tracking_uri: str = "") -> Pat
     try:
         # a run's logged model (`runs:/<id>/model`, `models:/<id>`) is looked up in the global store
         with _use_tracking_uri(tracking_uri):
-            uri = logged_model.run_model_uri(client, str(uri))
+            uri = run_model_uri(client, str(uri))
             return Path(download(artifact_uri=uri, dst_path=str(dst), tracking_uri=tracking_uri))
     except Exception as err:  # MlflowException, OSError: an unknown run, path or store
         first = (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
         raise store.StoreError(
             f"cannot download {uri} (store {store.display(tracking_uri)}): {first}"
         ) from err
+
+
+def run_model_uri(client, uri: str) -> str:
+    """`runs:/<run id>/model[/...]` as the URI of that run's logged model (`models:/<model id>[/...]`);
+    any other URI, or a run without one (its `model/` kept while the store was down), as it is."""
+    prefix, _, rest = uri.removeprefix("runs:/").partition("/")
+    if not uri.startswith("runs:/") or rest.split("/")[0] != MODEL_ARTIFACT:
+        return uri
+    run = client.get_run(prefix)
+    found = client.search_logged_models(
+        [run.info.experiment_id], filter_string=f"source_run_id = '{prefix}'", max_results=5
+    )
+    named = [m for m in found if m.name in (logged_model.name_of(run.data.tags), MODEL_ARTIFACT)]
+    if not named:
+        return uri
+    return f"models:/{named[0].model_id}" + rest.removeprefix(MODEL_ARTIFACT)
 
 
 def saved_folder(folder: Path) -> Path:

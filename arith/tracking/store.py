@@ -208,12 +208,12 @@ def set_run_status(uri: str, run_id: str, status: str) -> None:
         mlflow_client.set_terminated(run_id, status=status)
 
 
-def _all_pages(search, **kwargs) -> list[Any]:
+def _all_pages(search, *args, **kwargs) -> list[Any]:
     """Every result of an MLflow search, all pages (it returns at most 1000 a call)."""
     out: list[Any] = []
     token = None
     while True:
-        page = search(max_results=1000, page_token=token, **kwargs)
+        page = search(*args, max_results=1000, page_token=token, **kwargs)
         out.extend(page)
         token = page.token
         if not token:
@@ -234,22 +234,13 @@ def search_runs(
     """Every run matching the filter, all pages."""
     if not experiment_ids:
         return []
-    return _all_pages(
-        mlflow_client.search_runs,
-        experiment_ids=experiment_ids,
-        filter_string=filter_string,
-        order_by=order_by,
-    )
+    return _all_pages(mlflow_client.search_runs, experiment_ids, filter_string, order_by=order_by)
 
 
 def sweep_runs(mlflow_client, grid: str | None = None) -> list[Any]:
     """Every sweep parent run in the store (of `grid` when given), latest first."""
-    runs = search_runs(
-        mlflow_client,
-        experiment_ids(mlflow_client),
-        f"tags.`{schema.SWEEP_TAG}` = '1'",
-        order_by=["attributes.start_time DESC"],
-    )
+    query = f"tags.`{schema.SWEEP_TAG}` = '1'"
+    runs = search_runs(mlflow_client, experiment_ids(mlflow_client), query, ["attributes.start_time DESC"])
     return [run for run in runs if grid is None or run.data.tags.get(schema.GRID_TAG) == grid]
 
 

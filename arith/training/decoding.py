@@ -21,19 +21,9 @@ from arith.training.batching import pad_token_id
 ANSWER_MARGIN = 4
 
 
-def generate_answers(
-    model,
-    tokenizer,
-    examples: Sequence[Example],
-    *,
-    batch_size: int = 256,
-    seed: int = 0,
-    max_new_tokens: int = 0,
-) -> list[str]:
-    """The model's greedy reply to each prompt, as text up to end of text, in the order of `examples`."""
-    return generate_replies(
-        model, tokenizer, examples, batch_size=batch_size, seed=seed, max_new_tokens=max_new_tokens
-    )[0]
+def generate_answers(model, tokenizer, examples: Sequence[Example], **options) -> list[str]:
+    """The model's greedy reply to each prompt, in the order of `examples` (options: `generate_replies`)."""
+    return generate_replies(model, tokenizer, examples, **options)[0]
 
 
 def generate_replies(
