@@ -14,6 +14,7 @@ import shutil
 import sys
 import tempfile
 import time
+from functools import partial
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -177,12 +178,8 @@ class MlflowTracker(NullTracker):
         self.flush()
 
     def _log_figure(self, figure, name: str, **savefig) -> None:
-        import matplotlib.pyplot as plt
-
-        path = self._staging / name
-        figure.savefig(path, **savefig)
-        plt.close(figure)
-        self.outbox.files.append((str(path), "eval"))
+        figure.savefig(self._staging / name, **savefig)  # a bare Figure: no pyplot state to close
+        self.outbox.files.append((str(self._staging / name), "eval"))
 
     def log_evaluation(self, cells: pd.DataFrame, failures: pd.DataFrame | list[dict], epoch: int) -> None:
         """Append one evaluation to eval/cells.csv and eval/failures.jsonl and draw its heatmaps; an
@@ -232,12 +229,9 @@ class MlflowTracker(NullTracker):
     def log_model(self, model, folder: str | Path, step: int) -> None:
         """An MLflow logged model; while the store stays down, the folder as the artifact `model/`."""
         self.flush()  # the metrics of `step` are in the store, for the model to be linked to
+        log = partial(logged_model.log, self.uri, self.run_id, model, Path(folder), step)
         try:
-            patiently(
-                lambda: logged_model.log(self.uri, self.run_id, model, Path(folder), step),
-                "log the model",
-                self.uri,
-            )
+            patiently(log, "log the model", self.uri)
         except Exception as err:
             if not store.is_unreachable(err):
                 raise

@@ -15,25 +15,11 @@ import pandas as pd
 
 from arith.data.examples import Cell, Example
 from arith.data.tasks import problem_id
-from arith.tracking.schema import (
-    A_COLUMN,
-    ACCURACY_SEEN_COLUMN,
-    ACCURACY_UNSEEN_COLUMN,
-    B_COLUMN,
-    CELL_COLUMNS,
-    CELL_KEYS,
-    ERROR_COLUMNS,
-    EXPECTED_COLUMN,
-    N_SEEN_COLUMN,
-    PROMPT_COLUMN,
-    ROW_DIGITS_COLUMN,
-    SEEN_IN_TRAIN_COLUMN,
-    operand_dtype,
-)
+from arith.tracking import schema
 from arith.training.decoding import generate_replies, is_right
 
 #: a failure's fields in the trainer's log of failed decodings (eval/failures.jsonl)
-FAILURE_COLUMNS = (PROMPT_COLUMN, EXPECTED_COLUMN, "generated", *CELL_KEYS)
+FAILURE_COLUMNS = (schema.PROMPT_COLUMN, schema.EXPECTED_COLUMN, "generated", *schema.CELL_KEYS)
 
 
 @dataclass(frozen=True)
@@ -102,7 +88,7 @@ class EvalResult:
 
     def to_frame(self) -> pd.DataFrame:
         """One row per cell, columns CELL_COLUMNS (row_digits is None for one-dimensional grids)."""
-        return pd.DataFrame([asdict(c) for c in self.cells], columns=CELL_COLUMNS)
+        return pd.DataFrame([asdict(c) for c in self.cells], columns=schema.CELL_COLUMNS)
 
     def failures_frame(self) -> pd.DataFrame:
         return pd.DataFrame([f.to_json() for f in self.failures], columns=FAILURE_COLUMNS)
@@ -110,9 +96,9 @@ class EvalResult:
     def errors_frame(self) -> pd.DataFrame:
         """The kept wrong answers, one row each, columns ERROR_COLUMNS (`reply` = the generated text)."""
         rows = [(*f.cell, f.a, f.b, f.prompt, f.expected, f.generated) for f in self.errors]
-        frame = pd.DataFrame(rows, columns=ERROR_COLUMNS)
-        operands = {c: operand_dtype(frame[c]) for c in (A_COLUMN, B_COLUMN)}
-        return frame.astype({**operands, ROW_DIGITS_COLUMN: "Int64"})
+        frame = pd.DataFrame(rows, columns=schema.ERROR_COLUMNS)
+        operands = {c: schema.operand_dtype(frame[c]) for c in (schema.A_COLUMN, schema.B_COLUMN)}
+        return frame.astype({**operands, schema.ROW_DIGITS_COLUMN: "Int64"})
 
 
 def evaluate(
@@ -178,12 +164,12 @@ def _score_cells(
             seen_items = [i for i in items if seen[i]]
             unseen_items = [i for i in items if not seen[i]]
             split = {
-                SEEN_IN_TRAIN_COLUMN: len(seen_items) / len(items),
-                N_SEEN_COLUMN: float(len(seen_items)),
-                ACCURACY_SEEN_COLUMN: _accuracy(correct, seen_items),
-                ACCURACY_UNSEEN_COLUMN: _accuracy(correct, unseen_items),
+                schema.SEEN_IN_TRAIN_COLUMN: len(seen_items) / len(items),
+                schema.N_SEEN_COLUMN: float(len(seen_items)),
+                schema.ACCURACY_SEEN_COLUMN: _accuracy(correct, seen_items),
+                schema.ACCURACY_UNSEEN_COLUMN: _accuracy(correct, unseen_items),
             }
-        seen_share = split.pop(SEEN_IN_TRAIN_COLUMN, math.nan)
+        seen_share = split.pop(schema.SEEN_IN_TRAIN_COLUMN, math.nan)
         results.append(CellResult(*cell, len(items), n_correct, n_correct / len(items), seen_share, **split))
     return results
 

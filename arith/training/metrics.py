@@ -13,23 +13,7 @@ import pandas as pd
 
 from arith.config import ExperimentConfig
 from arith.data.datasets import test_examples
-from arith.tracking.schema import (
-    ACCURACY_COLUMN,
-    ACCURACY_UNSEEN_COLUMN,
-    BEYOND_METRIC,
-    COL_DIGITS_COLUMN,
-    CONTEXT_COLUMN,
-    CORRECT_COLUMN,
-    GATE_METRIC,
-    HELD_ACCURACY,
-    LENGTH_SCORE_METRIC,
-    LONGEST_HELD_METRIC,
-    N_COLUMN,
-    N_SEEN_COLUMN,
-    ROW_DIGITS_COLUMN,
-    SEEN_IN_TRAIN_COLUMN,
-    TEST_ACC_METRIC,
-)
+from arith.tracking import schema
 
 #: the held-out probe for `train.target_accuracy`: this many fresh examples, drawn with a seed offset
 PROBE_SIZE = 300
@@ -49,7 +33,7 @@ def probe_examples(cfg: ExperimentConfig) -> list:
 
 def exact_match(cells: pd.DataFrame) -> float:
     """Share of all items answered exactly (the probe's measure, pooled over cells)."""
-    return float(cells[CORRECT_COLUMN].sum() / max(1, cells[N_COLUMN].sum()))
+    return float(cells[schema.CORRECT_COLUMN].sum() / max(1, cells[schema.N_COLUMN].sum()))
 
 
 def gate_cell_name(context: str, row_digits: float, col_digits: float) -> str:
@@ -69,25 +53,24 @@ def weakest_unseen(cells: pd.DataFrame, labels: Sequence[str]) -> float:
     `MIN_UNSEEN` of them, else on all (NaN when none is found): what a recipe search's scheduler reads, so
     that memorised training lines do not count."""
     wanted = set(labels)
-    keys = zip(cells[CONTEXT_COLUMN], cells[ROW_DIGITS_COLUMN], cells[COL_DIGITS_COLUMN], strict=True)
-    named = cells[[gate_cell_name(*key) in wanted for key in keys]]
+    named = cells[[gate_cell_name(*key) in wanted for key in cells[schema.CELL_KEYS].itertuples(index=False)]]
     if named.empty:
         return float("nan")
-    unseen = named.get(ACCURACY_UNSEEN_COLUMN, pd.Series(float("nan"), index=named.index))
-    if N_SEEN_COLUMN in named:
-        unseen = unseen.where(named[N_COLUMN] - named[N_SEEN_COLUMN].fillna(0) >= MIN_UNSEEN)
-    return float(unseen.fillna(named[ACCURACY_COLUMN]).min())
+    unseen = named.get(schema.ACCURACY_UNSEEN_COLUMN, pd.Series(float("nan"), index=named.index))
+    if schema.N_SEEN_COLUMN in named:
+        unseen = unseen.where(named[schema.N_COLUMN] - named[schema.N_SEEN_COLUMN].fillna(0) >= MIN_UNSEEN)
+    return float(unseen.fillna(named[schema.ACCURACY_COLUMN]).min())
 
 
 def length_reach(cells: pd.DataFrame, context: str = "main") -> tuple[int, float] | None:
     """(longest, score) of a one-dimensional test of `context`: the longest length L such that every cell up
     to L holds HELD_ACCURACY (0 if the shortest does not), and L plus the mean accuracy beyond it (a
     tie-breaker below 1). None for a test without such cells (a multiplication grid, another context)."""
-    own = cells[(cells[CONTEXT_COLUMN] == context) & cells[ROW_DIGITS_COLUMN].isna()]
+    own = cells[(cells[schema.CONTEXT_COLUMN] == context) & cells[schema.ROW_DIGITS_COLUMN].isna()]
     if own.empty:
         return None
-    by_length = own.groupby(COL_DIGITS_COLUMN)[ACCURACY_COLUMN].mean().sort_index()
-    held = (by_length >= HELD_ACCURACY - 1e-9).to_numpy()
+    by_length = own.groupby(schema.COL_DIGITS_COLUMN)[schema.ACCURACY_COLUMN].mean().sort_index()
+    held = (by_length >= schema.HELD_ACCURACY - 1e-9).to_numpy()
     leading = len(held) if held.all() else int(held.argmin())  # the cells held before the first that is not
     longest = int(by_length.index[leading - 1]) if leading else 0
     beyond = by_length.iloc[leading:]
@@ -100,35 +83,34 @@ def summary_metrics(
     """test_acc (the mean over cells) and per context, seen_fraction, test_acc/seen and /unseen (on problems
     in / not in the training set), eval/samples_per_s; given the training's `max_digits`, test_acc/in_range
     and /beyond (longer operands), also per context, and the length reach; given `gate_cells`, the gate."""
-    metrics = {TEST_ACC_METRIC: float(cells[ACCURACY_COLUMN].mean())}
-    for context, frame in cells.groupby(CONTEXT_COLUMN, sort=False):
-        metrics[f"test_acc/{context}"] = float(frame[ACCURACY_COLUMN].mean())
+    metrics = {schema.TEST_ACC_METRIC: float(cells[schema.ACCURACY_COLUMN].mean())}
+    for context, frame in cells.groupby(schema.CONTEXT_COLUMN, sort=False):
+        metrics[f"test_acc/{context}"] = float(frame[schema.ACCURACY_COLUMN].mean())
     if max_digits is not None:
-        longest = cells[[ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN]].astype(float).max(axis=1)
-        several_contexts = cells[CONTEXT_COLUMN].nunique() > 1
+        longest = cells[[schema.ROW_DIGITS_COLUMN, schema.COL_DIGITS_COLUMN]].astype(float).max(axis=1)
+        several_contexts = cells[schema.CONTEXT_COLUMN].nunique() > 1
         for name, part in (
             ("in_range", cells[longest <= max_digits]),
             ("beyond", cells[longest > max_digits]),
         ):
             if part.empty:
                 continue
-            metrics[f"test_acc/{name}"] = float(part[ACCURACY_COLUMN].mean())
+            metrics[f"test_acc/{name}"] = float(part[schema.ACCURACY_COLUMN].mean())
             if several_contexts:
-                for context, frame in part.groupby(CONTEXT_COLUMN, sort=False):
-                    metrics[f"test_acc/{context}/{name}"] = float(frame[ACCURACY_COLUMN].mean())
-    if SEEN_IN_TRAIN_COLUMN in cells:
-        metrics["seen_fraction"] = float(
-            (cells[SEEN_IN_TRAIN_COLUMN] * cells[N_COLUMN]).sum() / max(1, cells[N_COLUMN].sum())
-        )
+                for context, frame in part.groupby(schema.CONTEXT_COLUMN, sort=False):
+                    metrics[f"test_acc/{context}/{name}"] = float(frame[schema.ACCURACY_COLUMN].mean())
+    if schema.SEEN_IN_TRAIN_COLUMN in cells:
+        seen = cells[schema.SEEN_IN_TRAIN_COLUMN] * cells[schema.N_COLUMN]
+        metrics["seen_fraction"] = float(seen.sum() / max(1, cells[schema.N_COLUMN].sum()))
     for part in ("seen", "unseen"):
         # the mean over the cells that hold such problems: unseen is what the model generalised to
         accuracies = cells.get(f"accuracy_{part}", pd.Series(dtype=float)).dropna()
         if not accuracies.empty:
             metrics[f"test_acc/{part}"] = float(accuracies.mean())
     if gate_cells:
-        metrics[GATE_METRIC] = weakest_unseen(cells, gate_cells)
-    reach = length_reach(cells) if max_digits is not None and BEYOND_METRIC in metrics else None
+        metrics[schema.GATE_METRIC] = weakest_unseen(cells, gate_cells)
+    reach = length_reach(cells) if max_digits is not None and schema.BEYOND_METRIC in metrics else None
     if reach is not None:
-        metrics[LONGEST_HELD_METRIC], metrics[LENGTH_SCORE_METRIC] = float(reach[0]), reach[1]
-    metrics["eval/samples_per_s"] = float(cells[N_COLUMN].sum() / max(seconds, 1e-9))
+        metrics[schema.LONGEST_HELD_METRIC], metrics[schema.LENGTH_SCORE_METRIC] = float(reach[0]), reach[1]
+    metrics["eval/samples_per_s"] = float(cells[schema.N_COLUMN].sum() / max(seconds, 1e-9))
     return metrics
