@@ -7,16 +7,10 @@ from __future__ import annotations
 
 import shlex
 
-#: the flags of sweeps/run.py that say where a sweep runs and reports, not what it runs (value or none)
+#: the flags of sweeps/run.py that say where a sweep runs and reports, not what it runs (-> takes a value)
 PLACE_FLAGS = {
-    "--tracking-uri": True,
-    "--storage-path": True,
-    "--address": True,
-    "--ray-temp-dir": True,
-    "--resume": False,
-    "--dry-run": False,
-    "--quiet": False,
-    "--verbose": False,
+    **dict.fromkeys(("--tracking-uri", "--storage-path", "--address", "--ray-temp-dir"), True),
+    **dict.fromkeys(("--resume", "--dry-run", "--quiet", "--verbose"), False),
 }
 
 #: the flags of how Tune runs a sweep's trials: `Tuner.restore` keeps the values a sweep started with, so on

@@ -22,17 +22,8 @@ from typing import Any
 import pandas as pd
 
 from arith.config import ExperimentConfig
-from arith.tracking import digit_errors, logged_model, store
+from arith.tracking import digit_errors, logged_model, schema, store
 from arith.tracking.outbox import Outbox, logged_steps, patiently
-from arith.tracking.schema import (
-    CELLS_ARTIFACT,
-    CONTEXT_COLUMN,
-    EPOCH_COLUMN,
-    ERRORS_ARTIFACT,
-    FAILURES_ARTIFACT,
-    MODEL_ARTIFACT,
-    PARENT_RUN_TAG,
-)
 
 #: MLflow's per-call limit of params for log_batch
 _MAX_PARAMS_PER_BATCH = 100
@@ -81,7 +72,7 @@ class NullTracker:
 
     def log_model(self, model, folder: str | Path, step: int) -> None:
         """Keep the trained model (`folder`: `ArithModel.save`'s files and the config) as `model/`."""
-        self.log_artifacts(folder, MODEL_ARTIFACT)
+        self.log_artifacts(folder, schema.MODEL_ARTIFACT)
 
     def flush(self) -> bool:
         return True
@@ -118,7 +109,7 @@ class MlflowTracker(NullTracker):
             patiently(self._reopen, "re-open the run", self.uri)
         else:
             if cfg.tracking.parent_run_id:
-                tags[PARENT_RUN_TAG] = cfg.tracking.parent_run_id
+                tags[schema.PARENT_RUN_TAG] = cfg.tracking.parent_run_id
             experiment_id = store.experiment_id(self.client, cfg.tracking.experiment, self.uri)
             run = self.client.create_run(experiment_id, tags=tags, run_name=cfg.tracking.run_name or None)
             self.run_id = run.info.run_id
@@ -142,7 +133,7 @@ class MlflowTracker(NullTracker):
         self.client.update_run(self.run_id, status="RUNNING")
         self._logged = logged_steps(self.client, self.run_id)
         with tempfile.TemporaryDirectory() as tmp:
-            for name in (CELLS_ARTIFACT, FAILURES_ARTIFACT):
+            for name in (schema.CELLS_ARTIFACT, schema.FAILURES_ARTIFACT):
                 try:
                     path = self.client.download_artifacts(self.run_id, name, tmp)
                 except Exception:  # not written yet (stopped before the first evaluation)
@@ -150,9 +141,9 @@ class MlflowTracker(NullTracker):
                 self._set_history(name, Path(path).read_text())
 
     def _set_history(self, name: str, text: str) -> None:
-        if name == CELLS_ARTIFACT:
+        if name == schema.CELLS_ARTIFACT:
             self._cells_history = [pd.read_csv(StringIO(text))] if text.strip() else []
-        elif name == FAILURES_ARTIFACT:
+        elif name == schema.FAILURES_ARTIFACT:
             self._failures_history = [json.loads(line) for line in text.splitlines() if line]
 
     def _restore_unsent(self, unsent: dict[str, Any]) -> None:
@@ -184,20 +175,20 @@ class MlflowTracker(NullTracker):
     def log_evaluation(self, cells: pd.DataFrame, failures: pd.DataFrame | list[dict], epoch: int) -> None:
         """Append one evaluation to eval/cells.csv and eval/failures.jsonl and draw its heatmaps; an
         epoch the run already holds (logged before a restart) is not added again."""
-        if any(epoch in set(frame[EPOCH_COLUMN]) for frame in self._cells_history):
+        if any(epoch in set(frame[schema.EPOCH_COLUMN]) for frame in self._cells_history):
             return
         cells = cells.copy()
-        cells.insert(0, EPOCH_COLUMN, epoch)
+        cells.insert(0, schema.EPOCH_COLUMN, epoch)
         self._cells_history.append(cells)
         history = pd.concat(self._cells_history, ignore_index=True)
-        self.outbox.texts[CELLS_ARTIFACT] = history.to_csv(index=False)
+        self.outbox.texts[schema.CELLS_ARTIFACT] = history.to_csv(index=False)
         rows = failures.to_dict("records") if isinstance(failures, pd.DataFrame) else list(failures)
-        self._failures_history.extend({EPOCH_COLUMN: epoch, **row} for row in rows)
-        self.outbox.texts[FAILURES_ARTIFACT] = "".join(
+        self._failures_history.extend({schema.EPOCH_COLUMN: epoch, **row} for row in rows)
+        self.outbox.texts[schema.FAILURES_ARTIFACT] = "".join(
             json.dumps(row, default=str) + "\n" for row in self._failures_history
         )
         title = f"{self.cfg.data.task} {self.cfg.data.format}"
-        for context in cells[CONTEXT_COLUMN].unique():
+        for context in cells[schema.CONTEXT_COLUMN].unique():
             figure = digit_errors.cells_heatmap(cells, context, title=f"{title}: {context}, epoch {epoch}")
             self._log_figure(figure, f"heatmap_{context}_epoch{epoch}.png")
         self.flush()
@@ -206,8 +197,8 @@ class MlflowTracker(NullTracker):
         """The kept wrong answers replace eval/errors.csv and its UI table: the latest evaluation's, the
         final model's. Their error rate by answer digit is drawn as eval/digit_errors_epoch<E>.png."""
         errors = errors.copy()
-        errors.insert(0, EPOCH_COLUMN, epoch)
-        self.outbox.texts[ERRORS_ARTIFACT] = errors.to_csv(index=False)
+        errors.insert(0, schema.EPOCH_COLUMN, epoch)
+        self.outbox.texts[schema.ERRORS_ARTIFACT] = errors.to_csv(index=False)
         # what `MlflowClient.log_table` writes, as a text: sent and kept like any, and replaced by the
         # next evaluation's rather than appended to; the tag is how the UI lists a run's tables
         self.outbox.texts[ERRORS_TABLE] = errors.to_json(orient="split", index=False, date_format="iso")

@@ -138,43 +138,37 @@ def curriculum_cap(step: int, curriculum_steps: int, fewest: int, most: int) -> 
     return min(most, fewest + (most - fewest + 1) * step // curriculum_steps)
 
 
+@dataclass(eq=False)
 class BatchLoader:
     """The training set as length-bucketed batches, deterministic per (seed, epoch). With `epochs_per_pass`
     = k each epoch is one of k slices of its pass; with `digits` (one count per line), the first
     `curriculum_steps` batches are drawn from the lines under the curriculum's cap at that step."""
 
-    def __init__(
-        self,
-        lines: Sequence[EncodedLine],
-        batch_size: int,
-        pad_id: int,
-        loss_on: str,
-        seed: int,
-        digits: Sequence[int] | None = None,
-        curriculum_steps: int = 0,
-        bucket_lengths: Sequence[int] = (),
-        epochs_per_pass: int = 1,
-    ) -> None:
-        if not lines:
+    lines: Sequence[EncodedLine]
+    batch_size: int
+    pad_id: int
+    loss_on: str
+    seed: int
+    digits: Sequence[int] | None = None
+    curriculum_steps: int = 0
+    bucket_lengths: Sequence[int] = ()
+    epochs_per_pass: int = 1
+
+    def __post_init__(self) -> None:
+        if not self.lines:
             raise ValueError("the training set is empty")
-        if curriculum_steps and (digits is None or len(digits) != len(lines)):
+        if self.curriculum_steps and (self.digits is None or len(self.digits) != len(self.lines)):
             raise ValueError("a curriculum needs one digit count per line")
-        self.lines = list(lines)
-        self.batch_size = batch_size
-        self.pad_id = pad_id
-        self.loss_on = loss_on
-        self.seed = seed
+        self.lines = list(self.lines)
         self._lengths = [len(line) for line in self.lines]
-        self.curriculum_steps = curriculum_steps
-        self._digits = np.asarray(digits if digits is not None else [0] * len(self.lines))
-        self.bucket_lengths = tuple(sorted(bucket_lengths))
-        check_epochs_per_pass(epochs_per_pass)
-        if epochs_per_pass > len(self):
+        self._digits = np.asarray(self.digits if self.digits is not None else [0] * len(self.lines))
+        self.bucket_lengths = tuple(sorted(self.bucket_lengths))
+        check_epochs_per_pass(self.epochs_per_pass)
+        if self.epochs_per_pass > len(self):
             raise ValueError(
-                f"train.epochs_per_pass={epochs_per_pass} cuts a pass of {len(self)} batches into epochs "
-                "without a step: at most one epoch a batch"
+                f"train.epochs_per_pass={self.epochs_per_pass} cuts a pass of {len(self)} batches into "
+                "epochs without a step: at most one epoch a batch"
             )
-        self.epochs_per_pass = epochs_per_pass
 
     def __len__(self) -> int:
         """Batches per pass over the lines (each bucketing window may end in one short batch)."""

@@ -20,16 +20,8 @@ import pandas as pd
 import torch
 
 from arith.config import ExperimentConfig
+from arith.tracking import schema
 from arith.tracking.runs import NullTracker, start_tracker
-from arith.tracking.schema import (
-    ACCURACY_COLUMN,
-    BF16_MATMULS_TAG,
-    CPU_SECONDS,
-    EXPERIMENT_CONFIG,
-    LOSS_METRIC,
-    TEST_ACC_METRIC,
-    WEIGHTS_DIGEST_TAG,
-)
 from arith.training.checkpoints import CheckpointFolder, Checkpoints, check_same_config, weights_digest
 from arith.training.evaluate import evaluate
 from arith.training.hardware import bf16_matmuls, machine_of
@@ -90,7 +82,7 @@ def train(
     kernels = bf16_matmuls(s.device, cfg.train.precision)
     state.sessions = opened(state.sessions, state.step, machine_of(s.device), kernels)
     # the device it trained on: a scheduler may assign a (fractional, or fake) GPU where torch has none
-    placement = {"hostname": socket.gethostname(), "device": s.device.type, BF16_MATMULS_TAG: kernels}
+    placement = {"hostname": socket.gethostname(), "device": s.device.type, schema.BF16_MATMULS_TAG: kernels}
     tracker.set_tags({**placement, **session_tags(state.sessions)})
     if saved is not None:
         print(
@@ -141,7 +133,7 @@ def _loop(
             if state.step % t.log_every_steps == 0:
                 elapsed = state.train_seconds + time.perf_counter() - epoch_start
                 metrics = {
-                    LOSS_METRIC: float(loss),
+                    schema.LOSS_METRIC: float(loss),
                     "train/lr": s.scheduler.get_last_lr()[0],
                     "train/tokens_per_s": state.tokens / max(elapsed, 1e-9),
                 }
@@ -175,17 +167,17 @@ def _loop(
         if epoch in t.eval_epochs or final:
             last_eval = evaluate_and_log(s, epoch, tracker)
             metrics.update(last_eval[2])
-            line += f"  test_acc {metrics[TEST_ACC_METRIC]:.3f}"
+            line += f"  test_acc {metrics[schema.TEST_ACC_METRIC]:.3f}"
         print(line, flush=True)
         # the scheduler sees test_acc in every report: the latest evaluation's (0 before the first one)
-        metrics["evaluated"] = TEST_ACC_METRIC in metrics
+        metrics["evaluated"] = schema.TEST_ACC_METRIC in metrics
         cpu_now = time.process_time()
         state.cpu_seconds += cpu_now - cpu_mark
         advanced(state.sessions, state.step, cpu_now - cpu_mark, epoch_seconds)
         cpu_mark = cpu_now
-        metrics[CPU_SECONDS] = state.cpu_seconds
-        tracker.log_metrics({CPU_SECONDS: state.cpu_seconds}, epoch)  # a search's clock, live in MLflow
-        last_test_acc = metrics.setdefault(TEST_ACC_METRIC, last_test_acc)
+        metrics[schema.CPU_SECONDS] = state.cpu_seconds
+        tracker.log_metrics({schema.CPU_SECONDS: state.cpu_seconds}, epoch)  # a search's clock, live
+        last_test_acc = metrics.setdefault(schema.TEST_ACC_METRIC, last_test_acc)
         due = final or epoch in t.eval_epochs or (t.checkpoint_every and epoch % t.checkpoint_every == 0)
         path = None
         if due:  # the record of where it trained, as its checkpoint will hold it
@@ -204,10 +196,10 @@ def _loop(
     cells, failures, _ = last_eval
     tracker.log_metrics({"train_seconds": state.train_seconds, "epochs_done": state.epoch}, state.step)
     digest = weights_digest(model)
-    tracker.set_tags({WEIGHTS_DIGEST_TAG: digest})
+    tracker.set_tags({schema.WEIGHTS_DIGEST_TAG: digest})
     log_model(s, tracker, state.epoch)
     return TrainResult(
-        test_acc=float(cells[ACCURACY_COLUMN].mean()),
+        test_acc=float(cells[schema.ACCURACY_COLUMN].mean()),
         cells=cells,
         epochs_done=state.epoch,
         steps=state.step,
@@ -254,5 +246,5 @@ def log_model(s: Setup, tracker, epoch: int) -> None:
         return
     with tempfile.TemporaryDirectory(prefix="arith-model-") as folder:
         s.model.save(folder, s.tokenizer)
-        (Path(folder) / EXPERIMENT_CONFIG).write_text(s.cfg.to_json())  # what `arith.ask` renders with
+        (Path(folder) / schema.EXPERIMENT_CONFIG).write_text(s.cfg.to_json())  # what `arith.ask` renders with
         tracker.log_model(s.model, folder, step=epoch)
