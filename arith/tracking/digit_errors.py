@@ -88,8 +88,7 @@ def cell_label(context: str, row_digits, col_digits) -> str:
 
 
 def figure(rows: pd.DataFrame, title: str = "") -> Figure | None:
-    """The error rate among wrong answers by cell and answer digit; beside it, for sums and products, by
-    carry-chain length over all cells. None when no wrong answer was kept."""
+    """The error rate among wrong answers by cell and answer digit, and by carry chain (None without any)."""
     if rows.empty:
         return None
     positions = by_position(rows)

@@ -36,8 +36,7 @@ def name_of(tags: dict[str, str]) -> str:
 
 
 def log(uri: str, run_id: str, model: Any, folder: Path, step: int) -> str:
-    """Log `model` and the other files of `folder` as the run's logged model, linked to its metrics at
-    `step`; return its id."""
+    """Log `model` and `folder`'s other files as the run's logged model at `step`; return its id."""
     import mlflow.pytorch
     from mlflow.tracking._tracking_service.utils import _use_tracking_uri
 

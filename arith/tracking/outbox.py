@@ -37,8 +37,7 @@ Value = tuple[str, float, int, int]
 
 
 class Outbox:
-    """One run's unsent metrics, tags, texts (artifact file -> text) and files (local path, artifact
-    dir), sent in that order by `flush`."""
+    """One run's unsent metrics, tags, texts and files, sent in that order by `flush`."""
 
     def __init__(self, client, run_id: str, uri: str, folder: Path) -> None:
         self.client, self.run_id, self.uri, self.folder = client, run_id, uri, folder
@@ -50,8 +49,7 @@ class Outbox:
         self._waiting_since: float | None = None  # when the oldest value still in memory was queued
 
     def add_metrics(self, values: list[Value]) -> None:
-        """Queue metric values (past MAX_BUFFERED the oldest go to the trial's folder); send them once a
-        batch is full or the oldest has waited FLUSH_AFTER_S."""
+        """Queue metric values (past MAX_BUFFERED the oldest go to the trial's folder), sent when due."""
         if self._waiting_since is None:
             self._waiting_since = time.monotonic()
         self.metrics.extend(values)
@@ -101,8 +99,7 @@ class Outbox:
         return bool(self.metrics or self.tags or self.texts or self.files or self.spilled().exists())
 
     def _send(self) -> None:
-        """Send in order, dropping each part only once the store has it (a failure mid-way resends none
-        of what arrived)."""
+        """Send in order, dropping each part once the store has it (a failure resends none that arrived)."""
         spilled = self.spilled()
         if spilled.exists():
             send_metrics(self.client, self.run_id, read_values(spilled))
@@ -206,8 +203,8 @@ def read_values(path: Path) -> list[Value]:
 
 
 def send_unsent(folder: str | Path, tracking_uri: str | None = None) -> int:
-    """Send a trial's saved unsent metrics, artifacts and end status (skipping any (key, step) the run
-    already has, so sending twice is harmless); returns how many metric values were sent."""
+    """Send a saved unsent folder (sending twice is harmless: the run's (key, step) are skipped); returns
+    how many metric values were sent."""
     folder = Path(folder)
     header = json.loads((folder / UNSENT_RUN).read_text())
     uri = tracking_uri or header["tracking_uri"]

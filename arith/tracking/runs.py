@@ -94,8 +94,7 @@ class MlflowTracker(NullTracker):
         unsent: dict[str, Any] | None = None,
         folder: str | Path | None = None,
     ) -> None:
-        """Start the trial's run, or re-open `run_id` and take back what its checkpoint held unsent.
-        `folder` keeps what cannot be sent (default: the cwd)."""
+        """Start the trial's run, or re-open `run_id` with what its checkpoint held unsent."""
         self.cfg = cfg
         self.uri = cfg.tracking.resolved_uri()
         self._logged: set[tuple[str, int]] = set()  # (key, step) the run had when it was re-opened

@@ -134,8 +134,7 @@ def check_reachable(uri: str, timeout_s: float = 5.0, must_exist: bool = True) -
 
 
 def _not_a_store(path: Path) -> str:
-    """Why the SQLite file at `path` holds no MLflow store ('' when it does), read without writing (MLflow
-    would create its tables in it)."""
+    """Why the SQLite file at `path` holds no MLflow store ('' when it does), read without writing."""
     if path.stat().st_size == 0:
         return f"{path} is an empty file"
     try:
@@ -148,8 +147,7 @@ def _not_a_store(path: Path) -> str:
 
 
 def check_usable(uri: str) -> None:
-    """Before a sweep starts: the store answers (and a new SQLite store is created here, once, not by two
-    trials at once)."""
+    """Before a sweep starts: the store answers (and a new SQLite store is created once, here)."""
     check_reachable(uri, timeout_s=10, must_exist=False)
     try:
         open_client(uri)
@@ -172,8 +170,7 @@ def is_unreachable(err: BaseException) -> bool:
 
 
 def experiment_id(mlflow_client, name: str, uri: str) -> str:
-    """The experiment's id, created if missing (artifacts beside a SQLite store), tagged as a model-training
-    experiment (`schema.EXPERIMENT_KIND`)."""
+    """The experiment's id, created if missing, tagged as a model-training one (`schema.EXPERIMENT_KIND`)."""
     from mlflow.exceptions import MlflowException
 
     kind = {schema.EXPERIMENT_KIND_TAG: schema.EXPERIMENT_KIND}

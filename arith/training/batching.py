@@ -66,8 +66,7 @@ def pad_token_id(tokenizer) -> int:
 
 
 def bucket_width(width: int, bucket_lengths: Sequence[int] = ()) -> int:
-    """The padded width of a batch whose longest line has `width` tokens: the smallest bucket that holds it,
-    past the largest the next multiple of the largest; without buckets, `width` itself."""
+    """A batch's padded width: the least bucket holding its longest line, else a multiple of the largest."""
     if not bucket_lengths:
         return width
     fits = [b for b in bucket_lengths if b >= width]

@@ -40,8 +40,7 @@ def train_step(step_model, optimizer, scheduler, batch, t: TrainConfig, autocast
 
 
 def drain_losses(window: list[torch.Tensor], step: int, epoch: int) -> float:
-    """Sum and empty the window of the last steps' losses (ending at `step`); a NaN or infinite one stops
-    training with an error naming its step and epoch."""
+    """Sum and empty the window of the last steps' losses (to `step`); a NaN or inf one stops training."""
     if not window:
         return 0.0
     losses = torch.stack(window).float().cpu()

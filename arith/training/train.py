@@ -28,8 +28,7 @@ from arith.training.hardware import bf16_matmuls, machine_of
 from arith.training.metrics import exact_match, summary_metrics
 from arith.training.sessions import advanced, opened
 from arith.training.sessions import tags as session_tags
-from arith.training.setup import Setup, setup
-from arith.training.state import TrainState
+from arith.training.setup import Setup, TrainState, setup
 from arith.training.step import NonFiniteLossError, drain_losses, train_step
 from arith.validation import validate
 
@@ -240,8 +239,7 @@ def evaluate_and_log(s: Setup, epoch: int, tracker) -> tuple[pd.DataFrame, list[
 
 
 def log_model(s: Setup, tracker, epoch: int) -> None:
-    """The trained model, tokenizer and config as the run's logged model (`tracking.log_model=final`),
-    linked to its last evaluation (`epoch`)."""
+    """The trained model, tokenizer and config as the run's logged model, linked to its last evaluation."""
     if s.cfg.tracking.log_model == "none" or not s.cfg.tracking.enabled:
         return
     with tempfile.TemporaryDirectory(prefix="arith-model-") as folder:
