@@ -14,9 +14,15 @@ from arith.data.datasets import test_examples, train_examples
 from arith.data.tasks import problem_ids
 from arith.model.gpt import build_model
 from arith.model.tokenizer import tokenizer_for
-from arith.training import hardware
 from arith.training.batching import BatchLoader, encode_lines, example_digits, pad_token_id
 from arith.training.checkpoints import rng_state, seed_everything, set_rng_state
+from arith.training.hardware import (
+    autocast_context,
+    compile_model,
+    cpu_threads,
+    keep_freed_memory,
+    resolve_device,
+)
 from arith.training.lengths import check_decoding, check_train_lines
 from arith.training.metrics import probe_examples
 from arith.training.optim import lr_lambda, make_optimizer, total_steps
@@ -102,10 +108,10 @@ def train_loader(train_set: list, tokenizer, t: TrainConfig) -> BatchLoader:
 def setup(cfg: ExperimentConfig) -> Setup:
     """Device, data, tokenizer, batches, model, optimiser and schedule of `cfg`, seeded."""
     t = cfg.train
-    device = hardware.resolve_device(t.device)
+    device = resolve_device(t.device)
     if device.type == "cpu":
-        torch.set_num_threads(hardware.cpu_threads(t.num_threads))
-        hardware.keep_freed_memory()
+        torch.set_num_threads(cpu_threads(t.num_threads))
+        keep_freed_memory()
     else:
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
@@ -124,7 +130,7 @@ def setup(cfg: ExperimentConfig) -> Setup:
     return Setup(
         cfg=cfg,
         device=device,
-        autocast=hardware.autocast_context(device, t.precision),
+        autocast=autocast_context(device, t.precision),
         tokenizer=tokenizer,
         train_set=train_set,
         test_set=test_set,
@@ -132,7 +138,7 @@ def setup(cfg: ExperimentConfig) -> Setup:
         probe=probe,
         loader=loader,
         model=model,
-        step_model=hardware.compile_model(model, t),
+        step_model=compile_model(model, t),
         optimizer=optimizer,
         scheduler=torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(t, n_steps)),
         n_steps=n_steps,
