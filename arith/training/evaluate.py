@@ -33,7 +33,7 @@ class CellResult:
     n: int
     correct: int
     accuracy: float
-    seen_in_train: float
+    seen_in_train: float = math.nan
     n_seen: float = math.nan
     accuracy_seen: float = math.nan
     accuracy_unseen: float = math.nan
@@ -140,37 +140,28 @@ def evaluate(
     )
 
 
-def _cell_order(examples: Sequence[Example]) -> list[Cell]:
-    """Cells sorted by context (in order of first appearance), then row and column digits."""
-    contexts: dict[str, int] = {}
-    for e in examples:
-        contexts.setdefault(e.cell[0], len(contexts))
-    cells = {e.cell for e in examples}
-    return sorted(cells, key=lambda c: (contexts[c[0]], -1 if c[1] is None else c[1], c[2]))
-
-
 def _score_cells(
     examples: Sequence[Example], correct: Sequence[bool], seen: Sequence[bool] | None
 ) -> list[CellResult]:
+    """Each cell's scores, by context (in order of first appearance), then row and column digits."""
     by_cell: dict[Cell, list[int]] = {}
     for i, e in enumerate(examples):
         by_cell.setdefault(e.cell, []).append(i)
+    contexts = list(dict.fromkeys(cell[0] for cell in by_cell))
     results = []
-    for cell in _cell_order(examples):
+    for cell in sorted(by_cell, key=lambda c: (contexts.index(c[0]), -1 if c[1] is None else c[1], c[2])):
         items = by_cell[cell]
         n_correct = sum(correct[i] for i in items)
         split: dict[str, float] = {}
         if seen is not None:
             seen_items = [i for i in items if seen[i]]
-            unseen_items = [i for i in items if not seen[i]]
             split = {
                 schema.SEEN_IN_TRAIN_COLUMN: len(seen_items) / len(items),
                 schema.N_SEEN_COLUMN: float(len(seen_items)),
                 schema.ACCURACY_SEEN_COLUMN: _accuracy(correct, seen_items),
-                schema.ACCURACY_UNSEEN_COLUMN: _accuracy(correct, unseen_items),
+                schema.ACCURACY_UNSEEN_COLUMN: _accuracy(correct, [i for i in items if not seen[i]]),
             }
-        seen_share = split.pop(schema.SEEN_IN_TRAIN_COLUMN, math.nan)
-        results.append(CellResult(*cell, len(items), n_correct, n_correct / len(items), seen_share, **split))
+        results.append(CellResult(*cell, len(items), n_correct, n_correct / len(items), **split))
     return results
 
 
