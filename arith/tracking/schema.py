@@ -14,8 +14,7 @@ EXPERIMENT_KIND = "custom_model_development"
 PARENT_RUN_TAG = "mlflow.parentRunId"
 #: "1" on a sweep's parent run; the grid and scale it ran (on the parent and every trial); the commit
 SWEEP_TAG, GRID_TAG, SCALE_TAG, COMMIT_TAG = "sweep", "grid", "scale", "git_commit"
-#: the parent's JSON tags: paper digit count -> this scale's, the grid's axes, the pre-search's seeds;
-#: and the grid a variant grid is judged as
+#: the parent's JSON tags (paper digit count -> this scale's, axes, pre-search seeds); a variant's grid
 DIGIT_MAP_TAG, AXES_TAG, PRESEARCH_SEEDS_TAG = "digit_map", "axes", "presearch_seeds"
 VARIANT_OF_TAG = "variant_of"
 #: how a trial's bf16 products were computed: "native", "fp32 kernels" or "none"
@@ -30,8 +29,7 @@ CPU_SECONDS = "cpu_seconds"
 GATE_METRIC = "gate/weakest_unseen"
 #: a trial's seed and point (the grid point's name, e.g. "format=basic")
 SEED_TAG, POINT_TAG = "seed", "point"
-#: a run's colour in the UI's charts: its point's in POINT_COLOURS (matplotlib's tab10, as the report
-#: draws it), where the UI's own colours for groups may give two points near-identical reds
+#: a run's colour in the UI's charts: its point's in POINT_COLOURS (tab10, as the report draws it)
 RUN_COLOR_TAG = "mlflow.runColor"
 #: a run's description in the UI: a sweep's parent run shows the command that started it
 RUN_DESCRIPTION_TAG = "mlflow.note.content"
@@ -39,8 +37,7 @@ POINT_COLOURS: tuple[str, ...] = (
     *("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd"),
     *("#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"),
 )
-#: a trial's paper table label(s) (comma-separated; "none") and its JSON map from each evaluated epoch to
-#: the paper's epoch count it stands for
+#: a trial's paper table label(s) and its JSON map from each evaluated epoch to the paper's epoch count
 PAPER_TABLE_TAG, PAPER_EPOCHS_TAG = "paper_table", "paper_epochs"
 NO_PAPER_TABLE = "none"
 
@@ -51,8 +48,7 @@ def paper_table_tag(labels: tuple[str, ...] | list[str]) -> str:
 
 
 def paper_labels(tag: str) -> tuple[str, ...] | None:
-    """The labels a paper table tag names: () for `NO_PAPER_TABLE`, None for a trial without the tag
-    (older sweeps: the paper's table is then found by its settings)."""
+    """The labels a paper table tag names: () for `NO_PAPER_TABLE`, None for a trial without the tag."""
     if not tag:
         return None
     return tuple(label for label in (t.strip() for t in tag.split(",")) if label and label != NO_PAPER_TABLE)

@@ -102,10 +102,9 @@ def check_reachable(uri: str, timeout_s: float = 5.0, must_exist: bool = True) -
     scheme = parsed.scheme.partition("+")[0]  # postgresql+psycopg2: the driver after the +
     if scheme in ("http", "https") or scheme in DATABASE_SCHEMES:
         default_port = {"https": 443, "http": 80, "postgresql": 5432, "mysql": 3306}.get(scheme, 1433)
+        address = (parsed.hostname or "localhost", parsed.port or default_port)
         try:
-            socket.create_connection(
-                (parsed.hostname or "localhost", parsed.port or default_port), timeout_s
-            ).close()
+            socket.create_connection(address, timeout_s).close()
         except OSError as err:
             raise StoreError(
                 f"cannot reach the MLflow tracking server at {display(uri)} ({err.strerror or err}); "
@@ -114,12 +113,8 @@ def check_reachable(uri: str, timeout_s: float = 5.0, must_exist: bool = True) -
         return
     if parsed.scheme == "sqlite":
         path = uri[len(SQLITE) :]
-        if must_exist and path and path != ":memory:":
-            if not Path(path).exists():
-                raise StoreError(f"no MLflow store at {uri}: {Path(path).resolve()} does not exist")
-            problem = _not_a_store(Path(path))
-            if problem:
-                raise StoreError(f"no MLflow store at {uri}: {problem}")
+        if must_exist and path and path != ":memory:" and (problem := _not_a_store(Path(path))):
+            raise StoreError(f"no MLflow store at {uri}: {problem}")
         return
     if parsed.scheme in ("", "file"):
         path = parsed.path if parsed.scheme == "file" else uri
@@ -135,6 +130,8 @@ def check_reachable(uri: str, timeout_s: float = 5.0, must_exist: bool = True) -
 
 def _not_a_store(path: Path) -> str:
     """Why the SQLite file at `path` holds no MLflow store ('' when it does), read without writing."""
+    if not path.exists():
+        return f"{path.resolve()} does not exist"
     if path.stat().st_size == 0:
         return f"{path} is an empty file"
     try:

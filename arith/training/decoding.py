@@ -39,14 +39,8 @@ def generate_replies(
     if not examples:
         return [], []
     eos, pad = tokenizer.eos_token_id, pad_token_id(tokenizer)
-    encoded = encode_examples(tokenizer, examples)  # the training encoding: prompt = ids[:answer_start]
-    prompts = [ids[:start] for ids, start in encoded]
-    caps = [
-        max_new_tokens or reply_cap(tokenizer, e, len(ids) - start)
-        for e, (ids, start) in zip(examples, encoded, strict=True)
-    ]
+    prompts, caps, order = decoding_plan(tokenizer, examples, max_new_tokens)
     line_ends = line_end_ids(tokenizer)
-    order = decoding_order([len(p) for p in prompts], caps)
     device = model.device
     generator = torch.Generator(device=device)
     generator.manual_seed(seed)
@@ -98,9 +92,18 @@ def line_end_ids(tokenizer) -> tuple[int, ...]:
     return tuple(i for i, text in enumerate(texts) if "\n" in text)
 
 
-def decoding_order(prompt_lengths: Sequence[int], caps: Sequence[int]) -> list[int]:
-    """The order problems are decoded in: by prompt length, then reply cap, so that a batch pads little."""
-    return sorted(range(len(prompt_lengths)), key=lambda i: (prompt_lengths[i], caps[i]))
+def decoding_plan(
+    tokenizer, examples: Sequence[Example], max_new_tokens: int = 0
+) -> tuple[list[list[int]], list[int], list[int]]:
+    """Each example's prompt (the training encoding's ids before the answer) and reply cap, and the order
+    they are decoded in: by prompt length, then cap, so that a batch pads little."""
+    encoded = encode_examples(tokenizer, examples)
+    prompts = [ids[:start] for ids, start in encoded]
+    caps = [
+        max_new_tokens or reply_cap(tokenizer, e, len(ids) - start)
+        for e, (ids, start) in zip(examples, encoded, strict=True)
+    ]
+    return prompts, caps, sorted(range(len(prompts)), key=lambda i: (len(prompts[i]), caps[i]))
 
 
 def _line_ended(ids: Sequence[int], line_ends: Collection[int]) -> bool:

@@ -15,7 +15,7 @@ from arith.data.examples import Example
 from arith.model.schemes import scheme_class
 from arith.model.tokenizer import encode_examples, tokenizer_for
 from arith.training.batching import bucket_width
-from arith.training.decoding import decoding_order, reply_cap
+from arith.training.decoding import decoding_plan
 from arith.training.metrics import probe_examples
 
 
@@ -47,19 +47,13 @@ def check_train_lines(lengths: Iterable[int], cfg: ExperimentConfig) -> None:
 
 
 def check_decoding(tokenizer, examples: Sequence[Example], cfg: ExperimentConfig) -> None:
-    """Decoding batches, as the evaluation forms them (`decoding_order`), against the scheme's columns."""
+    """Decoding batches, as the evaluation forms them (`decoding_plan`), against the scheme's columns."""
     limit, bound = scheme_class(cfg.model.position).max_width(cfg)
     t = cfg.train
-    encoded = encode_examples(tokenizer, examples)
-    prompts = [start for _, start in encoded]
-    caps = [
-        t.eval_max_new_tokens or reply_cap(tokenizer, example, len(ids) - start)
-        for example, (ids, start) in zip(examples, encoded, strict=True)
-    ]
-    order = decoding_order(prompts, caps)
+    prompts, caps, order = decoding_plan(tokenizer, examples, t.eval_max_new_tokens)
     for first in range(0, len(order), t.eval_batch_size):
         rows = order[first : first + t.eval_batch_size]
-        prompt, cap = max(prompts[i] for i in rows), max(caps[i] for i in rows)
+        prompt, cap = max(len(prompts[i]) for i in rows), max(caps[i] for i in rows)
         if prompt + cap > limit:
             raise ConfigError(
                 f"test problems: a decoding batch spans {prompt + cap} columns (prompts of up to {prompt} "

@@ -147,9 +147,8 @@ def _loop(
         if state.step >= s.n_steps and epoch < t.epochs:
             state.stopped = "max_steps"
 
-        tokens_per_s = state.tokens / max(state.train_seconds, 1e-9)
         metrics: dict[str, Any] = {"epoch": epoch, "step": state.step, "train_loss": mean_loss}
-        metrics["tokens_per_s"] = tokens_per_s
+        metrics["tokens_per_s"] = tokens_per_s = state.tokens / max(state.train_seconds, 1e-9)
         line = f"epoch {epoch:4d}  step {state.step:7d}  loss {mean_loss:.4f}  tokens/s {tokens_per_s:9.0f}"
         if s.probe:
             with s.autocast:
@@ -216,7 +215,6 @@ def _loop(
 def evaluate_and_log(s: Setup, epoch: int, tracker) -> tuple[pd.DataFrame, list[dict], dict[str, float]]:
     """Evaluate the test grid at `epoch`, log it (step = epoch) and return (cells, failures, metrics)."""
     t = s.cfg.train
-    start = time.perf_counter()
     with s.autocast:
         result = evaluate(
             s.model,
@@ -229,9 +227,8 @@ def evaluate_and_log(s: Setup, epoch: int, tracker) -> tuple[pd.DataFrame, list[
             seed=t.seed,
             max_new_tokens=t.eval_max_new_tokens,
         )
-    seconds = time.perf_counter() - start
     cells, failures = result.to_frame(), [failure.to_json() for failure in result.failures]
-    metrics = summary_metrics(cells, seconds, s.cfg.data.max_digits, t.gate_cells)
+    metrics = summary_metrics(cells, result.seconds, s.cfg.data.max_digits, t.gate_cells)
     tracker.log_metrics(metrics, epoch)
     tracker.log_evaluation(cells, failures, epoch)
     tracker.log_errors(result.errors_frame(), epoch)
