@@ -1,7 +1,6 @@
-"""The sweep command lines the store records (a parent run's tag, a sweep folder's arguments), by which a
-later session finds a sweep again: its identity is its command line less where it runs and reports. Apart
-from sweeps/, so that the analysis reading a tagged command and the sweep writing it share one rule.
-"""
+"""The sweep command lines the store records, by which a later session finds a sweep again (its identity:
+the command line less where it runs and reports). Apart from sweeps/, so that the analysis reading a tagged
+command and the sweep writing it share one rule."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""MLflow logging for one trial (the schema of docs/DESIGN.md) that survives store outages.
-
-The trial owns its run through client calls (no global active run, so trials in one process cannot
-cross-log). A resumed trial re-opens its run and skips every (key, step) and evaluation epoch the run has,
-so a step logged by an attempt that died after its last checkpoint is not logged twice. What is sent goes
-through an `Outbox` (batched, kept while the store is down, carried in each checkpoint). mlflow is imported
-lazily: a machine without it trains with `tracking.enabled=False`.
+"""MLflow logging for one trial (the schema of docs/DESIGN.md) that survives store outages. The trial owns
+its run through client calls (no global active run: trials in one process cannot cross-log); a resumed trial
+re-opens it and skips every (key, step) and evaluation epoch it has. What is sent goes through an `Outbox`.
+mlflow is imported lazily: a machine without it trains with `tracking.enabled=False`.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
-"""Tokenised training data, length-bucketed batches and loss masks.
-
-Lines are encoded once; each pass over them is shuffled from (seed, pass) alone, so a resumed run draws
-exactly the batches an uninterrupted one would, and lines are sorted by length within a window of batches
-so that a batch is little padding. A digit curriculum (`train.curriculum`) draws the first steps' batches
-from the lines of few digits, the cap rising to the most. Fixed-shape batches (`train.bucket_lengths`) pad
-up to a few bucket lengths, so that CUDA graphs record a handful of shapes; padding sits under the
-attention and loss masks, so a step computes what it would without buckets (up to float rounding).
+"""Length-bucketed training batches and loss masks. Each pass is shuffled from (seed, pass) alone, so a
+resumed run draws exactly the batches an uninterrupted one would; lines are sorted by length within a
+window of batches so that little is padding. A digit curriculum (`train.curriculum`) draws the first
+batches from lines of few digits; fixed bucket lengths (`train.bucket_lengths`) give CUDA graphs a handful
+of shapes, the padding masked out, so a step computes what it would without them.
 """
 
 from __future__ import annotations
@@ -17,7 +14,6 @@ import numpy as np
 import torch
 
 from arith.config import LOSS_ON
-from arith.model.tokenizer import encode_examples
 from arith.training.epochs import check_epochs_per_pass, pass_of, slice_bounds
 
 #: how many batches' worth of shuffled lines are sorted by length together: larger = less padding,
@@ -52,11 +48,6 @@ class Batch:
     def to(self, device: torch.device | str) -> Batch:
         non_blocking = torch.device(device).type == "cuda"
         return Batch(*(t.to(device, non_blocking=non_blocking) for t in vars(self).values()))
-
-
-def encode_lines(tokenizer, examples: Sequence) -> list[EncodedLine]:
-    """Encode every example once (batched in the Rust tokenizer)."""
-    return [EncodedLine(tuple(ids), start) for ids, start in encode_examples(tokenizer, examples)]
 
 
 def pad_token_id(tokenizer) -> int:

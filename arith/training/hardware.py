@@ -48,10 +48,9 @@ _GEMMS = frozenset(getattr(torch.ops.aten, op).default for op in ("mm", "addmm",
 
 
 class Bf16MatmulsInFp32(TorchDispatchMode):
-    """Matrix products of bf16 operands computed by fp32 kernels, their result rounded to bf16: on a CPU
-    without AVX512-BF16 or AMX, PyTorch's bf16 GEMM is a fallback dozens of times slower than fp32. A
-    product of two bf16 numbers is exact in fp32, where bf16 hardware accumulates too, so this computes
-    the same up to the order of summation. Below autograd, it covers the backward's products as well."""
+    """Matrix products of bf16 operands on fp32 kernels, rounded to bf16: without AVX512-BF16 or AMX, a CPU's
+    bf16 GEMM is dozens of times slower. A bf16 product is exact in fp32, where bf16 hardware accumulates too,
+    so this computes the same up to the order of summation; below autograd, it covers the backward too."""
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -106,15 +105,13 @@ def cpu_threads(requested: int) -> int:
 
 #: glibc's mallopt parameters (malloc.h) and the largest mmap threshold it accepts on 64-bit (32 MiB)
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-_MMAP_THRESHOLD_MAX = 32 * 1024 * 1024
-_TRIM_THRESHOLD = 2**31 - 1
+_MMAP_THRESHOLD_MAX, _TRIM_THRESHOLD = 32 * 1024 * 1024, 2**31 - 1
 
 
 def keep_freed_memory() -> bool:
-    """Keep freed tensor memory in the process's heap for the next step (glibc only); returns whether it
-    applied. glibc unmaps large freed blocks and trims the heap, so a CPU step, which frees and reallocates
-    the same activations every step, faulted their pages in again each time (5-15% slower on one core).
-    Process-wide; nothing a step computes changes, and the process keeps its peak heap."""
+    """Keep freed tensor memory in the heap for the next step (glibc only; returns whether it applied): glibc
+    unmaps large freed blocks, so a CPU step faulted its activations' pages in again each step (5-15% slower
+    on one core). Process-wide; nothing a step computes changes, and the process keeps its peak heap."""
     if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
         return False
     libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
@@ -150,8 +147,7 @@ def cpu_name(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
         lines = cpuinfo.read_text().splitlines()
     except OSError:
         return platform.processor() or platform.machine()
-    fields = dict(line.split(":", 1) for line in lines if ":" in line)
-    fields = {k.strip(): v.strip() for k, v in fields.items()}
+    fields = {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in lines if ":" in line)}
     flags = set(fields.get("flags", "").split())
     native = "native bf16" if flags & {"avx512_bf16", "amx_bf16"} else "no native bf16"
     family, model = fields.get("cpu family"), fields.get("model")

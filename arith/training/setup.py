@@ -13,8 +13,8 @@ from arith.config import ExperimentConfig, TrainConfig
 from arith.data.datasets import test_examples, train_examples
 from arith.data.tasks import problem_ids
 from arith.model.gpt import build_model
-from arith.model.tokenizer import tokenizer_for
-from arith.training.batching import BatchLoader, encode_lines, example_digits, pad_token_id
+from arith.model.tokenizer import encode_examples, tokenizer_for
+from arith.training.batching import BatchLoader, EncodedLine, example_digits, pad_token_id
 from arith.training.checkpoints import rng_state, seed_everything, set_rng_state
 from arith.training.hardware import (
     autocast_context,
@@ -94,7 +94,7 @@ class Setup:
 def train_loader(train_set: list, tokenizer, t: TrainConfig) -> BatchLoader:
     """The trainer's batches of `train_set` (the benchmarks time these same batches)."""
     return BatchLoader(
-        encode_lines(tokenizer, train_set),
+        [EncodedLine(tuple(ids), start) for ids, start in encode_examples(tokenizer, train_set)],
         t.batch_size,
         pad_token_id(tokenizer),
         t.loss_on,

@@ -1,9 +1,7 @@
-"""The one trainer: `train(cfg) -> TrainResult`, plain PyTorch, used alone (`python -m arith.training`), by
-the benchmarks and, through sweeps/trainable.py, by Ray Tune. It reads like nanoGPT's train.py: `setup`
-builds data, model and optimiser, then one loop over a `TrainState` evaluates the paper's grids at chosen
-epochs and saves checkpoints that continue a run exactly. A scheduler connects through two hooks:
-`checkpoints` (load and save) and `reporter(metrics, checkpoint_path)` after every epoch. Before a
-checkpoint the tracker sends its buffer, and what it could not send rides in the checkpoint.
+"""The one trainer, `train(cfg) -> TrainResult`: plain PyTorch, used alone (`python -m arith.training`), by
+the benchmarks and by Ray Tune (sweeps/trainable.py). `setup` builds data, model and optimiser; one loop
+evaluates the paper's grids at chosen epochs and saves checkpoints that continue a run exactly (what the
+tracker could not send rides in them). A scheduler connects through `checkpoints` and `reporter`.
 """
 
 from __future__ import annotations
