@@ -1,9 +1,7 @@
-"""An epoch as a share of a pass over the training lines (`train.epochs_per_pass`).
-
-An epoch is where the trainer evaluates, checkpoints and reports to a scheduler; in the paper it is one pass.
-ASHA acts only when a trial reports, so a recipe search cuts each pass into k consecutive slices: the same
-steps in the same order, read k times as often, each epoch deterministic from (seed, epoch). Plain integer
-arithmetic, no torch: `sweeps.scales` fits a step budget's epochs with it.
+"""An epoch as a share of a pass over the training lines (`train.epochs_per_pass`). An epoch is where the
+trainer evaluates, checkpoints and reports; in the paper it is one pass. ASHA acts only when a trial reports,
+so a recipe search cuts each pass into k slices: the same steps in the same order, read k times as often.
+Plain integer arithmetic, no torch: `sweeps.scales` fits a step budget's epochs with it.
 """
 
 from __future__ import annotations

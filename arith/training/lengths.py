@@ -1,8 +1,6 @@
-"""Whether a trial's sequences fit its position scheme's columns (`PositionScheme.max_width`), known from
-its config and data before it trains: a wider sequence would fail in the scheme's lookup on every retry
-alike. A training batch is its longest line padded to its bucket; a decoding batch its longest prompt plus
-the reply cap. Both are checked before launch (`check_positions`) and in the trial's setup, on what it has
-encoded already (`check_train_lines`, `check_decoding`).
+"""Whether a trial's batches (a training line padded to its bucket; prompts plus the reply cap) fit its
+position scheme's columns, known before it trains: a wider one would fail in the scheme's lookup on every
+retry alike. Checked before launch (`check_positions`) and in the trial's setup, on what it has encoded.
 """
 
 from __future__ import annotations
