@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from analysis.findings import Finding
 from analysis.load import AnalysisError, Sweep, read_sweep
 from analysis.report import FORMATS, report_sweep
 from analysis.ui_start import ui_command
@@ -85,13 +86,11 @@ def read_report_options(
 def print_report(
     options: ReportOptions,
     log: bool = True,
-    waiting: tuple[int, int] = (0, 0),
-    plan_file: str = "",
+    rejudge: Callable[[list[Finding]], list[Finding]] | None = None,
     note: Callable[[Sweep], str] = lambda sweep: "",
 ) -> int:
-    """Read the sweep (`options.runs`, else the grid's latest), write and print its report; `waiting` and
-    `plan_file`: the plan its parts belong to (`analysis.report.report_sweep`); `note`: a line for stderr
-    about the sweep read."""
+    """Read the sweep, write and print its report; `rejudge`: as `analysis.report.report_sweep`'s;
+    `note`: a line for stderr about the sweep read."""
     uri = options.tracking_uri
     try:
         if options.out:
@@ -99,9 +98,7 @@ def print_report(
         # read once: the report and the UI view share it
         sweep = read_sweep(options.grid, uri, list(options.runs) or None)
         logged = log and not options.no_log
-        text = report_sweep(
-            sweep, options.out, options.format, logged, waiting, plan_file, options.ui_url or ""
-        )
+        text = report_sweep(sweep, options.out, options.format, logged, rejudge, options.ui_url or "")
         link = share_view(sweep, options.ui_url) if options.ui_url else ""
         said = note(sweep)
     except (AnalysisError, ConfigError) as err:  # ConfigError: a broken plugin of experiments

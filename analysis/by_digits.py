@@ -56,7 +56,7 @@ def accuracy_by_digits_figure(sweep: Sweep) -> Figure | None:
     cells = length_cells(sweep, labels)
     if cells.empty:
         return None
-    presearch = set(chose_budget_seeds(sweep.presearch_seeds_tag, sweep.grid))
+    presearch = set(chose_budget_seeds(sweep.presearch_seeds_tag))
     contexts = sorted(cells[CONTEXT_COLUMN].fillna("main").unique())
     points = sorted(cells[POINT_COLUMN].unique())
     colour = point_colours(sweep.trials, labels)

@@ -32,7 +32,7 @@ from analysis.plots import heatmap
 from analysis.sweep import EPOCH_METRICS, Sweep
 from analysis.tables import Table, render_tables
 from analysis.wrong_answers import points_of, wrong_answers_html
-from arith.tracking.schema import ACCURACY_COLUMN, EPOCH_COLUMN, POINT_COLUMN, RUN_ID_COLUMN, SEED_COLUMN
+from arith.tracking.schema import ACCURACY_COLUMN, EPOCH_COLUMN, POINT_COLUMN, RUN_ID_COLUMN
 
 STYLE = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1d1d1f; margin: 0;
@@ -195,10 +195,7 @@ def page(analysis, head: str) -> str:
         *(f'<p class="note">note: {html.escape(n)}</p>' for n in sweep.notes),
     ]
     if len(sweep.unfinished):
-        columns = [
-            c for c in ["run_name", "status", *sweep.axes, SEED_COLUMN] if c in sweep.unfinished.columns
-        ]
-        parts += ["<h2>Unfinished trials</h2>", sweep.unfinished[columns].to_html(index=False)]
+        parts += ["<h2>Unfinished trials</h2>", sweep.unfinished.to_html(index=False)]
     parts += ["<h2>The paper's claims</h2>", findings_html(analysis.findings, sweep.grid)]
     parts.append("<h2>Tables beside the paper's</h2>")
     sections = 0  # anchors numbered by the sections there are: #wrong-answers is the first

@@ -26,6 +26,7 @@ from arith.tracking.schema import (
     PAPER_TABLE_TAG,
     ROW_DIGITS_COLUMN,
     RUN_ID_COLUMN,
+    SEED_COLUMN,
     SEEN_IN_TRAIN_COLUMN,
     SPLIT_COLUMNS,
     TEST_ACC_METRIC,
@@ -137,7 +138,9 @@ class Sweep:
 
     @property
     def unfinished(self) -> pd.DataFrame:
-        return self.trials[self.trials["status"] != FINISHED]
+        """The trials that did not finish: their names, status, axes and seeds."""
+        columns = [c for c in ["run_name", "status", *self.axes, SEED_COLUMN] if c in self.trials.columns]
+        return self.trials.loc[self.trials["status"] != FINISHED, columns]
 
 
 def aggregate_seeds(cells: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
