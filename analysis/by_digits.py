@@ -10,11 +10,8 @@ never judged. Multiplication's cells are a grid of two digit counts (its tables'
 
 from __future__ import annotations
 
-import matplotlib
 import numpy as np
 import pandas as pd
-
-matplotlib.use("Agg")
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 

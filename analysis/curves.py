@@ -117,8 +117,3 @@ def learning_curves_figure(sweep: Sweep, history: pd.DataFrame | None = None) ->
     figure.suptitle(f"{sweep.grid}: learning curves", fontsize=11)
     figure.tight_layout()
     return figure
-
-
-def save(figure: Figure, path) -> None:
-    """Write a figure as a PNG with no timestamp in it, so the same numbers give the same file."""
-    figure.savefig(path, dpi=100, metadata={"Software": None})

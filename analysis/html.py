@@ -1,12 +1,5 @@
-"""The report as one self-contained HTML page a researcher opens in a browser.
-
-Everything is inline (CSS in a <style> block, every figure a base64 PNG), so the file can be mailed,
-logged as an MLflow artifact or opened offline. Sections: the sweep, the paper's claims with their verdicts
-and reasons, each table beside the paper's (heatmap and numbers), accuracy by digit count, each seed
-(analysis.by_digits), the spread over seeds, the learning curves (analysis.curves), and each point's test
-accuracy by epoch, read from the trials' MLflow metric history.
-Under each table, per point: where its wrong answers err (by answer digit and carry chain) and a few
-wrong answers of each cell (analysis.wrong_answers).
+"""The report as one self-contained HTML page: CSS and every figure (a base64 PNG) inline, so the file can
+be mailed, logged as an MLflow artifact or opened offline.
 """
 
 from __future__ import annotations
@@ -15,12 +8,7 @@ import base64
 import html
 import io
 
-import matplotlib
 import pandas as pd
-
-from arith.tracking.schema import TEST_ACC_METRIC
-
-matplotlib.use("Agg")
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
@@ -32,7 +20,7 @@ from analysis.plots import heatmap
 from analysis.sweep import EPOCH_METRICS, Sweep
 from analysis.tables import Table, render_tables
 from analysis.wrong_answers import points_of, wrong_answers_html
-from arith.tracking.schema import ACCURACY_COLUMN, EPOCH_COLUMN, POINT_COLUMN, RUN_ID_COLUMN
+from arith.tracking.schema import ACCURACY_COLUMN, EPOCH_COLUMN, POINT_COLUMN, RUN_ID_COLUMN, TEST_ACC_METRIC
 
 STYLE = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1d1d1f; margin: 0;
@@ -86,7 +74,7 @@ def findings_html(findings: list[Finding], grid: str) -> str:
 
 
 def seed_spread_figure(sweep: Sweep) -> Figure | None:
-    """Each finished trial's mean accuracy at its last evaluation, one dot per seed, by point."""
+    """Each finished trial's mean accuracy at its last evaluation, a dot per seed, by point."""
     cells = sweep.cells
     if cells.empty:
         return None
@@ -111,8 +99,8 @@ def seed_spread_figure(sweep: Sweep) -> Figure | None:
 
 
 def metric_histories(sweep: Sweep) -> pd.DataFrame:
-    """run_id, metric, epoch, value for every finished trial and metric of EPOCH_METRICS it logged, from
-    the MLflow metric history read with the sweep; from its cells (test_acc only) where the store has none."""
+    """run_id, metric, epoch, value of the EPOCH_METRICS each finished trial logged; where the store has
+    none, test_acc from its cells."""
     history = sweep.history_of(EPOCH_METRICS).rename(columns={"step": EPOCH_COLUMN})
     if not history.empty or sweep.cells.empty:
         return history
@@ -123,8 +111,8 @@ def metric_histories(sweep: Sweep) -> pd.DataFrame:
 
 
 def epochs_figure(sweep: Sweep, history: pd.DataFrame) -> Figure | None:
-    """Test accuracy by epoch, a line per trial coloured by point; in and beyond the training range
-    side by side when the trials logged them, else the accuracy over the whole test grid."""
+    """Test accuracy by epoch, a line per trial in its point's colour: in and beyond the training range
+    side by side where logged, else over the whole test grid."""
     if history.empty:
         return None
     metrics = [m for m in EPOCH_METRICS[:2] if m in set(history["metric"])] or [TEST_ACC_METRIC]
@@ -149,9 +137,8 @@ def epochs_figure(sweep: Sweep, history: pd.DataFrame) -> Figure | None:
 
 
 def wrong_answers_section(sweep: Sweep, table: Table, anchor: str = "wrong-answers") -> str:
-    """Beside a table: per point, where its wrong answers err (by answer digit and carry chain) and a
-    few wrong answers of each cell (`analysis.wrong_answers`); `anchor` is its heading's id, a link
-    (report.html#wrong-answers) straight to it."""
+    """Beside a table: per point, where its wrong answers err and a few of each cell; `anchor`, the
+    heading's id, is a link (report.html#wrong-answers) straight to it."""
     points, clean = points_of(sweep, table)
     if not points and not clean:
         if not sweep.errors_kept_by:
@@ -178,7 +165,6 @@ def wrong_answers_section(sweep: Sweep, table: Table, anchor: str = "wrong-answe
 
 
 def figure_section(title: str, figure: Figure | None, alt: str, caption: str = "") -> list[str]:
-    """A figure's part of the page, under its heading and above its caption; none where it has nothing."""
     if figure is None:
         return []
     said = [f'<p class="meta">{html.escape(caption)}</p>'] if caption else []
@@ -198,7 +184,7 @@ def page(analysis, head: str) -> str:
         parts += ["<h2>Unfinished trials</h2>", sweep.unfinished.to_html(index=False)]
     parts += ["<h2>The paper's claims</h2>", findings_html(analysis.findings, sweep.grid)]
     parts.append("<h2>Tables beside the paper's</h2>")
-    sections = 0  # anchors numbered by the sections there are: #wrong-answers is the first
+    sections = 0  # #wrong-answers is the first section's anchor
     for table in analysis.tables:
         parts.append(_img(heatmap(table), f"heatmap: {table.title}"))
         parts.append(render_tables([table], "html"))

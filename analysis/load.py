@@ -1,17 +1,9 @@
-"""MLflow runs of one sweep -> its typed record, the `Sweep`, in one call: `read_sweep`.
+"""MLflow runs of one sweep -> its typed record, the `Sweep`, in one pass over the store: `read_sweep`.
 
-A sweep is a parent run tagged ``sweep=1`` and ``grid=<name>``; its trials are the runs nested under it
-(docs/DESIGN.md, "MLflow schema"). Each trial's params become typed columns (through the config's own
-type hints), its cells come from its ``eval/cells.csv`` artifact. Trials that did not finish are kept in
-`Sweep.trials` with their status so the report can count them; their cells are left out of the numbers.
-
-What the sweep declared is read from its parent run, not from the `sweeps` package (which the analysis
-does not import): the grid's axes (tag ``axes``, JSON list of config keys) and the scale's digit map
-(tag ``digit_map``, read in `experiments.paper.digit_map_of`); the tables' axes are those and every other
-param the trials vary in.
-What is read (the `Sweep`, its columns) is `analysis.sweep`'s, the tag and column names
-`arith.tracking.schema`'s; `read_sweep` reads it all (trials, cells, wrong answers, metric histories, the
-parent runs' tags) in one pass, so nothing after it goes back to the store.
+A sweep is a parent run tagged ``sweep=1`` and ``grid=<name>``, its trials the runs nested under it
+(docs/DESIGN.md, "MLflow schema"). What the sweep declared (its axes, its digit map) is read from the
+parent run's tags, not from the `sweeps` package, which the analysis does not import; each trial's params
+become typed columns through the config's own type hints, its cells come from ``eval/cells.csv``.
 """
 
 from __future__ import annotations
@@ -40,18 +32,11 @@ from analysis.sweep import (
 from arith.tracking import schema, store
 from arith.tracking.schema import CELLS_ARTIFACT
 
-#: the param of how many wrong answers a cell keeps in eval/errors.csv (0: none, the file empty)
 ERRORS_PER_CELL_PARAM = "train.errors_per_cell"
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Reaching the store
-# ---------------------------------------------------------------------------------------------------------
-
-
 def require_store(tracking_uri: str, timeout_s: float = 5.0) -> None:
-    """Fail fast, naming the URI, when the store is not there: `arith.tracking.store.check_reachable` as an
-    AnalysisError, the one error the analysis's callers catch."""
+    """Fail fast, naming the URI, when the store is not there (as the AnalysisError callers catch)."""
     try:
         store.check_reachable(tracking_uri, timeout_s)
     except store.StoreError as err:
@@ -87,11 +72,6 @@ def find_parent(client, grid: str, parent_run_id: str | None = None):
     return of_grid[0]
 
 
-# ---------------------------------------------------------------------------------------------------------
-# The sweep -> frames
-# ---------------------------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class TrialRun:
     """What the analysis reads of one trial's MLflow run (params and tags are MLflow's strings)."""
@@ -108,16 +88,13 @@ class TrialRun:
         return cls(info.run_id, info.run_name or "", info.status, dict(run.data.params), dict(run.data.tags))
 
 
-def trials_frame(
-    children: list[TrialRun], declared: Sequence[str] = ()
-) -> tuple[pd.DataFrame, list[str], list[str]]:
-    """One row per trial run with typed param columns; returns (frame, axes, notes). The axes are the
-    `declared` ones (the grid's, recorded on the parent run) and every other param the trials vary in."""
+def trials_frame(children: list[TrialRun], declared: Sequence[str] = ()) -> tuple[pd.DataFrame, list[str]]:
+    """One row per trial run with typed param columns, and the axes: the `declared` ones (the parent
+    run's) and every other param the trials vary in."""
     hints = type_hints()
     raw = pd.DataFrame([run.params for run in children])
     declared = list(declared)
     axes = axes_of(raw, declared)
-    notes: list[str] = []
 
     required = list(dict.fromkeys([*IDENTITY_KEYS, *declared]))
     lacking = {run.run_name or run.run_id: [k for k in required if k not in run.params] for run in children}
@@ -146,7 +123,7 @@ def trials_frame(
         rows.append(row)
     frame = pd.DataFrame(rows)
     frame[schema.SEED_COLUMN] = pd.to_numeric(frame[schema.SEED_COLUMN], errors="coerce")
-    return frame, axes, notes
+    return frame, axes
 
 
 def read_cells(client, run_id: str, into: Path) -> pd.DataFrame | None:
@@ -190,11 +167,8 @@ def tidy_cells(trials: pd.DataFrame, cells_by_run: dict[str, pd.DataFrame], axes
 
 
 def one_run_per_trial(trials: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    """One run a (point, seed), and how many were left out: a seed counted twice would weigh double in
-    its point's sample. A finished run is kept before one that is not (a killed part-way run of a sweep
-    listed first must not hide the finished run of a later part), then the first listed: the parts in
-    the order given, a part's runs in the store's order (latest started first, so that a trial run again
-    from scratch within one sweep is read from its last run)."""
+    """One run a (point, seed), and how many were left out (a seed counted twice would weigh double): a
+    finished run before one that is not, then the first listed (the store lists the latest first)."""
     keys = [schema.POINT_COLUMN, schema.SEED_COLUMN]
     unfinished = (trials["status"] != FINISHED).to_numpy()
     order = trials.iloc[unfinished.argsort(kind="stable")]
@@ -203,19 +177,15 @@ def one_run_per_trial(trials: pd.DataFrame) -> tuple[pd.DataFrame, int]:
 
 
 def keeping_no_errors(children: list) -> frozenset[str]:
-    """The runs told to keep no wrong answers (`train.errors_per_cell` 0): their eval/errors.csv is empty
-    whatever they answered, so it says nothing of whether they erred."""
-    return frozenset(r.info.run_id for r in children if r.data.params.get(ERRORS_PER_CELL_PARAM) == "0")
+    """The runs told to keep no wrong answers (`train.errors_per_cell` 0): their empty eval/errors.csv
+    says nothing of whether they erred."""
+    return frozenset(r.info.run_id for r in children if r.data.params.get("train.errors_per_cell") == "0")
 
 
 def read_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] | None = None) -> Sweep:
-    """The typed record of one sweep (the latest of `grid` unless `parent_run_id` is given), read in one
-    pass over the store: its parent runs' tags, its trials, their cells, wrong answers and metric
-    histories (`HISTORY_METRICS`). The analysis reads nothing of the store after this.
-
-    Several parent run ids read as one sweep: the parts of a study run at different times (seeds added
-    later, a grid's costly points run apart). A (point, seed) with more than one run is read from one
-    (`one_run_per_trial`)."""
+    """The typed record of one sweep (the latest of `grid` unless `parent_run_id` is given): its trials,
+    their cells, wrong answers and metric histories. Several parent run ids read as one sweep: the parts
+    of a study run apart (seeds added later, costly points run on their own)."""
     require_store(tracking_uri)
     from mlflow.exceptions import MlflowException
 
@@ -239,8 +209,9 @@ def read_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] 
             declared = declared_axes(parents)
         except ValueError as err:
             raise AnalysisError(str(err)) from None
-        trials, axes, notes = trials_frame([TrialRun.of(run) for run in children], declared)
+        trials, axes = trials_frame([TrialRun.of(run) for run in children], declared)
         trials, repeated = one_run_per_trial(trials)
+        notes = []
         if repeated:
             notes.append(
                 f"{repeated} run(s) of a (point, seed) that another run holds were left out (a finished run "
@@ -289,7 +260,6 @@ def read_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] 
 
 
 def _trial_runs(client, parent, grid: str) -> list:
-    """The trial runs nested under one parent run (an AnalysisError when it has none)."""
     runs = store.search_runs(client, [parent.info.experiment_id], store.trials_filter(parent.info.run_id))
     if not runs:
         raise AnalysisError(
