@@ -1,11 +1,7 @@
-"""Accuracy by digit count: the shape of the paper's length-generalisation figures, from a sweep's own trials.
+"""Accuracy by digit count, each seed drawn: the shape of the paper's length-generalisation figures.
 
-The paper shows its addition and reversal results (fig:acc_add_rand, fig:testacc_rev, fig:randembed) as
-accuracy against the number of digits, the training range marked, one line a position scheme. A claim about
-extrapolation reads the cells beyond the training range; the table gives their seed means, this figure each
-seed as well, so that a reader sees at once whether a mean of 0.94 is five seeds near it or four at 1.00
-and one at 0.78. Seeds that chose the sweep's budget (its pre-search's) are drawn hollow: they are shown,
-never judged. Multiplication's cells are a grid of two digit counts (its tables' heatmaps show them).
+A mean of 0.94 may be five seeds near it or four at 1.00 and one at 0.78; the tables give the mean, this
+figure the seeds. Seeds that chose the sweep's budget are drawn hollow: shown, never judged.
 """
 
 from __future__ import annotations
@@ -29,14 +25,13 @@ from arith.tracking.schema import (
 )
 from experiments.verdicts import LEARNED, measured
 
-#: half the gap between neighbouring points drawn at one digit count (in digits), so their dots do not overlap
+#: half the gap between neighbouring points' dots at one digit count (in digits)
 JITTER = 0.05
 
 
 def length_cells(sweep: Sweep, labels: pd.Series) -> pd.DataFrame:
-    """Each finished trial's cells at its last evaluation, with its point's label (`labels`, by trial, in
-    `sweep.trials`' order): empty unless every cell is one digit count (addition, reversal, dialogue), not
-    multiplication's grid of two."""
+    """Each finished trial's cells at its last evaluation, with its point's label; empty for a grid of two
+    digit counts (multiplication)."""
     cells = measured(sweep.cells)
     if cells.empty or cells[ROW_DIGITS_COLUMN].notna().any():
         return cells.iloc[0:0]
@@ -45,10 +40,8 @@ def length_cells(sweep: Sweep, labels: pd.Series) -> pd.DataFrame:
 
 
 def accuracy_by_digits_figure(sweep: Sweep) -> Figure | None:
-    """One panel per context (reversal's regular and repetitive data; addition's one): each point's mean
-    accuracy over its judged seeds by digit count (a line, in a band from the lowest seed to the highest),
-    each seed a dot, the digit counts beyond the trials' training range shaded; None for a sweep with no
-    such cells."""
+    """A panel per context: each point's mean over its judged seeds by digit count (a line, in a band
+    from the lowest seed to the highest), each seed a dot, beyond the training range shaded."""
     labels = point_labels(sweep.trials, sweep.axes)
     cells = length_cells(sweep, labels)
     if cells.empty:

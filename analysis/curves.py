@@ -1,9 +1,5 @@
-"""Learning curves: how a sweep's trials learned over their steps.
-
-A claim is not testable when a model it compares did not learn the cells the paper's own model learned.
-The figure shows why and what it would take: the training loss of each point over the trial's steps
-beside where each trial ended on the cells the competence gate reads (its lowest cell: still falling loss,
-more steps would help; flat, they would not).
+"""Learning curves: why a model did not learn the cells a claim's competence gate reads, and whether more
+steps would help (a loss still falling) or not (flat).
 """
 
 from __future__ import annotations
@@ -30,7 +26,6 @@ SMOOTH = 5
 
 
 def point_labels(trials: pd.DataFrame, axes: list[str]) -> pd.Series:
-    """A short label for each trial's point: the sweep's axes and their values."""
     shown = [a for a in axes if a in trials.columns]
     if not shown:
         return trials[POINT_COLUMN].astype(str)
@@ -42,9 +37,8 @@ def point_labels(trials: pd.DataFrame, axes: list[str]) -> pd.Series:
 
 
 def point_colours(trials: pd.DataFrame, labels: pd.Series) -> dict[str, str]:
-    """Each point label's colour: its trials' run colour (the `mlflow.runColor` tag the sweep gave them,
-    what the MLflow UI's charts draw them in), else by its place among the sorted labels, from the same
-    palette (trials of a sweep from before the tag)."""
+    """Each point label's colour: its trials' `mlflow.runColor` tag (the MLflow UI's charts' colour), else
+    by its place among the sorted labels, from the same palette."""
     tagged = trials[COLOUR_COLUMN] if COLOUR_COLUMN in trials.columns else pd.Series("", index=trials.index)
     points = sorted(set(labels))
     colour = {p: POINT_COLOURS[i % len(POINT_COLOURS)] for i, p in enumerate(points)}
@@ -55,9 +49,8 @@ def point_colours(trials: pd.DataFrame, labels: pd.Series) -> dict[str, str]:
 
 
 def gated_by_trial(sweep: Sweep) -> pd.Series:
-    """Each finished trial's lowest accuracy, at its last evaluation, on the cells the competence rule
-    reads (`experiments.verdicts.gated_cells`: where the paper's own model learned, through the sweep's digit
-    map; else the cells in range). A trial has learned when this is at least LEARNED, as the gate reads it."""
+    """Each finished trial's lowest accuracy at its last evaluation on the cells the competence rule reads
+    (`experiments.verdicts.gated_cells`): it learned when this is at least LEARNED."""
     cells = measured(sweep.cells)
     if cells.empty:
         return pd.Series(dtype=float)
@@ -72,8 +65,7 @@ def gated_by_trial(sweep: Sweep) -> pd.Series:
 
 def learning_curves_figure(sweep: Sweep, history: pd.DataFrame | None = None) -> Figure | None:
     """Left: each point's training loss by step (the mean over its seeds, the band their range). Right:
-    each trial's lowest accuracy at the end on the cells the competence rule reads (a dot per seed) against
-    the threshold: the gate's own reading, so a point whose dots sit left of it is not learned."""
+    each trial's `gated_by_trial` (a dot per seed) against the gate's threshold."""
     history = sweep.history_of((LOSS_METRIC,)) if history is None else history
     accuracy = gated_by_trial(sweep)
     if history.empty and accuracy.empty:

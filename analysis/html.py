@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import re
 
 import pandas as pd
 from matplotlib.figure import Figure
@@ -15,12 +16,20 @@ from matplotlib.lines import Line2D
 from analysis.by_digits import accuracy_by_digits_figure
 from analysis.curves import learning_curves_figure, point_colours, point_labels
 from analysis.findings import HELD, NOT_HELD, Finding
-from analysis.mlflow_links import mlflow_links_html
 from analysis.plots import heatmap
 from analysis.sweep import EPOCH_METRICS, Sweep
 from analysis.tables import Table, render_tables
 from analysis.wrong_answers import points_of, wrong_answers_html
-from arith.tracking.schema import ACCURACY_COLUMN, EPOCH_COLUMN, POINT_COLUMN, RUN_ID_COLUMN, TEST_ACC_METRIC
+from arith.tracking.schema import (
+    ACCURACY_COLUMN,
+    EPOCH_COLUMN,
+    POINT_COLUMN,
+    POINT_TAG,
+    RUN_ID_COLUMN,
+    SEED_COLUMN,
+    TEST_ACC_METRIC,
+    point_label,
+)
 
 STYLE = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1d1d1f; margin: 0;
@@ -164,6 +173,37 @@ def wrong_answers_section(sweep: Sweep, table: Table, anchor: str = "wrong-answe
     return "\n".join(parts)
 
 
+#: the experiment's runs page in a view's link: `<ui>/#/experiments/<id>/runs?...`
+RUNS_PAGE = re.compile(r"^(?P<ui>.*?)/#/experiments/(?P<experiment>[^/?]+)/runs")
+
+
+def run_url(view_url: str, run_id: str) -> str:
+    """A trial run's page in the UI the view's link is for."""
+    found = RUNS_PAGE.match(view_url)
+    if found is None:
+        return ""
+    return f"{found['ui']}/#/experiments/{found['experiment']}/runs/{run_id}"
+
+
+def mlflow_links_html(sweep: Sweep, view_url: str) -> str:
+    """The way into MLflow from a number seen here: the sweep's view, then every trial's run."""
+    if not view_url:
+        return ""
+    trials = sweep.trials.sort_values([POINT_TAG, SEED_COLUMN])
+    runs = []
+    for run_id, point, seed in zip(
+        trials[RUN_ID_COLUMN], trials[POINT_TAG], trials[SEED_COLUMN], strict=True
+    ):
+        name = html.escape(f"{point_label(point)} seed {seed}")
+        runs.append(f'<a href="{html.escape(run_url(view_url, run_id))}">{name}</a>')
+    return (
+        f'<p class="mlflow">In MLflow: <a id="mlflow-view" href="{html.escape(view_url)}">the sweep\'s runs, '
+        f"grouped by {html.escape(', '.join(sweep.axes))}</a> (start the UI first); each trial's run: "
+        + " · ".join(runs)
+        + "</p>"
+    )
+
+
 def figure_section(title: str, figure: Figure | None, alt: str, caption: str = "") -> list[str]:
     if figure is None:
         return []
@@ -177,7 +217,7 @@ def page(analysis, head: str) -> str:
     parts = [
         f"<h1>Sweep analysis: {html.escape(sweep.grid)}</h1>",
         f'<p class="meta">{html.escape(head)}</p>',
-        mlflow_links_html(sweep, getattr(analysis, "view_url", "")),
+        mlflow_links_html(sweep, analysis.view_url),
         *(f'<p class="note">note: {html.escape(n)}</p>' for n in sweep.notes),
     ]
     if len(sweep.unfinished):

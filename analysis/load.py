@@ -3,7 +3,8 @@
 A sweep is a parent run tagged ``sweep=1`` and ``grid=<name>``, its trials the runs nested under it
 (docs/DESIGN.md, "MLflow schema"). What the sweep declared (its axes, its digit map) is read from the
 parent run's tags, not from the `sweeps` package, which the analysis does not import; each trial's params
-become typed columns through the config's own type hints, its cells come from ``eval/cells.csv``.
+become typed columns through the config's own type hints; its cells and kept wrong answers come from its
+``eval/cells.csv`` and ``eval/errors.csv``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import pandas as pd
 
 from analysis.axes import axes_of, declared_axes, type_hints, typed_value
 from analysis.errors import AnalysisError
-from analysis.kept_errors import read_errors, tidy_errors
 from analysis.sweep import (
     FINISHED,
     HISTORY_COLUMNS,
@@ -30,7 +30,7 @@ from analysis.sweep import (
     tag_columns,
 )
 from arith.tracking import schema, store
-from arith.tracking.schema import CELLS_ARTIFACT
+from arith.tracking.schema import CELLS_ARTIFACT, ERRORS_ARTIFACT
 
 ERRORS_PER_CELL_PARAM = "train.errors_per_cell"
 
@@ -126,19 +126,24 @@ def trials_frame(children: list[TrialRun], declared: Sequence[str] = ()) -> tupl
     return frame, axes
 
 
-def read_cells(client, run_id: str, into: Path) -> pd.DataFrame | None:
-    """The run's eval/cells.csv, or None when it has none (stopped before its first evaluation)."""
+def _artifact_csv(client, run_id: str, artifact: str, into: Path, **read) -> pd.DataFrame | None:
+    """A run's CSV artifact as a frame, or None when the run has none."""
     from mlflow.exceptions import MlflowException
 
     try:
-        path = client.download_artifacts(run_id, CELLS_ARTIFACT, str(into))
+        path = client.download_artifacts(run_id, artifact, str(into))
     except (MlflowException, OSError):
         return None
     try:
-        cells = pd.read_csv(path)
+        return pd.read_csv(path, **read)
     except (pd.errors.EmptyDataError, pd.errors.ParserError) as err:
-        raise AnalysisError(f"run {run_id}: eval/cells.csv cannot be read as a table ({err})") from err
-    missing = [c for c in schema.CELLS_CSV_COLUMNS if c not in cells.columns]
+        raise AnalysisError(f"run {run_id}: {artifact} cannot be read as a table ({err})") from err
+
+
+def read_cells(client, run_id: str, into: Path) -> pd.DataFrame | None:
+    """The run's eval/cells.csv, or None when it has none (stopped before its first evaluation)."""
+    cells = _artifact_csv(client, run_id, CELLS_ARTIFACT, into)
+    missing = [] if cells is None else [c for c in schema.CELLS_CSV_COLUMNS if c not in cells.columns]
     if missing:
         raise AnalysisError(
             f"run {run_id}: eval/cells.csv lacks column(s) {', '.join(missing)} "
@@ -147,23 +152,77 @@ def read_cells(client, run_id: str, into: Path) -> pd.DataFrame | None:
     return cells
 
 
+def _joined(trials: pd.DataFrame, by_run: dict[str, pd.DataFrame], keep: list[str]) -> list[pd.DataFrame]:
+    """Each run's frame with its trial's `keep` columns."""
+    frames = []
+    for run_id, frame in by_run.items():
+        trial = trials.loc[trials[schema.RUN_ID_COLUMN] == run_id, keep].iloc[0]
+        frames.append(frame.assign(**{k: [trial[k]] * len(frame) for k in keep}))
+    return frames
+
+
 def tidy_cells(trials: pd.DataFrame, cells_by_run: dict[str, pd.DataFrame], axes: list[str]) -> pd.DataFrame:
     """Trial columns joined onto each of its cells, plus `final_epoch` (the run's last evaluation)."""
-    frames = []
     keep = [schema.RUN_ID_COLUMN, schema.SEED_COLUMN, *TAG_COLUMNS, *dict.fromkeys([*IDENTITY_KEYS, *axes])]
-    for run_id, cells in cells_by_run.items():
-        trial = trials.loc[trials[schema.RUN_ID_COLUMN] == run_id, keep].iloc[0]
-        cells = cells.assign(**{k: [trial[k]] * len(cells) for k in keep})
-        cells[schema.FINAL_EPOCH_COLUMN] = cells[schema.EPOCH_COLUMN].max()
-        frames.append(cells)
+    frames = _joined(trials, cells_by_run, keep)
     if not frames:
         return pd.DataFrame(
             columns=[*keep, schema.EPOCH_COLUMN, *schema.CELL_COLUMNS, schema.FINAL_EPOCH_COLUMN]
         )
     tidy = pd.concat(frames, ignore_index=True)
+    tidy[schema.FINAL_EPOCH_COLUMN] = tidy.groupby(schema.RUN_ID_COLUMN)[schema.EPOCH_COLUMN].transform("max")
     tidy[schema.ROW_DIGITS_COLUMN] = tidy[schema.ROW_DIGITS_COLUMN].astype("Int64")
     tidy[schema.COL_DIGITS_COLUMN] = tidy[schema.COL_DIGITS_COLUMN].astype("Int64")
     return tidy
+
+
+def read_errors(client, run_id: str, into: Path) -> pd.DataFrame | None:
+    """The run's eval/errors.csv (its last evaluation's kept wrong answers), or None without one."""
+    texts = (schema.PROMPT_COLUMN, schema.EXPECTED_COLUMN, schema.REPLY_COLUMN)
+    operands = (schema.A_COLUMN, schema.B_COLUMN)
+    as_text = dict.fromkeys((*texts, *operands), str)
+    errors = _artifact_csv(client, run_id, ERRORS_ARTIFACT, into, dtype=as_text)
+    if errors is None:
+        return None
+    for column in texts:  # an empty reply is read as NaN
+        errors[column] = errors[column].fillna("")
+    numbers = (schema.EPOCH_COLUMN, schema.ROW_DIGITS_COLUMN, schema.COL_DIGITS_COLUMN)
+    for column in numbers:
+        errors[column] = pd.to_numeric(errors[column], errors="coerce").astype("Int64")
+    for column in operands:  # read as text: a number of 20 digits and more is exact only as a Python int
+        values = errors[column].map(_operand)
+        errors[column] = values.astype(schema.operand_dtype(values))
+    return errors
+
+
+def _operand(text: object) -> int | None:
+    """An operand read from its text ('123'); None where empty."""
+    return int(text) if isinstance(text, str) and text.strip() else None
+
+
+def tidy_errors(
+    trials: pd.DataFrame, errors_by_run: dict[str, pd.DataFrame], axes: list[str]
+) -> pd.DataFrame:
+    """Trial columns joined onto each kept wrong answer (as `tidy_cells` does onto cells)."""
+    keep = [
+        schema.RUN_ID_COLUMN,
+        schema.SEED_COLUMN,
+        schema.POINT_COLUMN,
+        *dict.fromkeys([*IDENTITY_KEYS, *axes]),
+    ]
+    frames = _joined(trials, errors_by_run, keep)
+    if not frames:
+        return pd.DataFrame(
+            columns=[
+                *keep,
+                schema.EPOCH_COLUMN,
+                schema.CONTEXT_COLUMN,
+                schema.ROW_DIGITS_COLUMN,
+                schema.COL_DIGITS_COLUMN,
+                schema.PROMPT_COLUMN,
+            ]
+        )
+    return pd.concat(frames, ignore_index=True)
 
 
 def one_run_per_trial(trials: pd.DataFrame) -> tuple[pd.DataFrame, int]:

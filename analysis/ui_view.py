@@ -6,6 +6,7 @@ by the axes with each group's average. The charts (``&compareRunsMode=CHART``): 
 headline accuracy, then MLflow's own charts in the sections `metric_sections` orders. The charts draw
 trials, not groups, because only a run can be given a colour: each trial's `mlflow.runColor` tag is its
 point's colour, the same as in the report's figures (the UI hashes group names into near-identical reds).
+`share_sweeps_view` stores a view of a grid's sweeps side by side, one row a parent run.
 The JSON is the UI's own view state as MLflow 3.17 reads it; another version may show its default view.
 """
 
@@ -19,12 +20,21 @@ from analysis.curves import point_colours, point_labels
 from analysis.load import FINISHED, Sweep
 from arith.tracking import store
 from arith.tracking.schema import (
+    AXES_TAG,
     BEYOND_METRIC,
+    CI_HIGH_SUFFIX,
+    CI_LOW_SUFFIX,
+    CLAIM_TAG_PREFIX,
     COLOUR_COLUMN,
+    COMMAND_PARAM,
     CONTEXT_COLUMN,
+    GRID_TAG,
     IN_RANGE_METRIC,
     RUN_COLOR_TAG,
     RUN_ID_COLUMN,
+    SCALE_TAG,
+    SEEDS_PARAM,
+    SWEEP_TAG,
     TEST_ACC_METRIC,
 )
 
@@ -185,13 +195,49 @@ def colour_untagged_trials(sweep: Sweep) -> int:
     return len(untagged)
 
 
+def store_view(client, experiment_id: str, key: str, state: dict, ui_url: str) -> str:
+    """Store a view state on the experiment; return the UI address that opens it."""
+    client.set_experiment_tag(experiment_id, VIEW_TAG + key, json.dumps(state))
+    runs_page = f"{ui_url.rstrip('/')}/#/experiments/{experiment_id}/runs"
+    return f"{runs_page}?{TRAINING_WORKFLOW}&viewStateShareKey={key}"
+
+
 def share_view(sweep: Sweep, ui_url: str = "http://127.0.0.1:5000") -> str:
     """Store the view on the sweep's experiment, its trials coloured by point; return its UI address."""
     colour_untagged_trials(sweep)
     client = store.client(sweep.tracking_uri)
     experiment_id = client.get_run(sweep.parent_run_id).info.experiment_id
-    key = view_key(sweep)
     state = view_state(sweep, logged_metrics(sweep) or None)
-    client.set_experiment_tag(experiment_id, VIEW_TAG + key, json.dumps(state))
-    runs_page = f"{ui_url.rstrip('/')}/#/experiments/{experiment_id}/runs"
-    return f"{runs_page}?{TRAINING_WORKFLOW}&viewStateShareKey={key}"
+    return store_view(client, experiment_id, view_key(sweep), state, ui_url)
+
+
+#: the parent run's params the view of a grid's sweeps shows, in its order
+SWEEP_PARAMS = (SCALE_TAG, SEEDS_PARAM, AXES_TAG, COMMAND_PARAM, GRID_TAG)
+
+
+def sweeps_view_state(metrics: list[str], claim_tags: list[str]) -> dict:
+    """A grid's sweeps side by side, newest first: a row a parent run, its params, the points' seed means
+    (their intervals left to the run's page) and the claims' verdicts (`analysis.summary` logs them)."""
+    means = [m for m in metrics if not m.endswith((CI_LOW_SUFFIX, CI_HIGH_SUFFIX))]
+    columns = [
+        *(quoted("params", p) for p in SWEEP_PARAMS),
+        *(quoted("metrics", m) for m in means),
+        *(quoted("tags", t) for t in claim_tags),
+    ]
+    return {
+        "searchFilter": f"tags.{SWEEP_TAG} = '1'",
+        "orderByKey": "attributes.start_time",
+        "orderByAsc": False,
+        "selectedColumns": columns,
+        **column_layout(columns),
+        "runsHiddenMode": SHOW_ALL_RUNS,
+    }
+
+
+def share_sweeps_view(sweep: Sweep, ui_url: str = "http://127.0.0.1:5000") -> str:
+    """Store the view of the sweep's grid's sweeps on its experiment; return its UI address."""
+    client = store.client(sweep.tracking_uri)
+    parent = client.get_run(sweep.parent_run_id)
+    claim_tags = sorted(t for t in parent.data.tags if t.startswith(CLAIM_TAG_PREFIX))
+    state = sweeps_view_state(sorted(parent.data.metrics), claim_tags)
+    return store_view(client, parent.info.experiment_id, f"sweeps-{sweep.grid}", state, ui_url)
