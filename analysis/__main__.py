@@ -22,14 +22,14 @@ from arith.config import ConfigError, TrackingConfig
 
 
 def check_out(out: Path) -> None:
-    """--out names a folder to write into, or one to create: refused before the analysis runs, not after."""
+    """--out names a folder to write into or to create: refused before the analysis runs, not after."""
     blocked = next((p for p in (out, *out.parents) if p.exists() and not p.is_dir()), None)
     if blocked is not None:
         raise AnalysisError(f"--out {out}: {blocked} is a file; name a folder (new, or one to write into)")
 
 
 def analysis_parser(prog: str = "python -m analysis") -> argparse.ArgumentParser:
-    """The command line's flags (a command that chooses the sweeps to read adds its own to them)."""
+    """The command line's flags (a command may add its own)."""
     p = argparse.ArgumentParser(prog=prog, description=__doc__)
     p.add_argument(
         "--grid", required=True, help="the sweep's grid (`python sweeps/run.py --list`), e.g. nl_mix"
@@ -60,8 +60,7 @@ def analysis_parser(prog: str = "python -m analysis") -> argparse.ArgumentParser
 
 @dataclass(frozen=True)
 class ReportOptions:
-    """What the command line asks of the report: the grid, the store, the sweeps (`runs`: parent run ids;
-    empty: the grid's latest), the format and folder, and whether to log it and share a UI view."""
+    """What the command line asks of the report (`runs`: parent run ids; empty: the grid's latest)."""
 
     grid: str
     tracking_uri: str
@@ -75,8 +74,7 @@ class ReportOptions:
 def read_report_options(
     argv: list[str] | None, parser: argparse.ArgumentParser | None = None
 ) -> tuple[ReportOptions, argparse.Namespace]:
-    """argv read by `parser` (`analysis_parser()`, or one a command extended): the report's options, and
-    every flag parsed (the extending command's own among them)."""
+    """argv read by `parser` (default `analysis_parser()`): the report's options, and every flag parsed."""
     args = (parser or analysis_parser()).parse_args(argv)
     uri = TrackingConfig(tracking_uri=args.tracking_uri).resolved_uri()
     runs = tuple(r for r in (args.run or "").split(",") if r)

@@ -1,8 +1,5 @@
-"""Which params are a sweep's axes, and each param string back to its config type.
-
-The axes are the ones the sweep declared (its parent run's `axes` tag, written by `sweeps/run.py`) and every
-other config key its trials differ in, less the settings a scale derives from the others.
-"""
+"""Which params are a sweep's axes (those it declared and every other config key its trials differ in,
+less what a scale derives from the others), and each param string back to its config type."""
 
 from __future__ import annotations
 
@@ -42,8 +39,8 @@ def typed_value(key: str, value: str | None, hints: dict[str, Any]) -> Any:
 
 
 def varying(params: pd.DataFrame) -> list[str]:
-    """Config keys the trials differ in, leaving out seeds and tracking. A key that runs logged by an
-    older config lack counts as its default there (a new setting left at its default splits nothing)."""
+    """Config keys the trials differ in, but seeds and tracking; a key a run lacks (an older config) counts
+    as its default (a new setting left at its default splits nothing)."""
     hints, defaults = type_hints(), ExperimentConfig().flat()
     defaults = {k: tuple(v) if isinstance(v, list) else v for k, v in defaults.items()}  # as typed_value
     keys = []
@@ -68,9 +65,8 @@ DIALOGUE_KEYS = ("data.mix_format", "data.mix_samples", "data.dialogue_easy", "d
 
 
 def without_derived(params: pd.DataFrame, axes: list[str], declared: list[str]) -> list[str]:
-    """The axes less the undeclared derived keys that the other axes determine: they would only split
-    the tables into more titles (nl_mix at cpu scale: the epochs follow from the data mixed in); and
-    less the dialogue task's data where no trial is of that task."""
+    """The axes less the undeclared derived keys the other axes determine (they would only split the
+    tables), and less the dialogue task's data where no trial is of that task."""
     kept = list(axes)
     if "data.task" in params.columns:  # a task's own data keys, where no trial's task reads them
         tasks = [get_task(str(name)) for name in params["data.task"].unique()]
@@ -87,8 +83,7 @@ def without_derived(params: pd.DataFrame, axes: list[str], declared: list[str]) 
 
 
 def declared_axes(parents: Sequence[Any]) -> list[str]:
-    """The axes the sweep(s) declared, from the parent runs' `axes` tags (in order, without repeats); a
-    parent whose tag is missing or no JSON list is refused (ValueError naming it)."""
+    """The axes the sweep(s) declared, from the parent runs' `axes` tags (a ValueError without one)."""
     axes: list[str] = []
     for parent in parents:
         tag = parent.data.tags.get(AXES_TAG)
@@ -103,6 +98,6 @@ def declared_axes(parents: Sequence[Any]) -> list[str]:
 
 
 def axes_of(params: pd.DataFrame, declared: Sequence[str] = ()) -> list[str]:
-    """The axes of trials whose params (strings, a column each) are `params`: the `declared` ones first."""
+    """The axes of trials whose params (strings) are `params`: the `declared` ones first."""
     declared = list(declared)
     return without_derived(params, list(dict.fromkeys([*declared, *varying(params)])), declared)

@@ -63,6 +63,19 @@ def gated_by_trial(sweep: Sweep) -> pd.Series:
     return pd.Series(lowest, dtype=float)
 
 
+def seeds_by_point(
+    ax, by_point: list[tuple[str, pd.Series]], colours: list[str], size: int, alpha: float
+) -> None:
+    """A row per point of accuracies: a dot per seed, a black bar at their mean."""
+    for i, ((_, values), colour) in enumerate(zip(by_point, colours, strict=True)):
+        ax.scatter(values, [i] * len(values), s=size, alpha=alpha, color=colour, zorder=3)
+        if len(values):
+            ax.plot([values.mean()] * 2, [i - 0.3, i + 0.3], color="k", lw=2)
+    ax.set_yticks(range(len(by_point)), [point for point, _ in by_point], fontsize=8)
+    ax.set_xlim(-0.03, 1.03)
+    ax.grid(axis="x", alpha=0.3)
+
+
 def learning_curves_figure(sweep: Sweep, history: pd.DataFrame | None = None) -> Figure | None:
     """Left: each point's training loss by step (the mean over its seeds, the band their range). Right:
     each trial's `gated_by_trial` (a dot per seed) against the gate's threshold."""
@@ -91,21 +104,16 @@ def learning_curves_figure(sweep: Sweep, history: pd.DataFrame | None = None) ->
     loss_ax.set_xlabel("optimiser step")
     loss_ax.set_ylabel(f"{LOSS_METRIC}, mean of {SMOOTH} logs\n(line: mean over seeds; band: their range)")
     loss_ax.grid(alpha=0.3, which="both")
-    for i, point in enumerate(points):
-        runs = [r for r, p in labels.items() if p == point and r in accuracy.index]
-        values = accuracy.loc[runs]
-        acc_ax.scatter(values, [i] * len(values), s=34, alpha=0.8, color=colour[point], zorder=3)
-        if len(values):
-            acc_ax.plot([values.mean()] * 2, [i - 0.3, i + 0.3], color="k", lw=2)
+    by_point = [
+        (p, accuracy.loc[[r for r, q in labels.items() if q == p and r in accuracy.index]]) for p in points
+    ]
+    seeds_by_point(acc_ax, by_point, [colour[p] for p in points], size=34, alpha=0.8)
     acc_ax.axvline(LEARNED, color="k", ls="--", lw=1)
-    acc_ax.set_yticks(range(len(points)), points, fontsize=8)
     acc_ax.yaxis.tick_right()
-    acc_ax.set_xlim(-0.03, 1.03)
     acc_ax.set_xlabel(
         "lowest accuracy at the end on the gated cells\n"
         f"(dot: a seed; black bar: their mean; dashed: learned = {LEARNED:g} on every one)"
     )
-    acc_ax.grid(axis="x", alpha=0.3)
     figure.suptitle(f"{sweep.grid}: learning curves", fontsize=11)
     figure.tight_layout()
     return figure

@@ -22,7 +22,6 @@ from experiments.registry import claims_for, presearch_record
 from experiments.verdicts import (  # noqa: F401  (the verdicts are re-exported: tests and scripts read them here)
     CANNOT_TELL,
     HELD,
-    LEARNED,
     NOT_HELD,
     NOT_TESTABLE,
     VERDICTS,
@@ -88,8 +87,7 @@ def chose_budget_seeds(tag: str | None) -> tuple[int, ...]:
 def outcome_of(
     claim: Claim, frame: pd.DataFrame, digit_map=None, presearch_tag: str | None = None, grid: str = ""
 ) -> Outcome:
-    """The claim read off the per-seed cells of a sweep of `grid`: seeds that chose its budget left out,
-    pooled sides refused."""
+    """The claim read off a sweep's per-seed cells: seeds that chose its budget left out, pooling refused."""
     chose = chose_budget_seeds(presearch_tag)
     if chose and not frame.empty:
         fresh = frame[~frame[SEED_COLUMN].isin(chose)]
@@ -113,7 +111,6 @@ def outcome_of(
 
 
 def _as_read(claim: Claim, frame: pd.DataFrame, digit_map) -> str:
-    """What the check reads on the given seeds (a claim's own pre-search seeds, shown for reference)."""
     try:
         outcome = claim.check(frame, digit_map)
     except PooledConfigurations as err:
@@ -176,8 +173,6 @@ def render_findings(findings: list[Finding], fmt: str, grid: str) -> str:
     frame = findings_frame(findings).drop(columns="grid")
     if fmt == "csv":
         return frame.to_csv(index=False)
-    if fmt == "html":
-        return frame.to_html(index=False)
     if fmt == "latex":
         return frame.to_latex(
             index=False, caption="Claims of the paper on this sweep", label="tab:findings", escape=True

@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from analysis.by_digits import accuracy_by_digits_figure
-from analysis.curves import learning_curves_figure, point_colours, point_labels
+from analysis.curves import learning_curves_figure, point_colours, point_labels, seeds_by_point
 from analysis.findings import HELD, NOT_HELD, Finding
 from analysis.plots import heatmap
 from analysis.sweep import EPOCH_METRICS, Sweep
@@ -95,14 +95,9 @@ def seed_spread_figure(sweep: Sweep) -> Figure | None:
     points = sorted(frame[POINT_COLUMN].unique())
     figure = Figure(figsize=(7.5, 0.9 + 0.42 * len(points)))
     ax = figure.subplots()
-    for i, point in enumerate(points):
-        values = frame.loc[frame[POINT_COLUMN] == point, ACCURACY_COLUMN]
-        ax.scatter(values, [i] * len(values), s=36, alpha=0.75, color="C0", zorder=3)
-        ax.plot([values.mean()] * 2, [i - 0.3, i + 0.3], color="k", lw=2)
-    ax.set_yticks(range(len(points)), points, fontsize=8)
-    ax.set_xlim(-0.03, 1.03)
+    by_point = [(p, frame.loc[frame[POINT_COLUMN] == p, ACCURACY_COLUMN]) for p in points]
+    seeds_by_point(ax, by_point, ["C0"] * len(points), size=36, alpha=0.75)
     ax.set_xlabel("mean accuracy over the test grid, last evaluation (dot: a seed; bar: the mean)")
-    ax.grid(axis="x", alpha=0.3)
     figure.tight_layout()
     return figure
 

@@ -19,7 +19,6 @@ from typing import Any
 import pandas as pd
 
 from analysis.axes import axes_of, declared_axes, type_hints, typed_value
-from analysis.errors import AnalysisError
 from analysis.sweep import (
     FINISHED,
     HISTORY_COLUMNS,
@@ -33,6 +32,10 @@ from arith.tracking import schema, store
 from arith.tracking.schema import CELLS_ARTIFACT, ERRORS_ARTIFACT
 
 ERRORS_PER_CELL_PARAM = "train.errors_per_cell"
+
+
+class AnalysisError(RuntimeError):
+    """Input the analysis cannot turn into a result; the message says what is wrong and what to do."""
 
 
 def require_store(tracking_uri: str, timeout_s: float = 5.0) -> None:

@@ -62,8 +62,9 @@ def render(analysis: Analysis, fmt: str = "markdown") -> str:
         f"{which} of grid {sweep.grid!r} (scale {sweep.scale or '?'}) at {sweep.tracking_uri}: "
         f"{len(sweep.trials)} trials ({counts}); numbers are from finished trials only."
     )
-    notes = list(sweep.notes)
-    unfinished = sweep.unfinished
+    if fmt == "html":
+        return page(analysis, head)
+    notes, unfinished = sweep.notes, sweep.unfinished
     tables = render_tables(analysis.tables, fmt)
     findings = render_findings(analysis.findings, fmt, sweep.grid)
     if fmt == "csv":
@@ -71,8 +72,6 @@ def render(analysis: Analysis, fmt: str = "markdown") -> str:
         if len(unfinished):
             parts += ["# unfinished trials", unfinished.to_csv(index=False)]
         return "\n".join(parts)
-    if fmt == "html":
-        return page(analysis, head)
     if fmt == "latex":
         parts = [f"% {head}", *(f"% note: {n}" for n in notes)]
         if len(unfinished):

@@ -82,10 +82,9 @@ def _label(frame: pd.DataFrame, keys: list[str]) -> pd.Series:
 
 
 def _pivot(frame: pd.DataFrame, index: str, columns: str | list[str], value: str) -> pd.DataFrame:
-    grid = frame.set_index([index, *([columns] if isinstance(columns, str) else columns)])[value]
-    grid = grid[~grid.index.duplicated()]
-    unstack = [columns] if isinstance(columns, str) else columns
-    return grid.unstack(unstack).sort_index().sort_index(axis=1)
+    columns = [columns] if isinstance(columns, str) else columns
+    grid = frame.set_index([index, *columns])[value]
+    return grid[~grid.index.duplicated()].unstack(columns).sort_index().sort_index(axis=1)
 
 
 def slug(text: str) -> str:
@@ -161,18 +160,17 @@ def build_tables(frame: pd.DataFrame, axes: list[str]) -> list[Table]:
     axes = [a for a in axes if a in frame.columns]
     for task, by_task in frame.groupby("data.task", sort=True):
         layout = get_task(str(task)).layout  # the task says how its cells are laid out
+        final, keys = by_task[by_task["final"]], list(dict.fromkeys(["data.format", *axes]))
         if layout == "grid":
-            tables += _mul_tables(by_task, axes)
+            tables += _mul_tables(final, keys)
         elif layout == "contexts":
             tables += _dialogue_tables(by_task, axes)
         else:
-            tables += _length_tables(by_task, axes, str(task))
+            tables += _length_tables(final, keys, str(task))
     return tables
 
 
-def _mul_tables(frame: pd.DataFrame, axes: list[str]) -> list[Table]:
-    final = frame[frame["final"]]
-    keys = list(dict.fromkeys(["data.format", *axes]))
+def _mul_tables(final: pd.DataFrame, keys: list[str]) -> list[Table]:
     shown = [k for k in keys if final[k].astype(str).nunique() > 1] or ["data.format"]
     out = []
     for values, panel in final.groupby(keys, sort=True, dropna=False):
@@ -182,9 +180,7 @@ def _mul_tables(frame: pd.DataFrame, axes: list[str]) -> list[Table]:
     return out
 
 
-def _length_tables(frame: pd.DataFrame, axes: list[str], task: str) -> list[Table]:
-    final = frame[frame["final"]]
-    keys = list(dict.fromkeys(["data.format", *axes]))
+def _length_tables(final: pd.DataFrame, keys: list[str], task: str) -> list[Table]:
     out = []
     for context, panel in final.groupby(CONTEXT_COLUMN, sort=True):
         panel = panel.assign(row=_label(panel, keys))
@@ -329,19 +325,11 @@ def long_frame(tables: list[Table]) -> pd.DataFrame:
                         "column": " ".join(map(str, col)) if isinstance(col, tuple) else col,
                         ACCURACY_COLUMN: table.ours.loc[row, col],
                         "accuracy_std": table.std.loc[row, col],
-                        ACCURACY_UNSEEN_COLUMN: _at(table.unseen, row, col),
-                        ACCURACY_SEEN_COLUMN: _at(table.seen, row, col),
-                        "seen_fraction": _at(table.seen_fraction, row, col),
+                        ACCURACY_UNSEEN_COLUMN: table.unseen.loc[row, col],
+                        ACCURACY_SEEN_COLUMN: table.seen.loc[row, col],
+                        "seen_fraction": table.seen_fraction.loc[row, col],
                         "paper_accuracy": table.paper.loc[row, col],
                         "diff": table.diff.loc[row, col],
                     }
                 )
     return pd.DataFrame(rows)
-
-
-def _at(grid: pd.DataFrame, row, col) -> float:
-    """A grid's value at (row, col), NaN where the grid lacks it (no split recorded)."""
-    try:
-        return grid.loc[row, col]
-    except KeyError:
-        return float("nan")

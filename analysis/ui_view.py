@@ -41,7 +41,7 @@ from arith.tracking.schema import (
 VIEW_TAG = "mlflow.sharedViewState."
 #: opens the UI's "Model training" workflow: a first visit otherwise opens its GenAI one
 TRAINING_WORKFLOW = "workflowType=machine_learning"
-#: the accuracy metrics a view shows first, when the trials logged them (arith.training.metrics)
+#: the accuracy metrics a view shows first, when the trials logged them
 LEADING_METRICS = (TEST_ACC_METRIC, IN_RANGE_METRIC, BEYOND_METRIC)
 #: draw every run in the charts (the UI's default draws the first 10)
 SHOW_ALL_RUNS = "SHOW_ALL"
@@ -131,9 +131,7 @@ def view_key(sweep: Sweep) -> str:
 CLAIM_SECTION = "claim-accuracies"
 
 
-def claim_charts(
-    metrics: list[str], logged: Sequence[str] = (), name: str = "Accuracy by the sweep's axes"
-) -> dict:
+def claim_charts(metrics: list[str], logged: Sequence[str] = ()) -> dict:
     """The chart view: a section of bar charts of the headline accuracies, then one per prefix of the
     `logged` metrics for MLflow to fill with its own charts."""
     headline = [m for m in LEADING_METRICS if m in metrics] or metrics[:1]
@@ -142,7 +140,7 @@ def claim_charts(
         {**card, "uuid": f"bar-{m}", "type": "BAR", "metricKey": m, "displayName": f"{m} (last value)"}
         for m in headline
     ]
-    sections = [chart_section(CLAIM_SECTION, name), *metric_sections(logged)]
+    sections = [chart_section(CLAIM_SECTION, "Accuracy by the sweep's axes"), *metric_sections(logged)]
     return {"compareRunSections": sections, "compareRunCharts": bars, "isAccordionReordered": True}
 
 
