@@ -83,7 +83,6 @@ def read_report_options(
 
 def print_report(
     options: ReportOptions,
-    log: bool = True,
     rejudge: Callable[[list[Finding]], list[Finding]] | None = None,
     note: Callable[[Sweep], str] = lambda sweep: "",
 ) -> int:
@@ -95,8 +94,8 @@ def print_report(
             check_out(Path(options.out))
         # read once: the report and the UI view share it
         sweep = read_sweep(options.grid, uri, list(options.runs) or None)
-        logged = log and not options.no_log
-        text = report_sweep(sweep, options.out, options.format, logged, rejudge, options.ui_url or "")
+        log = not options.no_log
+        text = report_sweep(sweep, options.out, options.format, log, rejudge, options.ui_url or "")
         link = share_view(sweep, options.ui_url) if options.ui_url else ""
         said = note(sweep)
     except (AnalysisError, ConfigError) as err:  # ConfigError: a broken plugin of experiments

@@ -6,7 +6,6 @@ figure the seeds. Seeds that chose the sweep's budget are drawn hollow: shown, n
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -51,7 +50,7 @@ def accuracy_by_digits_figure(sweep: Sweep) -> Figure | None:
     points = sorted(cells[POINT_COLUMN].unique())
     colour = point_colours(sweep.trials, labels)
     figure = Figure(figsize=(max(7.5, 4.6 * len(contexts) + 0.6), 3.6 + 0.14 * len(points)))
-    axes = np.atleast_1d(figure.subplots(1, len(contexts), sharey=True, squeeze=False)[0])
+    axes = figure.subplots(1, len(contexts), sharey=True, squeeze=False)[0]
     trained = float(cells["data.max_digits"].astype(float).max())
     offsets = {p: (i - (len(points) - 1) / 2) * JITTER * 2 for i, p in enumerate(points)}
     for ax, context in zip(axes, contexts, strict=True):

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from analysis.tables import markdown_rows
 from arith.tracking.schema import ACCURACY_COLUMN, SEED_COLUMN
 from experiments.claim import Claim
 from experiments.decide import decide_family
@@ -177,9 +178,5 @@ def render_findings(findings: list[Finding], fmt: str, grid: str) -> str:
         return frame.to_latex(
             index=False, caption="Claims of the paper on this sweep", label="tab:findings", escape=True
         )
-    lines = ["| " + " | ".join(frame.columns) + " |", "|" + "---|" * len(frame.columns)]
-    lines += [
-        f"| {f.claim} | **{f.status}** | " + " | ".join(f.numbers.values()) + f" | {f.evidence} |"
-        for f in findings
-    ]
-    return "\n".join(lines) + "\n"
+    rows = [[f.claim, f"**{f.status}**", *f.numbers.values(), f.evidence] for f in findings]
+    return markdown_rows(frame.columns, rows) + "\n"

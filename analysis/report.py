@@ -17,7 +17,7 @@ from analysis.load import read_sweep
 from analysis.plots import write_heatmaps
 from analysis.summary import VERDICTS_TAG, log_summary
 from analysis.sweep import IDENTITY_KEYS, TAG_COLUMNS, Sweep, aggregate_seeds, as_stored
-from analysis.tables import Table, build_tables, long_frame, render_tables
+from analysis.tables import Table, build_tables, long_frame, markdown_rows, render_tables
 from analysis.ui_view import share_view
 from analysis.wrong_answers import write_figures
 from arith.tracking import store
@@ -82,9 +82,8 @@ def render(analysis: Analysis, fmt: str = "markdown") -> str:
     parts = [f"# Sweep analysis: {sweep.grid}", "", head, ""]
     parts += [f"- note: {n}" for n in notes]
     if len(unfinished):
-        parts += ["", "## Unfinished trials (not in the numbers)", ""]
-        parts += ["| " + " | ".join(map(str, unfinished.columns)) + " |", "|" + "---|" * unfinished.shape[1]]
-        parts += ["| " + " | ".join(map(str, row)) + " |" for row in unfinished.itertuples(index=False)]
+        rows = markdown_rows(unfinished.columns, unfinished.itertuples(index=False))
+        parts += ["", "## Unfinished trials (not in the numbers)", "", rows]
     return "\n".join([*parts, "", "## Tables", "", tables, "## Findings", "", findings])
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -141,8 +142,6 @@ def _make(frame: pd.DataFrame, title: str, index: str, columns, row_name: str, c
 def _points(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per point of a panel: its dotted config keys and the run ids of its trials."""
     keys = [c for c in frame.columns if "." in str(c)]
-    if RUN_IDS not in frame:
-        return frame[keys].drop_duplicates().reset_index(drop=True)
     runs = frame.groupby(keys, dropna=False, sort=False)[RUN_IDS].agg(
         lambda column: tuple(sorted({r for ids in column.dropna() for r in ids}))
     )
@@ -229,13 +228,16 @@ def _text_grid(grid: pd.DataFrame, signed: bool = False) -> pd.DataFrame:
     return shown
 
 
+def markdown_rows(header: Sequence[object], rows: Iterable[Sequence[object]]) -> str:
+    """A GitHub table, each cell as `str` writes it."""
+    lines = ["| " + " | ".join(map(str, header)) + " |", "|" + "---|" * len(header)]
+    return "\n".join([*lines, *("| " + " | ".join(map(str, row)) + " |" for row in rows)])
+
+
 def _markdown_grid(grid: pd.DataFrame, corner: str, signed: bool = False) -> str:
     shown = _text_grid(grid, signed)
-    lines = ["| " + " | ".join([corner or " ", *shown.columns]) + " |"]
-    lines.append("|" + "---|" * (len(shown.columns) + 1))
-    for index, row in shown.iterrows():
-        lines.append("| " + " | ".join([str(index), *row.tolist()]) + " |")
-    return "\n".join(lines)
+    rows = [[index, *row] for index, row in zip(shown.index, shown.to_numpy().tolist(), strict=True)]
+    return markdown_rows([corner or " ", *shown.columns], rows)
 
 
 def _caption(table: Table) -> str:

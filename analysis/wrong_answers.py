@@ -48,7 +48,7 @@ def points_of(sweep: Sweep, table: Table) -> tuple[list[PointErrors], list[str]]
     """The points of `table` whose trials kept wrong answers, and the labels of those whose trials kept
     none (every answer right). Joined by run id, never by config values (3, 3.0 or "3" in a frame)."""
     errors = sweep.errors
-    if not sweep.errors_kept_by or table.points.empty or RUN_IDS not in table.points:
+    if not sweep.errors_kept_by or table.points.empty:
         return [], []
     errors = errors[errors[CONTEXT_COLUMN].astype(str).isin(table.contexts)]
     cells = sweep.cells[sweep.cells[CONTEXT_COLUMN].astype(str).isin(table.contexts)]

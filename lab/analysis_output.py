@@ -5,13 +5,13 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.figure import Figure
 
+from analysis.tables import markdown_rows
+
 
 def markdown_table(frame: pd.DataFrame) -> str:
     """A frame as a GitHub table (blank for missing values), without pandas' optional tabulate."""
     shown = frame.astype(object).where(frame.notna(), "")
-    lines = ["| " + " | ".join(map(str, shown.columns)) + " |", "|" + "---|" * len(shown.columns)]
-    lines += ["| " + " | ".join(map(str, row)) + " |" for row in shown.itertuples(index=False)]
-    return "\n".join(lines)
+    return markdown_rows(shown.columns, shown.itertuples(index=False))
 
 
 def save(figure: Figure, path) -> None:

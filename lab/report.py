@@ -72,8 +72,8 @@ def main(argv: list[str] | None = None) -> int:
             return findings
         return awaiting_plan(findings, planned.waiting, planned.parts, str(PLAN_FILE.relative_to(ROOT)))
 
-    whole = replace(options, runs=tuple(runs))
-    return print_report(whole, log=False, rejudge=judged_once_run, note=read_as_one)
+    whole = replace(options, runs=tuple(runs), no_log=True)
+    return print_report(whole, rejudge=judged_once_run, note=read_as_one)
 
 
 if __name__ == "__main__":
