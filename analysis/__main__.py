@@ -16,8 +16,7 @@ from pathlib import Path
 from analysis.findings import Finding
 from analysis.load import AnalysisError, Sweep, read_sweep
 from analysis.report import FORMATS, report_sweep
-from analysis.ui_start import ui_command
-from analysis.ui_view import share_view
+from analysis.ui_view import share_view, ui_command
 from arith.config import ConfigError, TrackingConfig
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import html
 import io
-import re
 
 import pandas as pd
 from matplotlib.figure import Figure
@@ -168,29 +167,18 @@ def wrong_answers_section(sweep: Sweep, table: Table, anchor: str = "wrong-answe
     return "\n".join(parts)
 
 
-#: the experiment's runs page in a view's link: `<ui>/#/experiments/<id>/runs?...`
-RUNS_PAGE = re.compile(r"^(?P<ui>.*?)/#/experiments/(?P<experiment>[^/?]+)/runs")
-
-
-def run_url(view_url: str, run_id: str) -> str:
-    """A trial run's page in the UI the view's link is for."""
-    found = RUNS_PAGE.match(view_url)
-    if found is None:
-        return ""
-    return f"{found['ui']}/#/experiments/{found['experiment']}/runs/{run_id}"
-
-
 def mlflow_links_html(sweep: Sweep, view_url: str) -> str:
     """The way into MLflow from a number seen here: the sweep's view, then every trial's run."""
     if not view_url:
         return ""
     trials = sweep.trials.sort_values([POINT_TAG, SEED_COLUMN])
+    runs_page = view_url.partition("?")[0]  # a view's link is its experiment's runs page and a query
     runs = []
     for run_id, point, seed in zip(
         trials[RUN_ID_COLUMN], trials[POINT_TAG], trials[SEED_COLUMN], strict=True
     ):
         name = html.escape(f"{point_label(point)} seed {seed}")
-        runs.append(f'<a href="{html.escape(run_url(view_url, run_id))}">{name}</a>')
+        runs.append(f'<a href="{html.escape(f"{runs_page}/{run_id}")}">{name}</a>')
     return (
         f'<p class="mlflow">In MLflow: <a id="mlflow-view" href="{html.escape(view_url)}">the sweep\'s runs, '
         f"grouped by {html.escape(', '.join(sweep.axes))}</a> (start the UI first); each trial's run: "
@@ -227,7 +215,6 @@ def page(analysis, head: str) -> str:
         section = wrong_answers_section(sweep, table, anchor)
         sections += f'id="{anchor}"' in section
         parts.append(section)
-    history = metric_histories(sweep)
     parts += figure_section(
         "Accuracy by digit count",
         accuracy_by_digits_figure(sweep),
@@ -244,9 +231,8 @@ def page(analysis, head: str) -> str:
         "Right: each trial's lowest accuracy at the end on the cells the competence rule reads (dot: a "
         "seed; black bar: the seeds' mean; dashed line: learned).",
     )
-    parts += figure_section(
-        "Test accuracy by epoch", epochs_figure(sweep, history), "test accuracy by epoch, per trial"
-    )
+    epochs = epochs_figure(sweep, metric_histories(sweep))
+    parts += figure_section("Test accuracy by epoch", epochs, "test accuracy by epoch, per trial")
     body = "\n".join(parts)
     title = html.escape(f"{sweep.grid}: sweep analysis")
     return (

@@ -295,9 +295,8 @@ def read_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] 
     if not cells_by_run:
         counts = ", ".join(f"{n} {status}" for status, n in trials["status"].value_counts().items())
         raise AnalysisError(
-            f"the sweep {parent.info.run_id} of grid {grid!r} has no finished trial with evaluation "
-            "cells yet "
-            f"({counts}); wait for it to finish or pass --run for an earlier sweep"
+            f"the sweep {parent.info.run_id} of grid {grid!r} has no finished trial with evaluation cells "
+            f"yet ({counts}); wait for it to finish or pass --run for an earlier sweep"
         )
     if len(finished) > len(cells_by_run):
         notes.append(f"{len(finished) - len(cells_by_run)} finished trial(s) have no eval/cells.csv artifact")

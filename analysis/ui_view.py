@@ -8,13 +8,19 @@ trials, not groups, because only a run can be given a colour: each trial's `mlfl
 point's colour, the same as in the report's figures (the UI hashes group names into near-identical reds).
 `share_sweeps_view` stores a view of a grid's sweeps side by side, one row a parent run.
 The JSON is the UI's own view state as MLflow 3.17 reads it; another version may show its default view.
+`ui_command` is the command that starts the UI over a local store, as a reader can type it where they
+stand (a bare `mlflow` is not on PATH outside the activated environment).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shlex
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from analysis.curves import point_colours, point_labels
 from analysis.load import FINISHED, Sweep
@@ -37,6 +43,7 @@ from arith.tracking.schema import (
     SWEEP_TAG,
     TEST_ACC_METRIC,
 )
+from arith.tracking.store import sqlite_path
 
 VIEW_TAG = "mlflow.sharedViewState."
 #: opens the UI's "Model training" workflow: a first visit otherwise opens its GenAI one
@@ -239,3 +246,23 @@ def share_sweeps_view(sweep: Sweep, ui_url: str = "http://127.0.0.1:5000") -> st
     claim_tags = sorted(t for t in parent.data.tags if t.startswith(CLAIM_TAG_PREFIX))
     state = sweeps_view_state(sorted(parent.data.metrics), claim_tags)
     return store_view(client, parent.info.experiment_id, f"sweeps-{sweep.grid}", state, ui_url)
+
+
+ROOT = Path(__file__).resolve().parent.parent
+#: the store `make ui` serves, relative to the project's root
+MAKE_UI_STORE = "mlflow.db"
+MAKE_UI_PORT = 5000
+
+
+def ui_command(uri: str, port: int = MAKE_UI_PORT, cwd: Path | None = None) -> str:
+    """`make ui` where it serves this store on this port from `cwd`, else the venv's `mlflow ui ...`."""
+    here = Path(cwd or os.getcwd()).resolve()
+    db = sqlite_path(uri)
+    if here == ROOT and db is not None and db.resolve() == ROOT / MAKE_UI_STORE and port == MAKE_UI_PORT:
+        return "make ui"
+    mlflow = Path(sys.executable).with_name("mlflow")
+    try:
+        shown = str(mlflow.relative_to(here))
+    except ValueError:
+        shown = str(mlflow)
+    return shlex.join([shown, "ui", "--backend-store-uri", uri, "--port", str(port)])
