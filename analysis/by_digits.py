@@ -60,15 +60,9 @@ def accuracy_by_digits_figure(sweep: Sweep) -> Figure | None:
             ax.axvspan(trained + 0.5, digits[-1] + 0.5, color="0.9", lw=0, zorder=0)
         for point, rows in mine.groupby(POINT_COLUMN):
             x = rows[COL_DIGITS_COLUMN].astype(int) + offsets[point]
-            fresh = ~rows[SEED_COLUMN].astype(int).isin(presearch)
-            ax.scatter(x[fresh], rows.loc[fresh, ACCURACY_COLUMN], s=18, color=colour[point], alpha=0.7)
-            ax.scatter(
-                x[~fresh],
-                rows.loc[~fresh, ACCURACY_COLUMN],
-                s=22,
-                facecolors="none",
-                edgecolors=colour[point],
-            )
+            fresh, accuracy = ~rows[SEED_COLUMN].astype(int).isin(presearch), rows[ACCURACY_COLUMN]
+            ax.scatter(x[fresh], accuracy[fresh], s=18, color=colour[point], alpha=0.7)
+            ax.scatter(x[~fresh], accuracy[~fresh], s=22, facecolors="none", edgecolors=colour[point])
             if not fresh.any():  # a pre-search's point: its seeds shown, no mean drawn as if judged
                 continue
             judged = rows[fresh].groupby(COL_DIGITS_COLUMN)[ACCURACY_COLUMN]

@@ -155,27 +155,27 @@ def read_cells(client, run_id: str, into: Path) -> pd.DataFrame | None:
     return cells
 
 
-def _joined(trials: pd.DataFrame, by_run: dict[str, pd.DataFrame], keep: list[str]) -> list[pd.DataFrame]:
-    """Each run's frame with its trial's `keep` columns."""
+def _joined(
+    trials: pd.DataFrame, by_run: dict[str, pd.DataFrame], keep: list[str], columns: list[str]
+) -> pd.DataFrame:
+    """Each run's frame with its trial's `keep` columns, as one frame (without any: `keep` and `columns`)."""
     frames = []
     for run_id, frame in by_run.items():
         trial = trials.loc[trials[schema.RUN_ID_COLUMN] == run_id, keep].iloc[0]
         frames.append(frame.assign(**{k: [trial[k]] * len(frame) for k in keep}))
-    return frames
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*keep, *columns])
 
 
 def tidy_cells(trials: pd.DataFrame, cells_by_run: dict[str, pd.DataFrame], axes: list[str]) -> pd.DataFrame:
     """Trial columns joined onto each of its cells, plus `final_epoch` (the run's last evaluation)."""
     keep = [schema.RUN_ID_COLUMN, schema.SEED_COLUMN, *TAG_COLUMNS, *dict.fromkeys([*IDENTITY_KEYS, *axes])]
-    frames = _joined(trials, cells_by_run, keep)
-    if not frames:
-        return pd.DataFrame(
-            columns=[*keep, schema.EPOCH_COLUMN, *schema.CELL_COLUMNS, schema.FINAL_EPOCH_COLUMN]
-        )
-    tidy = pd.concat(frames, ignore_index=True)
-    tidy[schema.FINAL_EPOCH_COLUMN] = tidy.groupby(schema.RUN_ID_COLUMN)[schema.EPOCH_COLUMN].transform("max")
-    tidy[schema.ROW_DIGITS_COLUMN] = tidy[schema.ROW_DIGITS_COLUMN].astype("Int64")
-    tidy[schema.COL_DIGITS_COLUMN] = tidy[schema.COL_DIGITS_COLUMN].astype("Int64")
+    columns = [schema.EPOCH_COLUMN, *schema.CELL_COLUMNS, schema.FINAL_EPOCH_COLUMN]
+    tidy = _joined(trials, cells_by_run, keep, columns)
+    if cells_by_run:
+        epochs = tidy.groupby(schema.RUN_ID_COLUMN)[schema.EPOCH_COLUMN]
+        tidy[schema.FINAL_EPOCH_COLUMN] = epochs.transform("max")
+        for column in (schema.ROW_DIGITS_COLUMN, schema.COL_DIGITS_COLUMN):
+            tidy[column] = tidy[column].astype("Int64")
     return tidy
 
 
@@ -206,26 +206,11 @@ def _operand(text: object) -> int | None:
 def tidy_errors(
     trials: pd.DataFrame, errors_by_run: dict[str, pd.DataFrame], axes: list[str]
 ) -> pd.DataFrame:
-    """Trial columns joined onto each kept wrong answer (as `tidy_cells` does onto cells)."""
-    keep = [
-        schema.RUN_ID_COLUMN,
-        schema.SEED_COLUMN,
-        schema.POINT_COLUMN,
-        *dict.fromkeys([*IDENTITY_KEYS, *axes]),
-    ]
-    frames = _joined(trials, errors_by_run, keep)
-    if not frames:
-        return pd.DataFrame(
-            columns=[
-                *keep,
-                schema.EPOCH_COLUMN,
-                schema.CONTEXT_COLUMN,
-                schema.ROW_DIGITS_COLUMN,
-                schema.COL_DIGITS_COLUMN,
-                schema.PROMPT_COLUMN,
-            ]
-        )
-    return pd.concat(frames, ignore_index=True)
+    """Trial columns joined onto each kept wrong answer."""
+    point = dict.fromkeys([*IDENTITY_KEYS, *axes])
+    keep = [schema.RUN_ID_COLUMN, schema.SEED_COLUMN, schema.POINT_COLUMN, *point]
+    columns = [schema.EPOCH_COLUMN, *schema.CELL_KEYS, schema.PROMPT_COLUMN]
+    return _joined(trials, errors_by_run, keep, columns)
 
 
 def one_run_per_trial(trials: pd.DataFrame) -> tuple[pd.DataFrame, int]:

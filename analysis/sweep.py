@@ -54,7 +54,6 @@ RUN_IDS = "run_ids"
 #: metrics plotted by epoch, when the trials logged them
 EPOCH_METRICS: tuple[str, ...] = (IN_RANGE_METRIC, BEYOND_METRIC, TEST_ACC_METRIC)
 HISTORY_METRICS: tuple[str, ...] = (LOSS_METRIC, *EPOCH_METRICS)
-#: the columns of `Sweep.history`
 HISTORY_COLUMNS: tuple[str, ...] = (RUN_ID_COLUMN, "metric", "step", "value")
 FINISHED = "FINISHED"
 

@@ -190,17 +190,14 @@ def _length_tables(final: pd.DataFrame, keys: list[str], task: str) -> list[Tabl
 
 def _dialogue_tables(frame: pd.DataFrame, axes: list[str]) -> list[Table]:
     keys = [k for k in dict.fromkeys(["model.position", *axes]) if k != "data.mix_format"]
-    paper_names = [
-        get_task(task).paper_format(fmt, mix) or mix
-        for task, fmt, mix in zip(
-            frame["data.task"], frame["data.format"], frame["data.mix_format"], strict=True
-        )
-    ]
-    frame = frame.assign(data=paper_names)
-    out = []
+    data = zip(frame["data.task"], frame["data.format"], frame["data.mix_format"], strict=True)
     # one table per reading of the paper (its epoch 50 or 100): at a step budget the points read it at
     # different epochs of their own (a smaller data set has more, shorter epochs)
-    frame = frame.assign(reading=frame[PAPER_EPOCHS_TAG].fillna(frame[EPOCH_COLUMN]))
+    frame = frame.assign(
+        data=[get_task(task).paper_format(fmt, mix) or mix for task, fmt, mix in data],
+        reading=frame[PAPER_EPOCHS_TAG].fillna(frame[EPOCH_COLUMN]),
+    )
+    out = []
     for (context, reading), panel in frame.groupby([CONTEXT_COLUMN, "reading"], sort=True):
         panel = panel.assign(row=_label(panel, keys))
         runs = panel[[EPOCH_COLUMN, FINAL_EPOCH_COLUMN]].drop_duplicates().sort_values(EPOCH_COLUMN)
