@@ -4,7 +4,6 @@ less what a scale derives from the others), and each param string back to its co
 from __future__ import annotations
 
 import dataclasses
-import json
 import typing
 from collections.abc import Sequence
 from typing import Any
@@ -13,7 +12,7 @@ import pandas as pd
 
 from arith.config import ConfigError, ExperimentConfig, coerce
 from arith.data.tasks import get_task
-from arith.tracking.schema import AXES_TAG, SEED_KEYS
+from arith.tracking.schema import SEED_KEYS
 
 
 def type_hints() -> dict[str, Any]:
@@ -80,21 +79,6 @@ def without_derived(params: pd.DataFrame, axes: list[str], declared: list[str]) 
         if (shown.groupby(others)[key].nunique() <= 1).all():
             kept.remove(key)
     return kept
-
-
-def declared_axes(parents: Sequence[Any]) -> list[str]:
-    """The axes the sweep(s) declared, from the parent runs' `axes` tags (a ValueError without one)."""
-    axes: list[str] = []
-    for parent in parents:
-        tag = parent.data.tags.get(AXES_TAG)
-        try:
-            keys = json.loads(tag) if tag else None
-        except ValueError:
-            keys = None
-        if not isinstance(keys, list):
-            raise ValueError(f"sweep parent run {parent.info.run_id} records no axes (tag {AXES_TAG!r})")
-        axes += [str(k) for k in keys if str(k) not in axes]
-    return axes
 
 
 def axes_of(params: pd.DataFrame, declared: Sequence[str] = ()) -> list[str]:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.axes import axes_of, declared_axes, type_hints, typed_value
+from analysis.axes import axes_of, type_hints, typed_value
 from analysis.sweep import (
     FINISHED,
     HISTORY_COLUMNS,
@@ -73,6 +73,23 @@ def find_parent(client, grid: str, parent_run_id: str | None = None):
         have = f"sweeps found for grid(s): {', '.join(found)}" if found else "the store holds no sweeps"
         raise AnalysisError(f"no sweep of grid {grid!r} in this tracking store; {have}")
     return of_grid[0]
+
+
+def declared_axes(parents: Sequence[Any]) -> list[str]:
+    """The axes the sweep(s) declared, from the parent runs' `axes` tags."""
+    axes: list[str] = []
+    for parent in parents:
+        tag = parent.data.tags.get(schema.AXES_TAG)
+        try:
+            keys = json.loads(tag) if tag else None
+        except ValueError:
+            keys = None
+        if not isinstance(keys, list):
+            raise AnalysisError(
+                f"sweep parent run {parent.info.run_id} records no axes (tag {schema.AXES_TAG!r})"
+            )
+        axes += [str(k) for k in keys if str(k) not in axes]
+    return axes
 
 
 @dataclass(frozen=True)
@@ -252,10 +269,7 @@ def read_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] 
             raise AnalysisError(
                 f"sweep parent run(s) {', '.join(lacking)} record no digit map (tag {schema.DIGIT_MAP_TAG!r})"
             )
-        try:
-            declared = declared_axes(parents)
-        except ValueError as err:
-            raise AnalysisError(str(err)) from None
+        declared = declared_axes(parents)
         trials, axes = trials_frame([TrialRun.of(run) for run in children], declared)
         trials, repeated = one_run_per_trial(trials)
         notes = []

@@ -70,10 +70,8 @@ def as_stored(frame: pd.DataFrame) -> pd.DataFrame:
     """The frame with its paper table labels written back as the tag (a CSV of the frame holds text)."""
     if PAPER_TABLE_TAG not in frame:
         return frame
-    labels = frame[PAPER_TABLE_TAG]
-    return frame.assign(
-        **{PAPER_TABLE_TAG: [paper_table_tag(t) if isinstance(t, tuple) else "" for t in labels]}
-    )
+    labels = [paper_table_tag(t) if isinstance(t, tuple) else "" for t in frame[PAPER_TABLE_TAG]]
+    return frame.assign(**{PAPER_TABLE_TAG: labels})
 
 
 @dataclass
