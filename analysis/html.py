@@ -55,18 +55,15 @@ code { font-size: 12px; }
 """
 
 
-def _png(figure: Figure, dpi: int = 110) -> str:
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=dpi)
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
 def _img(figure: Figure, alt: str) -> str:
-    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{_png(figure)}">'
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110)
+    png = base64.b64encode(buffer.getvalue()).decode("ascii")
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{png}">'
 
 
-def _verdict_class(status: str) -> str:
-    return {HELD: "held", NOT_HELD: "not-held"}.get(status, "other")
+#: a verdict's badge (any other verdict's: "other")
+VERDICT_CLASSES = {HELD: "held", NOT_HELD: "not-held"}
 
 
 def findings_html(findings: list[Finding], grid: str) -> str:
@@ -74,7 +71,8 @@ def findings_html(findings: list[Finding], grid: str) -> str:
         return f"<p>No claim of the paper is tested by grid {html.escape(grid)!s}.</p>"
     rows = [
         f'<tr class="finding"><td>{html.escape(f.claim)}</td>'
-        f'<td><span class="verdict {_verdict_class(f.status)}">{html.escape(f.status)}</span></td>'
+        f'<td><span class="verdict {VERDICT_CLASSES.get(f.status, "other")}">'
+        f"{html.escape(f.status)}</span></td>"
         f"<td>{html.escape(f.evidence)}</td></tr>"
         for f in findings
     ]

@@ -148,11 +148,6 @@ def _points(frame: pd.DataFrame) -> pd.DataFrame:
     return runs.reset_index()
 
 
-def _point_title(point: dict, keys: list[str]) -> str:
-    shown = [k for k in keys if k != "data.task"]
-    return ", ".join(f"{k.split('.', 1)[1]}={point[k]}" for k in shown)
-
-
 def build_tables(frame: pd.DataFrame, axes: list[str]) -> list[Table]:
     """All panels of a sweep from the paper-attached frame (`experiments.paper.attach_paper`)."""
     tables: list[Table] = []
@@ -170,11 +165,12 @@ def build_tables(frame: pd.DataFrame, axes: list[str]) -> list[Table]:
 
 
 def _mul_tables(final: pd.DataFrame, keys: list[str]) -> list[Table]:
-    shown = [k for k in keys if final[k].astype(str).nunique() > 1] or ["data.format"]
+    varying = [k for k in keys if final[k].astype(str).nunique() > 1] or ["data.format"]
+    shown = [k for k in varying if k != "data.task"]
     out = []
     for values, panel in final.groupby(keys, sort=True, dropna=False):
         point = dict(zip(keys, values, strict=True))
-        title = f"mul: {_point_title(point, shown)}"
+        title = "mul: " + ", ".join(f"{k.split('.', 1)[1]}={point[k]}" for k in shown)
         out.append(_make(panel, title, ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN, "digits of b", "digits of a"))
     return out
 
@@ -208,18 +204,13 @@ def _dialogue_tables(frame: pd.DataFrame, axes: list[str]) -> list[Table]:
     return out
 
 
-def _fmt(value: float, signed: bool = False) -> str:
-    if pd.isna(value):
-        return MISSING
-    return f"{value:+.2f}" if signed else f"{value:.2f}"
-
-
 def column_labels(grid: pd.DataFrame) -> list[str]:
     return [" ".join(str(p) for p in c) if isinstance(c, tuple) else str(c) for c in grid.columns]
 
 
 def _text_grid(grid: pd.DataFrame, signed: bool = False) -> pd.DataFrame:
-    shown = grid.map(lambda v: _fmt(v, signed))
+    sign = "+" if signed else ""
+    shown = grid.map(lambda v: MISSING if pd.isna(v) else f"{v:{sign}.2f}")
     shown.columns = column_labels(grid)
     shown.index = [str(i) for i in grid.index]
     return shown

@@ -151,15 +151,11 @@ def claim_charts(metrics: list[str], logged: Sequence[str] = ()) -> dict:
     return {"compareRunSections": sections, "compareRunCharts": bars, "isAccordionReordered": True}
 
 
-def section_name(metric: str) -> str:
-    """The chart section MLflow puts a metric in (the UI's `extractChartSectionName`)."""
-    return "/".join(metric.split("/")[:-1]) or UNPREFIXED_SECTION
-
-
 def metric_sections(logged: Sequence[str]) -> list[dict]:
     """A section for each prefix of the `logged` metrics in `SECTION_ORDER`, where the UI sorts them by
     name (`eval`, the evaluation's throughput, second, under the accuracies)."""
-    names = sorted({section_name(m) for m in logged})
+    # the section MLflow puts a metric in: its key less the last part (the UI's `extractChartSectionName`)
+    names = sorted({"/".join(m.split("/")[:-1]) or UNPREFIXED_SECTION for m in logged})
 
     def rank(name: str) -> tuple[int, str]:
         top = name.split("/")[0] if name != UNPREFIXED_SECTION else name
