@@ -16,11 +16,11 @@ from itertools import pairwise
 
 import pandas as pd
 
-from analysis.by_claim import seed_span
-from analysis.tables import markdown_table
+from analysis.findings import seed_span
 from arith.tracking import store
 from arith.tracking.schema import CPU_SECONDS, LOSS_METRIC, POINT_TAG, SEED_TAG, SESSIONS_TAG
 from arith.training.sessions import NOT_RECORDED, Session
+from lab.analysis_output import markdown_table
 from lab.plan import TAG_MACHINE, Planned, points_named
 from lab.training_records import read_sessions
 

@@ -16,9 +16,7 @@ import pandas as pd
 from analysis.load import AnalysisError, read_sweep
 from analysis.report import analyse, report_sweep
 from analysis.summary import claim_ids
-from analysis.sweeps_view import share_sweeps_view
-from analysis.ui_start import ui_command
-from analysis.ui_view import share_view
+from analysis.ui_view import share_sweeps_view, share_view, ui_command
 from arith.tracking import store
 from arith.tracking.schema import HEADLINE_METRICS, POINT_TAG, SEED_TAG, point_label
 from experiments.registry import claims_for

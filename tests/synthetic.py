@@ -110,7 +110,7 @@ def synthetic_sweep(
                 )
         if status == FINISHED:
             cells_by_run[run.run_id] = pd.DataFrame(rows)
-    trials, axes, _notes = trials_frame(runs, GRIDS[grid].declared_axes())
+    trials, axes = trials_frame(runs, GRIDS[grid].declared_axes())
     cells = tidy_cells(trials, cells_by_run, axes)
     digits = json.dumps(scale_digit_map(grid, scale))  # the parent run's tag, as a sweep writes it
     return Sweep(grid, "parent", "sqlite:///unused.db", scale, trials, cells, axes, digit_map_tag=digits)

@@ -15,7 +15,7 @@ from scipy import stats
 
 from analysis.findings import Finding
 from analysis.summary import VERDICTS_TAG, claim_tags, point_metrics, seed_mean
-from analysis.ui_start import ROOT, ui_command
+from analysis.ui_view import ROOT, ui_command
 from arith.config import ExperimentConfig
 from arith.tracking import logged_model, models
 from arith.tracking.schema import MODEL_ARTIFACT, POINT_TAG, SEED_TAG, model_name, point_label

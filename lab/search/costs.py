@@ -27,7 +27,6 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from analysis.curves import save
 from analysis.load import AnalysisError, find_parent, require_store
 from arith.config import ExperimentConfig
 from arith.data.datasets import train_size
@@ -44,6 +43,7 @@ from arith.tracking.schema import (
 from arith.training.metrics import MIN_UNSEEN
 from experiments.registry import EXPERIMENTS
 from experiments.verdicts import LEARNED, TOLERANCE
+from lab.analysis_output import save
 from lab.search.declared import CORE_MINUTES, MACHINES_TAG, RUNG, STOPPED_TAG, Search
 from lab.search.figure import search_figure
 from lab.search.view import share_search_view

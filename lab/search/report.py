@@ -11,10 +11,10 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.curves import save
 from arith.tracking import store
 from arith.tracking.archive import archived_id
 from experiments.registry import EXPERIMENTS, claims_for
+from lab.analysis_output import save
 from lab.choice import search_part_choice
 from lab.plan import Planned
 from lab.search.costs import (
