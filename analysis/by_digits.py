@@ -30,7 +30,8 @@ from arith.tracking.schema import (
     RUN_ID_COLUMN,
     SEED_COLUMN,
 )
-from experiments.verdicts import LEARNED, measured
+from experiments.cells import measured
+from experiments.verdicts import LEARNED
 
 #: half the gap between neighbouring points drawn at one digit count (in digits), so their dots do not overlap
 JITTER = 0.05

@@ -3,7 +3,6 @@ and point, the contrasts a check returns (`Outcome`); `experiments.decide` reads
 
 A side is one point (every axis but the seed fixed) and its sample each seed's mean over the compared cells.
 Points that share their seeds (the same problems) are compared per seed (paired t), others by Welch's t.
-The cell selectors of `experiments.cells` are re-exported here: the checks read them from this module.
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from arith.tracking.schema import (
     ACCURACY_COLUMN,
     ACCURACY_SEEN_COLUMN,
     ACCURACY_UNSEEN_COLUMN,
+    CELL_KEYS,
     COL_DIGITS_COLUMN,
     CONTEXT_COLUMN,
     N_COLUMN,
@@ -28,24 +28,7 @@ from arith.tracking.schema import (
     SEED_COLUMN,
     SEED_KEYS,
 )
-from experiments.cells import (  # noqa: F401  (the cell selectors are re-exported: a check may read them here)
-    CELL_KEYS,
-    CONFIG_PREFIXES,
-    PAPER_COLUMNS,
-    beyond_training,
-    cell_list,
-    cell_name,
-    cells_on,
-    digit_range,
-    in_range,
-    large_products,
-    largest_digits,
-    measured,
-    paper_of,
-    small_products,
-    smaller_digits,
-    within_training,
-)
+from experiments.cells import CONFIG_PREFIXES, PAPER_COLUMNS, cell_list, cell_name, cells_on, paper_of
 from experiments.intervals import Interval, paired_interval, seed_list, welch_interval
 
 HELD, NOT_HELD, NOT_TESTABLE = "held", "not held", "not testable"
