@@ -60,12 +60,11 @@ def large_products(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _digit_half(frame: pd.DataFrame, upper: bool) -> pd.DataFrame:
+    """The upper half (the larger when odd) or the rest (at least the smallest count)."""
     digits = sorted(frame[COL_DIGITS_COLUMN].dropna().astype(int).unique())
-    if not digits:
-        return frame
-    top = digits[len(digits) - max(1, len(digits) // 2) :]
-    chosen = top if upper else ([d for d in digits if d not in top] or digits[:1])
-    return frame[frame[COL_DIGITS_COLUMN].isin(chosen)]
+    split = len(digits) - max(1, len(digits) // 2)
+    chosen = digits[split:] if upper else digits[: split or 1]
+    return frame[frame[COL_DIGITS_COLUMN].isin(chosen)] if digits else frame
 
 
 def largest_digits(frame: pd.DataFrame) -> pd.DataFrame:

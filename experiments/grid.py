@@ -77,12 +77,8 @@ class Grid:
                 overrides = dict(self.base)
                 labels = []
                 for key, value in zip(keys, values, strict=True):
-                    if isinstance(value, Variant):
-                        overrides.update(value.overrides)
-                        labels.append(f"{_short(key)}={value.name}")
-                    else:
-                        overrides[key] = value
-                        labels.append(f"{_short(key)}={_show(value)}")
+                    overrides.update(value.overrides if isinstance(value, Variant) else {key: value})
+                    labels.append(f"{_short(key)}={_show(value)}")
                 name = ",".join(labels) or "base"
                 out.setdefault(name, Point(name, overrides, tuple(labels)))
         return list(out.values())

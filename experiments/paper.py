@@ -35,14 +35,18 @@ PAPER_NL_EPOCHS = 100
 MAP_DIGITS = range(1, 41)
 
 
+def _json_map(tag: str | None, value: type) -> dict | None:
+    """A run tag's JSON {int: value} mapping; None without a tag or where it does not parse."""
+    try:
+        return {int(k): value(v) for k, v in json.loads(tag).items()} if tag else None
+    except (ValueError, AttributeError, TypeError):
+        return None
+
+
 def digit_map_of(tag: str | None) -> dict[int, int]:
     """paper digit count -> the sweep's, from the parent run's `digit_map` tag (JSON); else the identity."""
-    if tag:
-        try:
-            return {int(k): int(v) for k, v in json.loads(tag).items()}
-        except (ValueError, AttributeError, TypeError):
-            pass
-    return {n: n for n in MAP_DIGITS}
+    mapping = _json_map(tag, int)
+    return {n: n for n in MAP_DIGITS} if mapping is None else mapping
 
 
 #: digit counts up to this stand for themselves at every scale (no scale's digit_knee is above it)
@@ -167,13 +171,8 @@ def _stand_ins(cells: pd.DataFrame, digit_map: dict[int, int], paper_max: float)
 def paper_reading(epoch: int, epochs: list[int], tag: str = "") -> float | None:
     """The paper's epoch count an evaluation stands for: the sweep's `paper_epochs` tag (JSON), else the last
     is the paper's 100 and the one nearest the middle its 50 (how it reads nl_mix); others none."""
-    if tag:
-        try:
-            mapping = {int(k): float(v) for k, v in json.loads(tag).items()}
-        except (ValueError, AttributeError, TypeError):
-            mapping = {}
-        if mapping:
-            return mapping.get(int(epoch))
+    if mapping := _json_map(tag, float):
+        return mapping.get(int(epoch))
     final = max(epochs)
     if epoch == final:
         return float(PAPER_NL_EPOCHS)
