@@ -116,7 +116,7 @@ def welch_interval(terms: Sequence[tuple[float, Sequence[float]]], seeds: Sequen
     if math.sqrt(se2) <= NO_SPREAD:
         p_for = p_against = math.nan
         if len(parts) == 2 and parts[0][0] > 0 > parts[1][0]:
-            (_, a), (_, b) = ((w, np.round(x, 12)) for w, x in parts)
+            a, b = (np.round(x, 12) for _, x in parts)
             p_for = float(stats.mannwhitneyu(a, b, alternative="greater", method="exact").pvalue)
             p_against = float(stats.mannwhitneyu(a, b, alternative="less", method="exact").pvalue)
         return Interval(

@@ -188,8 +188,7 @@ class Side:
 
 @dataclass(frozen=True)
 class Contrast:
-    """sum(weight * side), e.g. better - worse or (a - b) - (c - d); positive is the paper's direction.
-    Sides that share their seeds (the same problems) are compared per seed, others by Welch's t."""
+    """sum(weight * side), e.g. better - worse or (a - b) - (c - d); positive is the paper's direction."""
 
     terms: tuple[tuple[float, Side], ...]
     label: str
