@@ -95,12 +95,7 @@ REVERSE_POSEMBED = Experiment(
         axes={"model.position": PAPER_POSITIONS, "model.init": ["pretrained", "random"]},
         # fig:randembed: the random-init models retrained for 25 epochs at 1e-5
         also=(
-            {
-                "model.position": ["none", "random_embed"],
-                "model.init": ["random"],
-                "train.epochs": [25],
-                "train.lr": [1e-5],
-            },
+            {"model.position": ["none", "random_embed"], **{k: [v] for k, v in RANDEMBED_TRAINING.items()}},
         ),
         paper_tables=("fig:testacc_rev", "fig:randembed"),
         table_of=_reverse_table,
