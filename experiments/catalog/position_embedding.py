@@ -35,9 +35,6 @@ def _regular_in_range(cells: pd.DataFrame) -> pd.DataFrame:
     return within_training(cells[cells[CONTEXT_COLUMN] == "regular"])
 
 
-# --- reverse_posembed: digit reversal -----------------------------------------------------------------
-
-
 def _reverse_table(cfg: ExperimentConfig) -> tuple[str, ...]:
     if cfg.train.epochs == 25:
         return ("fig:randembed",)
@@ -118,8 +115,6 @@ REVERSE_POSEMBED = Experiment(
     ),
     recipes=(REVERSE_RECIPE,),
 )
-
-# --- add_posembed: scratchpad addition from scratch -------------------------------------------------------
 
 
 def random_embed_extrapolates_addition(frame: pd.DataFrame, digit_map: DigitMap = None) -> Outcome:
