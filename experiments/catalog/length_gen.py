@@ -123,10 +123,6 @@ def reach_note(cells: pd.DataFrame, scheme: str) -> str:
 GATE_LABEL = f"every equal-length cell of the training range (1-{TRAINED} digits), every seed"
 
 
-def _gate(sides: dict[str, pd.DataFrame]) -> tuple[str, str]:
-    return competence(sides, None, trained_lengths, GATE_LABEL)
-
-
 # --- the claims, stated before any run --------------------------------------------------------------------
 
 
@@ -144,7 +140,7 @@ def beats_learned(scheme: str) -> Check:
             same_format = f"learned on {', '.join(sorted(set(learned['data.format'])))}"
         else:  # where learned ran on the scheme's own lines (length_gen_papers), it is compared there
             learned, same_format = same, "learned on the same lines"
-        why, on = _gate({scheme: mine, "learned": learned})
+        why, on = competence({scheme: mine, "learned": learned}, None, trained_lengths, GATE_LABEL)
         if why:
             return untestable(why, [on, same_format])
         where = f"{digit_range(longer_lengths(mine))}-digit sums (beyond training)"
@@ -163,7 +159,7 @@ def holds_beyond(scheme: str) -> Check:
         mine = of_scheme(measured(frame), scheme)
         if mine.empty or first_longer(mine).empty:
             return untestable(f"needs {scheme} trials with cells one digit beyond the training length")
-        why, on = _gate({scheme: mine})
+        why, on = competence({scheme: mine}, None, trained_lengths, GATE_LABEL)
         if why:
             return untestable(why, [on])
         contrasts, notes = [], [on]
