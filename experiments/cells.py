@@ -11,7 +11,6 @@ from arith.tracking.schema import (
     ACCURACY_COLUMN,
     CELL_KEYS,
     COL_DIGITS_COLUMN,
-    CONTEXT_COLUMN,
     EPOCH_COLUMN,
     FINAL_EPOCH_COLUMN,
     PAPER_EPOCHS_TAG,
@@ -118,9 +117,7 @@ def cells_on(cells: pd.DataFrame, chosen: pd.DataFrame) -> pd.DataFrame:
 
 def cell_list(cells: pd.DataFrame) -> str:
     """The cells named in order for a verdict's reason, each with its paper cell where the map moved it."""
-    unique = cells.drop_duplicates(CELL_KEYS).sort_values(
-        [CONTEXT_COLUMN, ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN]
-    )
+    unique = cells.drop_duplicates(CELL_KEYS).sort_values(CELL_KEYS)
     names, paper = [], "paper_col_digits" in unique
     for r in unique.itertuples(index=False):
         name = cell_name(r.row_digits, r.col_digits, r.context)

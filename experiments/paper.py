@@ -18,6 +18,7 @@ import pandas as pd
 from arith.data.tasks import get_task
 from arith.tracking.schema import (
     ACCURACY_COLUMN,
+    CELL_KEYS,
     COL_DIGITS_COLUMN,
     CONTEXT_COLUMN,
     EPOCH_COLUMN,
@@ -122,7 +123,7 @@ def paper_cells(
     """The paper's cells for one evaluation of a trial point (config keys and its `paper_table` labels),
     at the sweep's digit counts beside the paper cell each stands for. `paper_epochs`: the paper's epoch
     count this evaluation stands for (None = unknown); other tables match only a trial's `final` one."""
-    columns = ["table", CONTEXT_COLUMN, ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN, ACCURACY_COLUMN]
+    columns = ["table", *CELL_KEYS, ACCURACY_COLUMN]
     empty = pd.DataFrame(columns=[*columns, "paper_row_digits", "paper_col_digits"])
     spec = get_task(point["data.task"])
     task = spec.paper_name
@@ -143,9 +144,7 @@ def paper_cells(
     keep &= (paper["init"] == "") | (paper["init"] == point["model.init"])
     if spec.paper_reads_epochs:
         keep &= paper["epochs"] == paper_epochs
-    cells = paper.loc[keep, [*columns, "train_max"]].drop_duplicates(
-        [CONTEXT_COLUMN, ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN]
-    )
+    cells = paper.loc[keep, [*columns, "train_max"]].drop_duplicates(CELL_KEYS)
     cells = cells.assign(paper_row_digits=cells[ROW_DIGITS_COLUMN], paper_col_digits=cells[COL_DIGITS_COLUMN])
     paper_max = float(cells["train_max"].max()) if cells["train_max"].notna().any() else np.nan
     trained_max = pd.to_numeric(point.get("data.max_digits", np.nan), errors="coerce")
@@ -198,7 +197,7 @@ def attach_paper(
                 columns={"table": "paper_source", ACCURACY_COLUMN: "paper_accuracy"}
             )
             merged = ours.drop(columns=PAPER_EPOCHS_TAG, errors="ignore").merge(
-                theirs, on=[CONTEXT_COLUMN, ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN], how="outer"
+                theirs, on=CELL_KEYS, how="outer"
             )
             for key, value in point.items():
                 merged[key] = [value] * len(merged)
