@@ -22,7 +22,8 @@ from arith.tracking.schema import (
     RUN_ID_COLUMN,
     SEED_COLUMN,
 )
-from experiments.verdicts import LEARNED, measured
+from experiments.cells import measured
+from experiments.verdicts import LEARNED
 
 #: half the gap between neighbouring points' dots at one digit count (in digits)
 JITTER = 0.05

@@ -19,7 +19,8 @@ from arith.tracking.schema import (
     POINT_COLUMN,
     RUN_ID_COLUMN,
 )
-from experiments.verdicts import LEARNED, gated_cells, in_range, measured
+from experiments.cells import in_range, measured
+from experiments.verdicts import LEARNED, gated_cells
 
 #: the loss is one batch's: each trial's curve is a rolling mean over this many logged values
 SMOOTH = 5

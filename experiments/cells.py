@@ -11,7 +11,6 @@ from arith.tracking.schema import (
     ACCURACY_COLUMN,
     CELL_KEYS,
     COL_DIGITS_COLUMN,
-    CONTEXT_COLUMN,
     EPOCH_COLUMN,
     FINAL_EPOCH_COLUMN,
     PAPER_EPOCHS_TAG,
@@ -60,12 +59,11 @@ def large_products(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _digit_half(frame: pd.DataFrame, upper: bool) -> pd.DataFrame:
+    """The upper half (the larger when odd) or the rest (at least the smallest count)."""
     digits = sorted(frame[COL_DIGITS_COLUMN].dropna().astype(int).unique())
-    if not digits:
-        return frame
-    top = digits[len(digits) - max(1, len(digits) // 2) :]
-    chosen = top if upper else ([d for d in digits if d not in top] or digits[:1])
-    return frame[frame[COL_DIGITS_COLUMN].isin(chosen)]
+    split = len(digits) - max(1, len(digits) // 2)
+    chosen = digits[split:] if upper else digits[: split or 1]
+    return frame[frame[COL_DIGITS_COLUMN].isin(chosen)] if digits else frame
 
 
 def largest_digits(frame: pd.DataFrame) -> pd.DataFrame:
@@ -119,9 +117,7 @@ def cells_on(cells: pd.DataFrame, chosen: pd.DataFrame) -> pd.DataFrame:
 
 def cell_list(cells: pd.DataFrame) -> str:
     """The cells named in order for a verdict's reason, each with its paper cell where the map moved it."""
-    unique = cells.drop_duplicates(CELL_KEYS).sort_values(
-        [CONTEXT_COLUMN, ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN]
-    )
+    unique = cells.drop_duplicates(CELL_KEYS).sort_values(CELL_KEYS)
     names, paper = [], "paper_col_digits" in unique
     for r in unique.itertuples(index=False):
         name = cell_name(r.row_digits, r.col_digits, r.context)

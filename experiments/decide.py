@@ -35,9 +35,7 @@ def would_tell(contrast: Contrast, level: float) -> str:
     return f"at the observed mean and spread about {n} seeds per side would"
 
 
-def decide(
-    outcome: Outcome, p_holm: float, verdicts: int, p_against_holm: float = math.nan
-) -> tuple[str, str]:
+def decide(outcome: Outcome, p_holm: float, verdicts: int, p_against_holm: float) -> tuple[str, str]:
     """The verdict of one claim and its evidence, given its Holm-adjusted p-values for and against the
     paper's direction over the `verdicts` reached in the same report."""
     notes = "; ".join(outcome.notes)

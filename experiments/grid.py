@@ -72,17 +72,12 @@ class Grid:
         """The grid's points in a stable order: the main product, then each `also` block."""
         out: dict[str, Point] = {}
         for block in (self.axes, *self.also):
-            keys = list(block)
-            for values in itertools.product(*(block[k] for k in keys)):
+            for values in itertools.product(*block.values()):
                 overrides = dict(self.base)
                 labels = []
-                for key, value in zip(keys, values, strict=True):
-                    if isinstance(value, Variant):
-                        overrides.update(value.overrides)
-                        labels.append(f"{_short(key)}={value.name}")
-                    else:
-                        overrides[key] = value
-                        labels.append(f"{_short(key)}={_show(value)}")
+                for key, value in zip(block, values, strict=True):
+                    overrides.update(value.overrides if isinstance(value, Variant) else {key: value})
+                    labels.append(f"{_short(key)}={_show(value)}")
                 name = ",".join(labels) or "base"
                 out.setdefault(name, Point(name, overrides, tuple(labels)))
         return list(out.values())
@@ -128,11 +123,8 @@ def variant(
                 if settings[key] not in values:
                     return None
                 continue
-            kept = [
-                v
-                for v in values
-                if key not in only or v in only[key] or (isinstance(v, Variant) and v.name in only[key])
-            ]
+            wanted = only.get(key)  # values, or a bundle's Variant names
+            kept = [v for v in values if wanted is None or v in wanted or getattr(v, "name", v) in wanted]
             if not kept:
                 return None
             out[key] = kept

@@ -97,8 +97,7 @@ def paired_interval(differences: Sequence[float], seeds: Sequence[int] = ()) -> 
     effect = float(d.mean()) if n else math.nan
     se = float(d.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
     if se <= NO_SPREAD:
-        d = np.round(d, 12)
-        p_for, p_against = _sign_test(d)
+        p_for, p_against = _sign_test(np.round(d, 12))
         return Interval(effect, 0.0, n - 1.0, math.nan, math.nan, p_for, tuple(seeds), True, p_against, True)
     low, high, p, p_against = _t_interval(effect, se, n - 1.0)
     return Interval(effect, se, n - 1.0, low, high, p, tuple(seeds), True, p_against)
@@ -116,7 +115,7 @@ def welch_interval(terms: Sequence[tuple[float, Sequence[float]]], seeds: Sequen
     if math.sqrt(se2) <= NO_SPREAD:
         p_for = p_against = math.nan
         if len(parts) == 2 and parts[0][0] > 0 > parts[1][0]:
-            (_, a), (_, b) = ((w, np.round(x, 12)) for w, x in parts)
+            a, b = (np.round(x, 12) for _, x in parts)
             p_for = float(stats.mannwhitneyu(a, b, alternative="greater", method="exact").pvalue)
             p_against = float(stats.mannwhitneyu(a, b, alternative="less", method="exact").pvalue)
         return Interval(

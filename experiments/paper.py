@@ -18,6 +18,7 @@ import pandas as pd
 from arith.data.tasks import get_task
 from arith.tracking.schema import (
     ACCURACY_COLUMN,
+    CELL_KEYS,
     COL_DIGITS_COLUMN,
     CONTEXT_COLUMN,
     EPOCH_COLUMN,
@@ -35,14 +36,18 @@ PAPER_NL_EPOCHS = 100
 MAP_DIGITS = range(1, 41)
 
 
+def _json_map(tag: str | None, value: type) -> dict | None:
+    """A run tag's JSON {int: value} mapping; None without a tag or where it does not parse."""
+    try:
+        return {int(k): value(v) for k, v in json.loads(tag).items()} if tag else None
+    except (ValueError, AttributeError, TypeError):
+        return None
+
+
 def digit_map_of(tag: str | None) -> dict[int, int]:
     """paper digit count -> the sweep's, from the parent run's `digit_map` tag (JSON); else the identity."""
-    if tag:
-        try:
-            return {int(k): int(v) for k, v in json.loads(tag).items()}
-        except (ValueError, AttributeError, TypeError):
-            pass
-    return {n: n for n in MAP_DIGITS}
+    mapping = _json_map(tag, int)
+    return {n: n for n in MAP_DIGITS} if mapping is None else mapping
 
 
 #: digit counts up to this stand for themselves at every scale (no scale's digit_knee is above it)
@@ -118,7 +123,7 @@ def paper_cells(
     """The paper's cells for one evaluation of a trial point (config keys and its `paper_table` labels),
     at the sweep's digit counts beside the paper cell each stands for. `paper_epochs`: the paper's epoch
     count this evaluation stands for (None = unknown); other tables match only a trial's `final` one."""
-    columns = ["table", CONTEXT_COLUMN, ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN, ACCURACY_COLUMN]
+    columns = ["table", *CELL_KEYS, ACCURACY_COLUMN]
     empty = pd.DataFrame(columns=[*columns, "paper_row_digits", "paper_col_digits"])
     spec = get_task(point["data.task"])
     task = spec.paper_name
@@ -139,9 +144,7 @@ def paper_cells(
     keep &= (paper["init"] == "") | (paper["init"] == point["model.init"])
     if spec.paper_reads_epochs:
         keep &= paper["epochs"] == paper_epochs
-    cells = paper.loc[keep, [*columns, "train_max"]].drop_duplicates(
-        [CONTEXT_COLUMN, ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN]
-    )
+    cells = paper.loc[keep, [*columns, "train_max"]].drop_duplicates(CELL_KEYS)
     cells = cells.assign(paper_row_digits=cells[ROW_DIGITS_COLUMN], paper_col_digits=cells[COL_DIGITS_COLUMN])
     paper_max = float(cells["train_max"].max()) if cells["train_max"].notna().any() else np.nan
     trained_max = pd.to_numeric(point.get("data.max_digits", np.nan), errors="coerce")
@@ -167,13 +170,8 @@ def _stand_ins(cells: pd.DataFrame, digit_map: dict[int, int], paper_max: float)
 def paper_reading(epoch: int, epochs: list[int], tag: str = "") -> float | None:
     """The paper's epoch count an evaluation stands for: the sweep's `paper_epochs` tag (JSON), else the last
     is the paper's 100 and the one nearest the middle its 50 (how it reads nl_mix); others none."""
-    if tag:
-        try:
-            mapping = {int(k): float(v) for k, v in json.loads(tag).items()}
-        except (ValueError, AttributeError, TypeError):
-            mapping = {}
-        if mapping:
-            return mapping.get(int(epoch))
+    if mapping := _json_map(tag, float):
+        return mapping.get(int(epoch))
     final = max(epochs)
     if epoch == final:
         return float(PAPER_NL_EPOCHS)
@@ -199,7 +197,7 @@ def attach_paper(
                 columns={"table": "paper_source", ACCURACY_COLUMN: "paper_accuracy"}
             )
             merged = ours.drop(columns=PAPER_EPOCHS_TAG, errors="ignore").merge(
-                theirs, on=[CONTEXT_COLUMN, ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN], how="outer"
+                theirs, on=CELL_KEYS, how="outer"
             )
             for key, value in point.items():
                 merged[key] = [value] * len(merged)

@@ -3,7 +3,6 @@ and point, the contrasts a check returns (`Outcome`); `experiments.decide` reads
 
 A side is one point (every axis but the seed fixed) and its sample each seed's mean over the compared cells.
 Points that share their seeds (the same problems) are compared per seed (paired t), others by Welch's t.
-The cell selectors of `experiments.cells` are re-exported here: the checks read them from this module.
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from arith.tracking.schema import (
     ACCURACY_COLUMN,
     ACCURACY_SEEN_COLUMN,
     ACCURACY_UNSEEN_COLUMN,
+    CELL_KEYS,
     COL_DIGITS_COLUMN,
     CONTEXT_COLUMN,
     N_COLUMN,
@@ -28,24 +28,7 @@ from arith.tracking.schema import (
     SEED_COLUMN,
     SEED_KEYS,
 )
-from experiments.cells import (  # noqa: F401  (the cell selectors are re-exported: a check may read them here)
-    CELL_KEYS,
-    CONFIG_PREFIXES,
-    PAPER_COLUMNS,
-    beyond_training,
-    cell_list,
-    cell_name,
-    cells_on,
-    digit_range,
-    in_range,
-    large_products,
-    largest_digits,
-    measured,
-    paper_of,
-    small_products,
-    smaller_digits,
-    within_training,
-)
+from experiments.cells import CONFIG_PREFIXES, PAPER_COLUMNS, cell_list, cell_name, cells_on, paper_of
 from experiments.intervals import Interval, paired_interval, seed_list, welch_interval
 
 HELD, NOT_HELD, NOT_TESTABLE = "held", "not held", "not testable"
@@ -94,32 +77,24 @@ def competence(
     why, on = [], []
     for name, cells in sides.items():
         gated, by_paper = gated_cells(cells, digit_map, fallback)
-        on.append(
-            f"{name}: {cell_list(gated)}, where the paper's model reached {LEARNED:g}"
-            if by_paper
-            else f"{name}: {fallback_label}"
+        where = (
+            f"{cell_list(gated)}, where the paper's model reached {LEARNED:g}" if by_paper else fallback_label
         )
+        on.append(f"{name}: {where}")
         if gated.empty:
             why.append(f"{name} has no cells to show it learned")
-            continue
-        below = gated[gated[ACCURACY_COLUMN] < LEARNED - TOLERANCE]
-        if below.empty:
-            continue
-        worst = below.loc[below[ACCURACY_COLUMN].idxmin()]
-        memorised = _memorised_note(below)
-        paper_note = ""
-        if not pd.isna(worst.get("paper_accuracy")):
-            paper_note = (
-                f", the paper's {cell_name(worst['paper_row_digits'], worst['paper_col_digits'])} "
-                f"{worst['paper_accuracy']:.2f}"
+        elif not (below := gated[gated[ACCURACY_COLUMN] < LEARNED - TOLERANCE]).empty:
+            worst = below.loc[below[ACCURACY_COLUMN].idxmin()]
+            paper = worst.get("paper_accuracy")
+            paper_cell = cell_name(worst.get("paper_row_digits"), worst.get("paper_col_digits"))
+            paper_note = "" if pd.isna(paper) else f", the paper's {paper_cell} {paper:.2f}"
+            cell = cell_name(worst[ROW_DIGITS_COLUMN], worst[COL_DIGITS_COLUMN], worst[CONTEXT_COLUMN])
+            seeds_below, seeds = below[SEED_COLUMN].nunique(), gated[SEED_COLUMN].nunique()
+            why.append(
+                f"{name} not learned: seed {int(worst[SEED_COLUMN])} {worst[ACCURACY_COLUMN]:.2f} on {cell}"
+                f"{paper_note} ({seeds_below} of {seeds} seeds below {LEARNED:g} on some cell)"
+                + _memorised_note(below)
             )
-        cell = cell_name(worst[ROW_DIGITS_COLUMN], worst[COL_DIGITS_COLUMN], worst[CONTEXT_COLUMN])
-        seeds_below, seeds = below[SEED_COLUMN].nunique(), gated[SEED_COLUMN].nunique()
-        seed, accuracy = int(worst[SEED_COLUMN]), worst[ACCURACY_COLUMN]
-        why.append(
-            f"{name} not learned: seed {seed} {accuracy:.2f} on {cell}{paper_note} "
-            f"({seeds_below} of {seeds} seeds below {LEARNED:g} on some cell){memorised}"
-        )
     return "; ".join(why), "gated on " + "; ".join(on)
 
 
@@ -127,10 +102,10 @@ def _memorised_note(below: pd.DataFrame) -> str:
     """'; memorised: ...' when some cells below the gate are memorised, '' when none is or the trials did not
     record the split: said beside the gate's reason, since more steps on the same lines would not fix it
     the way they fix a model still learning."""
-    if ACCURACY_SEEN_COLUMN not in below or ACCURACY_UNSEEN_COLUMN not in below:
+    split = [ACCURACY_SEEN_COLUMN, ACCURACY_UNSEEN_COLUMN, N_SEEN_COLUMN]
+    if not set(split) <= set(below):
         return ""
-    seen, unseen = below[ACCURACY_SEEN_COLUMN].astype(float), below[ACCURACY_UNSEEN_COLUMN].astype(float)
-    n_seen = below.get(N_SEEN_COLUMN, pd.Series(float("nan"), below.index)).astype(float)
+    seen, unseen, n_seen = (below[c].astype(float) for c in split)
     memorised = below[
         (seen >= LEARNED - TOLERANCE) & (unseen <= seen - MEMORISED_GAP) & (n_seen >= MEMORISED_MIN_SEEN)
     ]
@@ -139,10 +114,9 @@ def _memorised_note(below: pd.DataFrame) -> str:
     worst = memorised.loc[memorised[ACCURACY_UNSEEN_COLUMN].astype(float).idxmin()]
     cell = cell_name(worst[ROW_DIGITS_COLUMN], worst[COL_DIGITS_COLUMN], worst[CONTEXT_COLUMN])
     counts = f" ({int(worst[N_SEEN_COLUMN])} of {int(worst[N_COLUMN])} seen)" if N_COLUMN in worst else ""
-    seen_accuracy, unseen_accuracy = worst[ACCURACY_SEEN_COLUMN], worst[ACCURACY_UNSEEN_COLUMN]
     return (
-        f"; memorised: seed {int(worst[SEED_COLUMN])} on {cell} is {seen_accuracy:.2f} on the test "
-        f"problems it was trained on and {unseen_accuracy:.2f} on the others{counts}; "
+        f"; memorised: seed {int(worst[SEED_COLUMN])} on {cell} is {worst[ACCURACY_SEEN_COLUMN]:.2f} on the "
+        f"test problems it was trained on and {worst[ACCURACY_UNSEEN_COLUMN]:.2f} on the others{counts}; "
         f"{len(memorised)} of the {len(below)} cell(s) below the gate read so"
     )
 
@@ -188,20 +162,16 @@ class Side:
     def of(cls, name: str, cells: pd.DataFrame) -> Side:
         """Refuses cells of several configurations or several trials of one seed: they are not seeds."""
         keys = [c for c in cells.columns if c.startswith(CONFIG_PREFIXES) and c not in SEED_KEYS]
-        if len(cells) and keys:
-            configs = cells[keys].astype(str).drop_duplicates()
-            if len(configs) > 1:
-                varying = [k for k in keys if configs[k].nunique() > 1]
-                values = "; ".join(f"{k} in {sorted(configs[k].unique())}" for k in varying)
-                raise PooledConfigurations(
-                    f"{name} pools {len(configs)} configurations ({values}): a side is one point; "
-                    "name each as its own side"
-                )
-        if (
-            len(cells)
-            and RUN_ID_COLUMN in cells
-            and cells.groupby(SEED_COLUMN)[RUN_ID_COLUMN].nunique().max() > 1
-        ):
+        configs = cells[keys].astype(str).drop_duplicates()
+        if keys and len(configs) > 1:
+            values = "; ".join(
+                f"{k} in {sorted(configs[k].unique())}" for k in keys if configs[k].nunique() > 1
+            )
+            raise PooledConfigurations(
+                f"{name} pools {len(configs)} configurations ({values}): a side is one point; "
+                "name each as its own side"
+            )
+        if RUN_ID_COLUMN in cells and cells.groupby(SEED_COLUMN)[RUN_ID_COLUMN].nunique().max() > 1:
             raise PooledConfigurations(f"{name} has several trials of one seed: a side is one trial a seed")
         samples = cells.groupby(SEED_COLUMN)[ACCURACY_COLUMN].mean() if len(cells) else pd.Series(dtype=float)
         samples.index = samples.index.astype(int)
@@ -218,8 +188,7 @@ class Side:
 
 @dataclass(frozen=True)
 class Contrast:
-    """sum(weight * side), e.g. better - worse or (a - b) - (c - d); positive is the paper's direction.
-    Sides that share their seeds (the same problems) are compared per seed, others by Welch's t."""
+    """sum(weight * side), e.g. better - worse or (a - b) - (c - d); positive is the paper's direction."""
 
     terms: tuple[tuple[float, Side], ...]
     label: str
@@ -296,8 +265,7 @@ class Outcome:
     @property
     def too_few_seeds(self) -> str:
         """Why the sides hold too few seeds for a verdict ('' when every side has MIN_SEEDS)."""
-        sides = [side for c in self.contrasts for _, side in c.terms]
-        short = [side for side in sides if len(side.seeds) < MIN_SEEDS]
+        short = [side for c in self.contrasts for _, side in c.terms if len(side.seeds) < MIN_SEEDS]
         if not short:
             return ""
         fewest = min(short, key=lambda side: len(side.seeds))

@@ -38,8 +38,9 @@ from arith.tracking.schema import (
     SEED_TAG,
     TEST_ACC_METRIC,
 )
+from experiments.cells import in_range, measured
 from experiments.paper import stand_in, training_range_map
-from experiments.verdicts import competence, in_range, measured
+from experiments.verdicts import competence
 from lab.analysis_output import markdown_table
 from lab.gpu_plan import PlannedBatch, PlannedPart
 

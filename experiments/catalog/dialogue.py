@@ -56,8 +56,7 @@ def random_space_beats(worse: str) -> Check:
         sides, why, on, cells = _nl_sides(frame, [(position, better), (position, worse)], digit_map)
         if why:
             return untestable(why, [on] if on else [])
-        a = Side.of(_mix_name(better), sides[(position, better)])
-        b = Side.of(_mix_name(worse), sides[(position, worse)])
+        a, b = (Side.of(_mix_name(mix), sides[(position, mix)]) for mix in (better, worse))
         label = f"position={position}, dialogue context, {digit_range(largest_digits(cells))}-digit sums"
         return compared([difference(a, b, label)], notes=[on])
 

@@ -2,9 +2,7 @@
 
 A model is trained on sums of 1..5-digit operands and tested on every operand length from 1 to 21, plus
 sums of a 21-digit operand and a shorter one (the `mixed` cell). Every scheme trains the same model at the
-same budget, with the data format its paper defines (docs/position_schemes.md): Abacus (McLeish et al.
-2024) and randomized positions (Ruoss et al. 2023) least significant digit first, as the paper's three are
-(the easiest carry order), position coupling (Cho et al. 2024) on zero-padded operands and a reversed sum.
+same budget, with the data format its paper defines (`SCHEMES`; why: docs/position_schemes.md).
 
 No digit map (the scale must not compress the lengths a claim reads) and no paper table: the competence
 gate reads every equal-length cell of the training range, on every seed.
@@ -125,10 +123,6 @@ def reach_note(cells: pd.DataFrame, scheme: str) -> str:
 GATE_LABEL = f"every equal-length cell of the training range (1-{TRAINED} digits), every seed"
 
 
-def _gate(sides: dict[str, pd.DataFrame]) -> tuple[str, str]:
-    return competence(sides, None, trained_lengths, GATE_LABEL)
-
-
 # --- the claims, stated before any run --------------------------------------------------------------------
 
 
@@ -146,7 +140,7 @@ def beats_learned(scheme: str) -> Check:
             same_format = f"learned on {', '.join(sorted(set(learned['data.format'])))}"
         else:  # where learned ran on the scheme's own lines (length_gen_papers), it is compared there
             learned, same_format = same, "learned on the same lines"
-        why, on = _gate({scheme: mine, "learned": learned})
+        why, on = competence({scheme: mine, "learned": learned}, None, trained_lengths, GATE_LABEL)
         if why:
             return untestable(why, [on, same_format])
         where = f"{digit_range(longer_lengths(mine))}-digit sums (beyond training)"
@@ -165,7 +159,7 @@ def holds_beyond(scheme: str) -> Check:
         mine = of_scheme(measured(frame), scheme)
         if mine.empty or first_longer(mine).empty:
             return untestable(f"needs {scheme} trials with cells one digit beyond the training length")
-        why, on = _gate({scheme: mine})
+        why, on = competence({scheme: mine}, None, trained_lengths, GATE_LABEL)
         if why:
             return untestable(why, [on])
         contrasts, notes = [], [on]
@@ -252,13 +246,12 @@ LENGTH_GEN = Experiment(
 #: al.'s offsets up to 100), coupling on 1-30 and tested to 200 (a start up to 200, so that a 31-digit
 #: training sum reaches the ids of the longest test), each beside learned positions on the same lines, at
 #: the `gpu` scale's model and budget. The same claims judge it.
-PAPERS_TESTS = {"abacus": [5, 10, 20, 30, 40, 60, 80, 100], "coupling": [10, 20, 30, 50, 100, 150, 200]}
 _ABACUS_PAPER = Variant(
     "abacus_20_to_100",
     {
         "data.format": "lsd_first",
         "data.max_digits": 20,
-        "data.test_digits": PAPERS_TESTS["abacus"],
+        "data.test_digits": [5, 10, 20, 30, 40, 60, 80, 100],
         "model.n_positions": 512,
         "model.abacus_max_offset": 100,
     },
@@ -268,7 +261,7 @@ _COUPLING_PAPER = Variant(
     {
         "data.format": "line_padding_reverse",
         "data.max_digits": 30,
-        "data.test_digits": PAPERS_TESTS["coupling"],
+        "data.test_digits": [10, 20, 30, 50, 100, 150, 200],
         "model.n_positions": 1024,
         "model.coupling_max_offset": 200,
     },

@@ -58,9 +58,6 @@ def _per_max_digits(
     return compared(contrasts, notes=[*skipped, *gates])
 
 
-# --- mul_format: padding and a reversed product against the basic format -------------------------------
-
-
 def _mul_format_table(cfg: ExperimentConfig) -> tuple[str, ...]:
     family = "basic" if cfg.data.format == "basic" else "padding"
     return (f"tb:{family}-{cfg.data.max_digits}",)
@@ -104,9 +101,6 @@ MUL_FORMAT = Experiment(
         ),
     ),
 )
-
-
-# --- mul_one_digit_weight: fewer n x 1 multiplications in the training data ----------------------------
 
 
 def _one_digit_weight_table(cfg: ExperimentConfig) -> tuple[str, ...]:
@@ -154,9 +148,6 @@ MUL_ONE_DIGIT_WEIGHT = Experiment(
         ),
     ),
 )
-
-
-# --- mul_simple_case: n x 1 lines or first-step lines every third sample --------------------------------
 
 
 def _simple_case_table(cfg: ExperimentConfig) -> tuple[str, ...]:

@@ -35,9 +35,6 @@ def _regular_in_range(cells: pd.DataFrame) -> pd.DataFrame:
     return within_training(cells[cells[CONTEXT_COLUMN] == "regular"])
 
 
-# --- reverse_posembed: digit reversal -----------------------------------------------------------------
-
-
 def _reverse_table(cfg: ExperimentConfig) -> tuple[str, ...]:
     if cfg.train.epochs == 25:
         return ("fig:randembed",)
@@ -95,12 +92,7 @@ REVERSE_POSEMBED = Experiment(
         axes={"model.position": PAPER_POSITIONS, "model.init": ["pretrained", "random"]},
         # fig:randembed: the random-init models retrained for 25 epochs at 1e-5
         also=(
-            {
-                "model.position": ["none", "random_embed"],
-                "model.init": ["random"],
-                "train.epochs": [25],
-                "train.lr": [1e-5],
-            },
+            {"model.position": ["none", "random_embed"], **{k: [v] for k, v in RANDEMBED_TRAINING.items()}},
         ),
         paper_tables=("fig:testacc_rev", "fig:randembed"),
         table_of=_reverse_table,
@@ -123,8 +115,6 @@ REVERSE_POSEMBED = Experiment(
     ),
     recipes=(REVERSE_RECIPE,),
 )
-
-# --- add_posembed: scratchpad addition from scratch -------------------------------------------------------
 
 
 def random_embed_extrapolates_addition(frame: pd.DataFrame, digit_map: DigitMap = None) -> Outcome:
