@@ -23,6 +23,7 @@ from synthetic import (
     synthetic_sweep,
 )
 
+import lab  # noqa: F401  (registers the lab's grids these tests read)
 from analysis import analyse, render
 from analysis.axes import varying
 from analysis.load import (

@@ -14,6 +14,7 @@ from synthetic import (
     synthetic_sweep,
 )
 
+import lab  # noqa: F401  (registers the lab's grids these tests read)
 from analysis import analyse
 from analysis.findings import (
     CANNOT_TELL,

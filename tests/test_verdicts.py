@@ -15,6 +15,7 @@ import pytest
 from scipy import stats
 from synthetic import paper_or, synthetic_sweep
 
+import lab  # noqa: F401  (registers the lab's grids these tests read)
 from analysis.findings import NOT_TESTABLE, Finding, evaluate_findings, outcome_of
 from experiments.claim import Claim
 from experiments.decide import decide_family
