@@ -25,7 +25,8 @@ Configs = dict[str, ExperimentConfig]
 
 
 class SweepExtension(Protocol):
-    """A sweep's grid, scale and seeds, and the steps it adds to the sweep's own (`sweeps.run.tune_sweep`)."""
+    """A sweep's grid, scale and seeds, and the steps it adds to the sweep's own (`sweeps.run.tune_sweep`);
+    it may name its progress line's class as `progress` (`sweeps.progress.SweepProgress`'s arguments)."""
 
     grid: Grid
     scale: Scale

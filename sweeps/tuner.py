@@ -17,7 +17,7 @@ from arith.tracking.schema import POINT_TAG, SEED_TAG, TEST_ACC_METRIC
 from arith.training.optim import run_steps
 from sweeps.end_table import FAILURES, end_of_sweep
 from sweeps.options import SweepOptions
-from sweeps.progress import tune_output
+from sweeps.progress import SweepProgress, tune_output
 from sweeps.storage import SweepStorage
 from sweeps.trainable import run_trial, trial_key
 
@@ -126,8 +126,7 @@ def fit(
 ):
     """Hand the trials to Tune, or with `--resume` restore the interrupted experiment (its param space,
     scheduler and callbacks with it), and wait for them; returns Tune's `ResultGrid`. `scheduler`: a sweep
-    extension's (else every trial runs to its end); one with a `clock_budget_s` has the progress line show
-    its metric against that CPU-time budget."""
+    extension's (else every trial runs to its end), as is the progress line's class where it names one."""
     from ray import tune
 
     trainable = make_trainable(configs, res)
@@ -138,10 +137,8 @@ def fit(
         return tuner.fit()
     steps = {k: run_steps(c) for k, c in configs.items()}  # a trial that reaches its target stops early
     key_of = lambda c: trial_key(c[POINT_TAG], c[SEED_TAG])  # noqa: E731
-    shown = {}  # a search's line shows what its scheduler reads, and its trials' CPU budget
-    if (budget_s := getattr(scheduler, "clock_budget_s", None)) is not None:
-        shown = {"clock_budget_s": budget_s, "metric": scheduler.metric}
-    output = tune_output(steps, key_of, options.quiet, options.verbose, **shown)
+    line = getattr(options.extension, "progress", SweepProgress)
+    output = tune_output(steps, key_of, options.quiet, options.verbose, line)
     callbacks = [*callbacks, *file_loggers()]  # Tune's result files, without its TensorBoard logger
     tuner = tune.Tuner(
         trainable,
