@@ -6,7 +6,7 @@ training range, the problems not trained on) with its 95% t interval's ends, as 
 point's label (`padding_reverse/test_acc`, `padding_reverse/test_acc/ci95_low`), so two sweeps' rows
 compare point by point; and per claim one tag, `claim.<claim id>`, whose value is its verdict (a column
 of the table, the same name in every sweep that judges the claim). The sweep's params (grid, scale, axes,
-seeds, command) are set when it opens (`sweeps.summary`); the report and its tables are the run's
+seeds, command) are set when it opens (`sweeps.storage`); the report and its tables are the run's
 `analysis/` artifacts (`analysis.report.log_to_parent`).
 """
 

@@ -1,5 +1,6 @@
 """The end of a sweep as a Ray Tune user expects it: one row per trial, read back from the trials' MLflow
-runs (what the UI shows), then the claims' verdicts, the HTML report's path and the MLflow views' links.
+runs (what the UI shows), then the claims' verdicts, the HTML report's path and the MLflow views' links;
+and `--register NAME`: the best trial's logged model registered in the Model Registry.
 
     trial     point            seed  test_acc  in_range  unseen   wall  status
     3f2a1b9c  basic               0      0.01      0.01    0.00   1:02  FINISHED
@@ -22,6 +23,7 @@ from analysis.ui_view import share_view
 from arith.tracking import store
 from arith.tracking.schema import HEADLINE_METRICS, POINT_TAG, SEED_TAG, point_label
 from experiments.registry import claims_for
+from sweeps.errors import SweepError
 from sweeps.progress import clock
 
 #: the headline accuracies' columns, as short as a terminal needs
@@ -109,3 +111,42 @@ def end_of_sweep(grid: str, uri: str, parent_run_id: str) -> str:
     if not remote:
         parts.append(f"         (start the UI first: {ui_command(uri, 5000)})")
     return "\n".join(parts)
+
+
+def best_model(uri: str, parent_run_id: str) -> tuple[str, str, float]:
+    """(model id, model name, test_acc) of the sweep's finished trial with the highest final test_acc."""
+    client = store.client(uri)
+    parent = client.get_run(parent_run_id)
+    trials = client.search_runs([parent.info.experiment_id], store.trials_filter(parent_run_id))
+    scored = [
+        (t.data.metrics[HEADLINE_METRICS[0]], t) for t in trials if t.info.status == "FINISHED"
+        if HEADLINE_METRICS[0] in t.data.metrics
+    ]  # fmt: skip
+    if not scored:
+        raise SweepError(
+            f"--register: sweep {parent_run_id} has no finished trial with {HEADLINE_METRICS[0]}"
+        )
+    accuracy, trial = max(scored, key=lambda pair: pair[0])
+    models = client.search_logged_models(
+        [parent.info.experiment_id], filter_string=f"source_run_id = '{trial.info.run_id}'", max_results=5
+    )
+    if not models:
+        raise SweepError(
+            f"--register: trial {trial.info.run_name} logged no model (tracking.log_model=none?)"
+        )
+    return models[0].model_id, models[0].name, accuracy
+
+
+def register_best(uri: str, parent_run_id: str, name: str) -> str:
+    """Register the sweep's best trial's logged model as a new version of `name`; the line to print."""
+    import mlflow
+    from mlflow.tracking._tracking_service.utils import _use_tracking_uri
+
+    model_id, logged_name, accuracy = best_model(uri, parent_run_id)
+    store.client(uri)  # MLflow's HTTP settings, as for every client
+    with _use_tracking_uri(uri):
+        version = mlflow.register_model(f"models:/{model_id}", name)
+    return (
+        f"registered {logged_name} ({HEADLINE_METRICS[0]} {accuracy:.2f}) as model {name!r}, version "
+        f"{version.version}"
+    )

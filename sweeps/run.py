@@ -22,6 +22,7 @@ from arith.tracking.commands import resuming
 from arith.tracking.store import absolute_uri
 from experiments.grid import Grid
 from sweeps.cluster import check_cluster, emulated_bf16_note, forget_local_ray, start_ray
+from sweeps.end_table import register_best
 from sweeps.errors import SweepError
 from sweeps.grids import GRIDS, get_grid, list_grids, points
 from sweeps.options import SweepOptions, names_its_part, read_options
@@ -32,13 +33,14 @@ from sweeps.space import SOURCES, SweepLink, scale_note, setting_sources
 from sweeps.storage import (
     SweepStorage,
     check_tracking,
+    log_sweep_params,
     open_sweep,
     resumed_state,
     state_configs,
+    sweep_params,
     sweep_state,
     trial_outcomes,
 )
-from sweeps.summary import log_sweep_params, register_best, sweep_params
 from sweeps.tuner import errored_trials, final_report, fit, trial_key
 
 

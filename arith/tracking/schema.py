@@ -168,7 +168,7 @@ IN_RANGE_METRIC, BEYOND_METRIC = f"{TEST_ACC_METRIC}/in_range", f"{TEST_ACC_METR
 #: answers (ERROR_COLUMNS after the epoch) and the trainer's log of failed decodings
 CELLS_ARTIFACT, ERRORS_ARTIFACT = "eval/cells.csv", "eval/errors.csv"
 FAILURES_ARTIFACT = "eval/failures.jsonl"
-#: a sweep's parent run as its summary (`analysis.summary`, `sweeps.summary`): its params beside the grid
+#: a sweep's parent run as its summary (`analysis.summary`, `sweeps.storage`): its params beside the grid
 #: and scale (the seeds, the command that started it), the headline accuracies each point's seed mean is
 #: logged for (`<point label>/<accuracy>`, with its 95% interval's ends as `.../ci95_low`, `.../ci95_high`),
 #: and the prefix of its one tag a claim (`claim.<claim id>`, the claim's verdict)
