@@ -87,18 +87,13 @@ def sweep_trials(uri: str, parent_run_id: str) -> list[Any]:
     return store.search_runs(client, [experiment_id], store.trials_filter(parent_run_id))
 
 
-def report_folder(uri: str, grid: str) -> Path:
-    """Where the sweep's report is written: `reports/<grid>` beside a SQLite store, else here."""
-    db = store.sqlite_path(uri)
-    return (db.parent if db is not None else Path()) / REPORTS / grid
-
-
 def end_of_sweep(grid: str, uri: str, parent_run_id: str) -> str:
     """The trials' table, verdicts, report and views' links; without an analysis, the table and why."""
     parts = [table_text(trial_rows(sweep_trials(uri, parent_run_id))), ""]
     try:
         sweep = read_sweep(grid, uri, parent_run_id)
-        out = report_folder(uri, grid)
+        db = store.sqlite_path(uri)  # the report beside a SQLite store, else here
+        out = (db.parent if db is not None else Path()) / REPORTS / grid
         remote = uri.startswith(("http://", "https://"))
         ui_url = uri if remote else UI_URL
         report_sweep(sweep, out, "html", ui_url=ui_url)  # logs the parent run's summary, the report
@@ -115,20 +110,14 @@ def end_of_sweep(grid: str, uri: str, parent_run_id: str) -> str:
 
 def best_model(uri: str, parent_run_id: str) -> tuple[str, str, float]:
     """(model id, model name, test_acc) of the sweep's finished trial with the highest final test_acc."""
-    client = store.client(uri)
-    parent = client.get_run(parent_run_id)
-    trials = client.search_runs([parent.info.experiment_id], store.trials_filter(parent_run_id))
-    scored = [
-        (t.data.metrics[HEADLINE_METRICS[0]], t) for t in trials if t.info.status == "FINISHED"
-        if HEADLINE_METRICS[0] in t.data.metrics
-    ]  # fmt: skip
+    metric = HEADLINE_METRICS[0]
+    finished = [t for t in sweep_trials(uri, parent_run_id) if t.info.status == "FINISHED"]
+    scored = [(t.data.metrics[metric], t) for t in finished if metric in t.data.metrics]
     if not scored:
-        raise SweepError(
-            f"--register: sweep {parent_run_id} has no finished trial with {HEADLINE_METRICS[0]}"
-        )
+        raise SweepError(f"--register: sweep {parent_run_id} has no finished trial with {metric}")
     accuracy, trial = max(scored, key=lambda pair: pair[0])
-    models = client.search_logged_models(
-        [parent.info.experiment_id], filter_string=f"source_run_id = '{trial.info.run_id}'", max_results=5
+    models = store.client(uri).search_logged_models(
+        [trial.info.experiment_id], filter_string=f"source_run_id = '{trial.info.run_id}'", max_results=5
     )
     if not models:
         raise SweepError(

@@ -72,10 +72,7 @@ def resources(scale: Scale, gpus_per_trial: float | None, cpus_per_trial: float)
         gpus = default_gpus_per_trial() if scale.needs_gpu else 0.0
     if cpus_per_trial <= 0 or gpus < 0:
         raise SweepError("--cpus-per-trial must be > 0 and --gpus-per-trial >= 0")
-    try:
-        check_packing(gpus)  # several trials a GPU: only as many as the measured memory allows
-    except ValueError as err:
-        raise SweepError(str(err)) from err
+    check_packing(gpus)  # several trials a GPU: only as many as the measured memory allows
     return {"cpu": cpus_per_trial, "gpu": gpus}
 
 

@@ -93,7 +93,7 @@ def config_stages(
     ]
     recipe = trial_recipe(grid, scale, paper_cfg.data.task)
     cfg = scale.shrink(paper_cfg, scale_digits=grid.scale_digits)
-    if not recipe and scale.budget():
+    if not recipe and scale.steps:
         cfg = scale.fit_epochs(cfg, paper_cfg)
     stages.append(Stage(SCALE, cfg, frozenset(scale.overrides)))
     if recipe:
@@ -105,7 +105,7 @@ def config_stages(
         (SET, {**over_scale, **(overrides or {})}, overrides or {}),
     ):
         cfg = stages[4].config.with_overrides(later)
-        if later and scale.budget(recipe) and "train.epochs" not in later:
+        if later and (recipe.steps if recipe else scale.steps) and "train.epochs" not in later:
             # a new step budget, batch or sample count moves the epochs; what was set outright stays set
             cfg = scale.fit_epochs(cfg, paper_cfg).with_overrides(later)
         stages.append(Stage(source, cfg, frozenset(named)))

@@ -52,13 +52,11 @@ class SweepStorage:
         self.save(name, state)
 
     def save(self, name: str, state: dict[str, Any]) -> None:
-        self._write(f"{self.root}/{name}/{SWEEP_FILE}", state)
-
-    def _write(self, path: str, content: Any) -> None:
-        """Write a JSON file whole or not at all: a machine shut down mid-write must not leave half a file
+        """Write `sweep.json` whole or not at all: a machine shut down mid-write must not leave half a file
         that no later session can resume from."""
+        path = f"{self.root}/{name}/{SWEEP_FILE}"
         with self.fs.open_output_stream(f"{path}.part") as out:
-            out.write(json.dumps(content, indent=1).encode())
+            out.write(json.dumps(state, indent=1).encode())
         self.fs.move(f"{path}.part", path)
 
     def state(self, name: str) -> dict[str, Any]:
