@@ -59,10 +59,7 @@ def trial_rows(runs: list[Any]) -> pd.DataFrame:
 
 def table_text(frame: pd.DataFrame) -> str:
     """The rows as a terminal table, accuracies to two places, '-' where a trial logged none."""
-    shown = frame.copy()
-    for column in COLUMNS.values():
-        shown[column] = [("-" if math.isnan(v) else f"{v:.2f}") for v in shown[column]]
-    return shown.to_string(index=False)
+    return frame.to_string(index=False, na_rep="-", float_format=lambda v: f"{v:.2f}")
 
 
 def verdict_lines(sweep: Any) -> list[str]:

@@ -17,6 +17,7 @@ import heapq
 import math
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
@@ -147,12 +148,10 @@ def progress_line(
     left: float | None = None,
 ) -> str:
     """The line itself (no newline); `left`: the time left to show, else estimated here."""
-    counts = {"done": 0, "running": 0, "pending": 0, "failed": 0, "interrupted": 0}
-    for t in trials:
-        key = {"TERMINATED": "done", "RUNNING": "running", "ERROR": "failed", INTERRUPTED: "interrupted"}
-        counts[key.get(t.status, "pending")] += 1
-    shown = {name: n for name, n in counts.items() if n or name != "interrupted"}
-    trials_text = ", ".join(f"{n} {name}" for name, n in shown.items())
+    named = {"TERMINATED": "done", "RUNNING": "running", "ERROR": "failed", INTERRUPTED: "interrupted"}
+    counts = Counter(named.get(t.status, "pending") for t in trials)
+    shown = [f"{counts[n]} {n}" for n in ("done", "running", "pending", "failed", "interrupted")]
+    trials_text = ", ".join(shown if counts["interrupted"] else shown[:-1])
     parts = [f"[{clock(elapsed)}] trials {trials_text}", best_text(best_by_point, label)]
     if counts["running"] + counts["pending"]:
         left = seconds_left(trials, slots) if left is None else left
