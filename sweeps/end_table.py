@@ -105,8 +105,12 @@ def end_of_sweep(grid: str, uri: str, parent_run_id: str) -> str:
     return "\n".join(parts)
 
 
-def best_model(uri: str, parent_run_id: str) -> tuple[str, str, float]:
-    """(model id, model name, test_acc) of the sweep's finished trial with the highest final test_acc."""
+def register_best(uri: str, parent_run_id: str, name: str) -> str:
+    """Register the logged model of the sweep's finished trial with the highest final test_acc as a new
+    version of `name`; the line to print."""
+    import mlflow
+    from mlflow.tracking._tracking_service.utils import _use_tracking_uri
+
     metric = HEADLINE_METRICS[0]
     finished = [t for t in sweep_trials(uri, parent_run_id) if t.info.status == "FINISHED"]
     scored = [(t.data.metrics[metric], t) for t in finished if metric in t.data.metrics]
@@ -120,19 +124,6 @@ def best_model(uri: str, parent_run_id: str) -> tuple[str, str, float]:
         raise SweepError(
             f"--register: trial {trial.info.run_name} logged no model (tracking.log_model=none?)"
         )
-    return models[0].model_id, models[0].name, accuracy
-
-
-def register_best(uri: str, parent_run_id: str, name: str) -> str:
-    """Register the sweep's best trial's logged model as a new version of `name`; the line to print."""
-    import mlflow
-    from mlflow.tracking._tracking_service.utils import _use_tracking_uri
-
-    model_id, logged_name, accuracy = best_model(uri, parent_run_id)
-    store.client(uri)  # MLflow's HTTP settings, as for every client
-    with _use_tracking_uri(uri):
-        version = mlflow.register_model(f"models:/{model_id}", name)
-    return (
-        f"registered {logged_name} ({HEADLINE_METRICS[0]} {accuracy:.2f}) as model {name!r}, version "
-        f"{version.version}"
-    )
+    with _use_tracking_uri(uri):  # store.client above: MLflow's HTTP settings, as for every client
+        version = mlflow.register_model(f"models:/{models[0].model_id}", name).version
+    return f"registered {models[0].name} ({metric} {accuracy:.2f}) as model {name!r}, version {version}"

@@ -70,15 +70,12 @@ def _refuse_a_rejected_recipe(grid: Grid, scale: Scale, task: str, seeds: list[i
     recipe = trial_recipe(grid, scale, task)
     judging = [s for s in seeds if s not in scale.presearch_seeds]
     if recipe and not recipe.chosen and judging:
+        shown = judging if len(judging) <= 6 else [*judging[:2], "...", judging[-1]]
         raise ConfigError(
             f"grid {grid.name!r} at scale {scale.name!r}: the {task!r} recipe {recipe.name!r} is a candidate "
             f"its pre-search did not choose and only the pre-search seeds "
-            f"{', '.join(map(str, scale.presearch_seeds))} run it, not {_seed_list(judging)}"
+            f"{', '.join(map(str, scale.presearch_seeds))} run it, not {', '.join(map(str, shown))}"
         )
-
-
-def _seed_list(seeds: list[int]) -> str:
-    return ", ".join(map(str, seeds)) if len(seeds) <= 6 else f"{seeds[0]}, {seeds[1]}, ..., {seeds[-1]}"
 
 
 def select(

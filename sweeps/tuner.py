@@ -171,13 +171,11 @@ def trial_summary(results: Any) -> pd.DataFrame:
     """Per-trial table from Tune's results: point, seed, status and the final metrics."""
     rows = []
     for result in results:
-        cfg = result.config or {}
-        metrics = result.metrics or {}
+        cfg, metrics = result.config or {}, result.metrics or {}
         failed = [why for key, why in FAILURES.items() if metrics.get(key)]  # ended without an error
         status = f"FAILED ({failed[-1]})" if failed else "ERROR" if result.error else "DONE"
         row = {POINT_TAG: cfg.get(POINT_TAG), SEED_TAG: cfg.get(SEED_TAG), "status": status}
-        row.update({m: metrics.get(m) for m in SUMMARY_METRICS})
-        rows.append(row)
+        rows.append({**row, **{m: metrics.get(m) for m in SUMMARY_METRICS}})
     return pd.DataFrame(rows).sort_values([POINT_TAG, SEED_TAG]).reset_index(drop=True)
 
 
