@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from arith.tracking.schema import CPU_SECONDS
-from sweeps.progress import SweepProgress, TrialState, mean, number, seconds_left
+from sweeps.progress import SweepProgress, TrialState, number, seconds_left
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,11 @@ class BudgetState(TrialState):
         if self.ratio_now is not None:
             return self.ratio_now
         return self.seconds / self.clock if self.clock > 0 and self.seconds > 0 else None
+
+
+def mean(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
 
 
 def budget_seconds_left(trials: Sequence[BudgetState], slots: int, clock_budget_s: float) -> float | None:

@@ -60,11 +60,6 @@ def clock(seconds: float) -> str:
     return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
 
 
-def mean(values: Sequence[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return sum(known) / len(known) if known else None
-
-
 def number(result: Mapping[str, Any], key: str) -> float:
     """A report's number, 0 where it has none."""
     return float(result.get(key) or 0)
@@ -88,13 +83,12 @@ def seconds_left(
     """Wall seconds until every trial is done, or None before any step rate is known; `bound`: the most a
     trial may run yet (a search's CPU-time budget). A pending trial starts in the slot that frees up first."""
     measured, by_point = measured_rates(trials)
-    mean_rate = mean([t.seconds_per_step for t in trials if t.status in ("RUNNING", "TERMINATED")])
-    if mean_rate is None:
+    if measured is None:
         return None
 
     def need(t: TrialState) -> float:
         own = t.seconds_per_step if t.status == "RUNNING" else None
-        left = max(0, t.steps_total - t.steps_done) * (own or by_point.get(t.point) or measured or mean_rate)
+        left = max(0, t.steps_total - t.steps_done) * (own or by_point.get(t.point) or measured)
         return max(0.0, (min(left, bound(t)) if bound else left) - t.since_report)
 
     running = [t for t in trials if t.status == "RUNNING"]
