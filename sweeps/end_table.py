@@ -9,6 +9,7 @@ and `--register NAME`: the best trial's logged model registered in the Model Reg
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from analysis.sweeps_view import share_sweeps_view
 from analysis.ui_start import ui_command
 from analysis.ui_view import share_view
 from arith.tracking import store
-from arith.tracking.schema import HEADLINE_METRICS, POINT_TAG, SEED_TAG, point_label
+from arith.tracking.schema import HEADLINE_METRICS, POINT_TAG, SEED_TAG, TEST_ACC_METRIC, point_label
 from experiments.registry import claims_for
 from sweeps.errors import SweepError
 from sweeps.progress import clock
@@ -30,6 +31,8 @@ from sweeps.progress import clock
 COLUMNS = {name: name.rpartition("/")[2] for name in HEADLINE_METRICS}
 #: why a trial ended FAILED without an error (its run's `failure` tag), as the table says it
 FAILURES = {"nonfinite_loss": "non-finite loss", "config_error": "setting refused"}
+#: what Tune's per-trial summary shows of each trial when the analysis cannot compare the sweep
+SUMMARY_METRICS = (TEST_ACC_METRIC, "epoch", "time_total_s")
 #: the reports' folder (`make demo`'s REPORT is reports/<grid>)
 REPORTS = Path("reports")
 #: the MLflow UI's address the view's link is for (`make ui`'s)
@@ -103,6 +106,24 @@ def end_of_sweep(grid: str, uri: str, parent_run_id: str) -> str:
     if not remote:
         parts.append(f"         (start the UI first: {ui_command(uri, 5000)})")
     return "\n".join(parts)
+
+
+def final_report(grid: str, uri: str, parent_run_id: str, results: Any) -> str:
+    """`end_of_sweep`, or without an analysis a table of Tune's `results`: each trial's point, seed, status
+    and final metrics."""
+    try:
+        return end_of_sweep(grid, uri, parent_run_id)
+    except Exception as err:  # the sweep's results stand even if the comparison cannot be drawn
+        print(f"analysis.report failed ({err}); per-trial summary instead", file=sys.stderr)
+    rows = []
+    for result in results:
+        cfg, metrics = result.config or {}, result.metrics or {}
+        failed = [why for key, why in FAILURES.items() if metrics.get(key)]  # ended without an error
+        status = f"FAILED ({failed[-1]})" if failed else "ERROR" if result.error else "DONE"
+        row = {POINT_TAG: cfg.get(POINT_TAG), SEED_TAG: cfg.get(SEED_TAG), "status": status}
+        rows.append({**row, **{m: metrics.get(m) for m in SUMMARY_METRICS}})
+    frame = pd.DataFrame(rows).sort_values([POINT_TAG, SEED_TAG])
+    return frame.to_string(index=False)
 
 
 def register_best(uri: str, parent_run_id: str, name: str) -> str:

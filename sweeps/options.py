@@ -59,21 +59,17 @@ def seeds_arg(text: str) -> int | tuple[int, ...]:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
-def grid_names() -> str:
-    """The grids, for --help: which must work even when a plugin of experiments is broken."""
-    try:
-        return ", ".join(GRIDS)
-    except PluginError as err:
-        return f"(none listed: {err})"
-
-
 def sweep_parser(prog: str = "python sweeps/run.py") -> argparse.ArgumentParser:
     """The command line's flags (a command that runs sweeps with an extension adds its own to them)."""
     p = argparse.ArgumentParser(
         prog=prog,
         description="Run one experiment grid of 'Positional Description Matters' as a Ray Tune sweep.",
     )
-    p.add_argument("--grid", help=f"one of: {grid_names()}")
+    try:
+        grids = ", ".join(GRIDS)
+    except PluginError as err:  # --help must work even when a plugin of experiments is broken
+        grids = f"(none listed: {err})"
+    p.add_argument("--grid", help=f"one of: {grids}")
     p.add_argument("--scale", help=f"one of: {', '.join(SCALES)} (default: paper)")
     p.add_argument(
         "--seeds",

@@ -22,7 +22,7 @@ from arith.tracking.commands import resuming
 from arith.tracking.store import absolute_uri
 from experiments.grid import Grid
 from sweeps.cluster import check_cluster, emulated_bf16_note, forget_local_ray, start_ray
-from sweeps.end_table import register_best
+from sweeps.end_table import final_report, register_best
 from sweeps.errors import SweepError
 from sweeps.grids import GRIDS, get_grid, list_grids, points
 from sweeps.options import SweepOptions, names_its_part, read_options
@@ -41,7 +41,7 @@ from sweeps.storage import (
     sweep_state,
     trial_outcomes,
 )
-from sweeps.tuner import errored_trials, final_report, fit, trial_key
+from sweeps.tuner import errored_trials, fit, trial_key
 
 
 def trial_overrides(options: SweepOptions, tracking_uri: str) -> dict[str, Any]:

@@ -110,6 +110,10 @@ def config_stages(
             cfg = scale.fit_epochs(cfg, paper_cfg).with_overrides(later)
         stages.append(Stage(source, cfg, frozenset(named)))
     seed = cfg.train.seed if seed is None else seed
+    # the point's colour in the MLflow UI's charts and the report's figures: by its place among the grid's
+    # points, so that a subset run (--only) or a later part of the sweep keeps its colours
+    names = [p.name for p in grid.points()]
+    place = names.index(point.name) if point.name in names else len(names)
     trial = cfg.with_overrides(
         {
             "data.seed": cfg.data.seed + seed - cfg.train.seed,
@@ -122,7 +126,7 @@ def config_stages(
                 schema.SCALE_TAG: scale.name,
                 schema.SEED_TAG: str(seed),
                 schema.POINT_TAG: point.name,
-                schema.RUN_COLOR_TAG: point_colour(grid, point),
+                schema.RUN_COLOR_TAG: schema.POINT_COLOURS[place % len(schema.POINT_COLOURS)],
                 schema.PAPER_TABLE_TAG: schema.paper_table_tag(grid.table_of(paper_cfg)),
                 schema.PAPER_EPOCHS_TAG: json.dumps(_paper_epochs(paper_cfg, cfg)),
                 **(link.tags if link else {}),
@@ -194,14 +198,6 @@ def setting_sources(
 
 def _clipped(text: str, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
-
-
-def point_colour(grid: Grid, point: Point) -> str:
-    """The point's colour in the MLflow UI's charts and the report's figures: by its place among the
-    grid's points, so a subset run (--only) or a later part of the sweep keeps its colours."""
-    names = [p.name for p in grid.points()]
-    place = names.index(point.name) if point.name in names else len(names)
-    return schema.POINT_COLOURS[place % len(schema.POINT_COLOURS)]
 
 
 def parse_seeds(text: str) -> int | tuple[int, ...]:
