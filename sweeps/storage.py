@@ -52,11 +52,13 @@ class SweepStorage:
         self.save(name, state)
 
     def save(self, name: str, state: dict[str, Any]) -> None:
-        """Write `sweep.json` whole or not at all: a machine shut down mid-write must not leave half a file
+        self._write(f"{self.root}/{name}/{SWEEP_FILE}", state)
+
+    def _write(self, path: str, content: Any) -> None:
+        """Write a JSON file whole or not at all: a machine shut down mid-write must not leave half a file
         that no later session can resume from."""
-        path = f"{self.root}/{name}/{SWEEP_FILE}"
         with self.fs.open_output_stream(f"{path}.part") as out:
-            out.write(json.dumps(state, indent=1).encode())
+            out.write(json.dumps(content, indent=1).encode())
         self.fs.move(f"{path}.part", path)
 
     def state(self, name: str) -> dict[str, Any]:
@@ -76,21 +78,17 @@ class SweepStorage:
             if info.type == pyarrow.fs.FileType.Directory and info.base_name.startswith(f"{grid}-{scale}-")
         )
         names = [n for n in names if self.fs.get_file_info(f"{self.root}/{n}/{SWEEP_FILE}").is_file]
-        if args is None:
-            if not names:
-                raise SweepError(
-                    f"no sweep of grid {grid!r} at scale {scale!r} to resume under {self.location}"
-                )
-            return names[-1]
-        started = {name: self.state(name).get("args") for name in names}
-        matching = [name for name, was in started.items() if was is not None and same_sweep(was, args)]
-        if not matching:
+        started = {name: self.state(name).get("args") for name in names} if args is not None else {}
+        if args is not None:
+            names = [name for name, was in started.items() if was is not None and same_sweep(was, args)]
+        if not names:
+            how = f" started as `{shlex.join(args)}`" if args is not None else ""
             seen = "; ".join(f"{n}: {shlex.join(a) if a else '(not recorded)'}" for n, a in started.items())
             raise SweepError(
-                f"no sweep of grid {grid!r} at scale {scale!r} started as `{shlex.join(args)}` under "
-                f"{self.location}" + (f"; those there were started as: {seen}" if seen else "")
+                f"no sweep of grid {grid!r} at scale {scale!r}{how} to resume under {self.location}"
+                + (f"; those there were started as: {seen}" if seen else "")
             )
-        return matching[-1]
+        return names[-1]
 
 
 def check_tracking(uri: str) -> None:
