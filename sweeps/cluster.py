@@ -81,7 +81,6 @@ def start_ray(address: str | None, temp_dir: str | None, log_to_driver: bool = T
                 raise
             print(f"local Ray did not start in time ({err}); trying again", file=sys.stderr, flush=True)
             ray.shutdown()
-    return True
 
 
 def ray_temp_dir(temp_dir: str | None) -> Path:
