@@ -3,12 +3,11 @@
     [2:41] trials 2 done, 2 running, 2 pending, 0 failed | best test_acc: basic 0.02, padding_reverse 1.00
     | left ~3:05   (one line)
 
-Its two numbers are made steady. The time left is the whole sweep's, pending trials queued onto as many
-slots as have run at once; it counts down and rises only once its countdown has run out (not whenever the
-trial that reported last was between evaluations). The accuracy is each point's best so far (the latest
-report jumps between points). A trial restored from a checkpoint is timed at its pace in this session,
-since a sweep resumed on an idle machine would otherwise be told the pace of cores it once shared. On a
-terminal the line is rewritten in place; into a file it is printed every `every_s` seconds.
+The time left (the whole sweep's, pending trials queued onto as many slots as have run at once) counts
+down, rising only once its countdown has run out, and the accuracy is each point's best so far: the latest
+report jumps between points and evaluations. A trial restored from a checkpoint is timed at its pace in this
+session, not at that of cores it once shared. On a terminal the line is rewritten in place; into a file it
+is printed every `every_s` seconds.
 """
 
 from __future__ import annotations
