@@ -124,7 +124,7 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
         print(resuming(sweep_name, started_as, resumed_as), file=sys.stderr)
     else:
         configs = build_configs(grid, scale, options, tracking_uri)  # validated before anything starts
-    for note in (scale_note(grid, scale), emulated_bf16_note(configs, res["gpu"], options.address)):
+    for note in (scale_note(grid, scale.name), emulated_bf16_note(configs, res["gpu"], options.address)):
         if note:
             print(note, file=sys.stderr)
     if options.dry_run:

@@ -28,13 +28,12 @@ class SweepLink:
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
-def scale_note(grid: Grid, scale: Scale | str) -> str | None:
+def scale_note(grid: Grid, scale: str) -> str | None:
     """A line saying the grid is made for another scale than `scale` (None when it is not)."""
-    name = scale if isinstance(scale, str) else scale.name
-    if grid.scale and grid.scale != name:
+    if grid.scale and grid.scale != scale:
         return (
             f"note: grid {grid.name!r} is made for --scale {grid.scale} (its settings replace that scale's); "
-            f"at scale {name!r} they are kept as they are"
+            f"at scale {scale!r} they are kept as they are"
         )
     return None
 
@@ -151,9 +150,7 @@ def trial_config(
     try:
         validate_data(validate(trial).data)  # what the data layer cannot produce fails here too
     except ConfigError as err:
-        made_for = (
-            f" (the grid is made for --scale {grid.scale})" if grid.scale and grid.scale != scale.name else ""
-        )
+        made_for = f" (the grid is made for --scale {grid.scale})" if scale_note(grid, scale.name) else ""
         raise ConfigError(
             f"grid {grid.name!r} point {point.name!r} at scale {scale.name!r}{made_for}: {err}"
         ) from err
