@@ -1,6 +1,7 @@
 """A sweep's parent run as its summary in MLflow's runs table: per point, the seed mean of each headline
 accuracy and its 95% t interval's ends (`<point>/test_acc`, `<point>/test_acc/ci95_low`), so two sweeps'
 rows compare point by point; per claim a tag `claim.<id>` holding its verdict, a column across sweeps.
+The sweep's params are set when it opens (`sweeps.storage`).
 """
 
 from __future__ import annotations

@@ -36,15 +36,14 @@ def emulated_bf16_note(
     """A note where bf16 trials run on a local CPU without bf16 hardware (their minutes buy less)."""
     if gpus_per_trial or ray_address(address):
         return None
-    here = torch.device("cpu")  # as the trials will record it (their bf16_matmuls tag)
-    bf16 = sum(bf16_matmuls(here, config.train.precision) == "fp32 kernels" for config in configs.values())
+    cpu = torch.device("cpu")  # as the trials will record it (their bf16_matmuls tag)
+    bf16 = sum(bf16_matmuls(cpu, config.train.precision) == "fp32 kernels" for config in configs.values())
     if not bf16:
         return None
     return (
         f"note: this CPU has no bf16 hardware (AVX512-BF16 or AMX): {bf16} of the {len(configs)} trials "
-        "train in bf16, whose matrix products run here on fp32 kernels (the same numbers at about fp32 "
-        "speed; each trial's bf16_matmuls tag says so), where bf16 hardware runs them 1.5-1.9x faster: "
-        "their minutes and core-minute budgets compare within one processor"
+        "train in bf16 on fp32 kernels here (the same numbers, 1.5-1.9x slower than on bf16 hardware; "
+        "their bf16_matmuls tag says so): their minutes and core-minute budgets compare within one CPU"
     )
 
 
@@ -82,7 +81,6 @@ def start_ray(address: str | None, temp_dir: str | None, log_to_driver: bool = T
                 raise
             print(f"local Ray did not start in time ({err}); trying again", file=sys.stderr, flush=True)
             ray.shutdown()
-    return True
 
 
 def ray_temp_dir(temp_dir: str | None) -> Path:

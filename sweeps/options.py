@@ -14,10 +14,9 @@ from typing import Any, Protocol
 
 from arith.config import ConfigError, ExperimentConfig
 from arith.tracking.commands import sweep_identity
-from experiments.grid import Grid
 from experiments.registry import PluginError
 from sweeps.grids import GRIDS
-from sweeps.scales import SCALES, Scale
+from sweeps.scales import SCALES
 from sweeps.space import parse_seeds
 
 #: trial key -> the trial's config (`sweeps.run.build_configs`)
@@ -25,11 +24,8 @@ Configs = dict[str, ExperimentConfig]
 
 
 class SweepExtension(Protocol):
-    """A sweep's grid, scale and seeds, and the steps it adds to the sweep's own (`sweeps.run.tune_sweep`)."""
-
-    grid: Grid
-    scale: Scale
-    seeds: tuple[int, ...]
+    """The steps an extension adds to a sweep of its grid, scale and seeds (`sweeps.run.tune_sweep`); it may
+    name its progress line's class as `progress` (called as `sweeps.progress.SweepProgress` is)."""
 
     def prepare(self, configs: Configs) -> Configs:
         """The trials' configs as the extension runs them (validated), before anything starts."""
@@ -58,21 +54,17 @@ def seeds_arg(text: str) -> int | tuple[int, ...]:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
-def grid_names() -> str:
-    """The grids, for --help: which must work even when a plugin of experiments is broken."""
-    try:
-        return ", ".join(GRIDS)
-    except PluginError as err:
-        return f"(none listed: {err})"
-
-
 def sweep_parser(prog: str = "python sweeps/run.py") -> argparse.ArgumentParser:
     """The command line's flags (a command that runs sweeps with an extension adds its own to them)."""
     p = argparse.ArgumentParser(
         prog=prog,
         description="Run one experiment grid of 'Positional Description Matters' as a Ray Tune sweep.",
     )
-    p.add_argument("--grid", help=f"one of: {grid_names()}")
+    try:
+        grids = ", ".join(GRIDS)
+    except PluginError as err:  # --help must work even when a plugin of experiments is broken
+        grids = f"(none listed: {err})"
+    p.add_argument("--grid", help=f"one of: {grids}")
     p.add_argument("--scale", help=f"one of: {', '.join(SCALES)} (default: paper)")
     p.add_argument(
         "--seeds",
@@ -185,7 +177,7 @@ class SweepOptions:
     max_failures: int = 2
     quiet: bool = False
     verbose: bool = False
-    #: what the sweep is extended with: its grid and scale are the sweep's
+    #: what the sweep is extended with
     extension: SweepExtension | None = None
     #: the command line it was started with, less where it runs (`sweep_identity`), kept in sweep.json
     args: tuple[str, ...] = ()

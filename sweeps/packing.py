@@ -11,6 +11,8 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from sweeps.errors import SweepError
+
 #: where a measurement from scripts/gpu_bench.sh is kept for the sweeps to read (absent until measured)
 MEASUREMENT_FILE = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "gpu_packing.json"
 #: share of the device's memory the packed trials may take together (the rest: fragmentation, spikes)
@@ -83,7 +85,7 @@ def check_packing(gpus_per_trial: float, path: str | Path = MEASUREMENT_FILE) ->
     trials = int(1 / gpus_per_trial + 1e-9)
     most = max(1, int(MEMORY_HEADROOM * m.device_memory_bytes // m.trial_memory_bytes))
     if not fits(trials, m.trial_memory_bytes, m.device_memory_bytes):
-        raise ValueError(
+        raise SweepError(
             f"--gpus-per-trial {gpus_per_trial:g} packs {trials} trials on a GPU, but one trial took "
             f"{m.trial_memory_bytes / 2**30:.1f} GiB of the {m.device_memory_bytes / 2**30:.0f} GiB "
             f"{m.device} measured in {path}; use at least {1 / most:g}"

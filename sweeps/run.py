@@ -22,6 +22,7 @@ from arith.tracking.commands import resuming
 from arith.tracking.store import absolute_uri
 from experiments.grid import Grid
 from sweeps.cluster import check_cluster, emulated_bf16_note, forget_local_ray, start_ray
+from sweeps.end_table import final_report, register_best
 from sweeps.errors import SweepError
 from sweeps.grids import GRIDS, get_grid, list_grids, points
 from sweeps.options import SweepOptions, names_its_part, read_options
@@ -32,14 +33,15 @@ from sweeps.space import SOURCES, SweepLink, scale_note, setting_sources
 from sweeps.storage import (
     SweepStorage,
     check_tracking,
+    log_sweep_params,
     open_sweep,
     resumed_state,
     state_configs,
+    sweep_params,
     sweep_state,
     trial_outcomes,
 )
-from sweeps.summary import log_sweep_params, register_best, sweep_params
-from sweeps.tuner import errored_trials, final_report, fit, trial_key
+from sweeps.tuner import errored_trials, fit, trial_key
 
 
 def trial_overrides(options: SweepOptions, tracking_uri: str) -> dict[str, Any]:
@@ -70,10 +72,7 @@ def resources(scale: Scale, gpus_per_trial: float | None, cpus_per_trial: float)
         gpus = default_gpus_per_trial() if scale.needs_gpu else 0.0
     if cpus_per_trial <= 0 or gpus < 0:
         raise SweepError("--cpus-per-trial must be > 0 and --gpus-per-trial >= 0")
-    try:
-        check_packing(gpus)  # several trials a GPU: only as many as the measured memory allows
-    except ValueError as err:
-        raise SweepError(str(err)) from err
+    check_packing(gpus)  # several trials a GPU: only as many as the measured memory allows
     return {"cpu": cpus_per_trial, "gpu": gpus}
 
 
@@ -96,25 +95,23 @@ def trial_table(configs: dict[str, ExperimentConfig], res: dict[str, float]) -> 
     flat = [c.flat() for c in configs.values()]
     varying = [k for k in flat[0] if not k.startswith("tracking.") and len({repr(f[k]) for f in flat}) > 1]
     keys = list(HEADLINE_KEYS) + [k for k in varying if k not in HEADLINE_KEYS and k != "data.seed"]
-    rows = []
-    for f in flat:
-        tags = f["tracking.tags"]
-        rows.append(
-            {
-                schema.POINT_TAG: tags[schema.POINT_TAG],
-                schema.SEED_TAG: f["train.seed"],
-                schema.PAPER_TABLE_TAG: tags[schema.PAPER_TABLE_TAG],
-                **{k.partition(".")[2]: f[k] for k in keys},
-                "cpus": res["cpu"],
-                "gpus": res["gpu"],
-            }
-        )
+    rows = [
+        {
+            schema.POINT_TAG: f["tracking.tags"][schema.POINT_TAG],
+            schema.SEED_TAG: f["train.seed"],
+            schema.PAPER_TABLE_TAG: f["tracking.tags"][schema.PAPER_TABLE_TAG],
+            **{k.partition(".")[2]: f[k] for k in keys},
+            "cpus": res["cpu"],
+            "gpus": res["gpu"],
+        }
+        for f in flat
+    ]
     return pd.DataFrame(rows)
 
 
 def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
     """The sweep; returns the exit status (0 all trials done, 1 some failed, 130 interrupted)."""
-    storage = SweepStorage(options.storage_path)
+    storage, extension = SweepStorage(options.storage_path), options.extension
     set_uri = parse_set(list(options.sets)).get("tracking.tracking_uri")
     tracking_uri = absolute_uri(options.tracking_uri or set_uri or ExperimentConfig().tracking.resolved_uri())
     res = resources(scale, options.gpus_per_trial, options.cpus_per_trial)
@@ -127,15 +124,14 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
         print(resuming(sweep_name, started_as, resumed_as), file=sys.stderr)
     else:
         configs = build_configs(grid, scale, options, tracking_uri)  # validated before anything starts
-    for note in (scale_note(grid, scale), emulated_bf16_note(configs, res["gpu"], options.address)):
+    for note in (scale_note(grid, scale.name), emulated_bf16_note(configs, res["gpu"], options.address)):
         if note:
             print(note, file=sys.stderr)
     if options.dry_run:
         print(trial_table(configs, res).to_string(index=False))
         print(f"\n{len(configs)} trials; tracking {tracking_uri}; results under {storage.location}")
-        if options.extension:
-            points = (c.tracking.tags[schema.POINT_TAG] for c in configs.values())
-            print(options.extension.describe(points))
+        if extension:
+            print(extension.describe(c.tracking.tags[schema.POINT_TAG] for c in configs.values()))
         if not options.resume:  # where each setting came from, in the order of precedence
             sources = setting_sources(grid, scale, configs.values(), trial_overrides(options, tracking_uri))
             print(f"\nEvery setting's source ({' < '.join(SOURCES)}):")
@@ -166,10 +162,9 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
         print(
             f"sweep {sweep_name}: {len(configs)} trials, MLflow parent run {parent_run_id} at {tracking_uri}"
         )
-        extension, sweep_uri = options.extension, storage.uri(sweep_name)
+        sweep_uri = storage.uri(sweep_name)  # extras: the extension's scheduler and callbacks
         extras = extension.session(sweep_uri, tracking_uri, parent_run_id, configs) if extension else ()
-        axes = grid.declared_axes()  # extras: the extension's scheduler and callbacks
-        results = fit(storage, sweep_name, configs, res, axes, options, *extras)
+        results = fit(storage, sweep_name, configs, res, grid.declared_axes(), options, *extras)
     except BaseException:
         if parent_run_id:
             store.set_run_status(tracking_uri, parent_run_id, "KILLED")
@@ -181,7 +176,7 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
             ray.shutdown()
             forget_local_ray(options.ray_temp_dir)
 
-    extension = options.extension  # the trials its scheduler stopped: KILLED runs, done
+    # the trials the extension's scheduler stopped: KILLED runs, done
     stopped = extension.record(results, configs, tracking_uri, parent_run_id) if extension else 0
     done, errors = results.num_terminated, results.num_errors
     if all(c.tracking.enabled for c in configs.values()):  # else Tune's count is all there is

@@ -82,10 +82,6 @@ class Scale:
             return self.samples(n)
         return max(1, round(n * self.dialogue_fraction)) if n else 0
 
-    def budget(self, recipe: Recipe | None = None) -> int:
-        """Optimiser steps of one trial at this scale, or `recipe`'s (0: no budget, epochs as scaled)."""
-        return recipe.steps if recipe else self.steps
-
     def shrink(self, cfg: ExperimentConfig, scale_digits: bool = True) -> ExperimentConfig:
         """`cfg` (a paper-scale point) with this scale's factors and settings: sample counts, learning rate,
         digit counts, capped epochs (evaluations in their place), the step budget and the fixed overrides."""

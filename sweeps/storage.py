@@ -1,5 +1,6 @@
 """Where a sweep keeps its state: its folder under --storage-path (Tune's experiment and `sweep.json`)
-and its MLflow parent run (opened here, with the tags analysis reads; the trials' outcomes read back)."""
+and its MLflow parent run (opened here, with the tags analysis reads and the params that tell sweeps apart
+in the runs table; the trials' outcomes read back)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from arith.tracking import schema, store
 from arith.tracking.commands import same_sweep
 from arith.tracking.store import absolute_uri
 from experiments.grid import Grid
+from experiments.intervals import seed_list
 from sweeps.errors import SweepError
 from sweeps.scales import Scale
 from sweeps.space import SweepLink
@@ -76,21 +78,17 @@ class SweepStorage:
             if info.type == pyarrow.fs.FileType.Directory and info.base_name.startswith(f"{grid}-{scale}-")
         )
         names = [n for n in names if self.fs.get_file_info(f"{self.root}/{n}/{SWEEP_FILE}").is_file]
-        if args is None:
-            if not names:
-                raise SweepError(
-                    f"no sweep of grid {grid!r} at scale {scale!r} to resume under {self.location}"
-                )
-            return names[-1]
-        started = {name: self.state(name).get("args") for name in names}
-        matching = [name for name, was in started.items() if was is not None and same_sweep(was, args)]
-        if not matching:
+        started = {name: self.state(name).get("args") for name in names} if args is not None else {}
+        if args is not None:
+            names = [name for name, was in started.items() if was is not None and same_sweep(was, args)]
+        if not names:
+            how = f" started as `{shlex.join(args)}`" if args is not None else ""
             seen = "; ".join(f"{n}: {shlex.join(a) if a else '(not recorded)'}" for n, a in started.items())
             raise SweepError(
-                f"no sweep of grid {grid!r} at scale {scale!r} started as `{shlex.join(args)}` under "
-                f"{self.location}" + (f"; those there were started as: {seen}" if seen else "")
+                f"no sweep of grid {grid!r} at scale {scale!r}{how} to resume under {self.location}"
+                + (f"; those there were started as: {seen}" if seen else "")
             )
-        return matching[-1]
+        return names[-1]
 
 
 def check_tracking(uri: str) -> None:
@@ -172,6 +170,26 @@ def open_sweep(
         tags[schema.RUN_DESCRIPTION_TAG] = f"`python sweeps/run.py {shlex.join(args)}`"
     parent_run_id = store.open_parent_run(uri, grid.name, name, tags)
     return name, sweep_link(grid, scale, parent_run_id, commit)
+
+
+def sweep_params(
+    grid: str, scale: str, axes: Sequence[str], configs: Mapping[str, ExperimentConfig], args: Sequence[str]
+) -> dict[str, str]:
+    """The parent run's params: grid, scale, the grid's axes, the seeds its trials run and its command."""
+    return {
+        schema.GRID_TAG: grid,
+        schema.SCALE_TAG: scale,
+        schema.AXES_TAG: ", ".join(axes),
+        schema.SEEDS_PARAM: seed_list(sorted({c.train.seed for c in configs.values()})),
+        schema.COMMAND_PARAM: f"python sweeps/run.py {shlex.join(args)}".strip(),
+    }
+
+
+def log_sweep_params(uri: str, parent_run_id: str, params: Mapping[str, str]) -> None:
+    """Set the sweep's params on its parent run (once: a resumed sweep keeps those it was started with)."""
+    from mlflow.entities import Param
+
+    store.client(uri).log_batch(parent_run_id, params=[Param(k, v[:6000]) for k, v in params.items()])
 
 
 def sweep_state(

@@ -1,28 +1,21 @@
-"""The sweep's Ray Tune side: the param space (point, seed and the grid's axes), the Tuner (new or restored
-for `--resume`) over the one trainable `sweeps.trainable.run_trial`, and the end-of-sweep report."""
+"""The sweep's Ray Tune side: the param space (point, seed and the grid's axes) and the Tuner (new or
+restored for `--resume`) over the one trainable `sweeps.trainable.run_trial`."""
 
 from __future__ import annotations
 
 import logging
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from arith.config import ExperimentConfig
-from arith.tracking.schema import POINT_TAG, SEED_TAG, TEST_ACC_METRIC
+from arith.tracking.schema import POINT_TAG, SEED_TAG
 from arith.training.optim import run_steps
-from sweeps.end_table import FAILURES, end_of_sweep
 from sweeps.options import SweepOptions
-from sweeps.progress import tune_output
+from sweeps.progress import SweepProgress, tune_output
 from sweeps.storage import SweepStorage
 from sweeps.trainable import run_trial, trial_key
-
-#: metrics shown in the end-of-sweep summary when the analysis cannot compare the sweep
-SUMMARY_METRICS = (TEST_ACC_METRIC, "epoch", "time_total_s")
 
 
 class AxisValue:
@@ -105,15 +98,6 @@ class DeletedCheckpoint(logging.Filter):
 logging.getLogger("ray.tune.execution.tune_controller").addFilter(DeletedCheckpoint())
 
 
-def file_loggers() -> list[Any]:
-    """Tune's result files (`result.json`, `progress.csv`) as explicit callbacks, its automatic loggers off:
-    they add a TensorBoard logger, whose hint to run `tensorboard` (not installed) every sweep printed."""
-    from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
-
-    os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "1"
-    return [CSVLoggerCallback(), JsonLoggerCallback()]
-
-
 def fit(
     storage: SweepStorage,
     sweep_name: str,
@@ -126,9 +110,9 @@ def fit(
 ):
     """Hand the trials to Tune, or with `--resume` restore the interrupted experiment (its param space,
     scheduler and callbacks with it), and wait for them; returns Tune's `ResultGrid`. `scheduler`: a sweep
-    extension's (else every trial runs to its end); one with a `clock_budget_s` has the progress line show
-    its metric against that CPU-time budget."""
+    extension's (else every trial runs to its end), as is the progress line's class where it names one."""
     from ray import tune
+    from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 
     trainable = make_trainable(configs, res)
     if options.resume and tune.Tuner.can_restore(storage.uri(sweep_name)):
@@ -138,11 +122,12 @@ def fit(
         return tuner.fit()
     steps = {k: run_steps(c) for k, c in configs.items()}  # a trial that reaches its target stops early
     key_of = lambda c: trial_key(c[POINT_TAG], c[SEED_TAG])  # noqa: E731
-    shown = {}  # a search's line shows what its scheduler reads, and its trials' CPU budget
-    if (budget_s := getattr(scheduler, "clock_budget_s", None)) is not None:
-        shown = {"clock_budget_s": budget_s, "metric": scheduler.metric}
-    output = tune_output(steps, key_of, options.quiet, options.verbose, **shown)
-    callbacks = [*callbacks, *file_loggers()]  # Tune's result files, without its TensorBoard logger
+    line = getattr(options.extension, "progress", SweepProgress)
+    output = tune_output(steps, key_of, options.quiet, options.verbose, line)
+    # Tune's result files as explicit callbacks, its automatic loggers off: they add a TensorBoard logger,
+    # whose hint to run `tensorboard` (not installed) every sweep printed
+    os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "1"
+    callbacks = [*callbacks, CSVLoggerCallback(), JsonLoggerCallback()]
     tuner = tune.Tuner(
         trainable,
         param_space=param_space(configs, list(axes)),
@@ -168,26 +153,3 @@ def fit(
 def errored_trials(results: Any) -> set[str]:
     """The trial keys of the trials Tune reports errored."""
     return {trial_key(r.config[POINT_TAG], r.config[SEED_TAG]) for r in results if r.error and r.config}
-
-
-def trial_summary(results: Any) -> pd.DataFrame:
-    """Per-trial table from Tune's results: point, seed, status and the final metrics."""
-    rows = []
-    for result in results:
-        cfg = result.config or {}
-        metrics = result.metrics or {}
-        failed = [why for key, why in FAILURES.items() if metrics.get(key)]  # ended without an error
-        status = f"FAILED ({failed[-1]})" if failed else "ERROR" if result.error else "DONE"
-        row = {POINT_TAG: cfg.get(POINT_TAG), SEED_TAG: cfg.get(SEED_TAG), "status": status}
-        row.update({m: metrics.get(m) for m in SUMMARY_METRICS})
-        rows.append(row)
-    return pd.DataFrame(rows).sort_values([POINT_TAG, SEED_TAG]).reset_index(drop=True)
-
-
-def final_report(grid: str, uri: str, parent_run_id: str, results: Any) -> str:
-    """The end of the sweep (`sweeps.end_table`), or Tune's per-trial summary without an analysis."""
-    try:
-        return end_of_sweep(grid, uri, parent_run_id)
-    except Exception as err:  # the sweep's results stand even if the comparison cannot be drawn
-        print(f"analysis.report failed ({err}); per-trial summary instead", file=sys.stderr)
-    return trial_summary(results).to_string(index=False)

@@ -27,9 +27,8 @@ from experiments.paper import (
     paper_reading,
     paper_tables,
 )
-from sweeps.grids import GRIDS, points
+from sweeps.grids import GRIDS, points, select
 from sweeps.scales import get_scale
-from sweeps.space import select
 from sweeps.storage import digit_map
 
 REPO = Path(__file__).resolve().parent.parent

@@ -184,7 +184,7 @@ def test_cpu_scale_trains_every_task_for_its_step_budget(grid):
     for cfg in points(grid, "cpu"):
         t = cfg.train
         batches = -(-train_size(cfg.data) // t.batch_size)
-        assert t.max_steps == scale.budget() == 3000
+        assert t.max_steps == scale.steps == 3000
         # just enough epochs for the budget: the run ends on max_steps in its last epoch
         assert (t.epochs - 1) * batches < t.max_steps <= t.epochs * batches
         assert t.checkpoint_every == max(1, t.epochs // 10)

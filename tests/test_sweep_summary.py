@@ -21,9 +21,9 @@ from arith.tracking import logged_model, models
 from arith.tracking.schema import MODEL_ARTIFACT, POINT_TAG, SEED_TAG, model_name, point_label
 from arith.tracking.trial_lookup import TrialNotFound, trial_run_id
 from experiments.registry import EXPERIMENTS
-from sweeps.end_table import table_text, trial_rows
+from sweeps.end_table import register_best, table_text, trial_rows
 from sweeps.errors import SweepError
-from sweeps.summary import register_best, sweep_params
+from sweeps.storage import sweep_params
 
 
 def test_every_claim_has_a_stable_id_unique_in_the_catalogue() -> None:
