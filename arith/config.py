@@ -3,8 +3,8 @@
 An `ExperimentConfig` holds four plain dataclasses (data, model, train, tracking); it round-trips through
 dicts, JSON and YAML and flattens to dotted keys (``data.max_digits``) for MLflow params and ``--set``.
 It is the leaf every layer reads (the analysis too, without torch), so it imports no registry: the
-settings one task or scheme alone reads are `Settings` classes here that the task or scheme names as its
-own. Checking a config against the registries is `arith.validation.validate`.
+settings one position scheme alone reads are `Settings` classes here that the scheme names as its own.
+Checking a config against the registries is `arith.validation.validate`.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def default_n_hash(n_embd: int, n_head: int) -> int:
 
 @dataclass
 class NoSettings:
-    """A task or scheme that reads no setting of its own."""
+    """A scheme that reads no setting of its own."""
 
 
 @dataclass
@@ -128,37 +128,6 @@ class DataConfig:
     test_digits: list[int] = field(default_factory=list)
     test_per_cell: int = 100
     seed: int = 0
-
-
-def settings_of(name: str, doc: str, *fields: str) -> type:
-    """A task's `Settings`: the DataConfig fields only that task reads, declared once (on DataConfig, in
-    the order printed and logged), with their defaults."""
-    declared = {f.name: f for f in dataclasses.fields(DataConfig)}
-    spec = [(n, declared[n].type, field(default=declared[n].default)) for n in fields]
-    cls = dataclasses.make_dataclass(name, spec)
-    cls.__doc__, cls.__module__ = doc, __name__
-    return cls
-
-
-# Settings one task reads (`Task.Settings` names its class)
-MulSettings = settings_of(
-    "MulSettings", "Multiplication: the 1-digit weight and the augmentations.", "one_digit_weight", "augment"
-)
-ScratchpadSettings = settings_of(
-    "ScratchpadSettings",
-    "Addition with a scratchpad: reversed addends, random spaces.",
-    "reverse_addends",
-    "random_space_prob",
-)
-DialogueSettings = settings_of(
-    "DialogueSettings",
-    "Student-teacher dialogues (nl_mix): the data mixed in, the dialogue counts, a user's file.",
-    "mix_format",
-    "mix_samples",
-    "dialogue_easy",
-    "dialogue_hard",
-    "dialogue_file",
-)
 
 
 @dataclass

@@ -19,7 +19,7 @@ import numpy as np
 from arith.config import DataConfig
 from arith.data.examples import Example
 from arith.data.formats import dialogue_key, dialogue_line, first_line, spaced
-from arith.data.sampling import add_examples, add_test, generator, with_digits
+from arith.data.sampling import add_examples, add_test, generator, same_digits, with_digits
 
 #: (probability of 2 digits, of 3 digits) for the easy dialogues; (4, 5) digits 0.5/0.5 for the hard ones
 EASY_DIGITS = ((2, 0.3), (3, 0.7))
@@ -246,14 +246,11 @@ def dialogue_test(cfg: DataConfig, digits: list[int]) -> list[Example]:
     """Cells ("dialogue", None, n): the paper's student question; ("pure_addition", None, n): the mixed
     arithmetic format's prompt (basic when nothing is mixed in)."""
     rng = generator(cfg.seed, "dialogue_test")
-    out = []
-    for n in digits:
-        counts = np.full(cfg.test_per_cell, n)
-        for a, b in zip(with_digits(rng, counts), with_digits(rng, counts), strict=True):
-            prompt, answer, key = dialogue_line(a, b)
-            out.append(
-                Example("dialogue", "basic", a, b, prompt, answer, key, "dialogue", ("dialogue", None, n))
-            )
+    out = [
+        Example("dialogue", "basic", a, b, *dialogue_line(a, b), "dialogue", ("dialogue", None, n))
+        for n in digits
+        for a, b in zip(*same_digits(rng, n, cfg.test_per_cell), strict=True)
+    ]
     fmt = "basic" if cfg.mix_format == "none" else cfg.mix_format
     return out + add_test(cfg, digits, context="pure_addition", fmt=fmt)
 

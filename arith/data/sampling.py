@@ -84,7 +84,9 @@ def mul_train(cfg: DataConfig) -> list[Example]:
     return mul_lines(with_digits(rng, da), with_digits(rng, db), cfg.format, cfg.augment, cfg.max_digits)
 
 
-def mul_lines(a_list: list[int], b_list: list[int], fmt: str, augment: str, max_digits: int) -> list[Example]:
+def mul_lines(
+    a_list: list[int], b_list: list[int], fmt: str, augment: str, max_digits: int, cell=None
+) -> list[Example]:
     """Render factor pairs, augmenting every third line (index % 3 == 0), as tab:dataformat_mul_3data:
     n_times_1 replaces b by b % 10; first_step writes ``a * b % a·(b mod 10)``."""
     out = []
@@ -94,8 +96,8 @@ def mul_lines(a_list: list[int], b_list: list[int], fmt: str, augment: str, max_
             b, kind = b % 10, "n_times_1"
         elif i % 3 == 0 and augment == "first_step":
             kind = "first_step"
-        prompt, answer, key = mul_line(fmt, a, b, max_digits=max_digits, first_step=kind == "first_step")
-        out.append(Example("mul", fmt, a, b, prompt, answer, key, kind))
+        line = mul_line(fmt, a, b, max_digits=max_digits, first_step=kind == "first_step")
+        out.append(Example("mul", fmt, a, b, *line, kind, cell))
     return out
 
 
@@ -108,8 +110,8 @@ def add_scratchpad_train(cfg: DataConfig) -> list[Example]:
 
 def _scratchpad(cfg: DataConfig, a: int, b: int, rng: np.random.Generator, cell=None) -> Example:
     options = {"reverse_addends": cfg.reverse_addends, "random_space_prob": cfg.random_space_prob}
-    prompt, answer, key = scratchpad_line(cfg.format, a, b, rng=rng, **options)
-    return Example("add_scratchpad", cfg.format, a, b, prompt, answer, key, cell=cell)
+    line = scratchpad_line(cfg.format, a, b, rng=rng, **options)
+    return Example("add_scratchpad", cfg.format, a, b, *line, cell=cell)
 
 
 def reverse_train(cfg: DataConfig) -> list[Example]:
@@ -119,8 +121,7 @@ def reverse_train(cfg: DataConfig) -> list[Example]:
 
 
 def _reverse(a: int, digits: int, cell=None) -> Example:
-    prompt, answer, key = reverse_line(a, digits=digits)
-    return Example("reverse", "basic", a, None, prompt, answer, key, cell=cell)
+    return Example("reverse", "basic", a, None, *reverse_line(a, digits=digits), cell=cell)
 
 
 def add_examples(
@@ -137,8 +138,7 @@ def add_examples(
 def _add(
     fmt: str, a: int, b: int, rng: np.random.Generator, max_digits: int, kind="main", cell=None
 ) -> Example:
-    prompt, answer, key = add_line(fmt, a, b, max_digits=max_digits, rng=rng)
-    return Example("add", fmt, a, b, prompt, answer, key, kind, cell)
+    return Example("add", fmt, a, b, *add_line(fmt, a, b, max_digits=max_digits, rng=rng), kind, cell)
 
 
 def add_train(cfg: DataConfig) -> list[Example]:
@@ -146,7 +146,7 @@ def add_train(cfg: DataConfig) -> list[Example]:
     return add_examples(rng, cfg.format, cfg.train_samples, cfg.min_digits, cfg.max_digits, cfg.max_digits)
 
 
-def _same_digits(rng: np.random.Generator, n: int, per_cell: int) -> tuple[list[int], list[int]]:
+def same_digits(rng: np.random.Generator, n: int, per_cell: int) -> tuple[list[int], list[int]]:
     digits = np.full(per_cell, n)
     return with_digits(rng, digits), with_digits(rng, digits)
 
@@ -158,9 +158,7 @@ def mul_test(cfg: DataConfig, digits: list[int]) -> list[Example]:
         for cols in digits:  # digits of a (the multiplicand)
             a_list = with_digits(rng, np.full(cfg.test_per_cell, cols))
             b_list = with_digits(rng, np.full(cfg.test_per_cell, rows))
-            for a, b in zip(a_list, b_list, strict=True):
-                prompt, answer, key = mul_line(cfg.format, a, b, max_digits=cfg.max_digits)
-                out.append(Example("mul", cfg.format, a, b, prompt, answer, key, cell=("main", rows, cols)))
+            out += mul_lines(a_list, b_list, cfg.format, "none", cfg.max_digits, cell=("main", rows, cols))
     return out
 
 
@@ -169,7 +167,7 @@ def add_scratchpad_test(cfg: DataConfig, digits: list[int]) -> list[Example]:
     return [
         _scratchpad(cfg, a, b, rng, cell=("main", None, n))
         for n in digits
-        for a, b in zip(*_same_digits(rng, n, cfg.test_per_cell), strict=True)
+        for a, b in zip(*same_digits(rng, n, cfg.test_per_cell), strict=True)
     ]
 
 
@@ -190,7 +188,7 @@ def add_test(
     return [
         _add(fmt or cfg.format, a, b, rng, cfg.max_digits, cell=(context, None, n))
         for n in digits
-        for a, b in zip(*_same_digits(rng, n, cfg.test_per_cell), strict=True)
+        for a, b in zip(*same_digits(rng, n, cfg.test_per_cell), strict=True)
     ]
 
 

@@ -7,14 +7,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from arith.config import ScratchpadSettings
 from arith.data import formats, sampling
 from arith.data.tasks.base import Task
 
 
 class AddScratchpad(Task):
     name = "add_scratchpad"
-    Settings = ScratchpadSettings
+    settings = frozenset({"reverse_addends", "random_space_prob"})
     operator = "+"
     paper_name = "add_scratchpad"
     formats = ("basic", "random_space", "recursive_scratchpad")

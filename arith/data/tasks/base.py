@@ -7,11 +7,10 @@ the registry (`arith.data.tasks`) imports the task modules, not the other way ro
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from arith.config import ConfigError, DataConfig, NoSettings
+from arith.config import ConfigError, DataConfig
 from arith.data import formats
 from arith.data.examples import Example
 
@@ -36,9 +35,9 @@ class Task:
     #: the first element of a problem_id: tasks posing the same question share it, so that
     #: `seen_in_train` finds a sum whatever its format
     question = "+"
-    #: the `data.*` config fields only this task reads, with their defaults (an arith.config class)
-    Settings: ClassVar[type] = NoSettings
-    #: Settings fields that a task not reading them must leave at their default (the others are harmless)
+    #: the `data.*` config fields only this task reads
+    settings: ClassVar[frozenset[str]] = frozenset()
+    #: settings that a task not reading them must leave at their default (the others are harmless)
     EXCLUSIVE: ClassVar[tuple[str, ...]] = ("augment", "mix_format")
     #: the answer as a result of the operands, for digit errors' carry chains: "sum", "product" or ""
     carries: ClassVar[str] = "sum"
@@ -61,8 +60,7 @@ class Task:
     def example(
         self, fmt: str, a: int, b: int | None, *, kind: str = "main", cell=None, **options
     ) -> Example:
-        prompt, answer, key = self.line(fmt, a, b, **options)
-        return Example(self.name, fmt, a, b, prompt, answer, key, kind, cell)
+        return Example(self.name, fmt, a, b, *self.line(fmt, a, b, **options), kind, cell)
 
     def check_format(self, fmt: str) -> None:
         if fmt not in self.formats:
@@ -113,8 +111,8 @@ class Task:
         return self.default_test_digits(cfg)
 
     def reads(self, name: str) -> bool:
-        """Whether the `data.<name>` field is one of this task's own Settings."""
-        return name in {f.name for f in dataclasses.fields(self.Settings)}
+        """Whether the `data.<name>` field is one of this task's own settings."""
+        return name in self.settings
 
     def reply_tokens(self, tokenizer, example: Example, answer_tokens: int) -> int:
         """The longest reply (in tokens) the data can give to `example`, whose reference answer has
@@ -130,7 +128,7 @@ class Task:
         return fmt
 
     def check(self, cfg: DataConfig) -> None:
-        """Raise ConfigError for a setting this task cannot produce (another task's Settings are the
+        """Raise ConfigError for a setting this task cannot produce (another task's settings are the
         registry's to refuse: it knows every task)."""
 
     def check_data(self, cfg: DataConfig) -> None:

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from arith.config import ConfigError, DialogueSettings
+from arith.config import ConfigError
 from arith.data import formats
 from arith.data.dialogue import dialogue_test, dialogue_train, longest_teacher_reply
 from arith.data.tasks.base import Task
@@ -16,7 +16,7 @@ class Dialogue(Task):
     name = "dialogue"
     formats = ("basic",)
     paper_defaults: ClassVar[Mapping[str, Any]] = {}
-    Settings = DialogueSettings
+    settings = frozenset({"mix_format", "mix_samples", "dialogue_easy", "dialogue_hard", "dialogue_file"})
     layout = "contexts"
     paper_name = "nl_mix"
     paper_reads_epochs = True

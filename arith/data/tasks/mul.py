@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from arith.config import MulSettings
 from arith.data import formats, sampling
 from arith.data.tasks.base import Task
 
@@ -16,7 +15,7 @@ class Mul(Task):
     options = frozenset({"max_digits", "first_step"})
     direct = frozenset(formats)
     paper_defaults: ClassVar[Mapping[str, Any]] = {"train_samples": 300_000, "min_digits": 1, "max_digits": 5}
-    Settings = MulSettings
+    settings = frozenset({"one_digit_weight", "augment"})
     carries = "product"
     operator = "*"
     layout = "grid"
