@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from arith.config import ConfigError, CouplingSettings, DataConfig, ExperimentConfig
+from arith.config import ConfigError, CouplingSettings, ExperimentConfig
 from arith.data.tasks import get_task, test_digits
 from arith.model.positions import (
     AbacusState,
@@ -60,7 +60,9 @@ class Coupling(PositionScheme):
         if m.coupling_max_offset < 0:
             raise ConfigError(f"model.coupling_max_offset must be >= 0 (got {m.coupling_max_offset})")
         get_task(d.task).digit_order(d.format)  # refuses formats without a defined significance
-        longest = coupling_digits(d)
+        # the most digits a number has (the answer of the longest test cell): a product's twice a factor's
+        widest = max(d.max_digits, *test_digits(d))
+        longest = 2 * widest if get_task(d.task).carries == "product" else widest + 1
         if m.coupling_max_offset + longest + 1 >= m.n_positions:
             raise ConfigError(
                 f"model.position='coupling' gives ids up to coupling_max_offset + {longest} (the longest "
@@ -143,10 +145,3 @@ class Coupling(PositionScheme):
 
     def extra_config(self) -> dict:
         return {"coupling_max_offset": self.max_offset, "digit_order": list(self.digit_order)}
-
-
-def coupling_digits(d: DataConfig) -> int:
-    """The most digits a number of data config `d` has (the answer of the longest test cell): twice the
-    factors' for a product, one more than the operands' for a sum."""
-    widest = max(d.max_digits, *test_digits(d))
-    return 2 * widest if get_task(d.task).carries == "product" else widest + 1

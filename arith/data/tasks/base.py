@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from arith.config import ConfigError, DataConfig
+from arith.config import ConfigError, DataConfig, choice
 from arith.data import formats
 from arith.data.examples import Example
 
@@ -62,15 +62,9 @@ class Task:
     ) -> Example:
         return Example(self.name, fmt, a, b, *self.line(fmt, a, b, **options), kind, cell)
 
-    def check_format(self, fmt: str) -> None:
-        if fmt not in self.formats:
-            raise ConfigError(
-                f"unknown format {fmt!r} for task {self.name!r}; choose one of: {', '.join(self.formats)}"
-            )
-
     def check_line(self, fmt: str, a: int, b: int | None, options: Mapping[str, Any]) -> None:
         """Raise ConfigError for a format, an option or an operand this task cannot render."""
-        self.check_format(fmt)
+        choice("data.format", fmt, self.formats)
         unknown = set(options) - self.options
         if unknown:
             valid = ", ".join(sorted(self.options)) or "none"
