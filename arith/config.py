@@ -275,11 +275,7 @@ class ExperimentConfig:
 
     def flat(self) -> dict[str, Any]:
         """Dotted keys -> values, e.g. ``{"data.task": "mul", ...}`` (MLflow params, --set keys)."""
-        out: dict[str, Any] = {}
-        for section in dataclasses.fields(self):
-            for f in dataclasses.fields(getattr(self, section.name)):
-                out[f"{section.name}.{f.name}"] = getattr(getattr(self, section.name), f.name)
-        return out
+        return {f"{s}.{k}": v for s, values in self.to_dict().items() for k, v in values.items()}
 
     @classmethod
     def keys(cls) -> list[str]:

@@ -1,10 +1,6 @@
-"""The public data API (its command line is `python -m arith.data`, arith/data/__main__.py).
-
-    train_examples(cfg) / test_examples(cfg)   every task's training set and test cells from a DataConfig
-    generate(task, fmt, count=..., seed=...)   the same from keywords
-
-Settings are checked before anything is generated: a bad one fails at once, naming the valid choices.
-"""
+"""The public data API (its command line is `python -m arith.data`): `train_examples(cfg)` and
+`test_examples(cfg)` from a DataConfig, `generate(task, fmt, count=..., seed=...)` the same from keywords.
+Settings are checked before anything is generated: a bad one fails at once, naming the valid choices."""
 
 from __future__ import annotations
 

@@ -221,14 +221,11 @@ def dialogue_line(a: int, b: int) -> tuple[str, str, str]:
 
 
 _NUMBER = re.compile(r"\d(?: ?\d)*")
-_STOP = ("<|endoftext|>", "\n")
 
 
 def first_line(completion: str) -> str:
     """The completion up to the first newline or end-of-text token."""
-    for stop in _STOP:
-        completion = completion.split(stop, 1)[0]
-    return completion
+    return re.split(r"<\|endoftext\|>|\n", completion, maxsplit=1)[0]
 
 
 def digits_key(text: str) -> str | None:

@@ -210,8 +210,7 @@ class RandomEmbed(PositionScheme):
         super().__init__()
         if n_hash % n_head or not 0 < n_hash < n_embd:
             raise ValueError(
-                f"random_embed needs 0 < n_hash < n_embd and n_head | n_hash "
-                f"(got n_hash={n_hash}, n_head={n_head}, n_embd={n_embd})"
+                f"random_embed needs 0 < n_hash < n_embd, n_head | n_hash ({n_hash=}, {n_head=}, {n_embd=})"
             )
         self.n_embd, self.n_head, self.n_hash = n_embd, n_head, n_hash
         head_dim, per_head = n_embd // n_head, n_hash // n_head
