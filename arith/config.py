@@ -22,8 +22,6 @@ import yaml
 from arith.coerce import coerce
 from arith.errors import ConfigError
 
-__all__ = ["ConfigError", "DataConfig", "ExperimentConfig", "ModelConfig", "TrackingConfig", "TrainConfig"]
-
 #: multiplication augmentations (appendix A): every third sample becomes n x 1, or a first-step `%` line.
 AUGMENTS: tuple[str, ...] = ("none", "n_times_1", "first_step")
 #: arithmetic data mixed into the dialogues of nl_mix (section 4): dia, dia+basic, dia+random_space

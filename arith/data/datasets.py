@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from arith.config import ConfigError, DataConfig, ExperimentConfig
+from arith.config import ConfigError, DataConfig, ExperimentConfig, choice
 from arith.data.examples import Example
 from arith.data.tasks import TASKS, check_data_config, get_task
 
@@ -62,8 +62,7 @@ def _config(task: str, fmt: str | None, *, count: int | None, seed: int, split: 
     unknown = set(options) - OPTIONS
     if unknown:
         raise ConfigError(f"unknown data option(s) {sorted(unknown)}; valid: {', '.join(sorted(OPTIONS))}")
-    if split not in ("train", "test"):
-        raise ConfigError(f"split={split!r} is not valid; choose one of: train, test")
+    choice("split", split, ("train", "test"))
     values = {**PAPER_DEFAULTS[task], **{k: v for k, v in options.items() if v is not None}}
     if "max_digits" in options and "min_digits" not in options:
         values["min_digits"] = min(values.get("min_digits", 1), values["max_digits"])

@@ -144,4 +144,4 @@ class Coupling(PositionScheme):
         return token_embeds, ids, after
 
     def extra_config(self) -> dict:
-        return {"coupling_max_offset": self.max_offset, "digit_order": list(self.digit_order)}
+        return {"digit_order": list(self.digit_order)}

@@ -134,7 +134,8 @@ class PositionScheme(nn.Module):
         return hidden
 
     def extra_config(self) -> dict:
-        """Scheme settings saved beside the model so that `load_folder` (arith.model.gpt) rebuilds it."""
+        """What `load_folder` (arith.model.gpt) needs back beyond the model's config (coupling: the task's
+        digit order), saved beside the model."""
         return {}
 
 
@@ -236,9 +237,6 @@ class RandomEmbed(PositionScheme):
     def readout(self, hidden: torch.Tensor) -> torch.Tensor:
         return hidden * self.decode_mask.to(hidden.dtype)
 
-    def extra_config(self) -> dict:
-        return {"n_hash": self.n_hash}
-
 
 class Randomized(PositionScheme):
     """Randomized positions (Ruoss et al. 2023): each sequence's real tokens get a sorted random
@@ -296,9 +294,6 @@ class Randomized(PositionScheme):
         ids = subset.gather(1, rank_ids(attention_mask))
         ids = torch.where(attention_mask.bool(), ids, 0)
         return PositionState(position_ids=ids)
-
-    def extra_config(self) -> dict:
-        return {"randomized_max_position": self.max_position}
 
 
 class Abacus(PositionScheme):
@@ -361,9 +356,6 @@ class Abacus(PositionScheme):
         slot, index = self.digit_slots(input_ids, state, start)
         inputs = token_embeds + self.embedding(slot).to(token_embeds.dtype)
         return inputs, state.position_ids[:, start:stop], dataclasses.replace(state, digit_run=index[:, -1])
-
-    def extra_config(self) -> dict:
-        return {"abacus_max_offset": self.max_offset}
 
 
 def digit_token_ids(tokenizer) -> list[int]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from arith.config import ConfigError
 from arith.data import formats
@@ -15,7 +15,6 @@ from arith.data.tasks.base import Task
 class Dialogue(Task):
     name = "dialogue"
     formats = ("basic",)
-    paper_defaults: ClassVar[Mapping[str, Any]] = {}
     settings = frozenset({"mix_format", "mix_samples", "dialogue_easy", "dialogue_hard", "dialogue_file"})
     layout = "contexts"
     paper_name = "nl_mix"
