@@ -4,7 +4,6 @@ docs/DESIGN.md's "Add a position scheme" describes."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,31 +71,18 @@ class Coupling(PositionScheme):
 
     @classmethod
     def build(cls, settings: Any, shape: ModelShape) -> Coupling:
-        return cls(
-            shape.digit_ids,
-            shape.vocab_size,
-            shape.digit_order,
-            settings.coupling_max_offset,
-            shape.n_positions,
-        )
+        return cls(shape, settings.coupling_max_offset)
 
-    def __init__(
-        self,
-        digit_token_ids: Iterable[int],
-        vocab_size: int,
-        digit_order: Sequence[str],
-        max_offset: int,
-        n_positions: int,
-    ) -> None:
+    def __init__(self, shape: ModelShape, max_offset: int) -> None:
         super().__init__()
-        if not digit_order or any(o not in self.ORDERS for o in digit_order):
+        self.digit_order = shape.digit_order
+        if not self.digit_order or any(o not in self.ORDERS for o in self.digit_order):
             raise ValueError(
                 f"position coupling needs the task's digit order, 'msd' or 'lsd' per number (got "
-                f"{tuple(digit_order)}); build the model with its data config"
+                f"{self.digit_order}); build the model with its data config"
             )
-        self.digit_order = tuple(digit_order)
-        self.max_offset, self.n_positions = max_offset, n_positions
-        self.register_buffer("is_digit", digit_mask(digit_token_ids, vocab_size, "position coupling"))
+        self.max_offset, self.n_positions = max_offset, shape.n_positions
+        self.register_buffer("is_digit", digit_mask(shape.digit_ids, shape.vocab_size, "position coupling"))
         #: per number of the line: True where it is written most significant digit first
         self.register_buffer("msd_first", torch.tensor([o == "msd" for o in self.digit_order]))
 

@@ -75,7 +75,7 @@ class ArithModel(nn.Module):
         generator in training mode, a fixed seed in eval mode (so eval never moves training's)."""
         width, reach, device = attention_mask.shape[1], self.lm.config.n_positions, attention_mask.device
         if width > reach:  # GPT-2's position table would fail with an index error, or a scheme would alias
-            raise ValueError(f"a line of {width} tokens is longer than the model's n_positions={reach}")
+            raise ValueError(f"a line of {width} tokens: a model of n_positions={reach} cannot place it")
         if generator is None and not self.training:
             generator = torch.Generator(device=device).manual_seed(0)
         elif generator is None:

@@ -116,10 +116,7 @@ class PositionScheme(nn.Module):
     def attach(self, lm: nn.Module) -> None:
         """Adapt a freshly built or loaded GPT2LMHeadModel to the scheme."""
         if not self.uses_wpe:
-            wpe = lm.transformer.wpe
-            with torch.no_grad():
-                wpe.weight.zero_()
-            wpe.weight.requires_grad_(False)
+            lm.transformer.wpe.weight.requires_grad_(False).zero_()
 
     def draw(self, attention_mask: torch.Tensor, generator: torch.Generator | None = None) -> PositionState:
         return PositionState(position_ids=rank_ids(attention_mask))
@@ -316,11 +313,7 @@ class Abacus(PositionScheme):
     @classmethod
     def build(cls, settings: Any, shape: ModelShape) -> Abacus:
         return cls(
-            shape.n_embd,
-            shape.digit_ids,
-            shape.vocab_size,
-            settings.abacus_max_offset,
-            max_index=shape.n_positions,
+            shape.n_embd, shape.digit_ids, shape.vocab_size, settings.abacus_max_offset, shape.n_positions
         )
 
     def __init__(
@@ -360,10 +353,7 @@ class Abacus(PositionScheme):
 
 def digit_token_ids(tokenizer) -> list[int]:
     """Ids of tokens whose text is a digit string, possibly after one leading space (" 7", "12")."""
-    ids = []
-    for token, index in tokenizer.get_vocab().items():
-        text = tokenizer.convert_tokens_to_string([token])
-        body = text[1:] if text.startswith(" ") else text
-        if body.isdigit() and body.isascii():
-            ids.append(index)
-    return ids
+    bodies = {
+        i: tokenizer.convert_tokens_to_string([t]).removeprefix(" ") for t, i in tokenizer.get_vocab().items()
+    }
+    return [i for i, body in bodies.items() if body.isdigit() and body.isascii()]
