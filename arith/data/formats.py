@@ -26,9 +26,7 @@ def padded(n: int, width: int) -> str:
     """Zero-pad `n` to `width` digits, refusing numbers that do not fit (padding formats need them to)."""
     s = str(n)
     if len(s) > width:
-        raise ConfigError(
-            f"operand {n} has {len(s)} digits, more than max_digits={width} allows with padding"
-        )
+        raise ConfigError(f"operand {n}: {len(s)} digits, more than max_digits={width} allows (padding)")
     return s.zfill(width)
 
 
@@ -167,12 +165,9 @@ def random_spaces(
     """
     chars = line.replace(" ", "")
     gaps = len(chars) - 1
-    if spaces is None:
-        if rng is None:
-            raise ConfigError(
-                "add_scratchpad random_space needs rng= (a numpy Generator) or explicit spaces="
-            )
-        spaces = (rng.random(gaps) < prob).tolist()
+    if spaces is None and rng is None:
+        raise ConfigError("add_scratchpad random_space needs rng= (a numpy Generator) or explicit spaces=")
+    spaces = (rng.random(gaps) < prob).tolist() if spaces is None else spaces
     if len(spaces) != gaps:
         raise ConfigError(f"spaces= needs one entry per gap between characters ({gaps}), got {len(spaces)}")
     parts = _GAP.split(line)  # visible character, gap, visible character, gap, ...
@@ -195,13 +190,9 @@ def add_line(
     ``4 8 + 0 4 = 2 5 0`` (position coupling's, Cho et al. 2024)."""
     s = a + b
     if fmt == "random_space":
-        if spaces is None:
-            if rng is None:
-                raise ConfigError(
-                    "add random_space needs rng= (a numpy Generator) or explicit spaces=(n1, n2)"
-                )
-            spaces = rng.integers(1, 6, size=2).tolist()
-        n1, n2 = spaces
+        if spaces is None and rng is None:
+            raise ConfigError("add random_space needs rng= (a numpy Generator) or explicit spaces=(n1, n2)")
+        n1, n2 = rng.integers(1, 6, size=2).tolist() if spaces is None else spaces
         return f"{spaced(str(a))}{' ' * n1} {spaced(str(b))}{' ' * n2}", " " + spaced(str(s)), str(s)
     sa, sb, sr = direct_numbers("add", fmt, a, b, s, max_digits, (max_digits or 0) + 1)
     return f"{spaced(sa)} + {spaced(sb)} =", " " + spaced(sr), sr

@@ -101,13 +101,8 @@ def encode_examples(
     tokenizer: PreTrainedTokenizerFast, examples: Iterable[Example]
 ) -> list[tuple[list[int], int]]:
     """`encode_example` for many examples at once (batched in the Rust tokenizer)."""
-    examples = list(examples)
-    backend = tokenizer.backend_tokenizer
-    prompts = [
-        enc.ids for enc in backend.encode_batch([" " + e.prompt for e in examples], add_special_tokens=False)
-    ]
-    answers = [
-        enc.ids for enc in backend.encode_batch([e.answer for e in examples], add_special_tokens=False)
-    ]
+    examples, encode = list(examples), tokenizer.backend_tokenizer.encode_batch
+    prompts = encode([" " + e.prompt for e in examples], add_special_tokens=False)
+    answers = encode([e.answer for e in examples], add_special_tokens=False)
     eos = tokenizer.eos_token_id
-    return [([*p, *a, eos], len(p)) for p, a in zip(prompts, answers, strict=True)]
+    return [([*p.ids, *a.ids, eos], len(p.ids)) for p, a in zip(prompts, answers, strict=True)]
