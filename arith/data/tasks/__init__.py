@@ -87,8 +87,8 @@ def render_line(task: str, fmt: str, a: int, b: int | None = None, **options) ->
 
 
 def render_example(task: str, fmt: str, a: int, b: int | None = None, **options) -> Example:
-    """One `Example` of `task`/`fmt`; `options` as `Task.checked_example` takes them (kind, cell...)."""
-    return get_task(task).checked_example(fmt, a, b, **options)
+    """One `Example` of `task`/`fmt`; `options` as `Task.example` takes them (kind, cell...)."""
+    return get_task(task).example(fmt, a, b, **options)
 
 
 def answer_key(task: str, fmt: str, completion: str) -> str | None:

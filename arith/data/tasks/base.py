@@ -58,8 +58,11 @@ class Task:
         raise NotImplementedError
 
     def example(
-        self, fmt: str, a: int, b: int | None, *, kind: str = "main", cell=None, **options
+        self, fmt: str, a: int, b: int | None = None, *, kind: str = "main", cell=None, **options
     ) -> Example:
+        """One line of `fmt` as an `Example`, once `check_line` has passed it (`render_example`)."""
+        self.check_line(fmt, a, b, options)
+        a, b = int(a), None if b is None else int(b)
         return Example(self.name, fmt, a, b, *self.line(fmt, a, b, **options), kind, cell)
 
     def check_line(self, fmt: str, a: int, b: int | None, options: Mapping[str, Any]) -> None:
@@ -72,13 +75,6 @@ class Task:
         for name, n in zip("ab", (a, b)[: self.operands], strict=False):
             if n is None or n < 0:
                 raise ConfigError(f"{name} must be a non-negative integer (got {n!r})")
-
-    def checked_example(
-        self, fmt: str, a: int, b: int | None = None, *, kind: str = "main", cell=None, **options
-    ) -> Example:
-        """`example` after `check_line` (`arith.data.tasks.render_example`)."""
-        self.check_line(fmt, a, b, options)
-        return self.example(fmt, int(a), None if b is None else int(b), kind=kind, cell=cell, **options)
 
     def train_set(self, cfg: DataConfig) -> list[Example]:
         raise NotImplementedError
@@ -100,9 +96,7 @@ class Task:
 
     def test_digits(self, cfg: DataConfig) -> list[int]:
         """cfg.test_digits, else this task's default range."""
-        if cfg.test_digits:
-            return list(cfg.test_digits)
-        return self.default_test_digits(cfg)
+        return list(cfg.test_digits) if cfg.test_digits else self.default_test_digits(cfg)
 
     def reads(self, name: str) -> bool:
         """Whether the `data.<name>` field is one of this task's own settings."""
