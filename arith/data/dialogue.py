@@ -138,12 +138,6 @@ def _pick(rng: np.random.Generator, options: tuple[str, ...], size: int) -> list
     return [options[i] for i in rng.integers(0, len(options), size=size).tolist()]
 
 
-def _wrong(rng: np.random.Generator, s: int) -> int:
-    """A plausible wrong sum: off by one, ten or a hundred (never negative, never right)."""
-    offset = int(rng.choice([-100, -10, -1, 1, 10, 100]))
-    return s + offset if s + offset >= 0 else s - offset
-
-
 def generate_dialogues(
     rng: np.random.Generator,
     easy: int,
@@ -152,12 +146,10 @@ def generate_dialogues(
     broken_rate: float = BROKEN_RATE,
     wrong_rate: float = WRONG_RATE,
 ) -> list[Example]:
-    """`easy` 2-3-digit and `hard` 4-5-digit dialogues, one a line, in random order.
-
-    round(broken_rate · total) are broken: half over two lines (a newline before the teacher's turn), half
-    followed by a separator line; round(wrong_rate · hard) hard ones state a wrong sum, which is their key
-    (a model learns the noise as the paper's did).
-    """
+    """`easy` 2-3-digit and `hard` 4-5-digit dialogues, one a line, in random order. round(broken_rate ·
+    total) are broken: half over two lines (a newline before the teacher's turn), half followed by a
+    separator line; round(wrong_rate · hard) hard ones state a wrong sum, their key (a model learns the
+    noise as the paper's did)."""
     total = easy + hard
     a_list = _numbers(rng, easy, EASY_DIGITS) + _numbers(rng, hard, HARD_DIGITS)
     b_list = _numbers(rng, easy, EASY_DIGITS) + _numbers(rng, hard, HARD_DIGITS)
@@ -169,21 +161,19 @@ def generate_dialogues(
     openings, questions, reactions, answers, closings, separators = (_pick(rng, p, total) for p in parts)
     out = []
     for i, (a, b) in enumerate(zip(a_list, b_list, strict=True)):
-        s = _wrong(rng, a + b) if i in wrong else a + b
+        s = a + b
+        if i in wrong:  # a plausible wrong sum: off by one, ten or a hundred (never negative, never right)
+            offset = int(rng.choice([-100, -10, -1, 1, 10, 100]))
+            s = s + offset if s + offset >= 0 else s - offset
         sa, sb = spaced(str(a)), spaced(str(b))
         question = questions[i].format(a=sa, b=sb)
         if openings[i].endswith(","):  # "Hi, what is ..." as in the paper's test prompt
             question = question[0].lower() + question[1:]
-        prompt = f"Student: {openings[i]} {question}"
-        reply = f"{reactions[i]} {answers[i].format(a=sa, b=sb, s=spaced(str(s)))}{closings[i]}"
-        answer = f" Teacher: {reply}"
-        if i in split:
-            prompt += "\n"
-        if i in separated:
-            answer += "\n" + separators[i]
+        prompt = f"Student: {openings[i]} {question}" + ("\n" if i in split else "")
+        answer = f" Teacher: {reactions[i]} {answers[i].format(a=sa, b=sb, s=spaced(str(s)))}{closings[i]}"
+        answer += "\n" + separators[i] if i in separated else ""
         out.append(Example("dialogue", "basic", a, b, prompt, answer, str(s), "dialogue"))
-    order = rng.permutation(total).tolist()
-    return [out[i] for i in order]
+    return [out[i] for i in rng.permutation(total).tolist()]
 
 
 _UNSPACED_DIGIT = re.compile(r"(?<=\S)(?=\d)")
