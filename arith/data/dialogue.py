@@ -204,16 +204,14 @@ def load_dialogues(path: str | Path) -> list[Example]:
     lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     if not lines:
         raise ValueError(f"dialogue file {str(path)!r} holds no dialogues")
-    texts = lines
-    if path.suffix in (".jsonl", ".json") or lines[0].lstrip().startswith("{"):
-        texts = []
-        for number, line in enumerate(lines, 1):
-            try:
-                texts.append(str(json.loads(line)["text"]))
-            except (json.JSONDecodeError, KeyError, TypeError) as err:
-                raise ValueError(
-                    f"{path}:{number}: expected a JSON object with a 'text' field ({err})"
-                ) from err
+    if path.suffix not in (".jsonl", ".json") and not lines[0].lstrip().startswith("{"):
+        return [dialogue_example(t) for t in lines]
+    texts = []
+    for number, line in enumerate(lines, 1):
+        try:
+            texts.append(str(json.loads(line)["text"]))
+        except (json.JSONDecodeError, KeyError, TypeError) as err:
+            raise ValueError(f"{path}:{number}: not a JSON object with a 'text' field ({err})") from err
     return [dialogue_example(t) for t in texts]
 
 

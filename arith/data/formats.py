@@ -142,7 +142,7 @@ def scratchpad_line(
     prompt, answer = f"{spaced(str(a))} + {spaced(str(b))} :", scratchpad_basic_answer(a, b)
     if fmt == "basic":
         return prompt, answer, key
-    line = random_spaces(prompt + answer, rng=rng, prob=random_space_prob, spaces=spaces)
+    line = random_spaces(prompt + answer, rng, random_space_prob, spaces)
     # The prompt ends at the ':' marker; the answer keeps the extra spaces that follow it.
     cut = line.index(":") + 1
     return line[:cut], line[cut:], key
@@ -153,16 +153,10 @@ _GAP = re.compile(r"(?<=\S)( ?)(?=\S)")
 
 
 def random_spaces(
-    line: str,
-    *,
-    rng: np.random.Generator | None = None,
-    prob: float = 0.3,
-    spaces: Sequence[bool] | None = None,
+    line: str, rng: np.random.Generator | None, prob: float, spaces: Sequence[bool] | None
 ) -> str:
-    """Insert an extra space, with probability `prob`, at each gap between two visible characters.
-
-    `spaces` (one bool per gap) fixes the choice instead of `rng`, e.g. to rebuild a line of the paper.
-    """
+    """Insert an extra space, with probability `prob`, at each gap between two visible characters; `spaces`
+    (one bool per gap) fixes the choice instead of `rng`, e.g. to rebuild a line of the paper."""
     chars = line.replace(" ", "")
     gaps = len(chars) - 1
     if spaces is None and rng is None:

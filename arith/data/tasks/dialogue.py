@@ -57,9 +57,7 @@ class Dialogue(Task):
         super().check_data(cfg)
         counts = (cfg.dialogue_easy, cfg.dialogue_hard)
         if not cfg.dialogue_file and (min(counts) < 0 or sum(counts) < 1):
-            raise ConfigError(
-                "data.dialogue_easy and data.dialogue_hard must be >= 0 with at least one dialogue"
-            )
+            raise ConfigError("data.dialogue_easy and dialogue_hard must be >= 0, one dialogue at least")
         if cfg.mix_format != "none" and cfg.mix_samples < 1:
             raise ConfigError(f"data.mix_samples must be >= 1 with mix_format={cfg.mix_format!r}")
 
