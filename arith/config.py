@@ -1,11 +1,9 @@
 """Typed, printable experiment configuration: the one object every trial is built from.
 
-An `ExperimentConfig` holds four plain dataclasses (data, model, train, tracking); it round-trips through
-dicts, JSON and YAML and flattens to dotted keys (``data.max_digits``) for MLflow params and ``--set``.
-It is the leaf every layer reads (the analysis too, without torch), so it imports no registry: the
-settings one position scheme alone reads are `Settings` classes here that the scheme names as its own.
-Checking a config against the registries is `arith.validation.validate`.
-"""
+An `ExperimentConfig` holds four dataclasses (data, model, train, tracking); it round-trips through dicts,
+JSON and YAML and flattens to dotted keys (``data.max_digits``) for MLflow params and ``--set``. It is the
+leaf every layer reads (the analysis too, without torch), so it imports no registry: a position scheme's
+own settings are `Settings` classes here, and `arith.validation.validate` checks a config against them."""
 
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
 """Student-teacher dialogues asking for a sum (appendix C), and a loader for a user's own dialogues.
 
-The paper had GPT-3.5 write ~13,240 dialogues; no language model can be called here, so a generator
-composes them from openings, questions, teacher reactions, answers and closings, keeping the data's
-imperfections: ~3% of dialogues broken over two lines or followed by a separator, ~0.2% wrong sums among
-the 4-5-digit ones. The sum is always the last number in the teacher's reply.
-"""
+The paper had GPT-3.5 write ~13,240 dialogues; with no language model to call, a generator composes them
+from openings, questions, reactions, answers and closings, keeping the data's imperfections (~3% broken
+over two lines or followed by a separator, ~0.2% wrong 4-5-digit sums). The sum is always the last number
+in the teacher's reply."""
 
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
 """Every data format of the paper, one small function each, and the exact-match key of an answer.
 
-A format turns operands into one line, split into the prompt (up to and including the answer marker:
-mul ``#`` or ``%``, add ``=``, add_scratchpad ``:``, reverse ``#``) and the answer (starting with a
-space). Every digit has a space before it, as the paper's footnote says, so that a tokenizer sees each
-digit as its own token.
-"""
+A format turns operands into one line, split into the prompt (up to and including the answer marker: mul
+``#`` or ``%``, add ``=``, add_scratchpad ``:``, reverse ``#``) and the answer (starting with a space).
+Every digit has a space before it, as the paper's footnote says, so a tokenizer sees each as a token."""
 
 from __future__ import annotations
 

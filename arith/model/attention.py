@@ -1,11 +1,9 @@
-"""The attention kernel every model of this project runs, registered with transformers under `ATTENTION`
-on import (`arith.model.gpt` builds and loads GPT-2 with it).
+"""The attention kernel every model runs, registered with transformers as `ATTENTION` on import.
 
 On a CPU the sequences are short (a 3-digit product is ~15 tokens) and PyTorch's kernels are built for
 long ones, so under bf16 on a CPU up to `EXPLICIT_MAX_KEYS` keys are attended explicitly in fp32, longer
 sequences by SDPA in fp32 (docs/PERFORMANCE.md); in fp32 and on CUDA it is transformers' SDPA. Both
-compute softmax(q k^T / sqrt(d)) v in fp32: they differ by the order of their sums.
-"""
+compute softmax(q k^T / sqrt(d)) v in fp32: they differ by the order of their sums."""
 
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
 """ArithModel: transformers' GPT2LMHeadModel driven through a position scheme.
 
 The model computes the GPT-2 input itself (`wte(ids)` + the scheme's contribution) and hands
-`inputs_embeds`, `position_ids` and the attention mask to the GPT-2 trunk, so that one code path
-serves every scheme, in training and in KV-cache decoding. The attention mask is always passed:
-transformers reads non-consecutive position ids without one as packed sequences.
-"""
+`inputs_embeds`, `position_ids` and the attention mask to the GPT-2 trunk, so that one code path serves
+every scheme, in training and in KV-cache decoding. The mask is always passed: without one, transformers
+reads non-consecutive position ids as packed sequences."""
 
 from __future__ import annotations
 

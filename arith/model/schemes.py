@@ -1,8 +1,6 @@
-"""The registry of position schemes, `SCHEMES` by their `model.position` name.
-
-Apart from `arith.model.positions` (the interface) so that a scheme in a module of its own
-(`arith.model.coupling`) imports the interface and this registry imports both, with no cycle.
-"""
+"""The registry of position schemes, `SCHEMES` by their `model.position` name: apart from the interface
+(`arith.model.positions`) so that a scheme in a module of its own (`arith.model.coupling`) imports the
+interface and this registry imports both, with no cycle."""
 
 from __future__ import annotations
 

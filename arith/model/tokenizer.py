@@ -1,10 +1,9 @@
 """The digit-aware tokenizer for models trained from scratch; GPT-2's for pretrained ones.
 
-It splits text the way GPT-2's BPE splits the paper's data: a digit with its leading space is one token
-(" 7"), an extra space is a token of its own (random spaces stay visible), and frequent words of the
-training texts become word tokens (" Teacher"). Unseen words fall back to characters and UTF-8 bytes, so
-any file encodes. It is a transformers fast tokenizer, so it saves and loads beside a model.
-"""
+It splits text as GPT-2's BPE splits the paper's data: a digit with its leading space is one token (" 7"),
+an extra space a token of its own (random spaces stay visible), frequent words of the training texts word
+tokens (" Teacher"); unseen words fall back to characters and UTF-8 bytes, so any file encodes. A
+transformers fast tokenizer, it saves and loads beside a model."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""The task registry: `TASKS`, one `Task` object per task (`arith.data.tasks.base`), and the functions
-that take a task's name (`render_line`, `answer_key`, `problem_id`, ...) or compare tasks.
-
-Every rule that depends on the task is a method of its class, so the rest of the project asks the task
-rather than comparing its name; adding a task is its class (a module of this package) plus one entry in
-`TASKS` (docs/DESIGN.md, "Add a task").
-"""
+"""The task registry `TASKS` (one `Task` object per task) and the functions that take a task's name
+(`render_line`, `answer_key`, `problem_id`, ...). Every rule that depends on the task is a method of its
+class, so the rest of the project asks the task rather than comparing names; adding a task is its class
+plus one entry in `TASKS` (docs/DESIGN.md, "Add a task")."""
 
 from __future__ import annotations
 

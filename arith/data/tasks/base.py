@@ -1,9 +1,6 @@
 """The `Task` interface: everything the rest of the code asks about a task, with the defaults most tasks
-share (two operands, an answer that is the digits of a number, exact match on them).
-
-A task class wires its own line functions and samplers together and never looks a task up by name, so
-the registry (`arith.data.tasks`) imports the task modules, not the other way round.
-"""
+share (two operands, an answer that is the digits of a number, exact match on them). A task never looks
+another up by name, so the registry (`arith.data.tasks`) imports the task modules, not the reverse."""
 
 from __future__ import annotations
 
