@@ -66,13 +66,10 @@ def _config(task: str, fmt: str | None, *, count: int | None, seed: int, split: 
     values = {**PAPER_DEFAULTS[task], **{k: v for k, v in options.items() if v is not None}}
     if "max_digits" in options and "min_digits" not in options:
         values["min_digits"] = min(values.get("min_digits", 1), values["max_digits"])
+    if count is not None and count < 1:
+        raise ConfigError(f"count must be >= 1 (got {count})")
     if count is not None:
-        if count < 1:
-            raise ConfigError(f"count must be >= 1 (got {count})")
-        if split == "test":
-            values["test_per_cell"] = count
-        else:
-            values.update(spec.sized(count))
+        values.update({"test_per_cell": count} if split == "test" else spec.sized(count))
     cfg = DataConfig(task=task, format=fmt or spec.formats[0], seed=seed)
     overrides = {f"data.{k}": v for k, v in values.items()}
     return validate_data(ExperimentConfig(data=cfg).with_overrides(overrides).data)

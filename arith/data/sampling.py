@@ -1,16 +1,13 @@
 """Digit-count distributions, training sets and test sets, following the paper's appendix per task.
 
-Randomness comes from numpy's PCG64 seeded by a SeedSequence of (seed, stream), so the same seed gives
-the same data on any machine, and the training and the test set draw from different streams. Numbers
-are drawn in bulk (vectorised).
-
+Numbers are drawn in bulk from numpy's PCG64 seeded by a SeedSequence of (seed, stream): the same seed
+gives the same data on any machine, and the training and the test set draw from different streams.
 - mul: each factor's digit count drawn from {min..max} with weights {α, 1, ..., 1} (α = weight of 1
   digit), the number uniform among those digits; every third line augmented.
 - add_scratchpad, reverse: n uniform on {min..max}, each number uniform on [0, 10^n - 1]; reversal tests
   "regular" (exactly n digits) and "repetitive" (one digit n times) numbers.
 - add: the two operands' digit counts independent and uniform on {min..max}.
-Test operands have exactly the cell's digits.
-"""
+Test operands have exactly the cell's digits."""
 
 from __future__ import annotations
 

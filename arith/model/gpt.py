@@ -94,11 +94,10 @@ class ArithModel(nn.Module):
         generator: torch.Generator | None = None,
         logits: bool = True,
     ) -> ModelOutput:
-        """Logits for every column and the loss on the tokens `loss_mask` marks (default: every real
-        token after the first). `positions` reuses a draw (e.g. the one a generation used).
-
-        `logits=False` runs the LM head only on the columns that predict a weighted token: the same loss
-        without the head's matmuls on the prompt, but a data-dependent shape (no CUDA graph)."""
+        """Logits for every column and the loss on the tokens `loss_mask` marks (default: every real token
+        after the first); `positions` reuses a draw (e.g. a generation's). `logits=False` runs the LM head
+        only on the columns that predict a weighted token: the same loss without the head's matmuls on the
+        prompt, but a data-dependent shape (no CUDA graph)."""
         if positions is None:
             positions = self.draw_positions(attention_mask, generator)
         hidden, _ = self._trunk(input_ids, attention_mask, positions, start=0, cache=None)

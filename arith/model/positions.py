@@ -312,17 +312,13 @@ class Abacus(PositionScheme):
 
     @classmethod
     def build(cls, settings: Any, shape: ModelShape) -> Abacus:
-        return cls(
-            shape.n_embd, shape.digit_ids, shape.vocab_size, settings.abacus_max_offset, shape.n_positions
-        )
+        return cls(shape, settings.abacus_max_offset)
 
-    def __init__(
-        self, n_embd: int, digit_token_ids: Iterable[int], vocab_size: int, max_offset: int, max_index: int
-    ) -> None:
+    def __init__(self, shape: ModelShape, max_offset: int) -> None:
         super().__init__()
         self.max_offset = max_offset
-        self.register_buffer("is_digit", digit_mask(digit_token_ids, vocab_size, "abacus positions"))
-        self.embedding = nn.Embedding(max_index + max_offset + 1, n_embd)
+        self.register_buffer("is_digit", digit_mask(shape.digit_ids, shape.vocab_size, "abacus positions"))
+        self.embedding = nn.Embedding(shape.n_positions + max_offset + 1, shape.n_embd)
         nn.init.normal_(self.embedding.weight, std=0.02)
 
     def draw(self, attention_mask: torch.Tensor, generator: torch.Generator | None = None) -> PositionState:

@@ -29,8 +29,7 @@ class Task:
     direct: frozenset[str] = frozenset()
     #: the paper's sizes and training digit ranges (the data CLI's and `generate`'s defaults)
     paper_defaults: ClassVar[Mapping[str, Any]] = {}
-    #: the first element of a problem_id: tasks posing the same question share it, so that
-    #: `seen_in_train` finds a sum whatever its format
+    #: a problem_id's first element, shared by tasks posing the same question (a sum whatever its format)
     question = "+"
     #: the `data.*` config fields only this task reads
     settings: ClassVar[frozenset[str]] = frozenset()

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import ClassVar
 
 from arith.config import ConfigError
 from arith.data import formats
-from arith.data.dialogue import dialogue_test, dialogue_train, longest_teacher_reply
+from arith.data.dialogue import dialogue_test, dialogue_train, load_dialogues, longest_teacher_reply
 from arith.data.tasks.base import Task
 
 
@@ -40,10 +39,9 @@ class Dialogue(Task):
         return dialogue_test(cfg, self.test_digits(cfg))
 
     def train_size(self, cfg):
+        dialogues = cfg.dialogue_easy + cfg.dialogue_hard
         if cfg.dialogue_file:
-            dialogues = len(self.train_set(dataclasses.replace(cfg, mix_format="none")))
-        else:
-            dialogues = cfg.dialogue_easy + cfg.dialogue_hard
+            dialogues = len(load_dialogues(cfg.dialogue_file))
         return dialogues + (cfg.mix_samples if cfg.mix_format != "none" else 0)
 
     def sized(self, count):
