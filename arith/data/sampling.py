@@ -44,14 +44,13 @@ def below_pow10(rng: np.random.Generator, digits: np.ndarray) -> list[int]:
     if digits.size == 0:
         return []
     n_chunks = max(1, -(-int(digits.max()) // _CHUNK))
-    total: np.ndarray | None = None
+    total = 0
     for k in range(n_chunks):
         width = np.clip(digits - _CHUNK * k, 0, _CHUNK)
         chunk = rng.integers(0, 10**width, dtype=np.int64)
         if n_chunks == 1:
             return chunk.tolist()
-        chunk = chunk.astype(object) * (10 ** (_CHUNK * k))
-        total = chunk if total is None else total + chunk
+        total = total + chunk.astype(object) * (10 ** (_CHUNK * k))
     return [int(x) for x in total]
 
 

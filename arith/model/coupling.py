@@ -82,13 +82,12 @@ class Coupling(PositionScheme):
                 f"{self.digit_order}); build the model with its data config"
             )
         self.max_offset, self.n_positions = max_offset, shape.n_positions
-        self.register_buffer("is_digit", digit_mask(shape.digit_ids, shape.vocab_size, "position coupling"))
+        self.register_buffer("is_digit", digit_mask(shape, "position coupling"))
         #: per number of the line: True where it is written most significant digit first
         self.register_buffer("msd_first", torch.tensor([o == "msd" for o in self.digit_order]))
 
     def draw(self, attention_mask: torch.Tensor, generator: torch.Generator | None = None) -> CouplingState:
-        batch = attention_mask.shape[0]
-        device = attention_mask.device
+        batch, device = attention_mask.shape[0], attention_mask.device
         offset = start_offsets(batch, self.max_offset if self.training else 0, generator, device)
         zeros = torch.zeros(batch, dtype=torch.long, device=device)
         # position_ids only records the width here: embed computes the coupled ids from the tokens

@@ -21,7 +21,6 @@ scheme is a class plus one line in `arith.model.schemes` (docs/DESIGN.md, "Add a
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -153,10 +152,10 @@ def _end(state: PositionState, start: int, input_ids: torch.Tensor) -> int:
     return stop
 
 
-def digit_mask(digit_token_ids: Iterable[int], vocab_size: int, scheme: str) -> torch.Tensor:
+def digit_mask(shape: ModelShape, scheme: str) -> torch.Tensor:
     """is_digit[token id]: whether the token's text is a digit string (possibly with a leading space)."""
-    is_digit = torch.zeros(vocab_size, dtype=torch.bool)
-    is_digit[list(digit_token_ids)] = True
+    is_digit = torch.zeros(shape.vocab_size, dtype=torch.bool)
+    is_digit[list(shape.digit_ids)] = True
     if not is_digit.any():
         raise ValueError(f"{scheme} needs digit tokens, but the tokenizer has none")
     return is_digit
@@ -317,13 +316,12 @@ class Abacus(PositionScheme):
     def __init__(self, shape: ModelShape, max_offset: int) -> None:
         super().__init__()
         self.max_offset = max_offset
-        self.register_buffer("is_digit", digit_mask(shape.digit_ids, shape.vocab_size, "abacus positions"))
+        self.register_buffer("is_digit", digit_mask(shape, "abacus positions"))
         self.embedding = nn.Embedding(shape.n_positions + max_offset + 1, shape.n_embd)
         nn.init.normal_(self.embedding.weight, std=0.02)
 
     def draw(self, attention_mask: torch.Tensor, generator: torch.Generator | None = None) -> PositionState:
-        batch = attention_mask.shape[0]
-        device = attention_mask.device
+        batch, device = attention_mask.shape[0], attention_mask.device
         offset = start_offsets(batch, self.max_offset if self.training else 0, generator, device)
         run = torch.zeros(batch, dtype=torch.long, device=device)
         return AbacusState(position_ids=rank_ids(attention_mask), offset=offset, digit_run=run)

@@ -26,8 +26,7 @@ class Mul(Task):
         return formats.mul_line(fmt, a, b, **options)
 
     def example(self, fmt, a, b, *, kind="main", cell=None, **options):
-        if options.get("first_step"):
-            kind = "first_step"
+        kind = "first_step" if options.get("first_step") else kind
         return super().example(fmt, a, b, kind=kind, cell=cell, **options)
 
     def train_set(self, cfg):
