@@ -1,11 +1,9 @@
 """Typed, printable experiment configuration: the one object every trial is built from.
 
-An `ExperimentConfig` holds four plain dataclasses (data, model, train, tracking); it round-trips through
-dicts, JSON and YAML and flattens to dotted keys (``data.max_digits``) for MLflow params and ``--set``.
-It is the leaf every layer reads (the analysis too, without torch), so it imports no registry: the
-settings one task or scheme alone reads are `Settings` classes here that the task or scheme names as its
-own. Checking a config against the registries is `arith.validation.validate`.
-"""
+An `ExperimentConfig` holds four dataclasses (data, model, train, tracking); it round-trips through dicts,
+JSON and YAML and flattens to dotted keys (``data.max_digits``) for MLflow params and ``--set``. It is the
+leaf every layer reads (the analysis too, without torch), so it imports no registry: a position scheme's
+own settings are `Settings` classes here, and `arith.validation.validate` checks a config against them."""
 
 from __future__ import annotations
 
@@ -21,8 +19,6 @@ import yaml
 
 from arith.coerce import coerce
 from arith.errors import ConfigError
-
-__all__ = ["ConfigError", "DataConfig", "ExperimentConfig", "ModelConfig", "TrackingConfig", "TrainConfig"]
 
 #: multiplication augmentations (appendix A): every third sample becomes n x 1, or a first-step `%` line.
 AUGMENTS: tuple[str, ...] = ("none", "n_times_1", "first_step")
@@ -67,7 +63,7 @@ def default_n_hash(n_embd: int, n_head: int) -> int:
 
 @dataclass
 class NoSettings:
-    """A task or scheme that reads no setting of its own."""
+    """A scheme that reads no setting of its own."""
 
 
 @dataclass
@@ -128,37 +124,6 @@ class DataConfig:
     test_digits: list[int] = field(default_factory=list)
     test_per_cell: int = 100
     seed: int = 0
-
-
-def settings_of(name: str, doc: str, *fields: str) -> type:
-    """A task's `Settings`: the DataConfig fields only that task reads, declared once (on DataConfig, in
-    the order printed and logged), with their defaults."""
-    declared = {f.name: f for f in dataclasses.fields(DataConfig)}
-    spec = [(n, declared[n].type, field(default=declared[n].default)) for n in fields]
-    cls = dataclasses.make_dataclass(name, spec)
-    cls.__doc__, cls.__module__ = doc, __name__
-    return cls
-
-
-# Settings one task reads (`Task.Settings` names its class)
-MulSettings = settings_of(
-    "MulSettings", "Multiplication: the 1-digit weight and the augmentations.", "one_digit_weight", "augment"
-)
-ScratchpadSettings = settings_of(
-    "ScratchpadSettings",
-    "Addition with a scratchpad: reversed addends, random spaces.",
-    "reverse_addends",
-    "random_space_prob",
-)
-DialogueSettings = settings_of(
-    "DialogueSettings",
-    "Student-teacher dialogues (nl_mix): the data mixed in, the dialogue counts, a user's file.",
-    "mix_format",
-    "mix_samples",
-    "dialogue_easy",
-    "dialogue_hard",
-    "dialogue_file",
-)
 
 
 @dataclass
@@ -306,11 +271,7 @@ class ExperimentConfig:
 
     def flat(self) -> dict[str, Any]:
         """Dotted keys -> values, e.g. ``{"data.task": "mul", ...}`` (MLflow params, --set keys)."""
-        out: dict[str, Any] = {}
-        for section in dataclasses.fields(self):
-            for f in dataclasses.fields(getattr(self, section.name)):
-                out[f"{section.name}.{f.name}"] = getattr(getattr(self, section.name), f.name)
-        return out
+        return {f"{s}.{k}": v for s, values in self.to_dict().items() for k, v in values.items()}
 
     @classmethod
     def keys(cls) -> list[str]:

@@ -1,17 +1,13 @@
-"""The public data API (its command line is `python -m arith.data`, arith/data/__main__.py).
-
-    train_examples(cfg) / test_examples(cfg)   every task's training set and test cells from a DataConfig
-    generate(task, fmt, count=..., seed=...)   the same from keywords
-
-Settings are checked before anything is generated: a bad one fails at once, naming the valid choices.
-"""
+"""The public data API (its command line is `python -m arith.data`): `train_examples(cfg)` and
+`test_examples(cfg)` from a DataConfig, `generate(task, fmt, count=..., seed=...)` the same from keywords.
+Settings are checked before anything is generated: a bad one fails at once, naming the valid choices."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Any
 
-from arith.config import ConfigError, DataConfig, ExperimentConfig
+from arith.config import ConfigError, DataConfig, ExperimentConfig, choice
 from arith.data.examples import Example
 from arith.data.tasks import TASKS, check_data_config, get_task
 
@@ -66,18 +62,14 @@ def _config(task: str, fmt: str | None, *, count: int | None, seed: int, split: 
     unknown = set(options) - OPTIONS
     if unknown:
         raise ConfigError(f"unknown data option(s) {sorted(unknown)}; valid: {', '.join(sorted(OPTIONS))}")
-    if split not in ("train", "test"):
-        raise ConfigError(f"split={split!r} is not valid; choose one of: train, test")
+    choice("split", split, ("train", "test"))
     values = {**PAPER_DEFAULTS[task], **{k: v for k, v in options.items() if v is not None}}
     if "max_digits" in options and "min_digits" not in options:
         values["min_digits"] = min(values.get("min_digits", 1), values["max_digits"])
+    if count is not None and count < 1:
+        raise ConfigError(f"count must be >= 1 (got {count})")
     if count is not None:
-        if count < 1:
-            raise ConfigError(f"count must be >= 1 (got {count})")
-        if split == "test":
-            values["test_per_cell"] = count
-        else:
-            values.update(spec.sized(count))
+        values.update({"test_per_cell": count} if split == "test" else spec.sized(count))
     cfg = DataConfig(task=task, format=fmt or spec.formats[0], seed=seed)
     overrides = {f"data.{k}": v for k, v in values.items()}
     return validate_data(ExperimentConfig(data=cfg).with_overrides(overrides).data)

@@ -37,7 +37,4 @@ class Example:
         return self.prompt + self.answer
 
     def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["text"] = self.text
-        d["cell"] = list(self.cell) if self.cell is not None else None
-        return d
+        return {**asdict(self), "text": self.text, "cell": list(self.cell) if self.cell is not None else None}

@@ -1,10 +1,8 @@
 """Every data format of the paper, one small function each, and the exact-match key of an answer.
 
-A format turns operands into one line, split into the prompt (up to and including the answer marker:
-mul ``#`` or ``%``, add ``=``, add_scratchpad ``:``, reverse ``#``) and the answer (starting with a
-space). Every digit has a space before it, as the paper's footnote says, so that a tokenizer sees each
-digit as its own token.
-"""
+A format turns operands into one line, split into the prompt (up to and including the answer marker: mul
+``#`` or ``%``, add ``=``, add_scratchpad ``:``, reverse ``#``) and the answer (starting with a space).
+Every digit has a space before it, as the paper's footnote says, so a tokenizer sees each as a token."""
 
 from __future__ import annotations
 
@@ -26,9 +24,7 @@ def padded(n: int, width: int) -> str:
     """Zero-pad `n` to `width` digits, refusing numbers that do not fit (padding formats need them to)."""
     s = str(n)
     if len(s) > width:
-        raise ConfigError(
-            f"operand {n} has {len(s)} digits, more than max_digits={width} allows with padding"
-        )
+        raise ConfigError(f"operand {n}: {len(s)} digits, more than max_digits={width} allows (padding)")
     return s.zfill(width)
 
 
@@ -144,7 +140,7 @@ def scratchpad_line(
     prompt, answer = f"{spaced(str(a))} + {spaced(str(b))} :", scratchpad_basic_answer(a, b)
     if fmt == "basic":
         return prompt, answer, key
-    line = random_spaces(prompt + answer, rng=rng, prob=random_space_prob, spaces=spaces)
+    line = random_spaces(prompt + answer, rng, random_space_prob, spaces)
     # The prompt ends at the ':' marker; the answer keeps the extra spaces that follow it.
     cut = line.index(":") + 1
     return line[:cut], line[cut:], key
@@ -155,24 +151,15 @@ _GAP = re.compile(r"(?<=\S)( ?)(?=\S)")
 
 
 def random_spaces(
-    line: str,
-    *,
-    rng: np.random.Generator | None = None,
-    prob: float = 0.3,
-    spaces: Sequence[bool] | None = None,
+    line: str, rng: np.random.Generator | None, prob: float, spaces: Sequence[bool] | None
 ) -> str:
-    """Insert an extra space, with probability `prob`, at each gap between two visible characters.
-
-    `spaces` (one bool per gap) fixes the choice instead of `rng`, e.g. to rebuild a line of the paper.
-    """
+    """Insert an extra space, with probability `prob`, at each gap between two visible characters; `spaces`
+    (one bool per gap) fixes the choice instead of `rng`, e.g. to rebuild a line of the paper."""
     chars = line.replace(" ", "")
     gaps = len(chars) - 1
-    if spaces is None:
-        if rng is None:
-            raise ConfigError(
-                "add_scratchpad random_space needs rng= (a numpy Generator) or explicit spaces="
-            )
-        spaces = (rng.random(gaps) < prob).tolist()
+    if spaces is None and rng is None:
+        raise ConfigError("add_scratchpad random_space needs rng= (a numpy Generator) or explicit spaces=")
+    spaces = (rng.random(gaps) < prob).tolist() if spaces is None else spaces
     if len(spaces) != gaps:
         raise ConfigError(f"spaces= needs one entry per gap between characters ({gaps}), got {len(spaces)}")
     parts = _GAP.split(line)  # visible character, gap, visible character, gap, ...
@@ -195,13 +182,9 @@ def add_line(
     ``4 8 + 0 4 = 2 5 0`` (position coupling's, Cho et al. 2024)."""
     s = a + b
     if fmt == "random_space":
-        if spaces is None:
-            if rng is None:
-                raise ConfigError(
-                    "add random_space needs rng= (a numpy Generator) or explicit spaces=(n1, n2)"
-                )
-            spaces = rng.integers(1, 6, size=2).tolist()
-        n1, n2 = spaces
+        if spaces is None and rng is None:
+            raise ConfigError("add random_space needs rng= (a numpy Generator) or explicit spaces=(n1, n2)")
+        n1, n2 = rng.integers(1, 6, size=2).tolist() if spaces is None else spaces
         return f"{spaced(str(a))}{' ' * n1} {spaced(str(b))}{' ' * n2}", " " + spaced(str(s)), str(s)
     sa, sb, sr = direct_numbers("add", fmt, a, b, s, max_digits, (max_digits or 0) + 1)
     return f"{spaced(sa)} + {spaced(sb)} =", " " + spaced(sr), sr
@@ -221,14 +204,11 @@ def dialogue_line(a: int, b: int) -> tuple[str, str, str]:
 
 
 _NUMBER = re.compile(r"\d(?: ?\d)*")
-_STOP = ("<|endoftext|>", "\n")
 
 
 def first_line(completion: str) -> str:
     """The completion up to the first newline or end-of-text token."""
-    for stop in _STOP:
-        completion = completion.split(stop, 1)[0]
-    return completion
+    return re.split(r"<\|endoftext\|>|\n", completion, maxsplit=1)[0]
 
 
 def digits_key(text: str) -> str | None:

@@ -1,16 +1,13 @@
 """Digit-count distributions, training sets and test sets, following the paper's appendix per task.
 
-Randomness comes from numpy's PCG64 seeded by a SeedSequence of (seed, stream), so the same seed gives
-the same data on any machine, and the training and the test set draw from different streams. Numbers
-are drawn in bulk (vectorised): 300k multiplication lines take about a second.
-
+Numbers are drawn in bulk from numpy's PCG64 seeded by a SeedSequence of (seed, stream): the same seed
+gives the same data on any machine, and the training and the test set draw from different streams.
 - mul: each factor's digit count drawn from {min..max} with weights {α, 1, ..., 1} (α = weight of 1
   digit), the number uniform among those digits; every third line augmented.
 - add_scratchpad, reverse: n uniform on {min..max}, each number uniform on [0, 10^n - 1]; reversal tests
   "regular" (exactly n digits) and "repetitive" (one digit n times) numbers.
 - add: the two operands' digit counts independent and uniform on {min..max}.
-Test operands have exactly the cell's digits.
-"""
+Test operands have exactly the cell's digits."""
 
 from __future__ import annotations
 
@@ -47,14 +44,13 @@ def below_pow10(rng: np.random.Generator, digits: np.ndarray) -> list[int]:
     if digits.size == 0:
         return []
     n_chunks = max(1, -(-int(digits.max()) // _CHUNK))
-    total: np.ndarray | None = None
+    total = 0
     for k in range(n_chunks):
         width = np.clip(digits - _CHUNK * k, 0, _CHUNK)
         chunk = rng.integers(0, 10**width, dtype=np.int64)
         if n_chunks == 1:
             return chunk.tolist()
-        chunk = chunk.astype(object) * (10 ** (_CHUNK * k))
-        total = chunk if total is None else total + chunk
+        total = total + chunk.astype(object) * (10 ** (_CHUNK * k))
     return [int(x) for x in total]
 
 
@@ -84,7 +80,9 @@ def mul_train(cfg: DataConfig) -> list[Example]:
     return mul_lines(with_digits(rng, da), with_digits(rng, db), cfg.format, cfg.augment, cfg.max_digits)
 
 
-def mul_lines(a_list: list[int], b_list: list[int], fmt: str, augment: str, max_digits: int) -> list[Example]:
+def mul_lines(
+    a_list: list[int], b_list: list[int], fmt: str, augment: str, max_digits: int, cell=None
+) -> list[Example]:
     """Render factor pairs, augmenting every third line (index % 3 == 0), as tab:dataformat_mul_3data:
     n_times_1 replaces b by b % 10; first_step writes ``a * b % a·(b mod 10)``."""
     out = []
@@ -94,8 +92,8 @@ def mul_lines(a_list: list[int], b_list: list[int], fmt: str, augment: str, max_
             b, kind = b % 10, "n_times_1"
         elif i % 3 == 0 and augment == "first_step":
             kind = "first_step"
-        prompt, answer, key = mul_line(fmt, a, b, max_digits=max_digits, first_step=kind == "first_step")
-        out.append(Example("mul", fmt, a, b, prompt, answer, key, kind))
+        line = mul_line(fmt, a, b, max_digits=max_digits, first_step=kind == "first_step")
+        out.append(Example("mul", fmt, a, b, *line, kind, cell))
     return out
 
 
@@ -108,8 +106,8 @@ def add_scratchpad_train(cfg: DataConfig) -> list[Example]:
 
 def _scratchpad(cfg: DataConfig, a: int, b: int, rng: np.random.Generator, cell=None) -> Example:
     options = {"reverse_addends": cfg.reverse_addends, "random_space_prob": cfg.random_space_prob}
-    prompt, answer, key = scratchpad_line(cfg.format, a, b, rng=rng, **options)
-    return Example("add_scratchpad", cfg.format, a, b, prompt, answer, key, cell=cell)
+    line = scratchpad_line(cfg.format, a, b, rng=rng, **options)
+    return Example("add_scratchpad", cfg.format, a, b, *line, cell=cell)
 
 
 def reverse_train(cfg: DataConfig) -> list[Example]:
@@ -119,8 +117,7 @@ def reverse_train(cfg: DataConfig) -> list[Example]:
 
 
 def _reverse(a: int, digits: int, cell=None) -> Example:
-    prompt, answer, key = reverse_line(a, digits=digits)
-    return Example("reverse", "basic", a, None, prompt, answer, key, cell=cell)
+    return Example("reverse", "basic", a, None, *reverse_line(a, digits=digits), cell=cell)
 
 
 def add_examples(
@@ -137,8 +134,7 @@ def add_examples(
 def _add(
     fmt: str, a: int, b: int, rng: np.random.Generator, max_digits: int, kind="main", cell=None
 ) -> Example:
-    prompt, answer, key = add_line(fmt, a, b, max_digits=max_digits, rng=rng)
-    return Example("add", fmt, a, b, prompt, answer, key, kind, cell)
+    return Example("add", fmt, a, b, *add_line(fmt, a, b, max_digits=max_digits, rng=rng), kind, cell)
 
 
 def add_train(cfg: DataConfig) -> list[Example]:
@@ -146,7 +142,7 @@ def add_train(cfg: DataConfig) -> list[Example]:
     return add_examples(rng, cfg.format, cfg.train_samples, cfg.min_digits, cfg.max_digits, cfg.max_digits)
 
 
-def _same_digits(rng: np.random.Generator, n: int, per_cell: int) -> tuple[list[int], list[int]]:
+def same_digits(rng: np.random.Generator, n: int, per_cell: int) -> tuple[list[int], list[int]]:
     digits = np.full(per_cell, n)
     return with_digits(rng, digits), with_digits(rng, digits)
 
@@ -158,9 +154,7 @@ def mul_test(cfg: DataConfig, digits: list[int]) -> list[Example]:
         for cols in digits:  # digits of a (the multiplicand)
             a_list = with_digits(rng, np.full(cfg.test_per_cell, cols))
             b_list = with_digits(rng, np.full(cfg.test_per_cell, rows))
-            for a, b in zip(a_list, b_list, strict=True):
-                prompt, answer, key = mul_line(cfg.format, a, b, max_digits=cfg.max_digits)
-                out.append(Example("mul", cfg.format, a, b, prompt, answer, key, cell=("main", rows, cols)))
+            out += mul_lines(a_list, b_list, cfg.format, "none", cfg.max_digits, cell=("main", rows, cols))
     return out
 
 
@@ -169,7 +163,7 @@ def add_scratchpad_test(cfg: DataConfig, digits: list[int]) -> list[Example]:
     return [
         _scratchpad(cfg, a, b, rng, cell=("main", None, n))
         for n in digits
-        for a, b in zip(*_same_digits(rng, n, cfg.test_per_cell), strict=True)
+        for a, b in zip(*same_digits(rng, n, cfg.test_per_cell), strict=True)
     ]
 
 
@@ -190,7 +184,7 @@ def add_test(
     return [
         _add(fmt or cfg.format, a, b, rng, cfg.max_digits, cell=(context, None, n))
         for n in digits
-        for a, b in zip(*_same_digits(rng, n, cfg.test_per_cell), strict=True)
+        for a, b in zip(*same_digits(rng, n, cfg.test_per_cell), strict=True)
     ]
 
 
@@ -201,9 +195,6 @@ def add_mixed_test(cfg: DataConfig, longest: int) -> list[Example]:
     rng = generator(cfg.seed, "mixed_test")
     long = with_digits(rng, np.full(cfg.test_per_cell, longest))
     short = with_digits(rng, rng.integers(1, longest + 1, size=cfg.test_per_cell))
-    swap = rng.random(cfg.test_per_cell) < 0.5
-    out = []
-    for a, b, flip in zip(long, short, swap.tolist(), strict=True):
-        a, b = (b, a) if flip else (a, b)
-        out.append(_add(cfg.format, a, b, rng, cfg.max_digits, cell=("mixed", None, longest)))
-    return out
+    swap = (rng.random(cfg.test_per_cell) < 0.5).tolist()
+    pairs = [(b, a) if flip else (a, b) for a, b, flip in zip(long, short, swap, strict=True)]
+    return [_add(cfg.format, a, b, rng, cfg.max_digits, cell=("mixed", None, longest)) for a, b in pairs]

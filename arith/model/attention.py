@@ -1,11 +1,9 @@
-"""The attention kernel every model of this project runs, registered with transformers under `ATTENTION`
-on import (`arith.model.gpt` builds and loads GPT-2 with it).
+"""The attention kernel every model runs, registered with transformers as `ATTENTION` on import.
 
 On a CPU the sequences are short (a 3-digit product is ~15 tokens) and PyTorch's kernels are built for
 long ones, so under bf16 on a CPU up to `EXPLICIT_MAX_KEYS` keys are attended explicitly in fp32, longer
 sequences by SDPA in fp32 (docs/PERFORMANCE.md); in fp32 and on CUDA it is transformers' SDPA. Both
-compute softmax(q k^T / sqrt(d)) v in fp32: they differ by the order of their sums.
-"""
+compute softmax(q k^T / sqrt(d)) v in fp32: they differ by the order of their sums."""
 
 from __future__ import annotations
 
@@ -40,18 +38,6 @@ class ShortRowSoftmax(torch.autograd.Function):
         return probs * (grad - (grad * probs).sum(-1, keepdim=True))
 
 
-def keep_mask(
-    attention_mask: torch.Tensor | None, q_len: int, kv_len: int, causal: bool, device: torch.device
-) -> torch.Tensor | None:
-    """Where a query may attend, as transformers' SDPA path reads `attention_mask`: a boolean mask as given,
-    a float mask where it is 0, and none as causal (aligned as SDPA's `is_causal`) for several queries."""
-    if attention_mask is not None:
-        return attention_mask if attention_mask.dtype == torch.bool else attention_mask == 0
-    if causal and q_len > 1:
-        return torch.ones(q_len, kv_len, dtype=torch.bool, device=device).tril()
-    return None
-
-
 def explicit_fp32_attention(
     module: torch.nn.Module,
     query: torch.Tensor,
@@ -69,10 +55,14 @@ def explicit_fp32_attention(
         q, k, v = query.float(), key.float(), value.float()
         scale = q.size(-1) ** -0.5 if scaling is None else scaling
         scores = torch.matmul(q * scale, k.transpose(-1, -2))
-        causal = getattr(module, "is_causal", True)
-        keep = keep_mask(attention_mask, q.size(-2), k.size(-2), causal, q.device)
-        if keep is not None:
+        # where a query may attend, as transformers' SDPA path reads the mask: a boolean one as given, a
+        # float one where it is 0, and none as causal (aligned as SDPA's `is_causal`) for several queries
+        if attention_mask is not None:
+            keep = attention_mask if attention_mask.dtype == torch.bool else attention_mask == 0
             scores = scores.masked_fill(~keep, float("-inf"))
+        elif getattr(module, "is_causal", True) and q.size(-2) > 1:
+            future = torch.ones(q.size(-2), k.size(-2), dtype=torch.bool, device=q.device).triu(1)
+            scores = scores.masked_fill(future, float("-inf"))
         probs = ShortRowSoftmax.apply(scores)
         if dropout > 0.0:
             probs = F.dropout(probs, p=dropout, training=True)

@@ -4,13 +4,12 @@ docs/DESIGN.md's "Add a position scheme" describes."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from arith.config import ConfigError, CouplingSettings, DataConfig, ExperimentConfig
+from arith.config import ConfigError, CouplingSettings, ExperimentConfig
 from arith.data.tasks import get_task, test_digits
 from arith.model.positions import (
     AbacusState,
@@ -60,7 +59,9 @@ class Coupling(PositionScheme):
         if m.coupling_max_offset < 0:
             raise ConfigError(f"model.coupling_max_offset must be >= 0 (got {m.coupling_max_offset})")
         get_task(d.task).digit_order(d.format)  # refuses formats without a defined significance
-        longest = coupling_digits(d)
+        # the most digits a number has (the answer of the longest test cell): a product's twice a factor's
+        widest = max(d.max_digits, *test_digits(d))
+        longest = 2 * widest if get_task(d.task).carries == "product" else widest + 1
         if m.coupling_max_offset + longest + 1 >= m.n_positions:
             raise ConfigError(
                 f"model.position='coupling' gives ids up to coupling_max_offset + {longest} (the longest "
@@ -70,37 +71,23 @@ class Coupling(PositionScheme):
 
     @classmethod
     def build(cls, settings: Any, shape: ModelShape) -> Coupling:
-        return cls(
-            shape.digit_ids,
-            shape.vocab_size,
-            shape.digit_order,
-            settings.coupling_max_offset,
-            shape.n_positions,
-        )
+        return cls(shape, settings.coupling_max_offset)
 
-    def __init__(
-        self,
-        digit_token_ids: Iterable[int],
-        vocab_size: int,
-        digit_order: Sequence[str],
-        max_offset: int,
-        n_positions: int,
-    ) -> None:
+    def __init__(self, shape: ModelShape, max_offset: int) -> None:
         super().__init__()
-        if not digit_order or any(o not in self.ORDERS for o in digit_order):
+        self.digit_order = shape.digit_order
+        if not self.digit_order or any(o not in self.ORDERS for o in self.digit_order):
             raise ValueError(
                 f"position coupling needs the task's digit order, 'msd' or 'lsd' per number (got "
-                f"{tuple(digit_order)}); build the model with its data config"
+                f"{self.digit_order}); build the model with its data config"
             )
-        self.digit_order = tuple(digit_order)
-        self.max_offset, self.n_positions = max_offset, n_positions
-        self.register_buffer("is_digit", digit_mask(digit_token_ids, vocab_size, "position coupling"))
+        self.max_offset, self.n_positions = max_offset, shape.n_positions
+        self.register_buffer("is_digit", digit_mask(shape, "position coupling"))
         #: per number of the line: True where it is written most significant digit first
         self.register_buffer("msd_first", torch.tensor([o == "msd" for o in self.digit_order]))
 
     def draw(self, attention_mask: torch.Tensor, generator: torch.Generator | None = None) -> CouplingState:
-        batch = attention_mask.shape[0]
-        device = attention_mask.device
+        batch, device = attention_mask.shape[0], attention_mask.device
         offset = start_offsets(batch, self.max_offset if self.training else 0, generator, device)
         zeros = torch.zeros(batch, dtype=torch.long, device=device)
         # position_ids only records the width here: embed computes the coupled ids from the tokens
@@ -142,11 +129,4 @@ class Coupling(PositionScheme):
         return token_embeds, ids, after
 
     def extra_config(self) -> dict:
-        return {"coupling_max_offset": self.max_offset, "digit_order": list(self.digit_order)}
-
-
-def coupling_digits(d: DataConfig) -> int:
-    """The most digits a number of data config `d` has (the answer of the longest test cell): twice the
-    factors' for a product, one more than the operands' for a sum."""
-    widest = max(d.max_digits, *test_digits(d))
-    return 2 * widest if get_task(d.task).carries == "product" else widest + 1
+        return {"digit_order": list(self.digit_order)}

@@ -1,10 +1,9 @@
 """ArithModel: transformers' GPT2LMHeadModel driven through a position scheme.
 
 The model computes the GPT-2 input itself (`wte(ids)` + the scheme's contribution) and hands
-`inputs_embeds`, `position_ids` and the attention mask to the GPT-2 trunk, so that one code path
-serves every scheme, in training and in KV-cache decoding. The attention mask is always passed:
-transformers reads non-consecutive position ids without one as packed sequences.
-"""
+`inputs_embeds`, `position_ids` and the attention mask to the GPT-2 trunk, so that one code path serves
+every scheme, in training and in KV-cache decoding. The mask is always passed: without one, transformers
+reads non-consecutive position ids as packed sequences."""
 
 from __future__ import annotations
 
@@ -67,32 +66,22 @@ class ArithModel(nn.Module):
         self._epoch = epoch
         self._generators.clear()
 
-    def _training_generator(self, device: torch.device) -> torch.Generator:
-        generator = self._generators.get(device)
-        if generator is None:
-            generator = torch.Generator(device=device)
-            generator.manual_seed(zlib.crc32(f"{self._seed}/{self._epoch}".encode()))
-            self._generators[device] = generator
-        return generator
-
     @torch.compiler.disable  # generators are not traceable: draw eagerly, compile the rest
     def draw_positions(
         self, attention_mask: torch.Tensor, generator: torch.Generator | None = None
     ) -> PositionState:
         """The scheme's per-sequence draw for these columns. Without a generator: the epoch's
         generator in training mode, a fixed seed in eval mode (so eval never moves training's)."""
-        width, reach = attention_mask.shape[1], self.lm.config.n_positions
+        width, reach, device = attention_mask.shape[1], self.lm.config.n_positions, attention_mask.device
         if width > reach:  # GPT-2's position table would fail with an index error, or a scheme would alias
-            raise ValueError(
-                f"a line of {width} tokens (prompt and answer) is longer than the model's "
-                f"n_positions={reach}: it cannot place it"
-            )
-        if generator is None:
-            if self.training:
-                generator = self._training_generator(attention_mask.device)
-            else:
-                generator = torch.Generator(device=attention_mask.device)
-                generator.manual_seed(0)
+            raise ValueError(f"a line of {width} tokens: a model of n_positions={reach} cannot place it")
+        if generator is None and not self.training:
+            generator = torch.Generator(device=device).manual_seed(0)
+        elif generator is None:
+            if device not in self._generators:
+                seed = zlib.crc32(f"{self._seed}/{self._epoch}".encode())
+                self._generators[device] = torch.Generator(device=device).manual_seed(seed)
+            generator = self._generators[device]
         return self.scheme.draw(attention_mask, generator)
 
     def forward(
@@ -105,19 +94,16 @@ class ArithModel(nn.Module):
         generator: torch.Generator | None = None,
         logits: bool = True,
     ) -> ModelOutput:
-        """Logits for every column and the loss on the tokens `loss_mask` marks (default: every real
-        token after the first). `positions` reuses a draw (e.g. the one a generation used).
-
-        `logits=False` runs the LM head only on the columns that predict a weighted token: the same loss
-        without the head's matmuls on the prompt, but a data-dependent shape (no CUDA graph)."""
+        """Logits for every column and the loss on the tokens `loss_mask` marks (default: every real token
+        after the first); `positions` reuses a draw (e.g. a generation's). `logits=False` runs the LM head
+        only on the columns that predict a weighted token: the same loss without the head's matmuls on the
+        prompt, but a data-dependent shape (no CUDA graph)."""
         if positions is None:
             positions = self.draw_positions(attention_mask, generator)
         hidden, _ = self._trunk(input_ids, attention_mask, positions, start=0, cache=None)
         weights = (attention_mask if loss_mask is None else loss_mask)[:, 1:]
         if not logits:
-            return ModelOutput(
-                loss=weighted_rows_loss(self.lm.lm_head, hidden, input_ids, weights), logits=None
-            )
+            return ModelOutput(weighted_rows_loss(self.lm.lm_head, hidden, input_ids, weights), None)
         all_logits = self.lm.lm_head(hidden)
         return ModelOutput(loss=next_token_loss(all_logits, input_ids, weights), logits=all_logits)
 
@@ -247,13 +233,8 @@ def build_model(cfg: ModelConfig, tokenizer, data: DataConfig | None = None) -> 
     `data` tells schemes that read the task's structure (coupling: its digit order) what it is."""
     choice("model.init", cfg.init, INITS)
     choice("model.preset", cfg.preset, MODEL_PRESETS)
-    # gelu_pytorch_tanh is GPT-2's gelu_new computed by one fused kernel instead of five
-    overrides = {
-        "resid_pdrop": cfg.dropout,
-        "embd_pdrop": cfg.dropout,
-        "attn_pdrop": cfg.dropout,
-        "activation_function": "gelu_pytorch_tanh",
-    }
+    overrides = {f"{part}_pdrop": cfg.dropout for part in ("resid", "embd", "attn")}
+    overrides["activation_function"] = "gelu_pytorch_tanh"  # GPT-2's gelu_new, one fused kernel not five
     if cfg.init == "pretrained":
         lm = _load_pretrained(cfg.pretrained, **overrides)
         if len(tokenizer) > lm.config.vocab_size:
@@ -299,10 +280,7 @@ def load_folder(folder: str | Path, device: str | torch.device | None = None) ->
             f"no model at {folder}: not a folder (an MLflow URI loads with arith.tracking.models.load_model)"
         )
     if not (path / SCHEME_CONFIG).exists():
-        raise ModelFolderError(
-            f"{path} is not a model written by ArithModel.save: it has no {SCHEME_CONFIG} (the position "
-            "scheme a model needs to run)"
-        )
+        raise ModelFolderError(f"{path} is not a model written by ArithModel.save: it has no {SCHEME_CONFIG}")
     saved = json.loads((path / SCHEME_CONFIG).read_text())
     cfg = ModelConfig(**saved["model_config"])
     with quiet_progress():
@@ -335,8 +313,7 @@ def _load_pretrained(name: str, **overrides) -> GPT2LMHeadModel:
         return GPT2LMHeadModel.from_pretrained(name, attn_implementation=ATTENTION, **overrides)
     except OSError as err:
         raise OSError(
-            f"cannot load pretrained GPT-2 {name!r}: give a directory written by save_pretrained / "
-            f"ArithModel.save, or a hub name when the hub is reachable ({err})"
+            f"cannot load pretrained GPT-2 {name!r}: no save_pretrained folder, no reachable hub name ({err})"
         ) from err
 
 

@@ -21,7 +21,6 @@ scheme is a class plus one line in `arith.model.schemes` (docs/DESIGN.md, "Add a
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,10 +115,7 @@ class PositionScheme(nn.Module):
     def attach(self, lm: nn.Module) -> None:
         """Adapt a freshly built or loaded GPT2LMHeadModel to the scheme."""
         if not self.uses_wpe:
-            wpe = lm.transformer.wpe
-            with torch.no_grad():
-                wpe.weight.zero_()
-            wpe.weight.requires_grad_(False)
+            lm.transformer.wpe.weight.requires_grad_(False).zero_()
 
     def draw(self, attention_mask: torch.Tensor, generator: torch.Generator | None = None) -> PositionState:
         return PositionState(position_ids=rank_ids(attention_mask))
@@ -134,7 +130,8 @@ class PositionScheme(nn.Module):
         return hidden
 
     def extra_config(self) -> dict:
-        """Scheme settings saved beside the model so that `load_folder` (arith.model.gpt) rebuilds it."""
+        """What `load_folder` (arith.model.gpt) needs back beyond the model's config (coupling: the task's
+        digit order), saved beside the model."""
         return {}
 
 
@@ -155,10 +152,10 @@ def _end(state: PositionState, start: int, input_ids: torch.Tensor) -> int:
     return stop
 
 
-def digit_mask(digit_token_ids: Iterable[int], vocab_size: int, scheme: str) -> torch.Tensor:
+def digit_mask(shape: ModelShape, scheme: str) -> torch.Tensor:
     """is_digit[token id]: whether the token's text is a digit string (possibly with a leading space)."""
-    is_digit = torch.zeros(vocab_size, dtype=torch.bool)
-    is_digit[list(digit_token_ids)] = True
+    is_digit = torch.zeros(shape.vocab_size, dtype=torch.bool)
+    is_digit[list(shape.digit_ids)] = True
     if not is_digit.any():
         raise ValueError(f"{scheme} needs digit tokens, but the tokenizer has none")
     return is_digit
@@ -210,8 +207,7 @@ class RandomEmbed(PositionScheme):
         super().__init__()
         if n_hash % n_head or not 0 < n_hash < n_embd:
             raise ValueError(
-                f"random_embed needs 0 < n_hash < n_embd and n_head | n_hash "
-                f"(got n_hash={n_hash}, n_head={n_head}, n_embd={n_embd})"
+                f"random_embed needs 0 < n_hash < n_embd, n_head | n_hash ({n_hash=}, {n_head=}, {n_embd=})"
             )
         self.n_embd, self.n_head, self.n_hash = n_embd, n_head, n_hash
         head_dim, per_head = n_embd // n_head, n_hash // n_head
@@ -236,9 +232,6 @@ class RandomEmbed(PositionScheme):
 
     def readout(self, hidden: torch.Tensor) -> torch.Tensor:
         return hidden * self.decode_mask.to(hidden.dtype)
-
-    def extra_config(self) -> dict:
-        return {"n_hash": self.n_hash}
 
 
 class Randomized(PositionScheme):
@@ -298,9 +291,6 @@ class Randomized(PositionScheme):
         ids = torch.where(attention_mask.bool(), ids, 0)
         return PositionState(position_ids=ids)
 
-    def extra_config(self) -> dict:
-        return {"randomized_max_position": self.max_position}
-
 
 class Abacus(PositionScheme):
     """Abacus embeddings (McLeish et al. 2024): each digit token gets its 1-based index within its own
@@ -321,26 +311,17 @@ class Abacus(PositionScheme):
 
     @classmethod
     def build(cls, settings: Any, shape: ModelShape) -> Abacus:
-        return cls(
-            shape.n_embd,
-            shape.digit_ids,
-            shape.vocab_size,
-            settings.abacus_max_offset,
-            max_index=shape.n_positions,
-        )
+        return cls(shape, settings.abacus_max_offset)
 
-    def __init__(
-        self, n_embd: int, digit_token_ids: Iterable[int], vocab_size: int, max_offset: int, max_index: int
-    ) -> None:
+    def __init__(self, shape: ModelShape, max_offset: int) -> None:
         super().__init__()
         self.max_offset = max_offset
-        self.register_buffer("is_digit", digit_mask(digit_token_ids, vocab_size, "abacus positions"))
-        self.embedding = nn.Embedding(max_index + max_offset + 1, n_embd)
+        self.register_buffer("is_digit", digit_mask(shape, "abacus positions"))
+        self.embedding = nn.Embedding(shape.n_positions + max_offset + 1, shape.n_embd)
         nn.init.normal_(self.embedding.weight, std=0.02)
 
     def draw(self, attention_mask: torch.Tensor, generator: torch.Generator | None = None) -> PositionState:
-        batch = attention_mask.shape[0]
-        device = attention_mask.device
+        batch, device = attention_mask.shape[0], attention_mask.device
         offset = start_offsets(batch, self.max_offset if self.training else 0, generator, device)
         run = torch.zeros(batch, dtype=torch.long, device=device)
         return AbacusState(position_ids=rank_ids(attention_mask), offset=offset, digit_run=run)
@@ -363,16 +344,10 @@ class Abacus(PositionScheme):
         inputs = token_embeds + self.embedding(slot).to(token_embeds.dtype)
         return inputs, state.position_ids[:, start:stop], dataclasses.replace(state, digit_run=index[:, -1])
 
-    def extra_config(self) -> dict:
-        return {"abacus_max_offset": self.max_offset}
-
 
 def digit_token_ids(tokenizer) -> list[int]:
     """Ids of tokens whose text is a digit string, possibly after one leading space (" 7", "12")."""
-    ids = []
-    for token, index in tokenizer.get_vocab().items():
-        text = tokenizer.convert_tokens_to_string([token])
-        body = text[1:] if text.startswith(" ") else text
-        if body.isdigit() and body.isascii():
-            ids.append(index)
-    return ids
+    bodies = {
+        i: tokenizer.convert_tokens_to_string([t]).removeprefix(" ") for t, i in tokenizer.get_vocab().items()
+    }
+    return [i for i, body in bodies.items() if body.isdigit() and body.isascii()]

@@ -1,10 +1,9 @@
 """The digit-aware tokenizer for models trained from scratch; GPT-2's for pretrained ones.
 
-It splits text the way GPT-2's BPE splits the paper's data: a digit with its leading space is one token
-(" 7"), an extra space is a token of its own (random spaces stay visible), and frequent words of the
-training texts become word tokens (" Teacher"). Unseen words fall back to characters and UTF-8 bytes, so
-any file encodes. It is a transformers fast tokenizer, so it saves and loads beside a model.
-"""
+It splits text as GPT-2's BPE splits the paper's data: a digit with its leading space is one token (" 7"),
+an extra space a token of its own (random spaces stay visible), frequent words of the training texts word
+tokens (" Teacher"); unseen words fall back to characters and UTF-8 bytes, so any file encodes. A
+transformers fast tokenizer, it saves and loads beside a model."""
 
 from __future__ import annotations
 
@@ -101,13 +100,8 @@ def encode_examples(
     tokenizer: PreTrainedTokenizerFast, examples: Iterable[Example]
 ) -> list[tuple[list[int], int]]:
     """`encode_example` for many examples at once (batched in the Rust tokenizer)."""
-    examples = list(examples)
-    backend = tokenizer.backend_tokenizer
-    prompts = [
-        enc.ids for enc in backend.encode_batch([" " + e.prompt for e in examples], add_special_tokens=False)
-    ]
-    answers = [
-        enc.ids for enc in backend.encode_batch([e.answer for e in examples], add_special_tokens=False)
-    ]
+    examples, encode = list(examples), tokenizer.backend_tokenizer.encode_batch
+    prompts = encode([" " + e.prompt for e in examples], add_special_tokens=False)
+    answers = encode([e.answer for e in examples], add_special_tokens=False)
     eos = tokenizer.eos_token_id
-    return [([*p, *a, eos], len(p)) for p, a in zip(prompts, answers, strict=True)]
+    return [([*p.ids, *a.ids, eos], len(p.ids)) for p, a in zip(prompts, answers, strict=True)]

@@ -1,24 +1,18 @@
-"""The task registry: `TASKS`, one `Task` object per task (`arith.data.tasks.base`), and the functions
-that take a task's name (`render_line`, `answer_key`, `problem_id`, ...) or compare tasks.
-
-Every rule that depends on the task is a method of its class, so the rest of the project asks the task
-rather than comparing its name; adding a task is its class (a module of this package) plus one entry in
-`TASKS` (docs/DESIGN.md, "Add a task").
-"""
+"""The task registry `TASKS` (one `Task` object per task) and the functions that take a task's name
+(`render_line`, `answer_key`, `problem_id`, ...). Every rule that depends on the task is a method of its
+class, so the rest of the project asks the task rather than comparing names; adding a task is its class
+plus one entry in `TASKS` (docs/DESIGN.md, "Add a task")."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from arith.config import AUGMENTS, MIX_FORMATS, ConfigError, DataConfig, choice
 from arith.data.examples import Example
 from arith.data.tasks.add import Add
 from arith.data.tasks.add_scratchpad import AddScratchpad
 from arith.data.tasks.base import LSD, Task
-from arith.data.tasks.base import MSD as MSD
 from arith.data.tasks.dialogue import Dialogue
 from arith.data.tasks.mul import Mul
 from arith.data.tasks.reverse import Reverse
@@ -29,8 +23,7 @@ TASKS: dict[str, Task] = {task.name: task for task in (Mul(), AddScratchpad(), R
 
 def get_task(name: str) -> Task:
     """The registered task called `name`; an unknown name fails listing the valid ones."""
-    if name not in TASKS:
-        raise ConfigError(f"data.task={name!r} is not valid; choose one of: {', '.join(TASKS)}")
+    choice("data.task", name, TASKS)
     return TASKS[name]
 
 
@@ -41,14 +34,16 @@ def check_data_config(d: DataConfig) -> None:
     choice("data.format", d.format, task.formats)
     choice("data.augment", d.augment, AUGMENTS)
     choice("data.mix_format", d.mix_format, MIX_FORMATS)
-    _check_exclusive(task, d)
+    for name in task.EXCLUSIVE:  # another task's setting, away from its default
+        value = getattr(d, name)
+        if value != getattr(DataConfig(), name) and not task.reads(name):
+            readers = " or ".join(repr(t.name) for t in TASKS.values() if t.reads(name))
+            raise ConfigError(f"data.{name}={value!r} applies to task {readers} only (task is {task.name!r})")
     task.check(d)
     if d.reverse_addends and d.format != "recursive_scratchpad":
         raise ConfigError("data.reverse_addends applies to add_scratchpad format 'recursive_scratchpad'")
     if d.min_digits < 1 or d.max_digits < d.min_digits:
-        raise ConfigError(
-            f"digit range must satisfy 1 <= min_digits <= max_digits (got {d.min_digits}..{d.max_digits})"
-        )
+        raise ConfigError(f"digits need 1 <= min_digits <= max_digits (got {d.min_digits}..{d.max_digits})")
     if d.one_digit_weight < 0:
         raise ConfigError(f"data.one_digit_weight must be >= 0 (got {d.one_digit_weight})")
     if not 0 <= d.random_space_prob < 1:
@@ -62,23 +57,8 @@ def check_data_config(d: DataConfig) -> None:
         raise ConfigError(f"data.dialogue_file {d.dialogue_file!r} does not exist")
 
 
-def _check_exclusive(task: Task, d: DataConfig) -> None:
-    """Refuse a field of `Task.EXCLUSIVE` set away from its default for a task that does not read it,
-    naming the tasks that do."""
-    for name in task.EXCLUSIVE:
-        value = getattr(d, name)
-        if value != _DEFAULTS[name] and not task.reads(name):
-            readers = [t.name for t in TASKS.values() if t.reads(name)]
-            raise ConfigError(
-                f"data.{name}={value!r} applies to task {' or '.join(map(repr, readers))} only "
-                f"(task is {task.name!r})"
-            )
-
-
 #: task -> its formats (the data CLI's and the docs' table)
 TASK_FORMATS: dict[str, tuple[str, ...]] = {task.name: task.formats for task in TASKS.values()}
-
-_DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(DataConfig)}
 
 
 def test_digits(cfg: DataConfig) -> list[int]:
@@ -103,17 +83,15 @@ def render_line(task: str, fmt: str, a: int, b: int | None = None, **options) ->
     return prompt + answer
 
 
-def render_example(
-    task: str, fmt: str, a: int, b: int | None = None, *, kind: str = "main", cell=None, **options
-) -> Example:
-    """One `Example` (prompt, answer and exact-match key) of `task`/`fmt` (`Task.checked_example`)."""
-    return get_task(task).checked_example(fmt, a, b, kind=kind, cell=cell, **options)
+def render_example(task: str, fmt: str, a: int, b: int | None = None, **options) -> Example:
+    """One `Example` of `task`/`fmt`; `options` as `Task.example` takes them (kind, cell...)."""
+    return get_task(task).example(fmt, a, b, **options)
 
 
 def answer_key(task: str, fmt: str, completion: str) -> str | None:
     """The part of a completion that exact match compares with `Example.key`, or None (`Task.answer_key`)."""
     spec = get_task(task)
-    spec.check_format(fmt)
+    choice("data.format", fmt, spec.formats)
     return spec.answer_key(fmt, completion)
 
 

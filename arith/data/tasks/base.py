@@ -1,17 +1,13 @@
 """The `Task` interface: everything the rest of the code asks about a task, with the defaults most tasks
-share (two operands, an answer that is the digits of a number, exact match on them).
-
-A task class wires its own line functions and samplers together and never looks a task up by name, so
-the registry (`arith.data.tasks`) imports the task modules, not the other way round.
-"""
+share (two operands, an answer that is the digits of a number, exact match on them). A task never looks
+another up by name, so the registry (`arith.data.tasks`) imports the task modules, not the reverse."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from arith.config import ConfigError, DataConfig, NoSettings
+from arith.config import ConfigError, DataConfig, choice
 from arith.data import formats
 from arith.data.examples import Example
 
@@ -33,12 +29,11 @@ class Task:
     direct: frozenset[str] = frozenset()
     #: the paper's sizes and training digit ranges (the data CLI's and `generate`'s defaults)
     paper_defaults: ClassVar[Mapping[str, Any]] = {}
-    #: the first element of a problem_id: tasks posing the same question share it, so that
-    #: `seen_in_train` finds a sum whatever its format
+    #: a problem_id's first element, shared by tasks posing the same question (a sum whatever its format)
     question = "+"
-    #: the `data.*` config fields only this task reads, with their defaults (an arith.config class)
-    Settings: ClassVar[type] = NoSettings
-    #: Settings fields that a task not reading them must leave at their default (the others are harmless)
+    #: the `data.*` config fields only this task reads
+    settings: ClassVar[frozenset[str]] = frozenset()
+    #: settings that a task not reading them must leave at their default (the others are harmless)
     EXCLUSIVE: ClassVar[tuple[str, ...]] = ("augment", "mix_format")
     #: the answer as a result of the operands, for digit errors' carry chains: "sum", "product" or ""
     carries: ClassVar[str] = "sum"
@@ -59,20 +54,16 @@ class Task:
         raise NotImplementedError
 
     def example(
-        self, fmt: str, a: int, b: int | None, *, kind: str = "main", cell=None, **options
+        self, fmt: str, a: int, b: int | None = None, *, kind: str = "main", cell=None, **options
     ) -> Example:
-        prompt, answer, key = self.line(fmt, a, b, **options)
-        return Example(self.name, fmt, a, b, prompt, answer, key, kind, cell)
-
-    def check_format(self, fmt: str) -> None:
-        if fmt not in self.formats:
-            raise ConfigError(
-                f"unknown format {fmt!r} for task {self.name!r}; choose one of: {', '.join(self.formats)}"
-            )
+        """One line of `fmt` as an `Example`, once `check_line` has passed it (`render_example`)."""
+        self.check_line(fmt, a, b, options)
+        a, b = int(a), None if b is None else int(b)
+        return Example(self.name, fmt, a, b, *self.line(fmt, a, b, **options), kind, cell)
 
     def check_line(self, fmt: str, a: int, b: int | None, options: Mapping[str, Any]) -> None:
         """Raise ConfigError for a format, an option or an operand this task cannot render."""
-        self.check_format(fmt)
+        choice("data.format", fmt, self.formats)
         unknown = set(options) - self.options
         if unknown:
             valid = ", ".join(sorted(self.options)) or "none"
@@ -80,13 +71,6 @@ class Task:
         for name, n in zip("ab", (a, b)[: self.operands], strict=False):
             if n is None or n < 0:
                 raise ConfigError(f"{name} must be a non-negative integer (got {n!r})")
-
-    def checked_example(
-        self, fmt: str, a: int, b: int | None = None, *, kind: str = "main", cell=None, **options
-    ) -> Example:
-        """`example` after `check_line` (`arith.data.tasks.render_example`)."""
-        self.check_line(fmt, a, b, options)
-        return self.example(fmt, int(a), None if b is None else int(b), kind=kind, cell=cell, **options)
 
     def train_set(self, cfg: DataConfig) -> list[Example]:
         raise NotImplementedError
@@ -108,13 +92,11 @@ class Task:
 
     def test_digits(self, cfg: DataConfig) -> list[int]:
         """cfg.test_digits, else this task's default range."""
-        if cfg.test_digits:
-            return list(cfg.test_digits)
-        return self.default_test_digits(cfg)
+        return list(cfg.test_digits) if cfg.test_digits else self.default_test_digits(cfg)
 
     def reads(self, name: str) -> bool:
-        """Whether the `data.<name>` field is one of this task's own Settings."""
-        return name in {f.name for f in dataclasses.fields(self.Settings)}
+        """Whether the `data.<name>` field is one of this task's own settings."""
+        return name in self.settings
 
     def reply_tokens(self, tokenizer, example: Example, answer_tokens: int) -> int:
         """The longest reply (in tokens) the data can give to `example`, whose reference answer has
@@ -130,7 +112,7 @@ class Task:
         return fmt
 
     def check(self, cfg: DataConfig) -> None:
-        """Raise ConfigError for a setting this task cannot produce (another task's Settings are the
+        """Raise ConfigError for a setting this task cannot produce (another task's settings are the
         registry's to refuse: it knows every task)."""
 
     def check_data(self, cfg: DataConfig) -> None:
