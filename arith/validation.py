@@ -38,7 +38,10 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     choice("model.tokenizer", m.tokenizer, TOKENIZERS)
     n_layer, n_head, n_embd = m.sizes()
     if min(n_layer, n_head, n_embd) < 1 or n_embd % n_head:
-        raise ConfigError(f"model sizes need n_head | n_embd, all >= 1 ({n_layer=}, {n_head=}, {n_embd=})")
+        raise ConfigError(
+            "model sizes need n_head | n_embd, each size >= 1 "
+            f"(got model.n_layer={n_layer}, model.n_head={n_head}, model.n_embd={n_embd})"
+        )
     if m.n_positions < 1:
         raise ConfigError(f"model.n_positions must be >= 1 (got {m.n_positions})")
     scheme.check(cfg)
@@ -60,7 +63,9 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
             f"train.bucket_lengths {t.bucket_lengths} must lie in 1..model.n_positions={m.n_positions}"
         )
     if t.epochs < 1 or t.batch_size < 1 or t.lr <= 0 or t.epochs_per_pass < 1:
-        raise ConfigError("train.epochs, epochs_per_pass and batch_size must be >= 1 and train.lr > 0")
+        raise ConfigError(
+            "train.epochs, train.epochs_per_pass and train.batch_size must be >= 1 and train.lr > 0"
+        )
     if t.max_steps < 0 or t.warmup_steps < 0 or not 0 <= t.warmup_ratio < 1:
         raise ConfigError("train.max_steps, train.warmup_steps >= 0 and 0 <= train.warmup_ratio < 1")
     if not (0 <= t.adam_beta1 < 1 and 0 <= t.adam_beta2 < 1 and t.adam_eps > 0):
