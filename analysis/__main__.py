@@ -13,22 +13,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from analysis.findings import Finding
 from analysis.load import AnalysisError, Sweep, read_sweep
 from analysis.report import FORMATS, report_sweep
-from analysis.ui_start import ui_command
-from analysis.ui_view import share_view
+from analysis.ui_view import share_view, ui_command
 from arith.config import ConfigError, TrackingConfig
 
 
 def check_out(out: Path) -> None:
-    """--out names a folder to write into, or one to create: refused before the analysis runs, not after."""
+    """--out names a folder to write into or to create: refused before the analysis runs, not after."""
     blocked = next((p for p in (out, *out.parents) if p.exists() and not p.is_dir()), None)
     if blocked is not None:
         raise AnalysisError(f"--out {out}: {blocked} is a file; name a folder (new, or one to write into)")
 
 
 def analysis_parser(prog: str = "python -m analysis") -> argparse.ArgumentParser:
-    """The command line's flags (a command that chooses the sweeps to read adds its own to them)."""
+    """The command line's flags (a command may add its own)."""
     p = argparse.ArgumentParser(prog=prog, description=__doc__)
     p.add_argument(
         "--grid", required=True, help="the sweep's grid (`python sweeps/run.py --list`), e.g. nl_mix"
@@ -59,8 +59,7 @@ def analysis_parser(prog: str = "python -m analysis") -> argparse.ArgumentParser
 
 @dataclass(frozen=True)
 class ReportOptions:
-    """What the command line asks of the report: the grid, the store, the sweeps (`runs`: parent run ids;
-    empty: the grid's latest), the format and folder, and whether to log it and share a UI view."""
+    """What the command line asks of the report (`runs`: parent run ids; empty: the grid's latest)."""
 
     grid: str
     tracking_uri: str
@@ -74,8 +73,7 @@ class ReportOptions:
 def read_report_options(
     argv: list[str] | None, parser: argparse.ArgumentParser | None = None
 ) -> tuple[ReportOptions, argparse.Namespace]:
-    """argv read by `parser` (`analysis_parser()`, or one a command extended): the report's options, and
-    every flag parsed (the extending command's own among them)."""
+    """argv read by `parser` (default `analysis_parser()`): the report's options, and every flag parsed."""
     args = (parser or analysis_parser()).parse_args(argv)
     uri = TrackingConfig(tracking_uri=args.tracking_uri).resolved_uri()
     runs = tuple(r for r in (args.run or "").split(",") if r)
@@ -84,24 +82,19 @@ def read_report_options(
 
 def print_report(
     options: ReportOptions,
-    log: bool = True,
-    waiting: tuple[int, int] = (0, 0),
-    plan_file: str = "",
+    rejudge: Callable[[list[Finding]], list[Finding]] | None = None,
     note: Callable[[Sweep], str] = lambda sweep: "",
 ) -> int:
-    """Read the sweep (`options.runs`, else the grid's latest), write and print its report; `waiting` and
-    `plan_file`: the plan its parts belong to (`analysis.report.report_sweep`); `note`: a line for stderr
-    about the sweep read."""
+    """Read the sweep, write and print its report; `rejudge`: as `analysis.report.report_sweep`'s;
+    `note`: a line for stderr about the sweep read."""
     uri = options.tracking_uri
     try:
         if options.out:
             check_out(Path(options.out))
         # read once: the report and the UI view share it
         sweep = read_sweep(options.grid, uri, list(options.runs) or None)
-        logged = log and not options.no_log
-        text = report_sweep(
-            sweep, options.out, options.format, logged, waiting, plan_file, options.ui_url or ""
-        )
+        log = not options.no_log
+        text = report_sweep(sweep, options.out, options.format, log, rejudge, options.ui_url or "")
         link = share_view(sweep, options.ui_url) if options.ui_url else ""
         said = note(sweep)
     except (AnalysisError, ConfigError) as err:  # ConfigError: a broken plugin of experiments

@@ -1,13 +1,9 @@
-"""Which params are a sweep's axes, and each param string back to its config type.
-
-The axes are the ones the sweep declared (its parent run's `axes` tag, written by `sweeps/run.py`) and every
-other config key its trials differ in, less the settings a scale derives from the others.
-"""
+"""Which params are a sweep's axes (those it declared and every other config key its trials differ in,
+less what a scale derives from the others), and each param string back to its config type."""
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import typing
 from collections.abc import Sequence
 from typing import Any
@@ -16,7 +12,7 @@ import pandas as pd
 
 from arith.config import ConfigError, ExperimentConfig, coerce
 from arith.data.tasks import get_task
-from arith.tracking.schema import AXES_TAG, SEED_KEYS
+from arith.tracking.schema import SEED_KEYS
 
 
 def type_hints() -> dict[str, Any]:
@@ -42,8 +38,8 @@ def typed_value(key: str, value: str | None, hints: dict[str, Any]) -> Any:
 
 
 def varying(params: pd.DataFrame) -> list[str]:
-    """Config keys the trials differ in, leaving out seeds and tracking. A key that runs logged by an
-    older config lack counts as its default there (a new setting left at its default splits nothing)."""
+    """Config keys the trials differ in, but seeds and tracking; a key a run lacks (an older config) counts
+    as its default (a new setting left at its default splits nothing)."""
     hints, defaults = type_hints(), ExperimentConfig().flat()
     defaults = {k: tuple(v) if isinstance(v, list) else v for k, v in defaults.items()}  # as typed_value
     keys = []
@@ -68,9 +64,8 @@ DIALOGUE_KEYS = ("data.mix_format", "data.mix_samples", "data.dialogue_easy", "d
 
 
 def without_derived(params: pd.DataFrame, axes: list[str], declared: list[str]) -> list[str]:
-    """The axes less the undeclared derived keys that the other axes determine: they would only split
-    the tables into more titles (nl_mix at cpu scale: the epochs follow from the data mixed in); and
-    less the dialogue task's data where no trial is of that task."""
+    """The axes less the undeclared derived keys the other axes determine (they would only split the
+    tables), and less the dialogue task's data where no trial is of that task."""
     kept = list(axes)
     if "data.task" in params.columns:  # a task's own data keys, where no trial's task reads them
         tasks = [get_task(str(name)) for name in params["data.task"].unique()]
@@ -86,23 +81,7 @@ def without_derived(params: pd.DataFrame, axes: list[str], declared: list[str]) 
     return kept
 
 
-def declared_axes(parents: Sequence[Any]) -> list[str]:
-    """The axes the sweep(s) declared, from the parent runs' `axes` tags (in order, without repeats); a
-    parent whose tag is missing or no JSON list is refused (ValueError naming it)."""
-    axes: list[str] = []
-    for parent in parents:
-        tag = parent.data.tags.get(AXES_TAG)
-        try:
-            keys = json.loads(tag) if tag else None
-        except ValueError:
-            keys = None
-        if not isinstance(keys, list):
-            raise ValueError(f"sweep parent run {parent.info.run_id} records no axes (tag {AXES_TAG!r})")
-        axes += [str(k) for k in keys if str(k) not in axes]
-    return axes
-
-
 def axes_of(params: pd.DataFrame, declared: Sequence[str] = ()) -> list[str]:
-    """The axes of trials whose params (strings, a column each) are `params`: the `declared` ones first."""
+    """The axes of trials whose params (strings) are `params`: the `declared` ones first."""
     declared = list(declared)
     return without_derived(params, list(dict.fromkeys([*declared, *varying(params)])), declared)

@@ -1,20 +1,12 @@
-"""Accuracy by digit count: the shape of the paper's length-generalisation figures, from a sweep's own trials.
+"""Accuracy by digit count, each seed drawn: the shape of the paper's length-generalisation figures.
 
-The paper shows its addition and reversal results (fig:acc_add_rand, fig:testacc_rev, fig:randembed) as
-accuracy against the number of digits, the training range marked, one line a position scheme. A claim about
-extrapolation reads the cells beyond the training range; the table gives their seed means, this figure each
-seed as well, so that a reader sees at once whether a mean of 0.94 is five seeds near it or four at 1.00
-and one at 0.78. Seeds that chose the sweep's budget (its pre-search's) are drawn hollow: they are shown,
-never judged. Multiplication's cells are a grid of two digit counts (its tables' heatmaps show them).
+A mean of 0.94 may be five seeds near it or four at 1.00 and one at 0.78; the tables give the mean, this
+figure the seeds. Seeds that chose the sweep's budget are drawn hollow: shown, never judged.
 """
 
 from __future__ import annotations
 
-import matplotlib
-import numpy as np
 import pandas as pd
-
-matplotlib.use("Agg")
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
@@ -30,16 +22,16 @@ from arith.tracking.schema import (
     RUN_ID_COLUMN,
     SEED_COLUMN,
 )
-from experiments.verdicts import LEARNED, measured
+from experiments.cells import measured
+from experiments.verdicts import LEARNED
 
-#: half the gap between neighbouring points drawn at one digit count (in digits), so their dots do not overlap
+#: half the gap between neighbouring points' dots at one digit count (in digits)
 JITTER = 0.05
 
 
 def length_cells(sweep: Sweep, labels: pd.Series) -> pd.DataFrame:
-    """Each finished trial's cells at its last evaluation, with its point's label (`labels`, by trial, in
-    `sweep.trials`' order): empty unless every cell is one digit count (addition, reversal, dialogue), not
-    multiplication's grid of two."""
+    """Each finished trial's cells at its last evaluation, with its point's label; empty for a grid of two
+    digit counts (multiplication)."""
     cells = measured(sweep.cells)
     if cells.empty or cells[ROW_DIGITS_COLUMN].notna().any():
         return cells.iloc[0:0]
@@ -48,20 +40,18 @@ def length_cells(sweep: Sweep, labels: pd.Series) -> pd.DataFrame:
 
 
 def accuracy_by_digits_figure(sweep: Sweep) -> Figure | None:
-    """One panel per context (reversal's regular and repetitive data; addition's one): each point's mean
-    accuracy over its judged seeds by digit count (a line, in a band from the lowest seed to the highest),
-    each seed a dot, the digit counts beyond the trials' training range shaded; None for a sweep with no
-    such cells."""
+    """A panel per context: each point's mean over its judged seeds by digit count (a line, in a band
+    from the lowest seed to the highest), each seed a dot, beyond the training range shaded."""
     labels = point_labels(sweep.trials, sweep.axes)
     cells = length_cells(sweep, labels)
     if cells.empty:
         return None
-    presearch = set(chose_budget_seeds(sweep.presearch_seeds_tag, sweep.grid))
+    presearch = set(chose_budget_seeds(sweep.presearch_seeds_tag))
     contexts = sorted(cells[CONTEXT_COLUMN].fillna("main").unique())
     points = sorted(cells[POINT_COLUMN].unique())
     colour = point_colours(sweep.trials, labels)
     figure = Figure(figsize=(max(7.5, 4.6 * len(contexts) + 0.6), 3.6 + 0.14 * len(points)))
-    axes = np.atleast_1d(figure.subplots(1, len(contexts), sharey=True, squeeze=False)[0])
+    axes = figure.subplots(1, len(contexts), sharey=True, squeeze=False)[0]
     trained = float(cells["data.max_digits"].astype(float).max())
     offsets = {p: (i - (len(points) - 1) / 2) * JITTER * 2 for i, p in enumerate(points)}
     for ax, context in zip(axes, contexts, strict=True):
@@ -71,15 +61,9 @@ def accuracy_by_digits_figure(sweep: Sweep) -> Figure | None:
             ax.axvspan(trained + 0.5, digits[-1] + 0.5, color="0.9", lw=0, zorder=0)
         for point, rows in mine.groupby(POINT_COLUMN):
             x = rows[COL_DIGITS_COLUMN].astype(int) + offsets[point]
-            fresh = ~rows[SEED_COLUMN].astype(int).isin(presearch)
-            ax.scatter(x[fresh], rows.loc[fresh, ACCURACY_COLUMN], s=18, color=colour[point], alpha=0.7)
-            ax.scatter(
-                x[~fresh],
-                rows.loc[~fresh, ACCURACY_COLUMN],
-                s=22,
-                facecolors="none",
-                edgecolors=colour[point],
-            )
+            fresh, accuracy = ~rows[SEED_COLUMN].astype(int).isin(presearch), rows[ACCURACY_COLUMN]
+            ax.scatter(x[fresh], accuracy[fresh], s=18, color=colour[point], alpha=0.7)
+            ax.scatter(x[~fresh], accuracy[~fresh], s=22, facecolors="none", edgecolors=colour[point])
             if not fresh.any():  # a pre-search's point: its seeds shown, no mean drawn as if judged
                 continue
             judged = rows[fresh].groupby(COL_DIGITS_COLUMN)[ACCURACY_COLUMN]

@@ -1,9 +1,5 @@
-"""Learning curves: how a sweep's trials learned over their steps.
-
-A claim is not testable when a model it compares did not learn the cells the paper's own model learned.
-The figure shows why and what it would take: the training loss of each point over the trial's steps
-beside where each trial ended on the cells the competence gate reads (its lowest cell: still falling loss,
-more steps would help; flat, they would not).
+"""Learning curves: why a model did not learn the cells a claim's competence gate reads, and whether more
+steps would help (a loss still falling) or not (flat).
 """
 
 from __future__ import annotations
@@ -23,14 +19,14 @@ from arith.tracking.schema import (
     POINT_COLUMN,
     RUN_ID_COLUMN,
 )
-from experiments.verdicts import LEARNED, gated_cells, in_range, measured
+from experiments.cells import in_range, measured
+from experiments.verdicts import LEARNED, gated_cells
 
 #: the loss is one batch's: each trial's curve is a rolling mean over this many logged values
 SMOOTH = 5
 
 
 def point_labels(trials: pd.DataFrame, axes: list[str]) -> pd.Series:
-    """A short label for each trial's point: the sweep's axes and their values."""
     shown = [a for a in axes if a in trials.columns]
     if not shown:
         return trials[POINT_COLUMN].astype(str)
@@ -42,9 +38,8 @@ def point_labels(trials: pd.DataFrame, axes: list[str]) -> pd.Series:
 
 
 def point_colours(trials: pd.DataFrame, labels: pd.Series) -> dict[str, str]:
-    """Each point label's colour: its trials' run colour (the `mlflow.runColor` tag the sweep gave them,
-    what the MLflow UI's charts draw them in), else by its place among the sorted labels, from the same
-    palette (trials of a sweep from before the tag)."""
+    """Each point label's colour: its trials' `mlflow.runColor` tag (the MLflow UI's charts' colour), else
+    by its place among the sorted labels, from the same palette."""
     tagged = trials[COLOUR_COLUMN] if COLOUR_COLUMN in trials.columns else pd.Series("", index=trials.index)
     points = sorted(set(labels))
     colour = {p: POINT_COLOURS[i % len(POINT_COLOURS)] for i, p in enumerate(points)}
@@ -55,9 +50,8 @@ def point_colours(trials: pd.DataFrame, labels: pd.Series) -> dict[str, str]:
 
 
 def gated_by_trial(sweep: Sweep) -> pd.Series:
-    """Each finished trial's lowest accuracy, at its last evaluation, on the cells the competence rule
-    reads (`experiments.verdicts.gated_cells`: where the paper's own model learned, through the sweep's digit
-    map; else the cells in range). A trial has learned when this is at least LEARNED, as the gate reads it."""
+    """Each finished trial's lowest accuracy at its last evaluation on the cells the competence rule reads
+    (`experiments.verdicts.gated_cells`): it learned when this is at least LEARNED."""
     cells = measured(sweep.cells)
     if cells.empty:
         return pd.Series(dtype=float)
@@ -70,10 +64,22 @@ def gated_by_trial(sweep: Sweep) -> pd.Series:
     return pd.Series(lowest, dtype=float)
 
 
+def seeds_by_point(
+    ax, by_point: list[tuple[str, pd.Series]], colours: list[str], size: int, alpha: float
+) -> None:
+    """A row per point of accuracies: a dot per seed, a black bar at their mean."""
+    for i, ((_, values), colour) in enumerate(zip(by_point, colours, strict=True)):
+        ax.scatter(values, [i] * len(values), s=size, alpha=alpha, color=colour, zorder=3)
+        if len(values):
+            ax.plot([values.mean()] * 2, [i - 0.3, i + 0.3], color="k", lw=2)
+    ax.set_yticks(range(len(by_point)), [point for point, _ in by_point], fontsize=8)
+    ax.set_xlim(-0.03, 1.03)
+    ax.grid(axis="x", alpha=0.3)
+
+
 def learning_curves_figure(sweep: Sweep, history: pd.DataFrame | None = None) -> Figure | None:
     """Left: each point's training loss by step (the mean over its seeds, the band their range). Right:
-    each trial's lowest accuracy at the end on the cells the competence rule reads (a dot per seed) against
-    the threshold: the gate's own reading, so a point whose dots sit left of it is not learned."""
+    each trial's `gated_by_trial` (a dot per seed) against the gate's threshold."""
     history = sweep.history_of((LOSS_METRIC,)) if history is None else history
     accuracy = gated_by_trial(sweep)
     if history.empty and accuracy.empty:
@@ -99,26 +105,16 @@ def learning_curves_figure(sweep: Sweep, history: pd.DataFrame | None = None) ->
     loss_ax.set_xlabel("optimiser step")
     loss_ax.set_ylabel(f"{LOSS_METRIC}, mean of {SMOOTH} logs\n(line: mean over seeds; band: their range)")
     loss_ax.grid(alpha=0.3, which="both")
-    for i, point in enumerate(points):
-        runs = [r for r, p in labels.items() if p == point and r in accuracy.index]
-        values = accuracy.loc[runs]
-        acc_ax.scatter(values, [i] * len(values), s=34, alpha=0.8, color=colour[point], zorder=3)
-        if len(values):
-            acc_ax.plot([values.mean()] * 2, [i - 0.3, i + 0.3], color="k", lw=2)
+    by_point = [
+        (p, accuracy.loc[[r for r, q in labels.items() if q == p and r in accuracy.index]]) for p in points
+    ]
+    seeds_by_point(acc_ax, by_point, [colour[p] for p in points], size=34, alpha=0.8)
     acc_ax.axvline(LEARNED, color="k", ls="--", lw=1)
-    acc_ax.set_yticks(range(len(points)), points, fontsize=8)
     acc_ax.yaxis.tick_right()
-    acc_ax.set_xlim(-0.03, 1.03)
     acc_ax.set_xlabel(
         "lowest accuracy at the end on the gated cells\n"
         f"(dot: a seed; black bar: their mean; dashed: learned = {LEARNED:g} on every one)"
     )
-    acc_ax.grid(axis="x", alpha=0.3)
     figure.suptitle(f"{sweep.grid}: learning curves", fontsize=11)
     figure.tight_layout()
     return figure
-
-
-def save(figure: Figure, path) -> None:
-    """Write a figure as a PNG with no timestamp in it, so the same numbers give the same file."""
-    figure.savefig(path, dpi=100, metadata={"Software": None})

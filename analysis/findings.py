@@ -1,11 +1,8 @@
 """A sweep's findings: each claim of its experiment judged on the sweep's per-seed numbers, with its reason.
 
-The claims are declared with their experiment (`experiments.catalog`, collected by `experiments.registry`):
-a sweep of grid G is judged by G's experiment's claims (a variant holds its parent's; a grid this checkout
-does not declare, by its `variant_of` tag's). The verdicts follow `experiments.verdicts` (held, not held,
-the seeds cannot tell, not testable), Holm's correction over a report's claims. A claim whose grid's budget
-a pre-search chose is judged only on other seeds: the sweep's parent-run tag `presearch_seeds`, else what
-the experiment declares (`Grid.presearch_seeds`).
+The claims are declared with their experiment (`experiments.registry.claims_for`; a variant holds its
+parent's). The verdicts follow `experiments.verdicts`, Holm's correction over a report's claims. Seeds of
+a pre-search that chose the grid's budget (tag `presearch_seeds`) are never judged on.
 """
 
 from __future__ import annotations
@@ -13,11 +10,11 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field
 
 import pandas as pd
 
+from analysis.tables import markdown_rows
 from arith.tracking.schema import ACCURACY_COLUMN, SEED_COLUMN
 from experiments.claim import Claim
 from experiments.decide import decide_family
@@ -26,7 +23,6 @@ from experiments.registry import claims_for, presearch_record
 from experiments.verdicts import (  # noqa: F401  (the verdicts are re-exported: tests and scripts read them here)
     CANNOT_TELL,
     HELD,
-    LEARNED,
     NOT_HELD,
     NOT_TESTABLE,
     VERDICTS,
@@ -39,17 +35,16 @@ from experiments.verdicts import (  # noqa: F401  (the verdicts are re-exported:
 @dataclass(frozen=True)
 class Finding:
     grid: str
+    #: "text [paper label]"
     claim: str
     status: str
     evidence: str
-    #: the claim's contrasts as the analysis read them (Holm's correction is over a report's findings)
     outcome: Outcome = field(default_factory=Outcome, repr=False, compare=False)
     #: Holm-adjusted one-sided p over the claims judged in the same report (NaN: not judged)
     p_holm: float = math.nan
 
     @property
     def claim_text(self) -> str:
-        """The claim without its paper label (`claim` is "text [label]")."""
         return self.claim.rsplit(" [", 1)[0]
 
     @property
@@ -64,8 +59,7 @@ class Finding:
 
     @property
     def weakest_interval(self) -> Interval:
-        """The interval of the claim's weakest contrast (its largest one-sided p): what its verdict rests
-        on, all of its contrasts having to hold."""
+        """The contrast with the largest one-sided p: the verdict rests on it, all having to hold."""
         return max((c.interval for c in self.outcome.contrasts), key=lambda i: (math.isnan(i.p), i.p))
 
     @property
@@ -83,23 +77,19 @@ class Finding:
         }
 
 
-def chose_budget_seeds(tag: str | None, grid: str = "") -> tuple[int, ...]:
-    """The seeds of the pre-search that chose the sweep's budget: its `presearch_seeds` tag (JSON list; none
-    without the tag)."""
-    if tag:
-        try:
-            return tuple(int(s) for s in json.loads(tag))
-        except (ValueError, TypeError):
-            pass
-    return ()
+def chose_budget_seeds(tag: str | None) -> tuple[int, ...]:
+    """The seeds of the pre-search that chose the sweep's budget: its `presearch_seeds` tag (JSON list)."""
+    try:
+        return tuple(int(s) for s in json.loads(tag)) if tag else ()
+    except (ValueError, TypeError):
+        return ()
 
 
 def outcome_of(
     claim: Claim, frame: pd.DataFrame, digit_map=None, presearch_tag: str | None = None, grid: str = ""
 ) -> Outcome:
-    """The claim read off the per-seed cells of a sweep of `grid` (the claim's own or a variant of it):
-    seeds that chose its budget left out, pooled sides refused."""
-    chose = chose_budget_seeds(presearch_tag, grid)
+    """The claim read off a sweep's per-seed cells: seeds that chose its budget left out, pooling refused."""
+    chose = chose_budget_seeds(presearch_tag)
     if chose and not frame.empty:
         fresh = frame[~frame[SEED_COLUMN].isin(chose)]
         if fresh.empty:
@@ -122,7 +112,6 @@ def outcome_of(
 
 
 def _as_read(claim: Claim, frame: pd.DataFrame, digit_map) -> str:
-    """What the check reads on the given seeds (a claim's own pre-search seeds, shown for reference)."""
     try:
         outcome = claim.check(frame, digit_map)
     except PooledConfigurations as err:
@@ -132,15 +121,6 @@ def _as_read(claim: Claim, frame: pd.DataFrame, digit_map) -> str:
     return "; ".join(c.describe() for c in outcome.contrasts)
 
 
-def judged(grid: str, claims: list[tuple[Claim, Outcome]]) -> list[Finding]:
-    """Findings of one report, Holm-corrected together (`experiments.verdicts.decide_family`)."""
-    verdicts = decide_family([o for _, o in claims])
-    return [
-        Finding(grid, f"{c.text} [{c.source}]", status, evidence, o, p)
-        for (c, o), (status, evidence, p) in zip(claims, verdicts, strict=True)
-    ]
-
-
 def evaluate_findings(
     frame: pd.DataFrame,
     grid: str,
@@ -148,53 +128,33 @@ def evaluate_findings(
     presearch_tag: str | None = None,
     variant_of: str = "",
 ) -> list[Finding]:
-    """Every claim the grid tests (its parent's too, for a variant), judged on the per-seed cells
-    (`analysis.load.Sweep.cells`), Holm's correction over the grid's claims (a report of several grids:
-    `rejudge`)."""
-    claims = [(c, outcome_of(c, frame, digit_map, presearch_tag, grid)) for c in claims_for(grid, variant_of)]
-    return judged(grid, claims)
-
-
-def rejudge(findings: list[Finding]) -> list[Finding]:
-    """The findings of several sweeps judged as one report: Holm's correction over all of them."""
-    verdicts = decide_family([f.outcome for f in findings])
+    """Every claim the grid tests judged on the per-seed cells, Holm-corrected together."""
+    claims = claims_for(grid, variant_of)
+    outcomes = [outcome_of(c, frame, digit_map, presearch_tag, grid) for c in claims]
+    verdicts = decide_family(outcomes)
     return [
-        Finding(f.grid, f.claim, status, evidence, f.outcome, p)
-        for f, (status, evidence, p) in zip(findings, verdicts, strict=True)
+        Finding(grid, f"{c.text} [{c.source}]", status, evidence, o, p)
+        for c, o, (status, evidence, p) in zip(claims, outcomes, verdicts, strict=True)
     ]
 
 
-def one_family(holders: Sequence[Any]) -> None:
-    """Holm's correction over the findings of several reports read as one page (each holder has a
-    `findings` list: a grid's analysis, a banked GPU batch): each gets its own findings back, rejudged."""
-    every = rejudge([f for h in holders for f in h.findings])
-    for holder in holders:
-        holder.findings, every = every[: len(holder.findings)], every[len(holder.findings) :]
+def seed_span(seeds: Sequence[int]) -> str:
+    """Seeds as runs of consecutive ones: (0, 1, 2, 3, 4) -> "0-4", (0, 2, 3) -> "0, 2-3"."""
+    runs: list[list[int]] = []
+    for seed in sorted(seeds):
+        if runs and seed == runs[-1][-1] + 1:
+            runs[-1].append(seed)
+        else:
+            runs.append([seed])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else f"{r[0]}" for r in runs)
 
 
-def awaiting_plan(
-    findings: list[Finding], waiting: int, parts: int, see: str = "Core-minutes, below"
-) -> list[Finding]:
-    """A planned sweep's findings while `waiting` of its `parts` have not run: none of them judged yet.
-
-    The plan fixed the sweep's seeds before any of it ran, so a verdict on the parts run so far would be an
-    interim look that the plan did not declare (and one whose sides hold enough seeds would read as if the
-    sweep were done). A claim the parts so far would judge becomes not testable, what they read kept as no
-    verdict, its outcome untestable so that Holm's correction (`one_family`) leaves it out of the page's
-    family; a claim already not testable keeps its own reason, the parts waiting said after it. `see`:
-    where the reader finds the parts (the page's section, or the plan's file)."""
-    waits = f"the plan's sweep of it is not complete: {waiting} of {parts} parts not yet run ({see})"
-    out = []
-    for f in findings:
-        if not f.judged:
-            outcome = replace(f.outcome, notes=(*f.outcome.notes, waits))  # kept when Holm rejudges it
-            out.append(replace(f, evidence=f"{f.evidence}; {waits}", outcome=outcome))
-            continue
-        why = f"{waits}; its seeds were fixed before it ran, and it is judged once all of them have"
-        read = "; ".join(c.describe() for c in f.outcome.contrasts)
-        notes = [f"the parts run so far read, for reference, not a verdict: {read}"]
-        out.append(Finding(f.grid, f.claim, NOT_TESTABLE, "; ".join([why, *notes]), untestable(why, notes)))
-    return out
+def verdict_numbers(finding: Finding) -> str:
+    """A judged finding's weakest contrast in short: "+0.150 [+0.066, +0.234], seeds 20-29 (10, paired)"."""
+    interval = finding.weakest_interval
+    test = "paired" if interval.paired else "Welch"
+    seeds = f"seeds {seed_span(interval.seeds)} ({len(interval.seeds)}, {test})"
+    return f"{interval.effect:+.3f} {interval.ci}, {seeds}"
 
 
 FINDING_COLUMNS = ["grid", "claim", "status", "effect", "95% CI", "p", "p (Holm)", "seeds", "evidence"]
@@ -214,18 +174,9 @@ def render_findings(findings: list[Finding], fmt: str, grid: str) -> str:
     frame = findings_frame(findings).drop(columns="grid")
     if fmt == "csv":
         return frame.to_csv(index=False)
-    if fmt == "html":
-        return frame.to_html(index=False)
     if fmt == "latex":
         return frame.to_latex(
             index=False, caption="Claims of the paper on this sweep", label="tab:findings", escape=True
         )
-    lines = [
-        "| claim | status | effect | 95% CI | p | p (Holm) | seeds | evidence |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    lines += [
-        f"| {f.claim} | **{f.status}** | " + " | ".join(f.numbers.values()) + f" | {f.evidence} |"
-        for f in findings
-    ]
-    return "\n".join(lines) + "\n"
+    rows = [[f.claim, f"**{f.status}**", *f.numbers.values(), f.evidence] for f in findings]
+    return markdown_rows(frame.columns, rows) + "\n"

@@ -1,12 +1,5 @@
-"""The report as one self-contained HTML page a researcher opens in a browser.
-
-Everything is inline (CSS in a <style> block, every figure a base64 PNG), so the file can be mailed,
-logged as an MLflow artifact or opened offline. Sections: the sweep, the paper's claims with their verdicts
-and reasons, each table beside the paper's (heatmap and numbers), accuracy by digit count, each seed
-(analysis.by_digits), the spread over seeds, the learning curves (analysis.curves), and each point's test
-accuracy by epoch, read from the trials' MLflow metric history.
-Under each table, per point: where its wrong answers err (by answer digit and carry chain) and a few
-wrong answers of each cell (analysis.wrong_answers).
+"""The report as one self-contained HTML page: CSS and every figure (a base64 PNG) inline, so the file can
+be mailed, logged as an MLflow artifact or opened offline.
 """
 
 from __future__ import annotations
@@ -15,24 +8,27 @@ import base64
 import html
 import io
 
-import matplotlib
 import pandas as pd
-
-from arith.tracking.schema import TEST_ACC_METRIC
-
-matplotlib.use("Agg")
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from analysis.by_digits import accuracy_by_digits_figure
-from analysis.curves import learning_curves_figure, point_colours, point_labels
+from analysis.curves import learning_curves_figure, point_colours, point_labels, seeds_by_point
 from analysis.findings import HELD, NOT_HELD, Finding
-from analysis.mlflow_links import mlflow_links_html
 from analysis.plots import heatmap
 from analysis.sweep import EPOCH_METRICS, Sweep
 from analysis.tables import Table, render_tables
 from analysis.wrong_answers import points_of, wrong_answers_html
-from arith.tracking.schema import ACCURACY_COLUMN, EPOCH_COLUMN, POINT_COLUMN, RUN_ID_COLUMN, SEED_COLUMN
+from arith.tracking.schema import (
+    ACCURACY_COLUMN,
+    EPOCH_COLUMN,
+    POINT_COLUMN,
+    POINT_TAG,
+    RUN_ID_COLUMN,
+    SEED_COLUMN,
+    TEST_ACC_METRIC,
+    point_label,
+)
 
 STYLE = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1d1d1f; margin: 0;
@@ -59,18 +55,15 @@ code { font-size: 12px; }
 """
 
 
-def _png(figure: Figure, dpi: int = 110) -> str:
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=dpi)
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
 def _img(figure: Figure, alt: str) -> str:
-    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{_png(figure)}">'
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110)
+    png = base64.b64encode(buffer.getvalue()).decode("ascii")
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{png}">'
 
 
-def _verdict_class(status: str) -> str:
-    return {HELD: "held", NOT_HELD: "not-held"}.get(status, "other")
+#: a verdict's badge (any other verdict's: "other")
+VERDICT_CLASSES = {HELD: "held", NOT_HELD: "not-held"}
 
 
 def findings_html(findings: list[Finding], grid: str) -> str:
@@ -78,7 +71,8 @@ def findings_html(findings: list[Finding], grid: str) -> str:
         return f"<p>No claim of the paper is tested by grid {html.escape(grid)!s}.</p>"
     rows = [
         f'<tr class="finding"><td>{html.escape(f.claim)}</td>'
-        f'<td><span class="verdict {_verdict_class(f.status)}">{html.escape(f.status)}</span></td>'
+        f'<td><span class="verdict {VERDICT_CLASSES.get(f.status, "other")}">'
+        f"{html.escape(f.status)}</span></td>"
         f"<td>{html.escape(f.evidence)}</td></tr>"
         for f in findings
     ]
@@ -86,7 +80,7 @@ def findings_html(findings: list[Finding], grid: str) -> str:
 
 
 def seed_spread_figure(sweep: Sweep) -> Figure | None:
-    """Each finished trial's mean accuracy at its last evaluation, one dot per seed, by point."""
+    """Each finished trial's mean accuracy at its last evaluation, a dot per seed, by point."""
     cells = sweep.cells
     if cells.empty:
         return None
@@ -98,21 +92,16 @@ def seed_spread_figure(sweep: Sweep) -> Figure | None:
     points = sorted(frame[POINT_COLUMN].unique())
     figure = Figure(figsize=(7.5, 0.9 + 0.42 * len(points)))
     ax = figure.subplots()
-    for i, point in enumerate(points):
-        values = frame.loc[frame[POINT_COLUMN] == point, ACCURACY_COLUMN]
-        ax.scatter(values, [i] * len(values), s=36, alpha=0.75, color="C0", zorder=3)
-        ax.plot([values.mean()] * 2, [i - 0.3, i + 0.3], color="k", lw=2)
-    ax.set_yticks(range(len(points)), points, fontsize=8)
-    ax.set_xlim(-0.03, 1.03)
+    by_point = [(p, frame.loc[frame[POINT_COLUMN] == p, ACCURACY_COLUMN]) for p in points]
+    seeds_by_point(ax, by_point, ["C0"] * len(points), size=36, alpha=0.75)
     ax.set_xlabel("mean accuracy over the test grid, last evaluation (dot: a seed; bar: the mean)")
-    ax.grid(axis="x", alpha=0.3)
     figure.tight_layout()
     return figure
 
 
 def metric_histories(sweep: Sweep) -> pd.DataFrame:
-    """run_id, metric, epoch, value for every finished trial and metric of EPOCH_METRICS it logged, from
-    the MLflow metric history read with the sweep; from its cells (test_acc only) where the store has none."""
+    """run_id, metric, epoch, value of the EPOCH_METRICS each finished trial logged; where the store has
+    none, test_acc from its cells."""
     history = sweep.history_of(EPOCH_METRICS).rename(columns={"step": EPOCH_COLUMN})
     if not history.empty or sweep.cells.empty:
         return history
@@ -123,8 +112,8 @@ def metric_histories(sweep: Sweep) -> pd.DataFrame:
 
 
 def epochs_figure(sweep: Sweep, history: pd.DataFrame) -> Figure | None:
-    """Test accuracy by epoch, a line per trial coloured by point; in and beyond the training range
-    side by side when the trials logged them, else the accuracy over the whole test grid."""
+    """Test accuracy by epoch, a line per trial in its point's colour: in and beyond the training range
+    side by side where logged, else over the whole test grid."""
     if history.empty:
         return None
     metrics = [m for m in EPOCH_METRICS[:2] if m in set(history["metric"])] or [TEST_ACC_METRIC]
@@ -149,9 +138,8 @@ def epochs_figure(sweep: Sweep, history: pd.DataFrame) -> Figure | None:
 
 
 def wrong_answers_section(sweep: Sweep, table: Table, anchor: str = "wrong-answers") -> str:
-    """Beside a table: per point, where its wrong answers err (by answer digit and carry chain) and a
-    few wrong answers of each cell (`analysis.wrong_answers`); `anchor` is its heading's id, a link
-    (report.html#wrong-answers) straight to it."""
+    """Beside a table: per point, where its wrong answers err and a few of each cell; `anchor`, the
+    heading's id, is a link (report.html#wrong-answers) straight to it."""
     points, clean = points_of(sweep, table)
     if not points and not clean:
         if not sweep.errors_kept_by:
@@ -177,8 +165,27 @@ def wrong_answers_section(sweep: Sweep, table: Table, anchor: str = "wrong-answe
     return "\n".join(parts)
 
 
+def mlflow_links_html(sweep: Sweep, view_url: str) -> str:
+    """The way into MLflow from a number seen here: the sweep's view, then every trial's run."""
+    if not view_url:
+        return ""
+    trials = sweep.trials.sort_values([POINT_TAG, SEED_COLUMN])
+    runs_page = view_url.partition("?")[0]  # a view's link is its experiment's runs page and a query
+    runs = []
+    for run_id, point, seed in zip(
+        trials[RUN_ID_COLUMN], trials[POINT_TAG], trials[SEED_COLUMN], strict=True
+    ):
+        name = html.escape(f"{point_label(point)} seed {seed}")
+        runs.append(f'<a href="{html.escape(f"{runs_page}/{run_id}")}">{name}</a>')
+    return (
+        f'<p class="mlflow">In MLflow: <a id="mlflow-view" href="{html.escape(view_url)}">the sweep\'s runs, '
+        f"grouped by {html.escape(', '.join(sweep.axes))}</a> (start the UI first); each trial's run: "
+        + " · ".join(runs)
+        + "</p>"
+    )
+
+
 def figure_section(title: str, figure: Figure | None, alt: str, caption: str = "") -> list[str]:
-    """A figure's part of the page, under its heading and above its caption; none where it has nothing."""
     if figure is None:
         return []
     said = [f'<p class="meta">{html.escape(caption)}</p>'] if caption else []
@@ -191,17 +198,14 @@ def page(analysis, head: str) -> str:
     parts = [
         f"<h1>Sweep analysis: {html.escape(sweep.grid)}</h1>",
         f'<p class="meta">{html.escape(head)}</p>',
-        mlflow_links_html(sweep, getattr(analysis, "view_url", "")),
+        mlflow_links_html(sweep, analysis.view_url),
         *(f'<p class="note">note: {html.escape(n)}</p>' for n in sweep.notes),
     ]
     if len(sweep.unfinished):
-        columns = [
-            c for c in ["run_name", "status", *sweep.axes, SEED_COLUMN] if c in sweep.unfinished.columns
-        ]
-        parts += ["<h2>Unfinished trials</h2>", sweep.unfinished[columns].to_html(index=False)]
+        parts += ["<h2>Unfinished trials</h2>", sweep.unfinished.to_html(index=False)]
     parts += ["<h2>The paper's claims</h2>", findings_html(analysis.findings, sweep.grid)]
     parts.append("<h2>Tables beside the paper's</h2>")
-    sections = 0  # anchors numbered by the sections there are: #wrong-answers is the first
+    sections = 0  # #wrong-answers is the first section's anchor
     for table in analysis.tables:
         parts.append(_img(heatmap(table), f"heatmap: {table.title}"))
         parts.append(render_tables([table], "html"))
@@ -209,7 +213,6 @@ def page(analysis, head: str) -> str:
         section = wrong_answers_section(sweep, table, anchor)
         sections += f'id="{anchor}"' in section
         parts.append(section)
-    history = metric_histories(sweep)
     parts += figure_section(
         "Accuracy by digit count",
         accuracy_by_digits_figure(sweep),
@@ -226,9 +229,8 @@ def page(analysis, head: str) -> str:
         "Right: each trial's lowest accuracy at the end on the cells the competence rule reads (dot: a "
         "seed; black bar: the seeds' mean; dashed line: learned).",
     )
-    parts += figure_section(
-        "Test accuracy by epoch", epochs_figure(sweep, history), "test accuracy by epoch, per trial"
-    )
+    epochs = epochs_figure(sweep, metric_histories(sweep))
+    parts += figure_section("Test accuracy by epoch", epochs, "test accuracy by epoch, per trial")
     body = "\n".join(parts)
     title = html.escape(f"{sweep.grid}: sweep analysis")
     return (

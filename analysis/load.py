@@ -1,17 +1,10 @@
-"""MLflow runs of one sweep -> its typed record, the `Sweep`, in one call: `read_sweep`.
+"""MLflow runs of one sweep -> its typed record, the `Sweep`, in one pass over the store: `read_sweep`.
 
-A sweep is a parent run tagged ``sweep=1`` and ``grid=<name>``; its trials are the runs nested under it
-(docs/DESIGN.md, "MLflow schema"). Each trial's params become typed columns (through the config's own
-type hints), its cells come from its ``eval/cells.csv`` artifact. Trials that did not finish are kept in
-`Sweep.trials` with their status so the report can count them; their cells are left out of the numbers.
-
-What the sweep declared is read from its parent run, not from the `sweeps` package (which the analysis
-does not import): the grid's axes (tag ``axes``, JSON list of config keys) and the scale's digit map
-(tag ``digit_map``, read in `experiments.paper.digit_map_of`); the tables' axes are those and every other
-param the trials vary in.
-What is read (the `Sweep`, its columns) is `analysis.sweep`'s, the tag and column names
-`arith.tracking.schema`'s; `read_sweep` reads it all (trials, cells, wrong answers, metric histories, the
-parent runs' tags) in one pass, so nothing after it goes back to the store.
+A sweep is a parent run tagged ``sweep=1`` and ``grid=<name>``, its trials the runs nested under it
+(docs/DESIGN.md, "MLflow schema"). What the sweep declared (its axes, its digit map) is read from the
+parent run's tags, not from the `sweeps` package, which the analysis does not import; each trial's params
+become typed columns through the config's own type hints; its cells and kept wrong answers come from its
+``eval/cells.csv`` and ``eval/errors.csv``.
 """
 
 from __future__ import annotations
@@ -25,9 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.axes import axes_of, declared_axes, type_hints, typed_value
-from analysis.errors import AnalysisError
-from analysis.kept_errors import read_errors, tidy_errors
+from analysis.axes import axes_of, type_hints, typed_value
 from analysis.sweep import (
     FINISHED,
     HISTORY_COLUMNS,
@@ -38,20 +29,17 @@ from analysis.sweep import (
     tag_columns,
 )
 from arith.tracking import schema, store
-from arith.tracking.schema import CELLS_ARTIFACT
+from arith.tracking.schema import CELLS_ARTIFACT, ERRORS_ARTIFACT
 
-#: the param of how many wrong answers a cell keeps in eval/errors.csv (0: none, the file empty)
 ERRORS_PER_CELL_PARAM = "train.errors_per_cell"
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Reaching the store
-# ---------------------------------------------------------------------------------------------------------
+class AnalysisError(RuntimeError):
+    """Input the analysis cannot turn into a result; the message says what is wrong and what to do."""
 
 
 def require_store(tracking_uri: str, timeout_s: float = 5.0) -> None:
-    """Fail fast, naming the URI, when the store is not there: `arith.tracking.store.check_reachable` as an
-    AnalysisError, the one error the analysis's callers catch."""
+    """Fail fast, naming the URI, when the store is not there (as the AnalysisError callers catch)."""
     try:
         store.check_reachable(tracking_uri, timeout_s)
     except store.StoreError as err:
@@ -87,9 +75,21 @@ def find_parent(client, grid: str, parent_run_id: str | None = None):
     return of_grid[0]
 
 
-# ---------------------------------------------------------------------------------------------------------
-# The sweep -> frames
-# ---------------------------------------------------------------------------------------------------------
+def declared_axes(parents: Sequence[Any]) -> list[str]:
+    """The axes the sweep(s) declared, from the parent runs' `axes` tags."""
+    axes: list[str] = []
+    for parent in parents:
+        tag = parent.data.tags.get(schema.AXES_TAG)
+        try:
+            keys = json.loads(tag) if tag else None
+        except ValueError:
+            keys = None
+        if not isinstance(keys, list):
+            raise AnalysisError(
+                f"sweep parent run {parent.info.run_id} records no axes (tag {schema.AXES_TAG!r})"
+            )
+        axes += [str(k) for k in keys if str(k) not in axes]
+    return axes
 
 
 @dataclass(frozen=True)
@@ -108,16 +108,13 @@ class TrialRun:
         return cls(info.run_id, info.run_name or "", info.status, dict(run.data.params), dict(run.data.tags))
 
 
-def trials_frame(
-    children: list[TrialRun], declared: Sequence[str] = ()
-) -> tuple[pd.DataFrame, list[str], list[str]]:
-    """One row per trial run with typed param columns; returns (frame, axes, notes). The axes are the
-    `declared` ones (the grid's, recorded on the parent run) and every other param the trials vary in."""
+def trials_frame(children: list[TrialRun], declared: Sequence[str] = ()) -> tuple[pd.DataFrame, list[str]]:
+    """One row per trial run with typed param columns, and the axes: the `declared` ones (the parent
+    run's) and every other param the trials vary in."""
     hints = type_hints()
     raw = pd.DataFrame([run.params for run in children])
     declared = list(declared)
     axes = axes_of(raw, declared)
-    notes: list[str] = []
 
     required = list(dict.fromkeys([*IDENTITY_KEYS, *declared]))
     lacking = {run.run_name or run.run_id: [k for k in required if k not in run.params] for run in children}
@@ -146,22 +143,27 @@ def trials_frame(
         rows.append(row)
     frame = pd.DataFrame(rows)
     frame[schema.SEED_COLUMN] = pd.to_numeric(frame[schema.SEED_COLUMN], errors="coerce")
-    return frame, axes, notes
+    return frame, axes
+
+
+def _artifact_csv(client, run_id: str, artifact: str, into: Path, **read) -> pd.DataFrame | None:
+    """A run's CSV artifact as a frame, or None when the run has none."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        path = client.download_artifacts(run_id, artifact, str(into))
+    except (MlflowException, OSError):
+        return None
+    try:
+        return pd.read_csv(path, **read)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError) as err:
+        raise AnalysisError(f"run {run_id}: {artifact} cannot be read as a table ({err})") from err
 
 
 def read_cells(client, run_id: str, into: Path) -> pd.DataFrame | None:
     """The run's eval/cells.csv, or None when it has none (stopped before its first evaluation)."""
-    from mlflow.exceptions import MlflowException
-
-    try:
-        path = client.download_artifacts(run_id, CELLS_ARTIFACT, str(into))
-    except (MlflowException, OSError):
-        return None
-    try:
-        cells = pd.read_csv(path)
-    except (pd.errors.EmptyDataError, pd.errors.ParserError) as err:
-        raise AnalysisError(f"run {run_id}: eval/cells.csv cannot be read as a table ({err})") from err
-    missing = [c for c in schema.CELLS_CSV_COLUMNS if c not in cells.columns]
+    cells = _artifact_csv(client, run_id, CELLS_ARTIFACT, into)
+    missing = [] if cells is None else [c for c in schema.CELLS_CSV_COLUMNS if c not in cells.columns]
     if missing:
         raise AnalysisError(
             f"run {run_id}: eval/cells.csv lacks column(s) {', '.join(missing)} "
@@ -170,31 +172,67 @@ def read_cells(client, run_id: str, into: Path) -> pd.DataFrame | None:
     return cells
 
 
+def _joined(
+    trials: pd.DataFrame, by_run: dict[str, pd.DataFrame], keep: list[str], columns: list[str]
+) -> pd.DataFrame:
+    """Each run's frame with its trial's `keep` columns, as one frame (without any: `keep` and `columns`)."""
+    frames = []
+    for run_id, frame in by_run.items():
+        trial = trials.loc[trials[schema.RUN_ID_COLUMN] == run_id, keep].iloc[0]
+        frames.append(frame.assign(**{k: [trial[k]] * len(frame) for k in keep}))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*keep, *columns])
+
+
 def tidy_cells(trials: pd.DataFrame, cells_by_run: dict[str, pd.DataFrame], axes: list[str]) -> pd.DataFrame:
     """Trial columns joined onto each of its cells, plus `final_epoch` (the run's last evaluation)."""
-    frames = []
     keep = [schema.RUN_ID_COLUMN, schema.SEED_COLUMN, *TAG_COLUMNS, *dict.fromkeys([*IDENTITY_KEYS, *axes])]
-    for run_id, cells in cells_by_run.items():
-        trial = trials.loc[trials[schema.RUN_ID_COLUMN] == run_id, keep].iloc[0]
-        cells = cells.assign(**{k: [trial[k]] * len(cells) for k in keep})
-        cells[schema.FINAL_EPOCH_COLUMN] = cells[schema.EPOCH_COLUMN].max()
-        frames.append(cells)
-    if not frames:
-        return pd.DataFrame(
-            columns=[*keep, schema.EPOCH_COLUMN, *schema.CELL_COLUMNS, schema.FINAL_EPOCH_COLUMN]
-        )
-    tidy = pd.concat(frames, ignore_index=True)
-    tidy[schema.ROW_DIGITS_COLUMN] = tidy[schema.ROW_DIGITS_COLUMN].astype("Int64")
-    tidy[schema.COL_DIGITS_COLUMN] = tidy[schema.COL_DIGITS_COLUMN].astype("Int64")
+    columns = [schema.EPOCH_COLUMN, *schema.CELL_COLUMNS, schema.FINAL_EPOCH_COLUMN]
+    tidy = _joined(trials, cells_by_run, keep, columns)
+    if cells_by_run:
+        epochs = tidy.groupby(schema.RUN_ID_COLUMN)[schema.EPOCH_COLUMN]
+        tidy[schema.FINAL_EPOCH_COLUMN] = epochs.transform("max")
+        for column in (schema.ROW_DIGITS_COLUMN, schema.COL_DIGITS_COLUMN):
+            tidy[column] = tidy[column].astype("Int64")
     return tidy
 
 
+def read_errors(client, run_id: str, into: Path) -> pd.DataFrame | None:
+    """The run's eval/errors.csv (its last evaluation's kept wrong answers), or None without one."""
+    texts = (schema.PROMPT_COLUMN, schema.EXPECTED_COLUMN, schema.REPLY_COLUMN)
+    operands = (schema.A_COLUMN, schema.B_COLUMN)
+    as_text = dict.fromkeys((*texts, *operands), str)
+    errors = _artifact_csv(client, run_id, ERRORS_ARTIFACT, into, dtype=as_text)
+    if errors is None:
+        return None
+    for column in texts:  # an empty reply is read as NaN
+        errors[column] = errors[column].fillna("")
+    numbers = (schema.EPOCH_COLUMN, schema.ROW_DIGITS_COLUMN, schema.COL_DIGITS_COLUMN)
+    for column in numbers:
+        errors[column] = pd.to_numeric(errors[column], errors="coerce").astype("Int64")
+    for column in operands:  # read as text: a number of 20 digits and more is exact only as a Python int
+        values = errors[column].map(_operand)
+        errors[column] = values.astype(schema.operand_dtype(values))
+    return errors
+
+
+def _operand(text: object) -> int | None:
+    """An operand read from its text ('123'); None where empty."""
+    return int(text) if isinstance(text, str) and text.strip() else None
+
+
+def tidy_errors(
+    trials: pd.DataFrame, errors_by_run: dict[str, pd.DataFrame], axes: list[str]
+) -> pd.DataFrame:
+    """Trial columns joined onto each kept wrong answer."""
+    point = dict.fromkeys([*IDENTITY_KEYS, *axes])
+    keep = [schema.RUN_ID_COLUMN, schema.SEED_COLUMN, schema.POINT_COLUMN, *point]
+    columns = [schema.EPOCH_COLUMN, *schema.CELL_KEYS, schema.PROMPT_COLUMN]
+    return _joined(trials, errors_by_run, keep, columns)
+
+
 def one_run_per_trial(trials: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    """One run a (point, seed), and how many were left out: a seed counted twice would weigh double in
-    its point's sample. A finished run is kept before one that is not (a killed part-way run of a sweep
-    listed first must not hide the finished run of a later part), then the first listed: the parts in
-    the order given, a part's runs in the store's order (latest started first, so that a trial run again
-    from scratch within one sweep is read from its last run)."""
+    """One run a (point, seed), and how many were left out (a seed counted twice would weigh double): a
+    finished run before one that is not, then the first listed (the store lists the latest first)."""
     keys = [schema.POINT_COLUMN, schema.SEED_COLUMN]
     unfinished = (trials["status"] != FINISHED).to_numpy()
     order = trials.iloc[unfinished.argsort(kind="stable")]
@@ -203,19 +241,15 @@ def one_run_per_trial(trials: pd.DataFrame) -> tuple[pd.DataFrame, int]:
 
 
 def keeping_no_errors(children: list) -> frozenset[str]:
-    """The runs told to keep no wrong answers (`train.errors_per_cell` 0): their eval/errors.csv is empty
-    whatever they answered, so it says nothing of whether they erred."""
-    return frozenset(r.info.run_id for r in children if r.data.params.get(ERRORS_PER_CELL_PARAM) == "0")
+    """The runs told to keep no wrong answers (`train.errors_per_cell` 0): their empty eval/errors.csv
+    says nothing of whether they erred."""
+    return frozenset(r.info.run_id for r in children if r.data.params.get("train.errors_per_cell") == "0")
 
 
 def read_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] | None = None) -> Sweep:
-    """The typed record of one sweep (the latest of `grid` unless `parent_run_id` is given), read in one
-    pass over the store: its parent runs' tags, its trials, their cells, wrong answers and metric
-    histories (`HISTORY_METRICS`). The analysis reads nothing of the store after this.
-
-    Several parent run ids read as one sweep: the parts of a study run at different times (seeds added
-    later, a grid's costly points run apart). A (point, seed) with more than one run is read from one
-    (`one_run_per_trial`)."""
+    """The typed record of one sweep (the latest of `grid` unless `parent_run_id` is given): its trials,
+    their cells, wrong answers and metric histories. Several parent run ids read as one sweep: the parts
+    of a study run apart (seeds added later, costly points run on their own)."""
     require_store(tracking_uri)
     from mlflow.exceptions import MlflowException
 
@@ -235,12 +269,10 @@ def read_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] 
             raise AnalysisError(
                 f"sweep parent run(s) {', '.join(lacking)} record no digit map (tag {schema.DIGIT_MAP_TAG!r})"
             )
-        try:
-            declared = declared_axes(parents)
-        except ValueError as err:
-            raise AnalysisError(str(err)) from None
-        trials, axes, notes = trials_frame([TrialRun.of(run) for run in children], declared)
+        declared = declared_axes(parents)
+        trials, axes = trials_frame([TrialRun.of(run) for run in children], declared)
         trials, repeated = one_run_per_trial(trials)
+        notes = []
         if repeated:
             notes.append(
                 f"{repeated} run(s) of a (point, seed) that another run holds were left out (a finished run "
@@ -262,9 +294,8 @@ def read_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] 
     if not cells_by_run:
         counts = ", ".join(f"{n} {status}" for status, n in trials["status"].value_counts().items())
         raise AnalysisError(
-            f"the sweep {parent.info.run_id} of grid {grid!r} has no finished trial with evaluation "
-            "cells yet "
-            f"({counts}); wait for it to finish or pass --run for an earlier sweep"
+            f"the sweep {parent.info.run_id} of grid {grid!r} has no finished trial with evaluation cells "
+            f"yet ({counts}); wait for it to finish or pass --run for an earlier sweep"
         )
     if len(finished) > len(cells_by_run):
         notes.append(f"{len(finished) - len(cells_by_run)} finished trial(s) have no eval/cells.csv artifact")
@@ -289,7 +320,6 @@ def read_sweep(grid: str, tracking_uri: str, parent_run_id: str | Sequence[str] 
 
 
 def _trial_runs(client, parent, grid: str) -> list:
-    """The trial runs nested under one parent run (an AnalysisError when it has none)."""
     runs = store.search_runs(client, [parent.info.experiment_id], store.trials_filter(parent.info.run_id))
     if not runs:
         raise AnalysisError(

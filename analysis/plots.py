@@ -7,8 +7,6 @@ from pathlib import Path
 
 import matplotlib
 import numpy as np
-
-matplotlib.use("Agg")
 from matplotlib.figure import Figure
 
 from analysis.tables import Table, column_labels

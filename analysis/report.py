@@ -4,25 +4,24 @@ numbers, the paper's claims checked, heatmaps; written to a folder and logged on
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
 
-from analysis.by_claim import verdict_numbers
 from analysis.by_digits import accuracy_by_digits_figure
-from analysis.findings import Finding, awaiting_plan, evaluate_findings, findings_frame, render_findings
+from analysis.findings import Finding, evaluate_findings, findings_frame, render_findings, verdict_numbers
 from analysis.html import page
 from analysis.load import read_sweep
 from analysis.plots import write_heatmaps
 from analysis.summary import VERDICTS_TAG, log_summary
-from analysis.sweep import FINISHED, IDENTITY_KEYS, TAG_COLUMNS, Sweep, aggregate_seeds, as_stored
-from analysis.tables import Table, build_tables, long_frame, render_tables
+from analysis.sweep import IDENTITY_KEYS, TAG_COLUMNS, Sweep, aggregate_seeds, as_stored
+from analysis.tables import Table, build_tables, long_frame, markdown_rows, render_tables
 from analysis.ui_view import share_view
 from analysis.wrong_answers import write_figures
 from arith.tracking import store
-from arith.tracking.schema import RUN_DESCRIPTION_TAG, SEED_COLUMN
+from arith.tracking.schema import RUN_DESCRIPTION_TAG
 from experiments.paper import attach_paper
 
 FORMATS: dict[str, str] = {"markdown": "md", "csv": "csv", "latex": "tex", "html": "html"}
@@ -40,25 +39,14 @@ class Analysis:
 
 
 def analyse(sweep: Sweep) -> Analysis:
-    """Tables and findings of a loaded sweep."""
+    """Tables (of seed means) and findings (of the seeds themselves: verdicts weigh their spread)."""
     point_keys = [*dict.fromkeys([*IDENTITY_KEYS, *sweep.axes]), *TAG_COLUMNS]
     digit_map = sweep.digit_map
     frame = attach_paper(aggregate_seeds(sweep.cells, sweep.axes), point_keys, digit_map)
-    # per seed: verdicts weigh the spread over seeds; competence and compared cells through the digit map
     findings = evaluate_findings(
         sweep.cells, sweep.grid, digit_map, sweep.presearch_seeds_tag, sweep.variant_of
     )
     return Analysis(sweep, frame, build_tables(frame, sweep.axes), findings)
-
-
-def _status_line(sweep: Sweep) -> str:
-    counts = ", ".join(f"{n} {status}" for status, n in sorted(sweep.status_counts.items()))
-    return f"{len(sweep.trials)} trials ({counts})"
-
-
-def _unfinished_rows(sweep: Sweep) -> pd.DataFrame:
-    columns = ["run_name", "status", *sweep.axes, SEED_COLUMN]
-    return sweep.unfinished[[c for c in columns if c in sweep.unfinished.columns]]
 
 
 def render(analysis: Analysis, fmt: str = "markdown") -> str:
@@ -69,13 +57,14 @@ def render(analysis: Analysis, fmt: str = "markdown") -> str:
     more = len(sweep.parent_run_ids) - 1
     first = sweep.parent_run_id
     which = f"Sweeps {first} and {more} more, read as one," if more > 0 else f"Sweep {first}"
+    counts = ", ".join(f"{n} {status}" for status, n in sorted(sweep.status_counts.items()))
     head = (
-        f"{which} of grid {sweep.grid!r} (scale {sweep.scale or '?'}) "
-        f"at {sweep.tracking_uri}: "
-        f"{_status_line(sweep)}; numbers are from finished trials only."
+        f"{which} of grid {sweep.grid!r} (scale {sweep.scale or '?'}) at {sweep.tracking_uri}: "
+        f"{len(sweep.trials)} trials ({counts}); numbers are from finished trials only."
     )
-    notes = list(sweep.notes)
-    unfinished = _unfinished_rows(sweep)
+    if fmt == "html":
+        return page(analysis, head)
+    notes, unfinished = sweep.notes, sweep.unfinished
     tables = render_tables(analysis.tables, fmt)
     findings = render_findings(analysis.findings, fmt, sweep.grid)
     if fmt == "csv":
@@ -83,8 +72,6 @@ def render(analysis: Analysis, fmt: str = "markdown") -> str:
         if len(unfinished):
             parts += ["# unfinished trials", unfinished.to_csv(index=False)]
         return "\n".join(parts)
-    if fmt == "html":
-        return page(analysis, head)  # one self-contained page: figures inline (analysis.html)
     if fmt == "latex":
         parts = [f"% {head}", *(f"% note: {n}" for n in notes)]
         if len(unfinished):
@@ -95,9 +82,8 @@ def render(analysis: Analysis, fmt: str = "markdown") -> str:
     parts = [f"# Sweep analysis: {sweep.grid}", "", head, ""]
     parts += [f"- note: {n}" for n in notes]
     if len(unfinished):
-        parts += ["", "## Unfinished trials (not in the numbers)", ""]
-        parts += ["| " + " | ".join(map(str, unfinished.columns)) + " |", "|" + "---|" * unfinished.shape[1]]
-        parts += ["| " + " | ".join(map(str, row)) + " |" for row in unfinished.itertuples(index=False)]
+        rows = markdown_rows(unfinished.columns, unfinished.itertuples(index=False))
+        parts += ["", "## Unfinished trials (not in the numbers)", "", rows]
     return "\n".join([*parts, "", "## Tables", "", tables, "## Findings", "", findings])
 
 
@@ -125,8 +111,8 @@ VERDICTS_HEADING = "**Verdicts** (`python -m analysis`):"
 
 
 def described(description: str, findings: Sequence[Finding]) -> str:
-    """The parent run's description with the sweep's verdicts after its command: each claim, its status
-    and the weakest contrast's numbers (a later analysis replaces the verdicts, not the command)."""
+    """The parent run's description: its command, then each claim's verdict (a later analysis replaces
+    the verdicts, not the command)."""
     lines = [VERDICTS_HEADING]
     for f in findings:
         lines.append(f"- {f.claim}: **{f.status}**" + (f": {verdict_numbers(f)}" if f.judged else ""))
@@ -135,9 +121,8 @@ def described(description: str, findings: Sequence[Finding]) -> str:
 
 
 def log_to_parent(analysis: Analysis, out_dir: Path) -> str | None:
-    """Log the folder as artifacts `analysis/` of the sweep's parent run, its verdicts where the MLflow UI
-    shows them (the run's description, a tag a claim) and its points' accuracies (`analysis.summary`); a
-    message if that failed."""
+    """Log the folder as the parent run's `analysis/` artifacts, its verdicts where the MLflow UI shows
+    them, and its summary (`analysis.summary`); a message if that failed."""
     from mlflow.exceptions import MlflowException
 
     parent, findings = analysis.sweep.parent_run_id, analysis.findings
@@ -147,9 +132,9 @@ def log_to_parent(analysis: Analysis, out_dir: Path) -> str | None:
         if findings:
             description = client.get_run(parent).data.tags.get(RUN_DESCRIPTION_TAG, "")
             client.set_tag(parent, RUN_DESCRIPTION_TAG, described(description, findings))
-        log_summary(client, analysis)  # the points' seed means, the claims' verdicts by id
+        log_summary(client, analysis)
     except (MlflowException, OSError) as err:
-        return f"could not log the analysis on run {analysis.sweep.parent_run_id}: {err}"
+        return f"could not log the analysis on run {parent}: {err}"
     return None
 
 
@@ -162,8 +147,7 @@ def report(
     log_artifacts: bool = True,
 ) -> str:
     """Analyse one sweep of `grid` (the latest unless `parent_run_id`; several ids combine sweeps), write
-    its tables, findings and heatmaps to `out_dir` (if given), log them on the (first) parent run, and
-    return the report text.
+    it to `out_dir` (if given), log it on the (first) parent run, and return the report text.
 
     Raises `analysis.AnalysisError` with a readable message for input it cannot analyse.
     """
@@ -177,20 +161,14 @@ def report_sweep(
     out_dir: str | Path | None = None,
     fmt: str = "markdown",
     log_artifacts: bool = True,
-    waiting: tuple[int, int] = (0, 0),
-    plan_file: str = "",
+    rejudge: Callable[[list[Finding]], list[Finding]] | None = None,
     ui_url: str = "",
 ) -> str:
-    """`report` of a sweep already read (`read_sweep`): its text, written to `out_dir` and logged.
-    `waiting`: (parts not yet run, parts) of the plan (`plan_file`) the sweep's parts belong to; while any
-    waits, no claim is judged (`analysis.findings.awaiting_plan`, as docs/RESULTS.md reads a plan).
-    `ui_url`: an MLflow UI's address; the sweep's view is stored there and the HTML report links to it."""
-    if fmt not in FORMATS:
-        raise ValueError(f"format {fmt!r} is not one of: {', '.join(FORMATS)}")
+    """`report` of a sweep already read. `rejudge`: the caller's reading of the findings (a planned sweep
+    with parts still to run judges none); `ui_url`: an MLflow UI, where the sweep's view is stored."""
     analysis = analyse(sweep)
-    if waiting[0]:
-        findings = awaiting_plan(analysis.findings, *waiting, see=plan_file or "the plan")
-        analysis = replace(analysis, findings=findings)
+    if rejudge is not None:
+        analysis = replace(analysis, findings=rejudge(analysis.findings))
     if ui_url:
         analysis = replace(analysis, view_url=share_view(sweep, ui_url))
     text = render(analysis, fmt)
@@ -203,4 +181,4 @@ def report_sweep(
     return text
 
 
-__all__ = ["FINISHED", "VERDICTS_TAG", "Analysis", "analyse", "render", "report", "report_sweep"]
+__all__ = ["VERDICTS_TAG", "Analysis", "analyse", "render", "report", "report_sweep"]

@@ -1,13 +1,7 @@
-"""A sweep's parent run as its summary in MLflow: what the experiment's runs table shows of a sweep
-without opening it or grouping its trials.
-
-Per point, the seed mean of each headline accuracy (`schema.HEADLINE_METRICS`: every test problem, the
-training range, the problems not trained on) with its 95% t interval's ends, as metrics named by the
-point's label (`padding_reverse/test_acc`, `padding_reverse/test_acc/ci95_low`), so two sweeps' rows
-compare point by point; and per claim one tag, `claim.<claim id>`, whose value is its verdict (a column
-of the table, the same name in every sweep that judges the claim). The sweep's params (grid, scale, axes,
-seeds, command) are set when it opens (`sweeps.summary`); the report and its tables are the run's
-`analysis/` artifacts (`analysis.report.log_to_parent`).
+"""A sweep's parent run as its summary in MLflow's runs table: per point, the seed mean of each headline
+accuracy and its 95% t interval's ends (`<point>/test_acc`, `<point>/test_acc/ci95_low`), so two sweeps'
+rows compare point by point; per claim a tag `claim.<id>` holding its verdict, a column across sweeps.
+The sweep's params are set when it opens (`sweeps.storage`).
 """
 
 from __future__ import annotations
@@ -39,8 +33,7 @@ VERDICTS_TAG = "verdicts"
 
 
 def seed_mean(values: Sequence[float]) -> tuple[float, float, float]:
-    """(mean, 95% low, 95% high) of one point's per-seed values, the interval clipped to [0, 1] (an
-    accuracy); NaN ends for one seed, where there is no spread to estimate."""
+    """(mean, 95% low, 95% high) of one point's per-seed accuracies, clipped to [0, 1]; NaN ends for one."""
     n = len(values)
     mean = sum(values) / n
     if n < 2:
@@ -51,8 +44,7 @@ def seed_mean(values: Sequence[float]) -> tuple[float, float, float]:
 
 
 def point_metrics(trials: Iterable[tuple[str, Mapping[str, float]]]) -> dict[str, float]:
-    """The parent run's metrics from its finished trials' (point, last metrics): per point and headline
-    accuracy its seed mean and, with two seeds or more, its interval's ends."""
+    """The parent run's metrics from its finished trials' (point, last metrics)."""
     by_point: dict[str, dict[str, list[float]]] = {}
     for point, metrics in trials:
         per_metric = by_point.setdefault(point_label(point), {})
@@ -91,8 +83,7 @@ def claim_tags(findings: Sequence[Finding], claims: Sequence[Claim]) -> dict[str
 
 
 def log_summary(client: Any, analysis: Any) -> None:
-    """Log the summary of an analysed sweep (`analysis.report.Analysis`) on its (first) parent run: the
-    points' seed means as metrics and the claims' verdicts as tags."""
+    """Log the summary of an `analysis.report.Analysis` on its (first) parent run."""
     sweep = analysis.sweep
     finished = sweep.trials[sweep.trials["status"] == FINISHED]
     trials = [

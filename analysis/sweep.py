@@ -1,6 +1,5 @@
-"""What a sweep read back is: the `Sweep` (its parent run, its trials, the tidy cells frame), the columns
-of its frames, and the seed aggregate every table is drawn from. Apart from the reading of MLflow runs
-(`analysis.load`) so that the report, the tables and the tests hold a sweep without a store.
+"""What a sweep read back is: the `Sweep`, the columns of its frames, and the seed aggregate every table is
+drawn from; apart from the reading of MLflow runs (`analysis.load`), so that tests need no store.
 """
 
 from __future__ import annotations
@@ -26,6 +25,7 @@ from arith.tracking.schema import (
     PAPER_TABLE_TAG,
     ROW_DIGITS_COLUMN,
     RUN_ID_COLUMN,
+    SEED_COLUMN,
     SEEN_IN_TRAIN_COLUMN,
     SPLIT_COLUMNS,
     TEST_ACC_METRIC,
@@ -34,8 +34,7 @@ from arith.tracking.schema import (
 )
 from experiments.paper import digit_map_of
 
-#: params that say what a trial is, whether or not the sweep varies them: tables and the paper match
-#: read them, and a trial run without one of them is refused.
+#: params that say what a trial is, whether or not the sweep varies them (a run without one is refused)
 IDENTITY_KEYS: tuple[str, ...] = (
     "data.task",
     "data.format",
@@ -48,26 +47,19 @@ IDENTITY_KEYS: tuple[str, ...] = (
     "model.init",
     "train.epochs",
 )
-#: params a run cannot be read without
-REQUIRED_KEYS: tuple[str, ...] = ("data.task", "data.format", "model.position")
-#: tags a sweep sets on each trial that say which paper numbers it stands beside: the table label(s), and
-#: a JSON map from each evaluated epoch to the paper's epoch count it stands for
+#: a trial's tags that say which paper numbers it stands beside: table labels, and epoch -> paper epoch
 TAG_COLUMNS: tuple[str, ...] = (PAPER_TABLE_TAG, PAPER_EPOCHS_TAG)
-#: the seed aggregate's column of the trials behind each row (a sorted tuple of run ids): what joins a
-#: table's points back to their trials' cells and wrong answers, whatever type the config values took
+#: the seed aggregate's column of the run ids behind each row: what joins a table's points to their trials
 RUN_IDS = "run_ids"
-#: metrics plotted by epoch, when the trials logged them (arith.training.metrics.summary_metrics)
+#: metrics plotted by epoch, when the trials logged them
 EPOCH_METRICS: tuple[str, ...] = (IN_RANGE_METRIC, BEYOND_METRIC, TEST_ACC_METRIC)
-#: the metric histories a sweep is read with: what the report's curves draw
 HISTORY_METRICS: tuple[str, ...] = (LOSS_METRIC, *EPOCH_METRICS)
-#: the columns of `Sweep.history`
 HISTORY_COLUMNS: tuple[str, ...] = (RUN_ID_COLUMN, "metric", "step", "value")
 FINISHED = "FINISHED"
 
 
 def tag_columns(tags: dict[str, str]) -> dict[str, object]:
-    """A trial's `TAG_COLUMNS` as the frames hold them: its paper table labels as a tuple of values
-    (`schema.paper_labels`: None without the tag), its paper epochs map as the JSON the tag holds."""
+    """A trial's `TAG_COLUMNS` as the frames hold them: the table labels a tuple, the epochs map its JSON."""
     return {
         PAPER_TABLE_TAG: paper_labels(tags.get(PAPER_TABLE_TAG, "")),
         PAPER_EPOCHS_TAG: tags.get(PAPER_EPOCHS_TAG, ""),
@@ -78,10 +70,8 @@ def as_stored(frame: pd.DataFrame) -> pd.DataFrame:
     """The frame with its paper table labels written back as the tag (a CSV of the frame holds text)."""
     if PAPER_TABLE_TAG not in frame:
         return frame
-    labels = frame[PAPER_TABLE_TAG]
-    return frame.assign(
-        **{PAPER_TABLE_TAG: [paper_table_tag(t) if isinstance(t, tuple) else "" for t in labels]}
-    )
+    labels = [paper_table_tag(t) if isinstance(t, tuple) else "" for t in frame[PAPER_TABLE_TAG]]
+    return frame.assign(**{PAPER_TABLE_TAG: labels})
 
 
 @dataclass
@@ -92,14 +82,13 @@ class Sweep:
     parent_run_id: str
     tracking_uri: str
     scale: str
-    #: one row per trial: run_id, run_name, status, seed, point, the `TAG_COLUMNS` (`tag_columns`: the paper
-    #: table labels as a tuple) and the axes
+    #: one row per trial: run_id, run_name, status, seed, point, the `TAG_COLUMNS` and the axes
     trials: pd.DataFrame
     #: one row per finished trial x evaluation x cell, with the axes as typed columns
     cells: pd.DataFrame
     #: dotted config keys the trials differ in (besides the seed), in a stable order
     axes: list[str]
-    #: human-readable notes on what was read with a fallback (older configs)
+    #: notes on how it was read (runs left out, parts combined)
     notes: list[str] = field(default_factory=list)
     #: every sweep read (the first is `parent_run_id`, where the analysis is logged)
     parent_run_ids: tuple[str, ...] = ()
@@ -107,23 +96,18 @@ class Sweep:
     digit_map_tag: str = ""
     #: the grid's axes as the sweep recorded them (parent run tag `axes`)
     declared_axes: tuple[str, ...] = ()
-    #: the seeds of the pre-search that chose the sweep's budget (parent run tag `presearch_seeds`, JSON
-    #: list; of several parts, every part's); '' when no part recorded one
+    #: the seeds of the pre-search that chose the sweep's budget (parent run tag `presearch_seeds`, JSON)
     presearch_seeds_tag: str = ""
     #: the grid this sweep's grid is a variant of (parent run tag `variant_of`); '' for a grid of its own
     variant_of: str = ""
-    #: the kept wrong answers of each finished trial's last evaluation (eval/errors.csv) with the trial's
-    #: columns (run_id, seed, point keys); empty for trials from before eval/errors.csv
+    #: the kept wrong answers of each finished trial's last evaluation (eval/errors.csv), with its columns
     errors: pd.DataFrame = field(default_factory=pd.DataFrame)
-    #: the finished trials that wrote an eval/errors.csv, by run id: one of them without a row in `errors`
-    #: answered every test problem right, where a trial not here is from before the file existed
+    #: the trials that kept wrong answers: one without a row in `errors` answered every problem right
     errors_kept_by: frozenset[str] = frozenset()
-    #: the `HISTORY_METRICS` each finished trial logged (`HISTORY_COLUMNS`: run_id, metric, step, value);
-    #: empty for a sweep read from elsewhere than its store
+    #: the `HISTORY_METRICS` each finished trial logged (`HISTORY_COLUMNS`)
     history: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=HISTORY_COLUMNS))
 
     def history_of(self, metrics: tuple[str, ...]) -> pd.DataFrame:
-        """The logged history of `metrics` (run_id, metric, step, value)."""
         return self.history[self.history["metric"].isin(metrics)].reset_index(drop=True)
 
     @property
@@ -137,15 +121,14 @@ class Sweep:
 
     @property
     def unfinished(self) -> pd.DataFrame:
-        return self.trials[self.trials["status"] != FINISHED]
+        """The trials that did not finish: their names, status, axes and seeds."""
+        columns = [c for c in ["run_name", "status", *self.axes, SEED_COLUMN] if c in self.trials.columns]
+        return self.trials.loc[self.trials["status"] != FINISHED, columns]
 
 
 def aggregate_seeds(cells: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
     """Mean, standard deviation and count of accuracy over the seeds of each point x evaluation x cell,
-    and the run ids behind each (`RUN_IDS`).
-
-    Evaluations are aligned by their place in the run: `final` marks each run's last one.
-    """
+    and the run ids behind each (`RUN_IDS`); `final` marks each run's last evaluation."""
     keys = [
         *dict.fromkeys([*IDENTITY_KEYS, *axes]),
         *TAG_COLUMNS,

@@ -1,19 +1,16 @@
 """Tables shaped like the paper's, each with the paper's numbers for the same cells and the difference.
 
-- multiplication: one grid per trial point (rows: digits of b, columns: digits of a), as tb:padding-5 etc.;
-- dialogue (nl_mix): one table per context and evaluation, rows the remaining axes (the position
-  scheme), columns the mixed data x digits, as tb:acc_nldia_a-d;
-- every other task (addition length generalisation, reversal, ...): one table per task x context, rows
-  the sweep's axes (format, init, position, ...), columns the digit count, as tb:acc_dataformat.
-Multiplication and length tables are read at each trial's last evaluation; nl_mix at every evaluation.
-At a scale whose digit counts differ from the paper's, each digit count is labelled with the paper's it
-stands for ("3 (paper 5)"), and only that paper cell stands beside it (experiments.paper.stand_in).
+A task's layout (`arith.data.tasks`) says the shape: multiplication a grid per point (rows: digits of b,
+columns: digits of a, as tb:padding-5), dialogue a table per context and evaluation (as tb:acc_nldia_a-d),
+every other task a table per context, rows the points and columns the digit count (as tb:acc_dataformat).
+At a scale whose digit counts differ from the paper's, each is labelled with the paper's it stands for.
 """
 
 from __future__ import annotations
 
 import html
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -34,9 +31,6 @@ from arith.tracking.schema import (
     SEEN_IN_TRAIN_COLUMN,
 )
 
-#: what the table's cell keys are called, for the headers
-ROW_NAMES = {"mul": "digits of b"}
-COL_NAMES = {"mul": "digits of a"}
 MISSING = "—"
 
 
@@ -46,7 +40,7 @@ class Table:
 
     title: str
     slug: str
-    #: the paper table labels matched (empty when the paper has no table for it)
+    #: the paper table labels matched
     paper_sources: list[str]
     ours: pd.DataFrame
     paper: pd.DataFrame
@@ -54,19 +48,16 @@ class Table:
     #: standard deviation over seeds (NaN where a row has one seed)
     std: pd.DataFrame
     #: accuracy on the test problems that are not / are training problems too, and the seen fraction
-    #: (seed means; all NaN for trials logged before the split)
     unseen: pd.DataFrame
     seen: pd.DataFrame
     seen_fraction: pd.DataFrame
-    #: the fewest and the most seeds behind a cell (a grid read from several plan parts can hold one
-    #: seed of one point and five of another)
+    #: the fewest and the most seeds behind a cell (parts of a plan can hold more seeds of one point)
     min_seeds: int
     max_seeds: int
     row_name: str
     col_name: str
-    #: the points the table shows: one row each, the dotted config keys that say what a trial is and the
-    #: run ids of its trials (`RUN_IDS`), and the contexts it shows (to find the trials' wrong answers:
-    #: analysis.wrong_answers joins them by run id, never by config values)
+    #: the points shown: their config keys and the run ids of their trials (`RUN_IDS`), by which
+    #: analysis.wrong_answers finds their wrong answers; and the contexts shown
     points: pd.DataFrame = field(default_factory=pd.DataFrame)
     contexts: tuple[str, ...] = ()
 
@@ -76,7 +67,6 @@ class Table:
 
     @property
     def has_split(self) -> bool:
-        """Whether the trials recorded which test problems they had seen in training."""
         return bool(self.seen_fraction.notna().to_numpy().any())
 
 
@@ -93,13 +83,12 @@ def _label(frame: pd.DataFrame, keys: list[str]) -> pd.Series:
 
 
 def _pivot(frame: pd.DataFrame, index: str, columns: str | list[str], value: str) -> pd.DataFrame:
-    grid = frame.set_index([index, *([columns] if isinstance(columns, str) else columns)])[value]
-    grid = grid[~grid.index.duplicated()]
-    unstack = [columns] if isinstance(columns, str) else columns
-    return grid.unstack(unstack).sort_index().sort_index(axis=1)
+    columns = [columns] if isinstance(columns, str) else columns
+    grid = frame.set_index([index, *columns])[value]
+    return grid[~grid.index.duplicated()].unstack(columns).sort_index().sort_index(axis=1)
 
 
-def _slug(text: str) -> str:
+def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:120]
 
 
@@ -138,7 +127,7 @@ def _make(frame: pd.DataFrame, title: str, index: str, columns, row_name: str, c
         grids[name] = grid
     return Table(
         title=title,
-        slug=_slug(title),
+        slug=slug(title),
         paper_sources=sorted(set(frame["paper_source"].dropna().astype(str))),
         **grids,
         min_seeds=int(seeds.min()) if len(seeds) else 0,
@@ -151,20 +140,12 @@ def _make(frame: pd.DataFrame, title: str, index: str, columns, row_name: str, c
 
 
 def _points(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per point of a panel: its dotted config keys and the run ids of its trials (the union
-    over its cells; a cell only the paper has has none)."""
+    """One row per point of a panel: its dotted config keys and the run ids of its trials."""
     keys = [c for c in frame.columns if "." in str(c)]
-    if RUN_IDS not in frame:
-        return frame[keys].drop_duplicates().reset_index(drop=True)
     runs = frame.groupby(keys, dropna=False, sort=False)[RUN_IDS].agg(
         lambda column: tuple(sorted({r for ids in column.dropna() for r in ids}))
     )
     return runs.reset_index()
-
-
-def _point_title(point: dict, keys: list[str]) -> str:
-    shown = [k for k in keys if k != "data.task"]
-    return ", ".join(f"{k.split('.', 1)[1]}={point[k]}" for k in shown)
 
 
 def build_tables(frame: pd.DataFrame, axes: list[str]) -> list[Table]:
@@ -173,32 +154,28 @@ def build_tables(frame: pd.DataFrame, axes: list[str]) -> list[Table]:
     axes = [a for a in axes if a in frame.columns]
     for task, by_task in frame.groupby("data.task", sort=True):
         layout = get_task(str(task)).layout  # the task says how its cells are laid out
+        final, keys = by_task[by_task["final"]], list(dict.fromkeys(["data.format", *axes]))
         if layout == "grid":
-            tables += _mul_tables(by_task, axes)
+            tables += _mul_tables(final, keys)
         elif layout == "contexts":
             tables += _dialogue_tables(by_task, axes)
         else:
-            tables += _length_tables(by_task, axes, str(task))
+            tables += _length_tables(final, keys, str(task))
     return tables
 
 
-def _mul_tables(frame: pd.DataFrame, axes: list[str]) -> list[Table]:
-    final = frame[frame["final"]]
-    keys = list(dict.fromkeys(["data.format", *axes]))
-    shown = [k for k in keys if final[k].astype(str).nunique() > 1] or ["data.format"]
+def _mul_tables(final: pd.DataFrame, keys: list[str]) -> list[Table]:
+    varying = [k for k in keys if final[k].astype(str).nunique() > 1] or ["data.format"]
+    shown = [k for k in varying if k != "data.task"]
     out = []
     for values, panel in final.groupby(keys, sort=True, dropna=False):
         point = dict(zip(keys, values, strict=True))
-        title = f"mul: {_point_title(point, shown)}"
-        out.append(
-            _make(panel, title, ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN, ROW_NAMES["mul"], COL_NAMES["mul"])
-        )
+        title = "mul: " + ", ".join(f"{k.split('.', 1)[1]}={point[k]}" for k in shown)
+        out.append(_make(panel, title, ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN, "digits of b", "digits of a"))
     return out
 
 
-def _length_tables(frame: pd.DataFrame, axes: list[str], task: str) -> list[Table]:
-    final = frame[frame["final"]]
-    keys = list(dict.fromkeys(["data.format", *axes]))
+def _length_tables(final: pd.DataFrame, keys: list[str], task: str) -> list[Table]:
     out = []
     for context, panel in final.groupby(CONTEXT_COLUMN, sort=True):
         panel = panel.assign(row=_label(panel, keys))
@@ -209,17 +186,14 @@ def _length_tables(frame: pd.DataFrame, axes: list[str], task: str) -> list[Tabl
 
 def _dialogue_tables(frame: pd.DataFrame, axes: list[str]) -> list[Table]:
     keys = [k for k in dict.fromkeys(["model.position", *axes]) if k != "data.mix_format"]
-    paper_names = [
-        get_task(task).paper_format(fmt, mix) or mix
-        for task, fmt, mix in zip(
-            frame["data.task"], frame["data.format"], frame["data.mix_format"], strict=True
-        )
-    ]
-    frame = frame.assign(data=paper_names)
-    out = []
+    data = zip(frame["data.task"], frame["data.format"], frame["data.mix_format"], strict=True)
     # one table per reading of the paper (its epoch 50 or 100): at a step budget the points read it at
     # different epochs of their own (a smaller data set has more, shorter epochs)
-    frame = frame.assign(reading=frame[PAPER_EPOCHS_TAG].fillna(frame[EPOCH_COLUMN]))
+    frame = frame.assign(
+        data=[get_task(task).paper_format(fmt, mix) or mix for task, fmt, mix in data],
+        reading=frame[PAPER_EPOCHS_TAG].fillna(frame[EPOCH_COLUMN]),
+    )
+    out = []
     for (context, reading), panel in frame.groupby([CONTEXT_COLUMN, "reading"], sort=True):
         panel = panel.assign(row=_label(panel, keys))
         runs = panel[[EPOCH_COLUMN, FINAL_EPOCH_COLUMN]].drop_duplicates().sort_values(EPOCH_COLUMN)
@@ -230,35 +204,28 @@ def _dialogue_tables(frame: pd.DataFrame, axes: list[str]) -> list[Table]:
     return out
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Rendering
-# ---------------------------------------------------------------------------------------------------------
-
-
-def _fmt(value: float, signed: bool = False) -> str:
-    if pd.isna(value):
-        return MISSING
-    return f"{value:+.2f}" if signed else f"{value:.2f}"
-
-
 def column_labels(grid: pd.DataFrame) -> list[str]:
     return [" ".join(str(p) for p in c) if isinstance(c, tuple) else str(c) for c in grid.columns]
 
 
 def _text_grid(grid: pd.DataFrame, signed: bool = False) -> pd.DataFrame:
-    shown = grid.map(lambda v: _fmt(v, signed))
+    sign = "+" if signed else ""
+    shown = grid.map(lambda v: MISSING if pd.isna(v) else f"{v:{sign}.2f}")
     shown.columns = column_labels(grid)
     shown.index = [str(i) for i in grid.index]
     return shown
 
 
+def markdown_rows(header: Sequence[object], rows: Iterable[Sequence[object]]) -> str:
+    """A GitHub table, each cell as `str` writes it."""
+    lines = ["| " + " | ".join(map(str, header)) + " |", "|" + "---|" * len(header)]
+    return "\n".join([*lines, *("| " + " | ".join(map(str, row)) + " |" for row in rows)])
+
+
 def _markdown_grid(grid: pd.DataFrame, corner: str, signed: bool = False) -> str:
     shown = _text_grid(grid, signed)
-    lines = ["| " + " | ".join([corner or " ", *shown.columns]) + " |"]
-    lines.append("|" + "---|" * (len(shown.columns) + 1))
-    for index, row in shown.iterrows():
-        lines.append("| " + " | ".join([str(index), *row.tolist()]) + " |")
-    return "\n".join(lines)
+    rows = [[index, *row] for index, row in zip(shown.index, shown.to_numpy().tolist(), strict=True)]
+    return markdown_rows([corner or " ", *shown.columns], rows)
 
 
 def _caption(table: Table) -> str:
@@ -283,19 +250,14 @@ def seeds_caption(table: Table) -> str:
     return f"mean of {low}-{high} seeds by row{one}"
 
 
-#: the split blocks' names: what a model generalised to, beside what it may have memorised
-UNSEEN_BLOCK, SEEN_BLOCK, SEEN_FRACTION_BLOCK = (
-    "unseen problems only (not in the training set)",
-    "seen problems only (also in the training set)",
-    "fraction of the cell's test problems seen in training",
-)
-
-
 def _blocks(table: Table) -> list[tuple[str, pd.DataFrame, bool]]:
     blocks = [("this sweep", table.ours, False)]
-    if table.has_split:
-        blocks += [(UNSEEN_BLOCK, table.unseen, False), (SEEN_BLOCK, table.seen, False)]
-        blocks.append((SEEN_FRACTION_BLOCK, table.seen_fraction, False))
+    if table.has_split:  # what a model generalised to, beside what it may have memorised
+        blocks += [
+            ("unseen problems only (not in the training set)", table.unseen, False),
+            ("seen problems only (also in the training set)", table.seen, False),
+            ("fraction of the cell's test problems seen in training", table.seen_fraction, False),
+        ]
     if table.has_paper:
         blocks += [("paper", table.paper, False), ("difference", table.diff, True)]
     if table.max_seeds > 1:
@@ -318,12 +280,9 @@ def render_tables(tables: list[Table], fmt: str) -> str:
             for name, grid, signed in _blocks(table):
                 shown = _text_grid(grid, signed)
                 shown.index.name = corner
-                caption = f"{table.title} ({name}). {_caption(table)}"
-                parts.append(
-                    shown.to_latex(
-                        caption=_latex_escape(caption), label=f"tab:{table.slug}_{name[:4]}", escape=True
-                    )
-                )
+                caption = f"{table.title} ({name}). {_caption(table)}".translate(LATEX_ESCAPES)
+                label = f"tab:{table.slug}_{name[:4]}"
+                parts.append(shown.to_latex(caption=caption, label=label, escape=True))
         elif fmt == "html":
             parts.append(
                 f"<h3>{html.escape(table.title)}</h3>\n<p><em>{html.escape(_caption(table))}</em></p>"
@@ -338,16 +297,8 @@ def render_tables(tables: list[Table], fmt: str) -> str:
     return "\n".join(parts)
 
 
-def _latex_escape(text: str) -> str:
-    for char, escaped in (
-        ("\\", r"\textbackslash{}"),
-        ("_", r"\_"),
-        ("%", r"\%"),
-        ("&", r"\&"),
-        ("#", r"\#"),
-    ):
-        text = text.replace(char, escaped)
-    return text
+#: LaTeX's special characters in a caption, escaped
+LATEX_ESCAPES = str.maketrans({"\\": r"\textbackslash{}", "_": r"\_", "%": r"\%", "&": r"\&", "#": r"\#"})
 
 
 def long_frame(tables: list[Table]) -> pd.DataFrame:
@@ -364,27 +315,11 @@ def long_frame(tables: list[Table]) -> pd.DataFrame:
                         "column": " ".join(map(str, col)) if isinstance(col, tuple) else col,
                         ACCURACY_COLUMN: table.ours.loc[row, col],
                         "accuracy_std": table.std.loc[row, col],
-                        ACCURACY_UNSEEN_COLUMN: _at(table.unseen, row, col),
-                        ACCURACY_SEEN_COLUMN: _at(table.seen, row, col),
-                        "seen_fraction": _at(table.seen_fraction, row, col),
+                        ACCURACY_UNSEEN_COLUMN: table.unseen.loc[row, col],
+                        ACCURACY_SEEN_COLUMN: table.seen.loc[row, col],
+                        "seen_fraction": table.seen_fraction.loc[row, col],
                         "paper_accuracy": table.paper.loc[row, col],
                         "diff": table.diff.loc[row, col],
                     }
                 )
     return pd.DataFrame(rows)
-
-
-def _at(grid: pd.DataFrame, row, col) -> float:
-    """A grid's value at (row, col), NaN where the grid lacks it (no split recorded)."""
-    try:
-        return grid.loc[row, col]
-    except KeyError:
-        return float("nan")
-
-
-def markdown_table(frame: pd.DataFrame) -> str:
-    """A frame as a GitHub table (blank for missing values), without pandas' optional tabulate."""
-    shown = frame.astype(object).where(frame.notna(), "")
-    lines = ["| " + " | ".join(map(str, shown.columns)) + " |", "|" + "---|" * len(shown.columns)]
-    lines += ["| " + " | ".join(map(str, row)) + " |" for row in shown.itertuples(index=False)]
-    return "\n".join(lines)

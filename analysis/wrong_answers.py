@@ -1,15 +1,11 @@
 """What the trials wrote when they were wrong, beside each table: per point, the error rate by answer digit
-(and by carry chain, `arith.tracking.digit_errors`) over its seeds' kept wrong answers, and a few wrong
-answers for each cell of the table, next to the cell's accuracy.
-
-The wrong answers are each finished trial's `eval/errors.csv` (its last evaluation: the model it kept),
-read by `analysis.load`; trials from before that artifact have none and the section says so.
+(and by carry chain, `arith.tracking.digit_errors`) over its seeds' kept wrong answers (each finished
+trial's `eval/errors.csv`), and a few wrong answers for each cell, next to the cell's accuracy.
 """
 
 from __future__ import annotations
 
 import html
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +14,7 @@ from matplotlib.figure import Figure
 
 from analysis.load import Sweep
 from analysis.sweep import RUN_IDS
-from analysis.tables import Table
+from analysis.tables import Table, slug
 from arith.tracking import digit_errors
 from arith.tracking.schema import (
     CONTEXT_COLUMN,
@@ -29,14 +25,13 @@ from arith.tracking.schema import (
     RUN_ID_COLUMN,
 )
 
-#: wrong answers listed per cell of a table
+#: wrong answers listed per cell
 SHOWN_PER_CELL = 3
 
 
 @dataclass
 class PointErrors:
-    """One point of a table: its label, task, format, kept wrong answers (all seeds) and cells (last
-    evaluation, all seeds)."""
+    """One point of a table: its kept wrong answers and its cells at the last evaluation, all seeds."""
 
     label: str
     task: str
@@ -50,13 +45,10 @@ class PointErrors:
 
 
 def points_of(sweep: Sweep, table: Table) -> tuple[list[PointErrors], list[str]]:
-    """The points of `table`, in its order, where the sweep kept wrong answers at all: those whose trials
-    kept some (with their cells), and the labels of those whose trials wrote the file with none in it
-    (every test answer right: the report names them instead of leaving them out unsaid). Each point's
-    trials are its run ids (`Table.points`), so errors and cells join their trials by run id and cell,
-    never by config values (which a frame may hold as 3, 3.0 or "3", False or 0.0)."""
+    """The points of `table` whose trials kept wrong answers, and the labels of those whose trials kept
+    none (every answer right). Joined by run id, never by config values (3, 3.0 or "3" in a frame)."""
     errors = sweep.errors
-    if not sweep.errors_kept_by or table.points.empty or RUN_IDS not in table.points:
+    if not sweep.errors_kept_by or table.points.empty:
         return [], []
     errors = errors[errors[CONTEXT_COLUMN].astype(str).isin(table.contexts)]
     cells = sweep.cells[sweep.cells[CONTEXT_COLUMN].astype(str).isin(table.contexts)]
@@ -89,8 +81,7 @@ def _cell_key(row) -> tuple:
 
 
 def wrong_answers_html(point: PointErrors, per_cell: int = SHOWN_PER_CELL) -> str:
-    """A table: each cell of the point (as the heatmap shows it), its accuracy over the seeds, how many
-    wrong answers the trials kept, and the first few (prompt, reply, expected)."""
+    """Each cell of the point: its accuracy over the seeds, its wrong answers and the first few of them."""
     accuracy = {}
     for row in point.cells.itertuples(index=False):
         accuracy.setdefault(_cell_key(row), []).append((row.accuracy, row.n, row.correct))
@@ -123,13 +114,9 @@ def wrong_answers_html(point: PointErrors, per_cell: int = SHOWN_PER_CELL) -> st
     return f'<table class="wrong-answers">{head}{"".join(lines)}</table>'
 
 
-def slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:120]
-
-
 def write_figures(sweep: Sweep, tables: list[Table], out_dir: Path) -> list[Path]:
-    """One PNG per point of each table under out_dir/digit_errors/, and the kept wrong answers of every
-    trial as out_dir/errors.csv; returns the paths."""
+    """One PNG per point of each table under out_dir/digit_errors/, and every kept wrong answer as
+    out_dir/errors.csv; returns the paths."""
     paths = []
     folder = Path(out_dir) / "digit_errors"
     for table in tables:

@@ -1,8 +1,3 @@
-"""The science: "Positional Description Matters for Transformers Arithmetic" (Shen et al. 2023).
-
-`config` is the leaf every layer reads (plain typed settings, no registry); `validation` checks a config
-against the registries. The sub-packages show the architecture: `data` (tasks, formats, sampling,
-dialogues: no torch), `model` (GPT-2 with a position scheme, tokenizer), `training` (the trainer and the
-evaluator) and `tracking` (MLflow, the only place it is imported, and the archives). `ask` questions a
-trained model. Nothing here imports Ray.
-"""
+"""The science: "Positional Description Matters for Transformers Arithmetic" (Shen et al. 2023). `config`
+is the leaf every layer reads; `data` has no torch, `model` is GPT-2 with a position scheme, `training`
+the trainer and evaluator, `tracking` the only place MLflow is imported. Nothing here imports Ray."""

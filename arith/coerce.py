@@ -9,6 +9,8 @@ from typing import Any
 
 from arith.errors import ConfigError
 
+_BOOLS = dict.fromkeys(("1", "true", "yes", "on"), True) | dict.fromkeys(("0", "false", "no", "off"), False)
+
 
 def coerce(value: Any, hint: Any, key: str = "value") -> Any:
     """Parse `value` (often a --set string) into the type `hint` of a config field."""
@@ -21,13 +23,7 @@ def coerce(value: Any, hint: Any, key: str = "value") -> Any:
         return coerce(value, inner, key)
     try:
         if hint is bool:
-            if isinstance(value, str):
-                if value.lower() in ("1", "true", "yes", "on"):
-                    return True
-                if value.lower() in ("0", "false", "no", "off"):
-                    return False
-                raise ValueError(value)
-            return bool(value)
+            return _BOOLS[value.lower()] if isinstance(value, str) else bool(value)
         if hint is int:
             # a fraction is refused, not truncated ("2.5"); "1e3" and "3.0" are whole numbers
             whole = not isinstance(value, str) or value.strip().lstrip("+-").isdigit()
@@ -49,6 +45,6 @@ def coerce(value: Any, hint: Any, key: str = "value") -> Any:
             if isinstance(value, str):
                 value = json.loads(value)
             return {str(k): str(v) for k, v in dict(value).items()}
-    except (TypeError, ValueError) as err:
+    except (KeyError, TypeError, ValueError) as err:
         raise ConfigError(f"{key}: cannot read {value!r} as {getattr(hint, '__name__', hint)}") from err
     return value

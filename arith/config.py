@@ -1,16 +1,9 @@
 """Typed, printable experiment configuration: the one object every trial is built from.
 
-An `ExperimentConfig` holds four plain dataclasses (data, model, train, tracking). It round-trips
-through dicts, JSON and YAML, flattens to dotted keys (``data.max_digits``) for MLflow params and
-``--set key=value`` overrides.
-
-This module is the leaf every layer reads (the analysis too, without torch): it imports no registry.
-The settings only one task or one position scheme reads are small `Settings` classes here that the task
-(`arith.data.tasks`) and the scheme (`arith.model.positions`) name as theirs: `ModelConfig` is built from
-the schemes' classes, the tasks' are cut from `DataConfig` (`settings_of`), keeping its field order.
-Checking a config against the registries (is the format one of its task's, can the scheme run it) is
-`arith.validation.validate`.
-"""
+An `ExperimentConfig` holds four dataclasses (data, model, train, tracking); it round-trips through dicts,
+JSON and YAML and flattens to dotted keys (``data.max_digits``) for MLflow params and ``--set``. It is the
+leaf every layer reads (the analysis too, without torch), so it imports no registry: a position scheme's
+own settings are `Settings` classes here, and `arith.validation.validate` checks a config against them."""
 
 from __future__ import annotations
 
@@ -27,16 +20,9 @@ import yaml
 from arith.coerce import coerce
 from arith.errors import ConfigError
 
-__all__ = ["ConfigError", "DataConfig", "ExperimentConfig", "ModelConfig", "TrackingConfig", "TrainConfig"]
-
-# ---------------------------------------------------------------------------------------------------------
-# Names with no registry of their own
-# ---------------------------------------------------------------------------------------------------------
-
 #: multiplication augmentations (appendix A): every third sample becomes n x 1, or a first-step `%` line.
 AUGMENTS: tuple[str, ...] = ("none", "n_times_1", "first_step")
-#: arithmetic data mixed into the dialogue data for the nl_mix experiment (section 4): dia, dia+basic,
-#: dia+random_space.
+#: arithmetic data mixed into the dialogues of nl_mix (section 4): dia, dia+basic, dia+random_space
 MIX_FORMATS: tuple[str, ...] = ("none", "basic", "random_space")
 INITS: tuple[str, ...] = ("random", "pretrained")
 #: model size presets: name -> (n_layer, n_head, n_embd). `gpt2-small` is the paper's model.
@@ -49,13 +35,12 @@ MODEL_PRESETS: dict[str, tuple[int, int, int]] = {
 LOSS_ON: tuple[str, ...] = ("answer", "all")
 SCHEDULES: tuple[str, ...] = ("linear", "cosine", "constant")
 PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16")
-#: `auto`: GPT-2's tokenizer for a pretrained model, the digit-aware one (arith.model.tokenizer) otherwise;
-#: `pretrained`: model.pretrained's tokenizer whatever the init (the paper's random-init GPT-2s)
+#: `auto`: GPT-2's for a pretrained model, else the digit-aware one; `pretrained`: model.pretrained's
+#: whatever the init (the paper's random-init GPT-2s)
 TOKENIZERS: tuple[str, ...] = ("auto", "pretrained")
 DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
-#: tracking.log_model: which trained model a run keeps as its logged model `model`
 LOG_MODEL: tuple[str, ...] = ("final", "none")
-#: torch.compile modes; `reduce-overhead` replays CUDA graphs (one per batch shape: see train.bucket_lengths)
+#: torch.compile modes; `reduce-overhead` replays CUDA graphs (one per batch shape: train.bucket_lengths)
 COMPILE_MODES: tuple[str, ...] = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
@@ -69,19 +54,16 @@ def choice(name: str, value: str, choices: typing.Iterable[str]) -> None:
 
 
 def default_n_hash(n_embd: int, n_head: int) -> int:
-    """n_embd // 4 rounded down to a multiple of n_head (at least n_head), as ModelConfig documents."""
+    """n_embd // 4 rounded down to a multiple of n_head (at least n_head)."""
     return max(n_head, (n_embd // 4) // n_head * n_head)
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Settings one position scheme reads (`PositionScheme.Settings` names its class; ModelConfig is built
-# from them)
-# ---------------------------------------------------------------------------------------------------------
+# Settings one position scheme reads (`PositionScheme.Settings`); ModelConfig is built from them
 
 
 @dataclass
 class NoSettings:
-    """A task or scheme that reads no setting of its own."""
+    """A scheme that reads no setting of its own."""
 
 
 @dataclass
@@ -90,7 +72,7 @@ class RandomEmbedSettings:
     n_hash: int = 0
 
     def resolved_n_hash(self) -> int:
-        """The tag width for this config's sizes (on a ModelConfig: `sizes()` is its method)."""
+        """The tag width for this config's sizes (`sizes()` is ModelConfig's)."""
         _, n_head, n_embd = self.sizes()  # type: ignore[attr-defined]
         return self.n_hash or default_n_hash(n_embd, n_head)
 
@@ -111,11 +93,6 @@ class AbacusSettings:
 class CouplingSettings:
     #: coupling: largest random start added to every digit's position id during training (0 at test)
     coupling_max_offset: int = 20
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The four sections
-# ---------------------------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -149,48 +126,10 @@ class DataConfig:
     seed: int = 0
 
 
-def settings_of(name: str, doc: str, section: type, *fields: str) -> type:
-    """A task's `Settings`: a dataclass of the `section` fields only that task reads (declared once, on the
-    section, in the order printed and logged), with their defaults."""
-    declared = {f.name: f for f in dataclasses.fields(section)}
-    spec = [(n, declared[n].type, field(default=declared[n].default)) for n in fields]
-    cls = dataclasses.make_dataclass(name, spec)
-    cls.__doc__, cls.__module__ = doc, __name__
-    return cls
-
-
-# Settings one task reads (`Task.Settings` names its class)
-MulSettings = settings_of(
-    "MulSettings",
-    "Multiplication: the 1-digit weight and the augmentations.",
-    DataConfig,
-    "one_digit_weight",
-    "augment",
-)
-ScratchpadSettings = settings_of(
-    "ScratchpadSettings",
-    "Addition with a scratchpad: reversed addends, random spaces.",
-    DataConfig,
-    "reverse_addends",
-    "random_space_prob",
-)
-DialogueSettings = settings_of(
-    "DialogueSettings",
-    "Student-teacher dialogues (nl_mix): the data mixed in, the dialogue counts, a user's file.",
-    DataConfig,
-    "mix_format",
-    "mix_samples",
-    "dialogue_easy",
-    "dialogue_hard",
-    "dialogue_file",
-)
-
-
 @dataclass
 class ModelConfig(CouplingSettings, AbacusSettings, RandomizedSettings, RandomEmbedSettings):
     """A GPT-2 (transformers' GPT2LMHeadModel) with an interchangeable position scheme. The fields a
-    single scheme reads (`n_hash`, `randomized_max_position`, `abacus_max_offset`, ...) come from that
-    scheme's Settings above (they come before these in the field order)."""
+    single scheme reads come first, from that scheme's Settings above."""
 
     preset: str = "tiny"
     #: explicit sizes override the preset; None = take the preset's
@@ -222,18 +161,15 @@ class TrainConfig:
     """Optimisation, evaluation schedule and hardware. `epochs` as in the paper; `max_steps` caps a budget."""
 
     epochs: int = 300
-    #: epochs a pass over the training lines is cut into (1: the paper's epoch, one pass). An epoch is
-    #: where the trainer evaluates, checkpoints and reports; a recipe search cuts a pass into several so
-    #: that its scheduler reads the gate every few core-minutes (arith.training.epochs). `epochs`,
-    #: `eval_epochs` and `checkpoint_every` count these epochs; the steps and their order do not change
+    #: epochs a pass over the training lines is cut into (1: the paper's epoch), so that a scheduler reads
+    #: a long pass more often; `epochs`, `eval_epochs` and `checkpoint_every` count these epochs
     epochs_per_pass: int = 1
     #: stop after this many optimiser steps (0 = no cap); the schedule is laid over min(epochs, steps)
     max_steps: int = 0
     batch_size: int = 32
     lr: float = 2e-5
     weight_decay: float = 0.0
-    #: AdamW's betas and eps (Hugging Face's Trainer: 0.9, 0.999, 1e-8; the paper scale uses those; the
-    #: cpu and smoke scales keep the 0.95 they were tuned with)
+    #: AdamW's (Hugging Face's Trainer: 0.9, 0.999, 1e-8, as the paper scale; cpu and smoke keep 0.95)
     adam_beta1: float = 0.9
     adam_beta2: float = 0.95
     adam_eps: float = 1e-8
@@ -243,42 +179,34 @@ class TrainConfig:
     grad_clip: float = 1.0
     #: loss on the answer tokens only, or on the whole line (the paper fine-tunes on whole lines)
     loss_on: str = "answer"
-    #: the first this fraction of the run's steps draws lines of at most a few digits, the cap rising
-    #: from the fewest digits of the training set to the most (0 = none; see arith.training.batching)
+    #: the first this fraction of the steps draws short lines, the digit cap rising to the most (0 = none)
     curriculum: float = 0.0
-    #: epochs after which the test grids are evaluated (the final epoch always is); the paper reads the
-    #: nl_mix runs at 50 and 100
+    #: epochs after which the test grids are evaluated (the final epoch always is; nl_mix: 50 and 100)
     eval_epochs: list[int] = field(default_factory=list)
     #: epochs between checkpoints (0 = only at evaluations and the end)
     checkpoint_every: int = 1
-    #: run alone: where checkpoints are kept (resumed from when one is there); empty = none. Inside a Ray
-    #: Tune trial, Tune's own checkpoints are used instead.
+    #: run alone: where checkpoints are kept and resumed from; empty = none (a Tune trial uses Tune's)
     checkpoint_dir: str = ""
     #: evaluation batch size and the number of failure examples kept per cell (eval/failures.jsonl)
     eval_batch_size: int = 256
     failures_per_cell: int = 3
-    #: wrong answers kept per cell of the latest evaluation (eval/errors.csv, read by
-    #: arith.tracking.digit_errors); 100 keeps every wrong answer of a paper multiplication cell
+    #: wrong answers kept per cell of the latest evaluation (eval/errors.csv: every one of a paper cell)
     errors_per_cell: int = 100
-    #: tokens decoded per test reply; 0 = the longest reply the data can produce plus a margin
-    #: (arith.training.decoding.reply_cap). Set it for a data.dialogue_file whose teacher replies are longer
-    #: than the generator's templates.
+    #: tokens decoded per test reply; 0 = the longest reply the data can produce plus a margin (set it
+    #: for a data.dialogue_file whose replies are longer than the generator's)
     eval_max_new_tokens: int = 0
     #: when the answer's exact-match on a held-out probe reaches this, training stops early (0 = never)
     target_accuracy: float = 0.0
-    #: test cells ("main:2x3", "regular:5") whose weakest accuracy on unseen problems (all of a cell's
-    #: where it has few unseen: arith.training.metrics.MIN_UNSEEN) each evaluation reports as
-    #: `gate/weakest_unseen`: a recipe search (lab/search/sweep.py) names its competence gate's
-    #: cells, so that its scheduler reads what the gate will read; empty = not reported
+    #: test cells ("main:2x3", "regular:5") whose weakest accuracy on unseen problems each evaluation
+    #: reports as `gate/weakest_unseen`, for a scheduler to read a competence gate; empty = not reported
     gate_cells: list[str] = field(default_factory=list)
     seed: int = 0
     device: str = "auto"
     precision: str = "auto"
     compile: bool = False
-    #: torch.compile's mode when `compile` is on
     compile_mode: str = "default"
-    #: pad each batch to the next of these lengths (a few fixed shapes for compiled steps and CUDA graphs);
-    #: empty = to its longest line (see arith.training.batching)
+    #: pad each batch to the next of these lengths (few shapes for compiled steps and CUDA graphs);
+    #: empty = to its longest line
     bucket_lengths: list[int] = field(default_factory=list)
     #: torch threads on a CPU; 0 = the CPUs this process may use (Ray sets them per trial)
     num_threads: int = 0
@@ -296,10 +224,8 @@ class TrackingConfig:
     run_name: str = ""
     parent_run_id: str = ""
     tags: dict[str, str] = field(default_factory=dict)
-    #: the trained model as the run's MLflow logged model `model` (the module, with `ArithModel.save`'s
-    #: weights, position scheme and tokenizer; load it with `mlflow.pytorch.load_model` or
-    #: `arith.tracking.models.load_model("runs:/<run id>/model")`): `final` = the model at the end of the
-    #: trial, `none` = not kept. A GPT2-small (paper scale) is ~1 GB a trial (the weights twice).
+    #: the run's MLflow logged model `model` (`arith.tracking.models.load_model("runs:/<id>/model")`):
+    #: `final` = the model at the end of the trial, `none` = not kept (a GPT2-small's is ~1 GB)
     log_model: str = "final"
 
     def resolved_uri(self) -> str:
@@ -315,8 +241,6 @@ class ExperimentConfig:
     train: TrainConfig = field(default_factory=TrainConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
 
-    # --- serialisation -----------------------------------------------------------------------------------
-
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
@@ -327,11 +251,9 @@ class ExperimentConfig:
             raise ConfigError(
                 f"unknown config section(s) {sorted(unknown)}; valid: data, model, train, tracking"
             )
-        cfg = cls()
-        for section, values in d.items():
-            for key, value in (values or {}).items():
-                cfg = cfg.with_overrides({f"{section}.{key}": value})
-        return cfg
+        return cls().with_overrides(
+            {f"{s}.{k}": v for s, values in d.items() for k, v in (values or {}).items()}
+        )
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> ExperimentConfig:
@@ -349,11 +271,7 @@ class ExperimentConfig:
 
     def flat(self) -> dict[str, Any]:
         """Dotted keys -> values, e.g. ``{"data.task": "mul", ...}`` (MLflow params, --set keys)."""
-        out: dict[str, Any] = {}
-        for section in dataclasses.fields(self):
-            for f in dataclasses.fields(getattr(self, section.name)):
-                out[f"{section.name}.{f.name}"] = getattr(getattr(self, section.name), f.name)
-        return out
+        return {f"{s}.{k}": v for s, values in self.to_dict().items() for k, v in values.items()}
 
     @classmethod
     def keys(cls) -> list[str]:

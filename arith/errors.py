@@ -1,7 +1,5 @@
-"""The one error a setting that cannot be trained raises (re-exported by `arith.config`).
-
-It lives apart so that the registries `arith.config` reads (position schemes, tasks) can raise it
-without importing the config module they are read by."""
+"""The one error a setting that cannot be trained raises (re-exported by `arith.config`), apart so that
+the modules `arith.config` imports can raise it."""
 
 from __future__ import annotations
 

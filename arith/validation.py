@@ -1,8 +1,5 @@
-"""A config checked against the registries: its task (`arith.data.tasks`) and its position scheme
-(`arith.model.schemes`) each check what only they know, and the general rules are here.
-
-Apart from `arith.config` so that the config stays a leaf (importing it loads no registry, no torch);
-this module imports the registries and so the model's torch.
+"""A config checked against the registries (its task and its position scheme each check what only they
+know) and the general rules: apart from `arith.config` so that the config stays a leaf, with no torch.
 """
 
 from __future__ import annotations

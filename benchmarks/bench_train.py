@@ -326,8 +326,8 @@ def profile_steps(
                 # the same, measured: the unprofiled steps against their products replayed alone (the
                 # profiler's own overhead inflates the non-product shares above)
                 "products_per_step": len(products),
-                "ms_per_step_unprofiled": round(unprofiled / steps * 1e3, 1),
-                "ms_matmuls_alone": round(alone * 1e3, 1),
+                "ms_per_step_unprofiled": round(unprofiled / steps * 1e3, 3),  # a nano step is ~1 ms
+                "ms_matmuls_alone": round(alone * 1e3, 3),
                 "ceiling_matmuls_alone": round(unprofiled / steps / alone, 2) if alone else None,
                 "top": [[e.key, round(e.self_cpu_time_total / total, 3), e.count // steps] for e in top],
             }

@@ -1,7 +1,6 @@
-"""Which cells a rule reads: selectors of the per-seed frame (`analysis.load.Sweep.cells`: each trial's
-cells at each evaluation), and the paper's counterpart of a point's cells through the scale's digit map
-(`experiments.paper`). Apart from the rules (`experiments.verdicts`) so that a check, a plot or the budget fit
-picks the same cells the verdicts gate on without the statistics.
+"""Which cells a rule reads: selectors of the per-seed frame (each trial's cells at each evaluation), and
+the paper's counterpart of a point's cells through the scale's digit map. Apart from the rules
+(`experiments.verdicts`) so that a plot picks the cells the verdicts gate on without the statistics.
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ from arith.tracking.schema import (
     ACCURACY_COLUMN,
     CELL_KEYS,
     COL_DIGITS_COLUMN,
-    CONTEXT_COLUMN,
     EPOCH_COLUMN,
     FINAL_EPOCH_COLUMN,
     PAPER_EPOCHS_TAG,
@@ -61,12 +59,11 @@ def large_products(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _digit_half(frame: pd.DataFrame, upper: bool) -> pd.DataFrame:
+    """The upper half (the larger when odd) or the rest (at least the smallest count)."""
     digits = sorted(frame[COL_DIGITS_COLUMN].dropna().astype(int).unique())
-    if not digits:
-        return frame
-    top = digits[len(digits) - max(1, len(digits) // 2) :]
-    chosen = top if upper else ([d for d in digits if d not in top] or digits[:1])
-    return frame[frame[COL_DIGITS_COLUMN].isin(chosen)]
+    split = len(digits) - max(1, len(digits) // 2)
+    chosen = digits[split:] if upper else digits[: split or 1]
+    return frame[frame[COL_DIGITS_COLUMN].isin(chosen)] if digits else frame
 
 
 def largest_digits(frame: pd.DataFrame) -> pd.DataFrame:
@@ -87,6 +84,8 @@ def digit_range(frame: pd.DataFrame) -> str:
     return f"{digits[0]}-{digits[-1]}" if len(digits) > 1 else str(digits[0])
 
 
+#: a trial's config keys among a frame's columns
+CONFIG_PREFIXES = ("data.", "model.", "train.")
 #: the paper's counterpart of a cell (`CELL_KEYS`): its own digit counts and accuracy
 PAPER_COLUMNS = [*CELL_KEYS, "paper_row_digits", "paper_col_digits", "paper_accuracy"]
 
@@ -98,17 +97,12 @@ def cell_name(row_digits, col_digits, context: str = "") -> str:
 
 
 def paper_of(cells: pd.DataFrame, digit_map: dict[int, int] | None) -> pd.DataFrame:
-    """The paper's cells for the one point `cells` are of, relabelled with the sweep's digit counts (each
-    sweep cell beside the one paper cell it stands for, `experiments.paper.stand_in`); empty where the paper
-    has no table for it (a figure, or a setting it did not run)."""
+    """The paper's cells for the one point `cells` are of, relabelled with the sweep's digit counts; empty
+    where the paper has no table for it."""
     if cells.empty:
         return pd.DataFrame(columns=PAPER_COLUMNS)
     row = cells.iloc[0]
-    point = {
-        k: row[k]
-        for k in cells.columns
-        if k.startswith(("data.", "model.", "train.")) or k == PAPER_TABLE_TAG
-    }
+    point = {k: row[k] for k in cells.columns if k.startswith(CONFIG_PREFIXES) or k == PAPER_TABLE_TAG}
     final = int(cells[FINAL_EPOCH_COLUMN].max()) if FINAL_EPOCH_COLUMN in cells else 0
     reading = paper_reading(final, [final], str(row.get(PAPER_EPOCHS_TAG) or ""))
     paper = paper_cells(point, reading, final=True, digit_map=digit_map)
@@ -123,16 +117,11 @@ def cells_on(cells: pd.DataFrame, chosen: pd.DataFrame) -> pd.DataFrame:
 
 def cell_list(cells: pd.DataFrame) -> str:
     """The cells named in order for a verdict's reason, each with its paper cell where the map moved it."""
-    unique = cells.drop_duplicates(CELL_KEYS).sort_values(
-        [CONTEXT_COLUMN, ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN]
-    )
-    names = []
+    unique = cells.drop_duplicates(CELL_KEYS).sort_values(CELL_KEYS)
+    names, paper = [], "paper_col_digits" in unique
     for r in unique.itertuples(index=False):
         name = cell_name(r.row_digits, r.col_digits, r.context)
-        if "paper_col_digits" in unique and (r.paper_row_digits, r.paper_col_digits) != (
-            r.row_digits,
-            r.col_digits,
-        ):
+        if paper and (r.paper_row_digits, r.paper_col_digits) != (r.row_digits, r.col_digits):
             name += f" (paper {cell_name(r.paper_row_digits, r.paper_col_digits)})"
         names.append(name)
     return ", ".join(names)

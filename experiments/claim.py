@@ -1,10 +1,8 @@
 """An experiment of the paper, declared once: the grid that runs it and the claims its numbers are judged by.
 
-A `Claim` is one sentence of the paper with the check that reads it off a sweep's per-seed cells (a
-function of `experiments.verdicts`' rules, written beside the experiment it judges). An `Experiment` ties a
-grid (`experiments.grid`) to its claims; a variant of it (a budget, a scale) holds the same claim objects,
-so a claim is written once and judges every variant. `sweeps` runs an experiment's grid; `analysis` judges
-its sweeps by the experiment's claims; the catalogue is `experiments.registry`.
+A `Claim` is one sentence of the paper with the check that reads it off a sweep's per-seed cells. A variant
+of an `Experiment` (a budget, a scale) holds the same claim objects, so a claim is written once and judges
+every variant.
 """
 
 from __future__ import annotations
@@ -20,27 +18,24 @@ from experiments.grid import Grid, variant
 from experiments.recipes import Recipe
 from experiments.verdicts import Outcome
 
+#: paper digit count -> the sweep's (None: the claim reads no paper table)
+DigitMap = dict[int, int] | None
 #: a claim's check: the sweep's per-seed cells and its digit map -> the contrasts read, or why not testable
-Check = Callable[[pd.DataFrame, dict[int, int] | None], Outcome]
+Check = Callable[[pd.DataFrame, DigitMap], Outcome]
 
 
 @dataclass(frozen=True)
 class Claim:
-    """One claim of the paper, which cells show a compared model learned the task, and the check that reads
-    the claim off the numbers."""
+    """One claim of the paper, the cells that show a compared model learned, and the check that reads it."""
 
     text: str
     #: the paper label(s) it comes from (`tb:*`, `fig:*`), or why there is none
     source: str
-    #: the cells each compared model must have learned where the paper has no table for it
-    learned_on: str
     check: Check
     #: which accuracy the check reads, gate and contrast alike: `accuracy` (every test problem, as the
-    #: paper's tables: seen in training or not) or `accuracy_unseen` (only the test problems that are not
-    #: training problems: what a model generalised to)
+    #: paper's tables) or `accuracy_unseen` (only those that are not training problems)
     reads: str = ACCURACY_COLUMN
-    #: the claim's stable name, unique in the catalogue (`padded_reverse_beats_plain`): the key of its
-    #: verdict's tag on a sweep's parent run (`claim.<id>`), whatever its wording becomes
+    #: the claim's stable name, unique in the catalogue: its verdict's tag (`claim.<id>`) whatever its wording
     id: str = ""
 
 
@@ -66,11 +61,6 @@ class Experiment:
     def variant(
         self, name: str, description: str, settings: Mapping[str, Any], *, presearch: str = "", **how: Any
     ) -> Experiment:
-        """The same experiment on a derived grid (`experiments.grid.variant`: a budget, a scale, some of its
-        points), judged by the same claims."""
+        """The same experiment on a derived grid (`experiments.grid.variant`), judged by the same claims."""
         derived = variant(self.grid, name, description, settings, **how)
         return replace(self, grid=derived, presearch=presearch or self.presearch)
-
-    def with_grid(self, grid: Grid) -> Experiment:
-        """The same claims on a grid edited by hand (`dataclasses.replace` of a variant's grid)."""
-        return replace(self, grid=grid)

@@ -1,10 +1,7 @@
-"""What a grid is: a paper experiment's base config, its axes and the labels of the paper tables it
-reproduces; how a grid derives a variant (a budget, a scale, a subset of its points).
-
-A `Grid` is a base config (the paper's setup for that experiment, as dotted overrides) and axes whose
-product gives the points, plus `also` blocks for coupled values the product cannot express. An axis value
-may be a `Variant`: a named bundle of settings that travel together (a task with its sample count, epochs
-and test digits). Declarative and torch-free: `sweeps.space` turns a grid into trial configs at a scale.
+"""What a grid is: a base config (the paper's setup, as dotted overrides) and axes whose product gives the
+points, plus `also` blocks for coupled values the product cannot express; an axis value may be a `Variant`,
+a named bundle of settings that travel together. `variant` derives a grid (a budget, a scale, some points).
+Declarative and torch-free: `sweeps.space` turns a grid into trial configs at a scale.
 """
 
 from __future__ import annotations
@@ -17,8 +14,7 @@ from typing import Any
 
 from arith.config import ExperimentConfig
 
-#: pre-searches (a budget's, a recipe's) draw their seeds from here up, so that the seeds that judge a
-#: claim (0 up) never chose their own budget
+#: pre-searches draw their seeds from here up, so that the seeds that judge a claim (0 up) never chose it
 PRESEARCH_FIRST_SEED = 100
 
 
@@ -65,43 +61,33 @@ class Grid:
     #: keys whose point values are set after the scale (tuning grids of a scale's own settings: its model,
     #: step budget, tag width); every other key is in the paper's units and the scale shrinks it
     over_scale: tuple[str, ...] = ()
-    #: the seeds of the pre-search that chose this grid's budget or a setting: recorded on the sweep's parent
-    #: run (tag `presearch_seeds`) and left out of its verdicts (analysis.findings), which need other seeds
+    #: the seeds of the pre-search that chose this grid's budget or a setting: left out of its verdicts
     presearch_seeds: tuple[int, ...] = ()
-    #: the grid this one is a variant of (`variant()`): recorded on the sweep's parent run (tag
-    #: `variant_of`), so the parent's claims judge it; "" for a grid of its own
+    #: the grid this one is a variant of (`variant()`), whose claims judge it; "" for a grid of its own
     parent: str = ""
-    #: the scale the grid is made for ("" = any): its `over_scale` settings are that scale's, so at another
-    #: scale the sweep says so (`scale_note`), and a point that cannot run there fails naming it
+    #: the scale the grid is made for ("" = any): its `over_scale` settings are that scale's
     scale: str = ""
 
     def points(self) -> list[Point]:
         """The grid's points in a stable order: the main product, then each `also` block."""
         out: dict[str, Point] = {}
         for block in (self.axes, *self.also):
-            keys = list(block)
-            for values in itertools.product(*(block[k] for k in keys)):
+            for values in itertools.product(*block.values()):
                 overrides = dict(self.base)
                 labels = []
-                for key, value in zip(keys, values, strict=True):
-                    if isinstance(value, Variant):
-                        overrides.update(value.overrides)
-                        labels.append(f"{_short(key)}={value.name}")
-                    else:
-                        overrides[key] = value
-                        labels.append(f"{_short(key)}={_show(value)}")
+                for key, value in zip(block, values, strict=True):
+                    overrides.update(value.overrides if isinstance(value, Variant) else {key: value})
+                    labels.append(f"{_short(key)}={_show(value)}")
                 name = ",".join(labels) or "base"
                 out.setdefault(name, Point(name, overrides, tuple(labels)))
         return list(out.values())
 
     def declared_axes(self) -> list[str]:
-        """The config keys the main product varies, in order (Variant-valued axes named without a dot are
-        bundles, not keys). The sweep records them on its parent run (tag `axes`) for the analysis."""
+        """The config keys the main product varies, in order (an axis named without a dot is a bundle)."""
         return [key for key in self.axes if "." in key]
 
     def bundle_axes(self) -> list[str]:
-        """The axes whose values are named bundles of settings (`Variant`s, e.g. a search's `model`: tiny,
-        4x256, gpt2-mini), in the main product or an `also` block: `--only model=tiny` picks by name."""
+        """The axes whose values are `Variant`s, in any block: `--only model=tiny` picks one by name."""
         blocks = (self.axes, *self.also)
         bundles = (k for b in blocks for k, vs in b.items() if vs and all(isinstance(v, Variant) for v in vs))
         return list(dict.fromkeys(bundles))
@@ -126,11 +112,8 @@ def variant(
     scale: str = "",
     presearch_seeds: tuple[int, ...] = (),
 ) -> Grid:
-    """A derived grid: `parent` with `settings` over its base (a key that is one of its axes fixes that
-    axis), its axes cut to the values in `only`, and a name of its own. The parent's paper tables, table
-    mapping and claims apply (`Experiment.variant` keeps the parent's claims); the `also` blocks stay only
-    where they hold the fixed values. A budget variant is one call:
-    ``MUL_FORMAT.variant("mul_format_long", "...", {"train.max_steps": 12_000}, ...)``."""
+    """`parent` with `settings` over its base (fixing an axis they name), its axes cut to the values in
+    `only` (`also` blocks stay where they hold the fixed values), and the parent's paper tables it reaches."""
     only = dict(only or {})
 
     def cut(block: Axes) -> dict[str, list[Any]] | None:
@@ -140,21 +123,20 @@ def variant(
                 if settings[key] not in values:
                     return None
                 continue
-            kept = [v for v in values if key not in only or v in only[key] or _named(v, only[key])]
+            wanted = only.get(key)  # values, or a bundle's Variant names
+            kept = [v for v in values if wanted is None or v in wanted or getattr(v, "name", v) in wanted]
             if not kept:
                 return None
             out[key] = kept
         return out
 
-    axes = cut(parent.axes) or {}
-    also = tuple(block for block in map(cut, parent.also) if block)
     derived = dataclasses.replace(
         parent,
         name=name,
         description=description,
         base={**parent.base, **settings},
-        axes=axes,
-        also=also,
+        axes=cut(parent.axes) or {},
+        also=tuple(block for block in map(cut, parent.also) if block),
         over_scale=tuple(dict.fromkeys((*parent.over_scale, *over_scale))),
         presearch_seeds=presearch_seeds or parent.presearch_seeds,
         parent=parent.parent or parent.name,
@@ -168,16 +150,9 @@ def variant(
     return dataclasses.replace(derived, paper_tables=tuple(t for t in parent.paper_tables if t in labels))
 
 
-def _named(value: Any, names: list[Any]) -> bool:
-    """Whether `value` is a bundle (`Variant`) named in `names`: `only` may pick bundles by name."""
-    return isinstance(value, Variant) and value.name in names
-
-
 def _short(key: str) -> str:
     return key.rpartition(".")[2]
 
 
 def _show(value: Any) -> str:
-    if isinstance(value, bool):
-        return str(value).lower()
-    return str(value)
+    return str(value).lower() if isinstance(value, bool) else str(value)

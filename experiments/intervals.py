@@ -1,7 +1,5 @@
-"""The statistics a verdict reads: a contrast's effect with its 95% t interval and one-sided p-values in
-both directions (paired over shared seeds, else Welch), the exact tests that stand in where the seeds show
-no spread at all, and Holm's correction over a report's claims. Pinned to scipy.stats in
-tests/test_verdicts.py."""
+"""The statistics a verdict reads: a contrast's 95% t interval and one-sided p-values both ways (paired or
+Welch), exact tests where the seeds show no spread, and Holm's correction over a report's claims."""
 
 from __future__ import annotations
 
@@ -20,12 +18,9 @@ ALPHA = 0.05
 
 @dataclass(frozen=True)
 class Interval:
-    """A contrast's estimate: effect, standard error, degrees of freedom, 95% t interval, the one-sided p
-    for the paper's direction (H1: effect > 0) and against it (H1: effect < 0), the seeds, and whether
-    paired over them. `zero_spread`: every seed gave the same difference (paired) or every side the same
-    value on every seed (Welch); no t interval exists then, and the p-values are the exact sign test's
-    (paired) or Mann-Whitney's (two sides), NaN where neither applies. `possible`: the least and the
-    greatest value the contrast can take (accuracies in [0, 1]), where the interval is shown clipped."""
+    """A contrast's effect, its 95% t interval and one-sided p for (effect > 0) and against the paper's
+    direction. With `zero_spread` no t interval exists: the p-values are the exact sign test's (paired) or
+    Mann-Whitney's (two sides). `possible`: the contrast's range, where the interval is shown clipped."""
 
     effect: float
     se: float
@@ -41,7 +36,7 @@ class Interval:
 
     @property
     def ci(self) -> str:
-        """The 95% interval as text, clipped to the possible range (and saying so); '' without one."""
+        """The 95% interval as text, clipped to the possible range (saying so); '' without one."""
         if math.isnan(self.low):
             return ""
         low, high = max(self.low, self.possible[0]), min(self.high, self.possible[1])
@@ -64,14 +59,9 @@ class Interval:
         )
 
 
-def format_p(p: float) -> str:
-    return "nan" if math.isnan(p) else (f"{p:.2g}" if p >= 1e-4 else "< 0.0001")
-
-
 def p_is(p: float) -> str:
-    """`p = 0.0044`, or `p < 0.0001` below what the text rounds to (never `p = < 0.0001`)."""
-    shown = format_p(p)
-    return f"p {shown}" if shown.startswith("<") else f"p = {shown}"
+    """`p = 0.0044`, or `p < 0.0001` below what the text rounds to."""
+    return "p < 0.0001" if p < 1e-4 else f"p = {p:.2g}"
 
 
 def seed_list(seeds: Sequence[int]) -> str:
@@ -100,24 +90,22 @@ def _sign_test(differences: np.ndarray) -> tuple[float, float]:
 
 
 def paired_interval(differences: Sequence[float], seeds: Sequence[int] = ()) -> Interval:
-    """The per-seed differences' mean with its t interval (df n - 1): scipy.stats.ttest_rel's; with no
-    spread, the exact sign test's p-values and no interval."""
+    """The per-seed differences' mean with its t interval (scipy.stats.ttest_rel's); with no spread, the
+    exact sign test's p-values."""
     d = np.asarray(differences, dtype=float)
     n = len(d)
     effect = float(d.mean()) if n else math.nan
     se = float(d.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
     if se <= NO_SPREAD:
-        d = np.round(d, 12)
-        p_for, p_against = _sign_test(d)
+        p_for, p_against = _sign_test(np.round(d, 12))
         return Interval(effect, 0.0, n - 1.0, math.nan, math.nan, p_for, tuple(seeds), True, p_against, True)
     low, high, p, p_against = _t_interval(effect, se, n - 1.0)
     return Interval(effect, se, n - 1.0, low, high, p, tuple(seeds), True, p_against)
 
 
 def welch_interval(terms: Sequence[tuple[float, Sequence[float]]], seeds: Sequence[int] = ()) -> Interval:
-    """sum(weight * mean) over independent samples, with the Welch-Satterthwaite degrees of freedom
-    (for better - worse: scipy.stats.ttest_ind(equal_var=False)'s); with no spread on any side, for two
-    sides the exact Mann-Whitney p-values and no interval."""
+    """sum(weight * mean) over independent samples, Welch-Satterthwaite df (ttest_ind(equal_var=False)'s);
+    with no spread, for two sides the exact Mann-Whitney p-values."""
     parts = [(w, np.asarray(x, dtype=float)) for w, x in terms]
     effect = float(sum(w * x.mean() for w, x in parts)) if all(len(x) for _, x in parts) else math.nan
     if any(len(x) < 2 for _, x in parts):
@@ -127,7 +115,7 @@ def welch_interval(terms: Sequence[tuple[float, Sequence[float]]], seeds: Sequen
     if math.sqrt(se2) <= NO_SPREAD:
         p_for = p_against = math.nan
         if len(parts) == 2 and parts[0][0] > 0 > parts[1][0]:
-            (_, a), (_, b) = ((w, np.round(x, 12)) for w, x in parts)
+            a, b = (np.round(x, 12) for _, x in parts)
             p_for = float(stats.mannwhitneyu(a, b, alternative="greater", method="exact").pvalue)
             p_against = float(stats.mannwhitneyu(a, b, alternative="less", method="exact").pvalue)
         return Interval(
@@ -140,7 +128,7 @@ def welch_interval(terms: Sequence[tuple[float, Sequence[float]]], seeds: Sequen
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:
-    """Holm's step-down adjusted p-values (NaN entries, claims not judged, are left out and stay NaN)."""
+    """Holm's step-down adjusted p-values (NaN entries, claims not judged, stay NaN)."""
     judged = sorted((p, i) for i, p in enumerate(pvalues) if not math.isnan(p))
     m = len(judged)
     out = [math.nan] * len(pvalues)

@@ -1,13 +1,9 @@
 """The paper's published numbers (paper_tables.csv, shipped as package data) matched to a sweep's cells.
 
-A trial reproduces a paper table when its `paper_table` tag names it; within that table the cells are
-picked by the trial's params: format (for nl_mix the mixed data: dia, dia+basic, dia+random_space),
-position scheme, context, and the table's settings (augment, 1-digit weight, init, epochs). Nothing is
-interpolated: a cell only one side has stays missing on the other.
-
-At a scale whose digit counts differ from the paper's (`cpu`: 5 -> 3, 10 -> 5; the scale's digit map,
-recorded on the sweep's parent run) each of the sweep's cells stands for one paper cell (`stand_in`) and
-only that one is put beside it and subtracted: never a difference between unlike cells.
+A trial reproduces the paper tables its `paper_table` tag names; within one, its params pick the cells.
+Nothing is interpolated: a cell only one side has stays missing on the other. At a scale whose digit counts
+differ from the paper's (`cpu`: 5 -> 3) each sweep cell stands for one paper cell (`stand_in`), and only
+that one is put beside it: never a difference between unlike cells.
 """
 
 from __future__ import annotations
@@ -22,6 +18,7 @@ import pandas as pd
 from arith.data.tasks import get_task
 from arith.tracking.schema import (
     ACCURACY_COLUMN,
+    CELL_KEYS,
     COL_DIGITS_COLUMN,
     CONTEXT_COLUMN,
     EPOCH_COLUMN,
@@ -31,7 +28,6 @@ from arith.tracking.schema import (
     ROW_DIGITS_COLUMN,
 )
 
-#: our task -> the paper's task column
 #: the paper's augment spelling -> data.augment
 PAPER_AUGMENTS = {"n_times_1_every_3": "n_times_1", "first_step_every_3": "first_step"}
 #: the paper reads its nl_mix runs (100 epochs) at 50 and at 100 epochs
@@ -40,15 +36,18 @@ PAPER_NL_EPOCHS = 100
 MAP_DIGITS = range(1, 41)
 
 
+def _json_map(tag: str | None, value: type) -> dict | None:
+    """A run tag's JSON {int: value} mapping; None without a tag or where it does not parse."""
+    try:
+        return {int(k): value(v) for k, v in json.loads(tag).items()} if tag else None
+    except (ValueError, AttributeError, TypeError):
+        return None
+
+
 def digit_map_of(tag: str | None) -> dict[int, int]:
-    """paper digit count -> the sweep's, from the parent run's `digit_map` tag (JSON); the identity for no
-    map (cells made by hand, at the paper's digit counts)."""
-    if tag:
-        try:
-            return {int(k): int(v) for k, v in json.loads(tag).items()}
-        except (ValueError, AttributeError, TypeError):
-            pass
-    return {n: n for n in MAP_DIGITS}
+    """paper digit count -> the sweep's, from the parent run's `digit_map` tag (JSON); else the identity."""
+    mapping = _json_map(tag, int)
+    return {n: n for n in MAP_DIGITS} if mapping is None else mapping
 
 
 #: digit counts up to this stand for themselves at every scale (no scale's digit_knee is above it)
@@ -58,11 +57,9 @@ SHARED_DIGITS = 2
 def training_range_map(
     digit_map: dict[int, int] | None, trained_max: float, paper_max: float
 ) -> dict[int, int]:
-    """Paper digit count -> the run's, with the paper's training maximum M standing for the run's own m,
-    whatever the scale (`--set data.max_digits` included). The sweep's map is kept where it already sends
-    M to m (the cpu scale's 5 -> 3); otherwise the counts up to SHARED_DIGITS stay, those between it and M
-    are compressed (or stretched) linearly onto the run's range, and those beyond M go on at the same
-    stride. Without a known m or M (nl_mix's tables), the sweep's map."""
+    """Paper digit count -> the run's, the paper's training maximum M standing for the run's own m whatever
+    the scale: the sweep's map where it sends M to m; else counts up to SHARED_DIGITS stay, those up to M
+    are stretched linearly onto the run's range, and those beyond go on at that stride."""
     base = digit_map or {n: n for n in MAP_DIGITS}
     if pd.isna(trained_max) or pd.isna(paper_max):
         return base
@@ -80,12 +77,8 @@ def training_range_map(
 
 
 def stand_in(n: int, paper_digits: list[int], digit_map: dict[int, int], paper_max: float) -> int | None:
-    """The paper digit count that the sweep's digit count `n` stands for, among the paper's `paper_digits`.
-
-    Several paper counts may map to `n` (cpu: 3, 4 and 5 -> 3). Within the training range the largest
-    of them no longer than the paper's training maximum (cpu 3 -> the paper's 5, its max_digits); beyond
-    it the smallest (the first digit count past training); without a known maximum (nl_mix) the largest.
-    """
+    """The paper digit count the sweep's `n` stands for among `paper_digits` mapped to it (cpu: 3, 4, 5 ->
+    3): in the training range the largest, beyond it the smallest; without a known maximum the largest."""
     candidates = sorted(p for p in paper_digits if digit_map.get(p, p) == n)
     if not candidates:
         return None
@@ -100,7 +93,8 @@ def paper_tables() -> pd.DataFrame:
     """The paper's cells, one a row, with the `setting` string parsed into typed columns."""
     with resources.files("experiments").joinpath("paper_tables.csv").open() as f:
         frame = pd.read_csv(f)
-    settings = frame["setting"].fillna("").map(_parse_setting)
+    parts = frame["setting"].fillna("").str.split(";")
+    settings = parts.map(lambda ps: dict(p.split("=", 1) for p in ps if "=" in p))
     frame["max_digits"] = settings.map(lambda s: int(s["max_digits"]) if "max_digits" in s else np.nan)
     frame["augment"] = settings.map(lambda s: PAPER_AUGMENTS.get(s.get("augment", ""), "none"))
     frame["one_digit_weight"] = settings.map(lambda s: float(s.get("one_digit_weight", 1.0)))
@@ -116,10 +110,6 @@ def paper_tables() -> pd.DataFrame:
     return frame
 
 
-def _parse_setting(setting: str) -> dict[str, str]:
-    return dict(part.split("=", 1) for part in setting.split(";") if "=" in part)
-
-
 def paper_format(point: dict) -> str | None:
     """The paper's format name for a trial (None when the paper has no such data)."""
     return get_task(point["data.task"]).paper_format(
@@ -130,16 +120,10 @@ def paper_format(point: dict) -> str | None:
 def paper_cells(
     point: dict, paper_epochs: float | None, final: bool, digit_map: dict[int, int] | None = None
 ) -> pd.DataFrame:
-    """The paper's cells for one evaluation of a trial point: table, context, row_digits, col_digits
-    (the sweep's digit counts under `digit_map`), paper_row_digits, paper_col_digits (the paper cell
-    each stands for), accuracy.
-
-    `point` maps config keys (data.task, data.format, ...) to values and the `paper_table` tag to the
-    trial's labels (`schema.paper_labels`; without them the table is found by the point's settings);
-    `paper_epochs` is the paper's epoch count this evaluation stands for (None = unknown). Tables other
-    than nl_mix are read at the end of training only, so only a trial's `final` evaluation matches them.
-    """
-    columns = ["table", CONTEXT_COLUMN, ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN, ACCURACY_COLUMN]
+    """The paper's cells for one evaluation of a trial point (config keys and its `paper_table` labels),
+    at the sweep's digit counts beside the paper cell each stands for. `paper_epochs`: the paper's epoch
+    count this evaluation stands for (None = unknown); other tables match only a trial's `final` one."""
+    columns = ["table", *CELL_KEYS, ACCURACY_COLUMN]
     empty = pd.DataFrame(columns=[*columns, "paper_row_digits", "paper_col_digits"])
     spec = get_task(point["data.task"])
     task = spec.paper_name
@@ -160,9 +144,7 @@ def paper_cells(
     keep &= (paper["init"] == "") | (paper["init"] == point["model.init"])
     if spec.paper_reads_epochs:
         keep &= paper["epochs"] == paper_epochs
-    cells = paper.loc[keep, [*columns, "train_max"]].drop_duplicates(
-        [CONTEXT_COLUMN, ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN]
-    )
+    cells = paper.loc[keep, [*columns, "train_max"]].drop_duplicates(CELL_KEYS)
     cells = cells.assign(paper_row_digits=cells[ROW_DIGITS_COLUMN], paper_col_digits=cells[COL_DIGITS_COLUMN])
     paper_max = float(cells["train_max"].max()) if cells["train_max"].notna().any() else np.nan
     trained_max = pd.to_numeric(point.get("data.max_digits", np.nan), errors="coerce")
@@ -173,8 +155,7 @@ def paper_cells(
 
 
 def _stand_ins(cells: pd.DataFrame, digit_map: dict[int, int], paper_max: float) -> pd.DataFrame:
-    """Keep, for each of the sweep's digit counts (per axis), the one paper cell it stands for, relabelled
-    with the sweep's digit counts."""
+    """For each of the sweep's digit counts (per axis) the one paper cell it stands for, relabelled."""
     out = cells.copy()
     for axis in (ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN):
         digits = sorted(int(d) for d in cells[axis].dropna().unique())
@@ -187,16 +168,10 @@ def _stand_ins(cells: pd.DataFrame, digit_map: dict[int, int], paper_max: float)
 
 
 def paper_reading(epoch: int, epochs: list[int], tag: str = "") -> float | None:
-    """The paper's epoch count an evaluation stands for. The sweep's `paper_epochs` tag says it (JSON:
-    evaluated epoch -> paper epoch); without the tag the last evaluation is the paper's 100 epochs and
-    the one nearest the middle its 50 (how the paper reads its nl_mix runs); others stand for none."""
-    if tag:
-        try:
-            mapping = {int(k): float(v) for k, v in json.loads(tag).items()}
-        except (ValueError, AttributeError, TypeError):
-            mapping = {}
-        if mapping:
-            return mapping.get(int(epoch))
+    """The paper's epoch count an evaluation stands for: the sweep's `paper_epochs` tag (JSON), else the last
+    is the paper's 100 and the one nearest the middle its 50 (how it reads nl_mix); others none."""
+    if mapping := _json_map(tag, float):
+        return mapping.get(int(epoch))
     final = max(epochs)
     if epoch == final:
         return float(PAPER_NL_EPOCHS)
@@ -209,13 +184,8 @@ def paper_reading(epoch: int, epochs: list[int], tag: str = "") -> float | None:
 def attach_paper(
     agg: pd.DataFrame, point_keys: list[str], digit_map: dict[int, int] | None = None
 ) -> pd.DataFrame:
-    """Outer-join the paper's numbers onto the seed-aggregated frame (`analysis.load.aggregate_seeds`).
-
-    Adds `paper_accuracy`, `paper_source` (table label), `paper_epochs`, `paper_row_digits` /
-    `paper_col_digits` (the paper cell a cell stands for, under `digit_map`) and `diff` (ours - paper). Cells
-    only the paper has get rows with a missing `accuracy`; cells only we have a missing `paper_accuracy`.
-    `point_keys` are the columns that identify a trial point (config keys and the sweep's tags).
-    """
+    """Outer-join the paper's numbers (`paper_accuracy`, `paper_source`, the paper cell each stands for,
+    `diff` = ours - paper) onto the seed-aggregated frame, whose trial points `point_keys` identify."""
     out = []
     for point_values, point_frame in agg.groupby(point_keys, dropna=False, sort=False):
         point = dict(zip(point_keys, point_values, strict=True))
@@ -227,7 +197,7 @@ def attach_paper(
                 columns={"table": "paper_source", ACCURACY_COLUMN: "paper_accuracy"}
             )
             merged = ours.drop(columns=PAPER_EPOCHS_TAG, errors="ignore").merge(
-                theirs, on=[CONTEXT_COLUMN, ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN], how="outer"
+                theirs, on=CELL_KEYS, how="outer"
             )
             for key, value in point.items():
                 merged[key] = [value] * len(merged)

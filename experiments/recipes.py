@@ -1,11 +1,9 @@
 """The recipes the catalogue's experiments train at (`Experiment.recipes`), as data.
 
-A recipe is a named bundle of settings (like a config group) that trains every point of an experiment at
-one scale, so that a claim's compared models train alike. It is applied at one step of a trial's config,
-after the scale (`sweeps.space.trial_config`): its settings replace the scale's, its trials draw the paper's
-sample count (at `sample_fraction`) and train for its `train.max_steps`. A recipe is chosen on pre-search
-seeds (from 100 up), never on the seeds that judge the claim; why each was chosen, or rejected, is the
-lab's record (`lab.recipes.EVIDENCE`), not the recipe's.
+A recipe is a named bundle of settings that trains every point of an experiment at one scale, so that a
+claim's compared models train alike: applied after the scale, its settings replace the scale's and its
+trials draw the paper's sample count. It is chosen on pre-search seeds, never on those that judge a claim;
+why is the lab's record (`lab.recipes.EVIDENCE`).
 """
 
 from __future__ import annotations
@@ -19,8 +17,7 @@ from arith.config import ConfigError, ExperimentConfig
 
 @dataclass(frozen=True)
 class Recipe:
-    """A named bundle of settings (dotted keys, absolute values, `train.max_steps` among them) for every
-    point of an experiment at `scale`."""
+    """Settings (dotted keys, absolute values, `train.max_steps` among them) for every point at `scale`."""
 
     name: str
     scale: str
@@ -28,8 +25,8 @@ class Recipe:
     #: the fraction of the paper's sample count a trial draws (uncapped: distinct lines are what keeps a
     #: small model from memorising)
     sample_fraction: float = 1.0
-    #: False for a candidate a pre-search tried and did not choose: only the scale's pre-search seeds run
-    #: it (`sweeps.space.resolve` refuses others), so that no judged sweep trains at a rejected recipe
+    #: False for a candidate a pre-search tried and did not choose: only pre-search seeds run it, so that
+    #: no judged sweep trains at a rejected recipe
     chosen: bool = True
 
     def __post_init__(self) -> None:
@@ -40,17 +37,14 @@ class Recipe:
     def steps(self) -> int:
         return int(self.settings["train.max_steps"])
 
-    def samples(self, n: int) -> int:
-        return max(1, round(n * self.sample_fraction)) if n else 0
-
     def apply(self, cfg: ExperimentConfig, paper_cfg: ExperimentConfig) -> ExperimentConfig:
         """`cfg` (at its scale) at this recipe: the paper's sample count (`paper_cfg`'s) and its settings."""
-        samples = self.samples(paper_cfg.data.train_samples)
+        n = paper_cfg.data.train_samples
+        samples = max(1, round(n * self.sample_fraction)) if n else 0
         return cfg.with_overrides({"data.train_samples": samples, **self.settings})
 
 
-#: digit reversal: the paper's 120,000 lines in bf16 for 6,000 steps; reverse_posembed and its variants (and
-#: the lab's reversal tuning grids) train at it
+#: digit reversal: the paper's 120,000 lines in bf16 for 6,000 steps
 REVERSE_RECIPE = Recipe("reverse_6k", "cpu_recipe", {"train.max_steps": 6000, "train.precision": "bf16"})
 
 #: scratchpad addition: the paper's 120,000 lines in bf16 for 24,000 steps, where random_embed (the scheme

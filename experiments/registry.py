@@ -1,13 +1,9 @@
 """The catalogue of experiments: every module of `experiments.catalog`, and your own.
 
-Each module of `experiments/catalog/` declares `EXPERIMENTS` (a tuple of `Experiment`); they are found by
-listing the folder, so adding an experiment adds one file. Experiments outside this repository are loaded
-from the importable modules named in the environment variable `POSDESC_EXPERIMENTS` (comma-separated), each
-declaring `EXPERIMENTS` the same way: `POSDESC_EXPERIMENTS=my_lab.carries python sweeps/run.py --grid
-carries` runs one, and `python -m analysis` judges it by its claims. A module may declare `NO_RECIPE` (per
-task without a recipe at a recipe scale, what its nearest pre-search reached) and `SEARCHES` too:
-searches over its experiments' points (objects naming themselves and the experiment they serve, e.g. the
-lab's recipe searches, `lab.search.declared.Search`, that `python -m lab.sweep --search NAME` runs).
+Each module of `experiments/catalog/` declares `EXPERIMENTS` (a tuple of `Experiment`), found by listing
+the folder. Modules outside this repository named in `POSDESC_EXPERIMENTS` (comma-separated) are loaded the
+same way: `POSDESC_EXPERIMENTS=my_lab.carries python sweeps/run.py --grid carries` runs one. A module may
+also declare `NO_RECIPE`: per task without a recipe at a recipe scale, what its nearest pre-search reached.
 """
 
 from __future__ import annotations
@@ -15,8 +11,9 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
-from collections.abc import Callable, Iterator, Mapping, MutableMapping
-from typing import Generic, Protocol, TypeVar
+from collections import UserDict
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 from arith.errors import ConfigError
 from experiments import catalog
@@ -30,56 +27,35 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 
-class Search(Protocol):
-    """What the registry reads of a declared search: its name and the experiment whose points it runs."""
-
-    name: str
-    experiment: str
-
-
 class PluginError(ConfigError):
     """A module of experiments cannot be used; the message names it and says why, in one line."""
 
 
-class Lazy(MutableMapping[K, V], Generic[K, V]):
-    """A mapping built on first use, not at import: a broken plugin then fails inside a command's error
-    handling (one line, exit 2), and `--help` works without the catalogue. Built again when the plugins
-    named in $POSDESC_EXPERIMENTS change (a module that registers itself after a first use)."""
+class Lazy(UserDict[K, V]):
+    """A mapping built on first use, not at import (a broken plugin then fails inside a command's error
+    handling, and `--help` works without the catalogue); built again when $POSDESC_EXPERIMENTS changes."""
 
-    def __init__(self, build: Callable[[], dict[K, V]]) -> None:
+    def __init__(self, build: Callable[[], dict[K, V]]) -> None:  # no UserDict.__init__: `data` is built
         self._build = build
         self._items: dict[K, V] | None = None
         self._plugins: str | None = None
 
-    def _loaded(self) -> dict[K, V]:
+    @property
+    def data(self) -> dict[K, V]:
         plugins = os.environ.get(PLUGINS_ENV, "")
         if self._items is None or plugins != self._plugins:
             self._items, self._plugins = None, plugins
             self._items = self._build()
         return self._items
 
-    def __getitem__(self, key: K) -> V:
-        return self._loaded()[key]
 
-    def __setitem__(self, key: K, value: V) -> None:
-        self._loaded()[key] = value
-
-    def __delitem__(self, key: K) -> None:
-        del self._loaded()[key]
-
-    def __iter__(self) -> Iterator[K]:
-        return iter(self._loaded())
-
-    def __len__(self) -> int:
-        return len(self._loaded())
-
-
-def _module_names() -> list[str]:
+def module_names() -> list[str]:
+    """The catalogue's modules, then the plugins'."""
     own = [f"{catalog.__name__}.{m.name}" for m in pkgutil.iter_modules(catalog.__path__)]
     return own + [name.strip() for name in os.environ.get(PLUGINS_ENV, "").split(",") if name.strip()]
 
 
-def _import(name: str) -> object:
+def load(name: str) -> object:
     """The module `name`; whatever stops its import is a PluginError naming it."""
     try:
         return importlib.import_module(name)
@@ -95,8 +71,8 @@ def _import(name: str) -> object:
 
 def _collect() -> dict[str, Experiment]:
     found: dict[str, Experiment] = {}
-    for name in _module_names():
-        declared = getattr(_import(name), "EXPERIMENTS", None)
+    for name in module_names():
+        declared = getattr(load(name), "EXPERIMENTS", None)
         if declared is None:
             raise PluginError(f"{name} declares no EXPERIMENTS (a tuple of experiments.claim.Experiment)")
         if not isinstance(declared, list | tuple):
@@ -112,28 +88,8 @@ def _collect() -> dict[str, Experiment]:
     return found
 
 
-#: every experiment by its grid's name, in the order of their modules' names and, within one, declared
-#: (collected on first use)
+#: every experiment by its grid's name, in the order of their modules and, within one, declared
 EXPERIMENTS: Mapping[str, Experiment] = Lazy(_collect)
-
-
-def _collect_searches() -> dict[str, Search]:
-    """The recipe searches the same modules declare (`SEARCHES`, optional), each of a known experiment."""
-    found: dict[str, Search] = {}
-    for name in _module_names():
-        for search in getattr(_import(name), "SEARCHES", ()):
-            if not isinstance(getattr(search, "name", None), str) or not hasattr(search, "experiment"):
-                raise PluginError(f"{name}: SEARCHES holds {search!r}, not a search (no name, no experiment)")
-            if search.name in found or search.name in EXPERIMENTS:
-                raise PluginError(f"search {search.name!r} is declared twice or names an experiment")
-            if search.experiment not in EXPERIMENTS:
-                raise PluginError(f"search {search.name!r} serves unknown experiment {search.experiment!r}")
-            found[search.name] = search
-    return found
-
-
-#: every declared search by name (collected on first use)
-SEARCHES: Mapping[str, Search] = Lazy(_collect_searches)
 
 
 def claims_for(grid: str, variant_of: str = "") -> tuple[Claim, ...]:
@@ -150,9 +106,8 @@ def recipe_for(grid: str, scale: str) -> Recipe | None:
 
 
 def why_no_recipe(task: str) -> str:
-    """Why no experiment has a recipe for `task`, as a module of experiments says it (`NO_RECIPE`: task ->
-    what its nearest pre-search reached), else that none has run."""
-    notes = (getattr(_import(name), "NO_RECIPE", {}) for name in _module_names())
+    """Why no experiment has a recipe for `task`, as a module's `NO_RECIPE` says, else that none has run."""
+    notes = (getattr(load(name), "NO_RECIPE", {}) for name in module_names())
     return next((note[task] for note in notes if task in note), "no pre-search has run for it")
 
 

@@ -1,7 +1,5 @@
-"""The paper's setups (its appendix), as dotted overrides shared by several grids.
-
-The experiments (`experiments.catalog`) and the cpu preset's tuning grids (`lab.catalog.tuning`) both build on
-them, so they live below both: an experiment imports its setups, never another experiment.
+"""The paper's setups (its appendix), as dotted overrides shared by several grids: below the catalogue, so
+that an experiment imports its setups, never another experiment.
 """
 
 from __future__ import annotations

@@ -1,26 +1,8 @@
-"""The rules a claim of the paper is judged by: which cells it reads, one sample per seed, the verdict.
+"""The rules a claim of the paper is judged by: the competence gate, the compared cells, one sample per seed
+and point, the contrasts a check returns (`Outcome`); `experiments.decide` reads them into verdicts.
 
-The claims and their checks are declared with their experiments (`experiments.catalog`), judged on a
-sweep by `analysis.findings`; the cells a rule reads are `experiments.cells`' (re-exported here).
-Verdicts (`Finding.status`):
-
-- **not testable**: a compared model did not learn (`competence`: on *every* seed, >= `LEARNED` on each
-  cell whose paper counterpart, through the scale's digit map, the paper's own model of that point reached
-  >= `LEARNED` on; where the paper gives no table, the cells the claim names), the sweep lacks the runs the
-  claim needs, or its only seeds are those a pre-search chose its budget on (`analysis.findings`);
-- **held**: every contrast positive with the claim's Holm-adjusted one-sided p below `ALPHA` / 2, i.e. the
-  95% t interval's lower end above 0 after Holm's correction over every verdict of the same report (the
-  family is the verdicts, not the claims: a claim judged in two grids is two verdicts);
-- **not held**: the one-sided p that some contrast runs against the paper's direction (the smallest of the
-  contrasts', Bonferroni-corrected over them: `Outcome.p_against`), Holm-adjusted over the same verdicts,
-  below `ALPHA` / 2; or a reason the claim fails whatever the seeds say (`Outcome.fails`);
-- **the seeds cannot tell**: otherwise, with the seeds the observed spread says would tell, in the paper's
-  direction or, where the observed effect runs against it, in the direction against the paper's.
-
-A side is one point (every axis but the seed fixed; `Side.of` refuses pooled configurations) and its sample
-is each seed's mean over the compared cells. Compared points that share their seeds (the same `data.seed`
-and `train.seed`, so the same problems) are compared per seed (paired t, df = seeds - 1); otherwise by
-Welch's t with Welch-Satterthwaite degrees of freedom. Every check reads each trial's last evaluation.
+A side is one point (every axis but the seed fixed) and its sample each seed's mean over the compared cells.
+Points that share their seeds (the same problems) are compared per seed (paired t), others by Welch's t.
 """
 
 from __future__ import annotations
@@ -34,65 +16,49 @@ from scipy import stats
 
 from arith.tracking.schema import (
     ACCURACY_COLUMN,
+    ACCURACY_SEEN_COLUMN,
+    ACCURACY_UNSEEN_COLUMN,
+    CELL_KEYS,
     COL_DIGITS_COLUMN,
     CONTEXT_COLUMN,
+    N_COLUMN,
+    N_SEEN_COLUMN,
     ROW_DIGITS_COLUMN,
     RUN_ID_COLUMN,
     SEED_COLUMN,
     SEED_KEYS,
 )
-from experiments.cells import (  # noqa: F401  (the cell selectors are re-exported: the checks read them here)
-    CELL_KEYS,
-    PAPER_COLUMNS,
-    beyond_training,
-    cell_list,
-    cell_name,
-    cells_on,
-    digit_range,
-    in_range,
-    large_products,
-    largest_digits,
-    measured,
-    paper_of,
-    small_products,
-    smaller_digits,
-    within_training,
-)
+from experiments.cells import CONFIG_PREFIXES, PAPER_COLUMNS, cell_list, cell_name, cells_on, paper_of
 from experiments.intervals import Interval, paired_interval, seed_list, welch_interval
-from experiments.memorised import memorised_note
 
 HELD, NOT_HELD, NOT_TESTABLE = "held", "not held", "not testable"
 CANNOT_TELL = "the seeds cannot tell"
 VERDICTS = (HELD, NOT_HELD, CANNOT_TELL, NOT_TESTABLE)
-#: no verdict but not testable on fewer seeds than this per side: two seeds give a t interval with one
-#: degree of freedom and no exact test can reach ALPHA / 2
+#: fewer seeds a side is not testable: two give a t interval with one degree of freedom, and no exact test
+#: can reach ALPHA / 2
 MIN_SEEDS = 3
 #: "learned": at least this accuracy on every gated cell, every seed
 LEARNED = 0.9
-#: accuracies are ratios of counts (18/20) or their means: a threshold is met within float rounding
-#: (a mean printed 0.90 and stored 0.8999999999 has met 0.9)
+#: accuracies are ratios of counts or their means: a threshold is met within float rounding
 TOLERANCE = 1e-9
 #: "does not extrapolate": no cell beyond the training length above this accuracy
 NO_EXTRAPOLATION = 0.1
 #: a paper cell is one the paper's table contrasts when its two models differ there by at least this
 PAPER_CONTRAST = 0.1
+#: "memorised": at the gate on the test problems seen in training, at least this much lower on the others
+MEMORISED_GAP = 0.3
+#: read on at least this many seen problems (one right answer seen in training says little)
+MEMORISED_MIN_SEEN = 10
 
 
-def at_least(value: float, threshold: float) -> bool:
-    return value >= threshold - TOLERANCE
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Competence and compared cells, read through the paper's own tables (experiments.paper) and the digit map
-# ---------------------------------------------------------------------------------------------------------
+# --- competence and compared cells, read through the paper's own tables and the digit map ---------------
 
 
 def gated_cells(
     cells: pd.DataFrame, digit_map: dict[int, int] | None, fallback: Callable[[pd.DataFrame], pd.DataFrame]
 ) -> tuple[pd.DataFrame, bool]:
-    """The cells of one point (or one trial) that the competence rule reads, and whether they are the
-    paper's: those whose paper counterpart the paper's own model reached LEARNED on; where the paper has
-    no table for the point, `fallback`'s cells."""
+    """The cells the competence rule reads, and whether they are the paper's: those whose paper counterpart
+    the paper's own model learned; where the paper has no table for the point, `fallback`'s."""
     paper = paper_of(cells, digit_map) if digit_map is not None else pd.DataFrame(columns=PAPER_COLUMNS)
     competent = paper[paper["paper_accuracy"].astype(float) >= LEARNED - TOLERANCE]
     if len(competent):
@@ -106,57 +72,53 @@ def competence(
     fallback: Callable[[pd.DataFrame], pd.DataFrame],
     fallback_label: str,
 ) -> tuple[str, str]:
-    """('' when every side learned, else why not; which cells were gated on).
-
-    A side has learned when every seed reaches LEARNED on each cell whose paper counterpart the paper's own
-    model of that point reached LEARNED on; where the paper has no table for it, on `fallback`'s cells
-    (`fallback_label` says which and why). A seed mean above the gate does not hide a seed below it: the
-    reason names the worst seed and cell."""
+    """('' when every side learned, else why not; which cells were gated on). A side learned when every
+    seed reaches LEARNED on each of its `gated_cells`: a seed mean above the gate hides no seed below it."""
     why, on = [], []
     for name, cells in sides.items():
         gated, by_paper = gated_cells(cells, digit_map, fallback)
-        on.append(
-            f"{name}: {cell_list(gated)}, where the paper's model reached {LEARNED:g}"
-            if by_paper
-            else f"{name}: {fallback_label}"
+        where = (
+            f"{cell_list(gated)}, where the paper's model reached {LEARNED:g}" if by_paper else fallback_label
         )
+        on.append(f"{name}: {where}")
         if gated.empty:
             why.append(f"{name} has no cells to show it learned")
-            continue
-        below = gated[gated[ACCURACY_COLUMN] < LEARNED - TOLERANCE]
-        if below.empty:
-            continue
-        worst = below.loc[below[ACCURACY_COLUMN].idxmin()]
-        memorised = memorised_note(below, LEARNED, TOLERANCE)
-        paper_note = ""
-        if "paper_accuracy" in worst and not pd.isna(worst.get("paper_accuracy")):
-            paper_note = (
-                f", the paper's {cell_name(worst['paper_row_digits'], worst['paper_col_digits'])} "
-                f"{worst['paper_accuracy']:.2f}"
+        elif not (below := gated[gated[ACCURACY_COLUMN] < LEARNED - TOLERANCE]).empty:
+            worst = below.loc[below[ACCURACY_COLUMN].idxmin()]
+            paper = worst.get("paper_accuracy")
+            paper_cell = cell_name(worst.get("paper_row_digits"), worst.get("paper_col_digits"))
+            paper_note = "" if pd.isna(paper) else f", the paper's {paper_cell} {paper:.2f}"
+            cell = cell_name(worst[ROW_DIGITS_COLUMN], worst[COL_DIGITS_COLUMN], worst[CONTEXT_COLUMN])
+            seeds_below, seeds = below[SEED_COLUMN].nunique(), gated[SEED_COLUMN].nunique()
+            why.append(
+                f"{name} not learned: seed {int(worst[SEED_COLUMN])} {worst[ACCURACY_COLUMN]:.2f} on {cell}"
+                f"{paper_note} ({seeds_below} of {seeds} seeds below {LEARNED:g} on some cell)"
+                + _memorised_note(below)
             )
-        cell = cell_name(worst[ROW_DIGITS_COLUMN], worst[COL_DIGITS_COLUMN], worst[CONTEXT_COLUMN])
-        seeds_below, seeds = below[SEED_COLUMN].nunique(), gated[SEED_COLUMN].nunique()
-        seed, accuracy = int(worst[SEED_COLUMN]), worst[ACCURACY_COLUMN]
-        why.append(
-            f"{name} not learned: seed {seed} {accuracy:.2f} on {cell}{paper_note} "
-            f"({seeds_below} of {seeds} seeds below {LEARNED:g} on some cell){memorised}"
-        )
     return "; ".join(why), "gated on " + "; ".join(on)
 
 
-def paper_contrast_cells(
-    better: pd.DataFrame, worse: pd.DataFrame, digit_map: dict[int, int] | None
-) -> pd.DataFrame | None:
-    """The sweep cells whose paper counterparts the paper's table contrasts: the paper's better model
-    above its worse by at least PAPER_CONTRAST there. None where the paper has no table for either."""
-    if digit_map is None:
-        return None
-    a, b = paper_of(better, digit_map), paper_of(worse, digit_map)
-    if a.empty or b.empty:
-        return None
-    both = a.merge(b[[*CELL_KEYS, "paper_accuracy"]], on=CELL_KEYS, suffixes=("", "_worse"))
-    gap = both["paper_accuracy"].astype(float) - both["paper_accuracy_worse"].astype(float)
-    return both[gap >= PAPER_CONTRAST - TOLERANCE]
+def _memorised_note(below: pd.DataFrame) -> str:
+    """'; memorised: ...' when some cells below the gate are memorised, '' when none is or the trials did not
+    record the split: said beside the gate's reason, since more steps on the same lines would not fix it
+    the way they fix a model still learning."""
+    split = [ACCURACY_SEEN_COLUMN, ACCURACY_UNSEEN_COLUMN, N_SEEN_COLUMN]
+    if not set(split) <= set(below):
+        return ""
+    seen, unseen, n_seen = (below[c].astype(float) for c in split)
+    memorised = below[
+        (seen >= LEARNED - TOLERANCE) & (unseen <= seen - MEMORISED_GAP) & (n_seen >= MEMORISED_MIN_SEEN)
+    ]
+    if memorised.empty:
+        return ""
+    worst = memorised.loc[memorised[ACCURACY_UNSEEN_COLUMN].astype(float).idxmin()]
+    cell = cell_name(worst[ROW_DIGITS_COLUMN], worst[COL_DIGITS_COLUMN], worst[CONTEXT_COLUMN])
+    counts = f" ({int(worst[N_SEEN_COLUMN])} of {int(worst[N_COLUMN])} seen)" if N_COLUMN in worst else ""
+    return (
+        f"; memorised: seed {int(worst[SEED_COLUMN])} on {cell} is {worst[ACCURACY_SEEN_COLUMN]:.2f} on the "
+        f"test problems it was trained on and {worst[ACCURACY_UNSEEN_COLUMN]:.2f} on the others{counts}; "
+        f"{len(memorised)} of the {len(below)} cell(s) below the gate read so"
+    )
 
 
 def compared_cells(
@@ -166,25 +128,26 @@ def compared_cells(
     fallback: Callable[[pd.DataFrame], pd.DataFrame],
     fallback_label: str,
 ) -> tuple[pd.DataFrame, pd.DataFrame, str]:
-    """(better's, worse's cells, which) on the cells the paper's table contrasts, else `fallback`'s."""
-    chosen = paper_contrast_cells(better, worse, digit_map)
-    if chosen is None or chosen.empty:
+    """(better's, worse's cells, which) on the cells the paper's table contrasts (its better model above its
+    worse by PAPER_CONTRAST), else `fallback`'s."""
+    chosen = pd.DataFrame()
+    if digit_map is not None:
+        a, b = paper_of(better, digit_map), paper_of(worse, digit_map)
+        if not (a.empty or b.empty):
+            both = a.merge(b[[*CELL_KEYS, "paper_accuracy"]], on=CELL_KEYS, suffixes=("", "_worse"))
+            gap = both["paper_accuracy"].astype(float) - both["paper_accuracy_worse"].astype(float)
+            chosen = both[gap >= PAPER_CONTRAST - TOLERANCE]
+    if chosen.empty:
         return fallback(better), fallback(worse), fallback_label
     b, w = cells_on(better, chosen), cells_on(worse, chosen)
     return b, w, f"cells {cell_list(b)}, where the paper's table contrasts them"
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Statistics: one sample per seed and point, paired or Welch t intervals, Holm over a report's claims
-# ---------------------------------------------------------------------------------------------------------
+# --- statistics: one sample per seed and point, paired or Welch t intervals -------------------------------
 
 
 class PooledConfigurations(ValueError):
     """A side would pool several configurations (learning rates, inits, budgets) as if they were seeds."""
-
-
-def config_keys(cells: pd.DataFrame) -> list[str]:
-    return [c for c in cells.columns if c.startswith(("data.", "model.", "train.")) and c not in SEED_KEYS]
 
 
 @dataclass(frozen=True)
@@ -198,21 +161,17 @@ class Side:
     @classmethod
     def of(cls, name: str, cells: pd.DataFrame) -> Side:
         """Refuses cells of several configurations or several trials of one seed: they are not seeds."""
-        keys = config_keys(cells)
-        if len(cells) and keys:
-            configs = cells[keys].astype(str).drop_duplicates()
-            if len(configs) > 1:
-                varying = [k for k in keys if configs[k].nunique() > 1]
-                values = "; ".join(f"{k} in {sorted(configs[k].unique())}" for k in varying)
-                raise PooledConfigurations(
-                    f"{name} pools {len(configs)} configurations ({values}): a side is one point; "
-                    "name each as its own side"
-                )
-        if (
-            len(cells)
-            and RUN_ID_COLUMN in cells
-            and cells.groupby(SEED_COLUMN)[RUN_ID_COLUMN].nunique().max() > 1
-        ):
+        keys = [c for c in cells.columns if c.startswith(CONFIG_PREFIXES) and c not in SEED_KEYS]
+        configs = cells[keys].astype(str).drop_duplicates()
+        if keys and len(configs) > 1:
+            values = "; ".join(
+                f"{k} in {sorted(configs[k].unique())}" for k in keys if configs[k].nunique() > 1
+            )
+            raise PooledConfigurations(
+                f"{name} pools {len(configs)} configurations ({values}): a side is one point; "
+                "name each as its own side"
+            )
+        if RUN_ID_COLUMN in cells and cells.groupby(SEED_COLUMN)[RUN_ID_COLUMN].nunique().max() > 1:
             raise PooledConfigurations(f"{name} has several trials of one seed: a side is one trial a seed")
         samples = cells.groupby(SEED_COLUMN)[ACCURACY_COLUMN].mean() if len(cells) else pd.Series(dtype=float)
         samples.index = samples.index.astype(int)
@@ -229,9 +188,7 @@ class Side:
 
 @dataclass(frozen=True)
 class Contrast:
-    """sum(weight * side) over one-point sides, e.g. better - worse, or (a - b) - (c - d); positive = the
-    paper's direction. Sides that share their seeds (the same data and training seeds: the same problems)
-    are compared per seed (paired); otherwise Welch."""
+    """sum(weight * side), e.g. better - worse or (a - b) - (c - d); positive is the paper's direction."""
 
     terms: tuple[tuple[float, Side], ...]
     label: str
@@ -258,8 +215,8 @@ class Contrast:
         return f"{self.label}: {self.interval.describe()}"
 
     def seeds_to_tell(self, level: float) -> int | None:
-        """The seeds (per side) at which the observed mean and spread would put the interval (one-sided
-        `level`) clear of 0; None when no spread was measured, the effect is 0, or more than 1,000."""
+        """The seeds a side at which the observed mean and spread would put the interval (one-sided `level`)
+        clear of 0; None when no spread was measured, the effect is 0, or past 1,000."""
         i = self.interval
         if i.zero_spread:
             return _exact_seeds(level, self.paired) if i.effect != 0 else None
@@ -281,8 +238,8 @@ class Contrast:
 
 
 def _exact_seeds(level: float, paired: bool) -> int:
-    """The fewest seeds a side at which a difference with no spread reaches one-sided `level`: the exact
-    sign test's 0.5^n (paired) or Mann-Whitney's 1 / C(2n, n) (two sides of n seeds)."""
+    """The fewest seeds at which a difference with no spread reaches `level`: the sign test's 0.5^n
+    (paired) or Mann-Whitney's 1 / C(2n, n)."""
     n = 1
     while (0.5**n if paired else 1 / math.comb(2 * n, n)) >= level:
         n += 1
@@ -297,9 +254,8 @@ def difference(better: Side, worse: Side, where: str = "") -> Contrast:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What a check read off the numbers, before the family of claims is corrected together: the
-    contrasts (each must be positive), or why the claim cannot be tested, or a reason it fails whatever
-    the seeds say; `notes`: what else the verdict should show (settings left out, the cells gated on)."""
+    """What a check read off the numbers: the contrasts (each must be positive), or why the claim cannot
+    be tested, or a reason it fails whatever the seeds say; `notes`: what else the verdict shows."""
 
     contrasts: tuple[Contrast, ...] = ()
     untestable: str = ""
@@ -309,8 +265,7 @@ class Outcome:
     @property
     def too_few_seeds(self) -> str:
         """Why the sides hold too few seeds for a verdict ('' when every side has MIN_SEEDS)."""
-        sides = [side for c in self.contrasts for _, side in c.terms]
-        short = [side for side in sides if len(side.seeds) < MIN_SEEDS]
+        short = [side for c in self.contrasts for _, side in c.terms if len(side.seeds) < MIN_SEEDS]
         if not short:
             return ""
         fewest = min(short, key=lambda side: len(side.seeds))
@@ -325,24 +280,16 @@ class Outcome:
 
     @property
     def p(self) -> float:
-        """The claim's one-sided p: the largest of its contrasts' (all must hold: intersection-union);
-        NaN when it is not judged (not testable, failed anyway, too few seeds, or no spread measured)."""
+        """The claim's one-sided p: the largest of its contrasts' (all must hold); NaN when not judged."""
         return max(c.interval.p for c in self.contrasts) if self.judged else math.nan
 
     @property
     def p_against(self) -> float:
-        """The one-sided p that some contrast goes against the paper's direction: the smallest of the
-        contrasts' p against, Bonferroni-corrected over them (any one suffices: a union); NaN when not
-        judged."""
+        """The one-sided p that some contrast goes against the paper's direction (any one suffices, so
+        Bonferroni over them); NaN when not judged."""
         if not self.judged:
             return math.nan
         return min(1.0, len(self.contrasts) * min(c.interval.p_against for c in self.contrasts))
-
-    @property
-    def seeds(self) -> tuple[int, ...]:
-        return (
-            tuple(sorted(set().union(*(c.interval.seeds for c in self.contrasts)))) if self.contrasts else ()
-        )
 
 
 def untestable(why: str, notes: Sequence[str] = ()) -> Outcome:

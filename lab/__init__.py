@@ -14,6 +14,9 @@
   and their page.
 - `lab.sweep`: `python sweeps/run.py` with the lab's grids and searches; `lab.report`: `python -m analysis`
   reading a grid's plan parts as one sweep.
+- What the lab reads of the tool's records that the tool itself does not: `lab.searches` (the searches'
+  registry), `lab.paper_trial`, `lab.sweep_sessions`, `lab.training_records` (a trial's sessions and
+  machines), `lab.analysis_claims` (the claims' glance across grids), `lab.analysis_output`.
 """
 
 from __future__ import annotations

@@ -31,7 +31,8 @@ from arith.tracking.schema import (
     ROW_DIGITS_COLUMN,
     SEED_COLUMN,
 )
-from experiments.verdicts import LEARNED, gated_cells, in_range
+from experiments.cells import in_range
+from experiments.verdicts import LEARNED, gated_cells
 from sweeps.grids import GRIDS
 from sweeps.scales import SCALES
 

@@ -27,7 +27,7 @@ from analysis.findings import Finding
 from analysis.load import read_sweep
 from analysis.report import Analysis, analyse
 from analysis.sweep import FINISHED
-from analysis.tables import markdown_table, render_tables
+from analysis.tables import render_tables
 from arith.tracking.archive import import_sweep, read_archive
 from arith.tracking.schema import (
     COMMIT_TAG,
@@ -38,8 +38,10 @@ from arith.tracking.schema import (
     SEED_TAG,
     TEST_ACC_METRIC,
 )
+from experiments.cells import in_range, measured
 from experiments.paper import stand_in, training_range_map
-from experiments.verdicts import competence, in_range, measured
+from experiments.verdicts import competence
+from lab.analysis_output import markdown_table
 from lab.gpu_plan import PlannedBatch, PlannedPart
 
 

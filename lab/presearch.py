@@ -19,7 +19,6 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from analysis.tables import markdown_table
 from arith.tracking.schema import (
     ACCURACY_COLUMN,
     COL_DIGITS_COLUMN,
@@ -29,6 +28,7 @@ from arith.tracking.schema import (
     SEED_COLUMN,
     TEST_ACC_METRIC,
 )
+from lab.analysis_output import markdown_table
 from lab.budget import budget_table
 from lab.plan import ROOT, TEXTS
 

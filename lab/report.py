@@ -11,9 +11,11 @@ from dataclasses import replace
 
 import lab  # noqa: F401  (registers the lab's grids)
 from analysis.__main__ import analysis_parser, print_report, read_report_options
+from analysis.findings import Finding
 from analysis.load import AnalysisError, Sweep, require_store
 from arith.config import ConfigError
 from arith.tracking import store
+from lab.analysis_claims import awaiting_plan
 from lab.plan import PLAN_FILE, ROOT, PlanSweeps, plan_sweeps
 
 
@@ -65,10 +67,13 @@ def main(argv: list[str] | None = None) -> int:
             f"docs/results/plan.yaml ({planned.waiting} still to run)"
         )
 
-    plan_file = str(PLAN_FILE.relative_to(ROOT))
-    waiting = (planned.waiting, planned.parts)
-    whole = replace(options, runs=tuple(runs))
-    return print_report(whole, log=False, waiting=waiting, plan_file=plan_file, note=read_as_one)
+    def judged_once_run(findings: list[Finding]) -> list[Finding]:
+        if not planned.waiting:
+            return findings
+        return awaiting_plan(findings, planned.waiting, planned.parts, str(PLAN_FILE.relative_to(ROOT)))
+
+    whole = replace(options, runs=tuple(runs), no_log=True)
+    return print_report(whole, rejudge=judged_once_run, note=read_as_one)
 
 
 if __name__ == "__main__":

@@ -20,10 +20,10 @@ import shlex
 import sys
 
 from arith.tracking.store import client as store_client
+from lab.paper_trial import paper_trial
 from lab.plan import ROOT, archive_store, grids, part_runs, restore_archives, store_uri
 from lab.results.page import write_results
 from lab.run_part import INTERRUPTED, SweepInterrupted, end_part, run_part
-from sweeps.grids import paper_trial
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,7 @@
 """One part of the cpu reproduction's plan (docs/results/plan.yaml) run as a sweep, across sessions: the
 part's sweep is `sweeps/run.py` with the part's arguments, into the reproduction's store; a session that
 stops (Ctrl-C, a machine shut down) leaves its sweep folder, and the next session's run of the same part
-finds it by the command line it recorded (`SweepStorage.stopped`) and resumes it (`--resume`: ended trials
+finds it by the command line it recorded (`PartStorage.stopped`) and resumes it (`--resume`: ended trials
 kept, the others continued from their last checkpoint, into the same MLflow runs), never starting a second
 sweep of the part. When the sweep ends its parent run is tagged with its command, every session's machine
 and wall time, and archived (arith/tracking/archive.py). A part the plan says was ended early (`ended_early`:
@@ -37,12 +37,13 @@ from lab.plan import (
     Planned,
     repo_relative,
 )
+from lab.sweep_sessions import PartStorage
 from sweeps.errors import SweepError
-from sweeps.storage import SweepStorage, git_commit
+from sweeps.storage import git_commit
 
 #: sweeps/run.py's exit code after a Ctrl+C (128 + SIGINT): Tune's state saved, the sweep resumable
 INTERRUPTED = 130
-#: seconds between notes of a running session's wall time (`SweepStorage.add_session`): a machine stopped
+#: seconds between notes of a running session's wall time (`PartStorage.add_session`): a machine stopped
 #: without warning (no Ctrl+C, no finally) loses at most this much of the sweep's recorded wall time
 NOTE_EVERY_S = 60.0
 
@@ -55,7 +56,7 @@ def run_part(plan: Planned, uri: str, storage: str, archives: Path = ARCHIVES) -
     """One sweep via sweeps/run.py, or the rest of the one a stopped session left of this part (`--resume`:
     its ended trials kept, the others continued from their last checkpoint); on success its parent run is
     tagged with command, machine and wall time (every session's: its sweep.json keeps them)."""
-    folders = SweepStorage(storage)
+    folders = PartStorage(storage)
     stopped = folders.stopped(plan.grid, plan.scale, plan.sweep_args())
     cmd = plan.command(uri, storage)
     shown = repo_relative("python " + shlex.join(cmd))
@@ -107,7 +108,7 @@ def end_part(plan: Planned, uri: str, storage: str, archives: Path = ARCHIVES) -
     """A part the plan ended early: its stopped sweep recorded and archived as it stands (not resumed); its
     trial runs a stopped session left RUNNING marked KILLED, so that the report counts them unfinished, or
     deleted where they logged nothing (as `sweeps.trainable.discard_lost_attempts` does on a restart)."""
-    folders = SweepStorage(storage)
+    folders = PartStorage(storage)
     name = folders.stopped(plan.grid, plan.scale, plan.sweep_args())
     if name is None:
         print(f"=== {plan.grid}: ended early ({plan.ended_early}); no stopped sweep of it to archive")

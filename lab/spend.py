@@ -16,12 +16,13 @@ from itertools import pairwise
 
 import pandas as pd
 
-from analysis.by_claim import seed_span
-from analysis.tables import markdown_table
+from analysis.findings import seed_span
 from arith.tracking import store
 from arith.tracking.schema import CPU_SECONDS, LOSS_METRIC, POINT_TAG, SEED_TAG, SESSIONS_TAG
-from arith.training.sessions import NOT_RECORDED, Session, read
+from arith.training.sessions import NOT_RECORDED, Session
+from lab.analysis_output import markdown_table
 from lab.plan import TAG_MACHINE, Planned, points_named
+from lab.training_records import read_sessions
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ def trial_costs(client, parent) -> list[TrialCost]:
             finished=run.info.status == "FINISHED",
             cpu_minutes=run.data.metrics[CPU_SECONDS] / 60 if CPU_SECONDS in run.data.metrics else None,
             machine=parent.data.tags.get(TAG_MACHINE, ""),
-            sessions=tuple(read(run.data.tags.get(SESSIONS_TAG))),
+            sessions=tuple(read_sessions(run.data.tags.get(SESSIONS_TAG))),
         )
         for run in runs
         if run.info.end_time and run.info.start_time

@@ -18,8 +18,8 @@ from dataclasses import replace
 
 import lab  # noqa: F401  (registers the lab's grids and searches)
 from arith.config import ConfigError
-from experiments.registry import SEARCHES
 from lab.search.sweep import SearchRun
+from lab.searches import SEARCHES
 from sweeps.errors import SweepError
 from sweeps.grids import GRIDS, list_grids
 from sweeps.options import read_options, sweep_parser

@@ -1,16 +1,10 @@
 """The Ray cluster a sweep runs on: connect or start a local Ray, wait for the autoscaler's GPU workers,
-and stop before anything starts when the cluster cannot run a single trial; say so when a local run's
-bf16 trials land on a CPU without bf16 hardware (`emulated_bf16_note`).
+and stop before anything starts when the cluster cannot run a single trial.
 
-A local Ray outlives a driver killed with SIGKILL: its agents (`ray::DashboardAgent`,
-`ray::RuntimeEnvAgent`) stay up under pid 1 and ignore SIGTERM. So a driver that starts one notes it in
-Ray's temp folder (`posdesc-driver-<pid>.json`: its pid, start time and Ray's session folder), removes
-the note when it stops Ray, and the next sweep started with the same temp folder (`--resume` or a new
-one) first stops the processes of every noted session whose driver is gone (its pid no longer the process
-that started then: a driver run from a script, a notebook or a test counts as running). Only those: every
-process of a Ray session names its session folder on its command line or holds its log files open, and no
-other Ray is touched (no `ray stop`). A sweep abandoned after its driver was killed is cleaned up by hand
-the same way: `python -m sweeps.cluster stop-stale [--ray-temp-dir DIR]`.
+A local Ray outlives a driver killed with SIGKILL (its agents ignore SIGTERM). So a driver that starts one
+notes it in Ray's temp folder (`posdesc-driver-<pid>.json`), and the next sweep started with the same temp
+folder first stops the processes of every noted session whose driver is gone, and no other Ray (no `ray
+stop`). By hand: `python -m sweeps.cluster stop-stale [--ray-temp-dir DIR]`.
 """
 
 from __future__ import annotations
@@ -18,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import signal
 import sys
@@ -38,20 +33,17 @@ from sweeps.scales import Scale
 def emulated_bf16_note(
     configs: Mapping[str, ExperimentConfig], gpus_per_trial: float, address: str | None
 ) -> str | None:
-    """A line for a sweep whose bf16 trials run on this machine's CPU (a local Ray, no GPU a trial) where
-    that CPU has no bf16 hardware: their products run on fp32 kernels, the same numbers at about fp32
-    speed, so their minutes and core-minute budgets buy less than on a CPU with it. None otherwise."""
+    """A note where bf16 trials run on a local CPU without bf16 hardware (their minutes buy less)."""
     if gpus_per_trial or ray_address(address):
         return None
-    here = torch.device("cpu")  # as the trials will record it (their bf16_matmuls tag)
-    bf16 = sum(bf16_matmuls(here, config.train.precision) == "fp32 kernels" for config in configs.values())
+    cpu = torch.device("cpu")  # as the trials will record it (their bf16_matmuls tag)
+    bf16 = sum(bf16_matmuls(cpu, config.train.precision) == "fp32 kernels" for config in configs.values())
     if not bf16:
         return None
     return (
         f"note: this CPU has no bf16 hardware (AVX512-BF16 or AMX): {bf16} of the {len(configs)} trials "
-        "train in bf16, whose matrix products run here on fp32 kernels (the same numbers at about fp32 "
-        "speed; each trial's bf16_matmuls tag says so), where bf16 hardware runs them 1.5-1.9x faster: "
-        "their minutes and core-minute budgets compare within one processor"
+        "train in bf16 on fp32 kernels here (the same numbers, 1.5-1.9x slower than on bf16 hardware; "
+        "their bf16_matmuls tag says so): their minutes and core-minute budgets compare within one CPU"
     )
 
 
@@ -74,21 +66,21 @@ def start_ray(address: str | None, temp_dir: str | None, log_to_driver: bool = T
                 "cluster's token must be in $RAY_AUTH_TOKEN or ~/.ray/auth_token on this machine."
             ) from err
         return False
+    folder = ray_temp_dir(temp_dir)
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": log_to_driver}
     if temp_dir:
-        kwargs["_temp_dir"] = str(Path(temp_dir).resolve())
-    stop_stale_ray(ray_temp_dir(temp_dir))
+        kwargs["_temp_dir"] = str(folder)
+    stop_stale_ray(folder)
     for attempt in range(3):  # on a loaded machine the raylet can miss Ray's fixed 30 s start-up wait
         try:
             ray.init(**kwargs)
-            note_local_ray(ray_temp_dir(temp_dir))
+            note_local_ray(folder)
             return True
         except Exception as err:
             if "timed out during startup" not in str(err) or attempt == 2:
                 raise
             print(f"local Ray did not start in time ({err}); trying again", file=sys.stderr, flush=True)
             ray.shutdown()
-    return True
 
 
 def ray_temp_dir(temp_dir: str | None) -> Path:
@@ -99,6 +91,7 @@ def ray_temp_dir(temp_dir: str | None) -> Path:
 
 
 def _note(folder: Path, pid: int) -> Path:
+    """A driver's note: its pid, start time and Ray's session folder."""
     return folder / f"posdesc-driver-{pid}.json"
 
 
@@ -118,8 +111,8 @@ def forget_local_ray(temp_dir: str | None) -> None:
 
 
 def _start_time(pid: int) -> int | None:
-    """When process `pid` started (clock ticks after boot, /proc/PID/stat's field 22); None if it is gone.
-    A pid and its start time name one process: a later process given the same pid started later."""
+    """When process `pid` started (/proc/PID/stat's field 22), None if it is gone: with the pid, it names
+    one process even where the pid is reused."""
     try:
         return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[19])
     except (OSError, ValueError, IndexError):
@@ -127,8 +120,8 @@ def _start_time(pid: int) -> int | None:
 
 
 def _driver_running(noted: Mapping[str, Any]) -> bool:
-    """Whether the driver that wrote a note still runs: its pid is the same process (same start time).
-    Notes from before the start time was noted fall back to the pid's command line naming a sweep."""
+    """Whether the driver that wrote a note still runs (a script, a notebook or a test counts); notes
+    without a start time fall back to the pid's command line naming a sweep."""
     pid = int(noted["driver_pid"])
     if "driver_started" in noted:
         return noted["driver_started"] is not None and _start_time(pid) == noted["driver_started"]
@@ -144,7 +137,7 @@ def _cmdline(pid: int) -> str:
 
 def _in_session(pid: int, session: str) -> bool:
     """Whether process `pid` belongs to the Ray session in folder `session`: its command line names the
-    folder, or (Ray's agents rename themselves `ray::...`) it holds a file of it open, its logs."""
+    folder, or (Ray's agents rename themselves) it holds its log files open."""
     if session in _cmdline(pid):
         return True
     with contextlib.suppress(OSError):
@@ -156,8 +149,7 @@ def _in_session(pid: int, session: str) -> bool:
 
 
 def stop_stale_ray(folder: Path) -> int:
-    """SIGKILL (they ignore SIGTERM) the processes of each noted Ray session whose driver is gone; return
-    how many were stopped."""
+    """SIGKILL (they ignore SIGTERM) the processes of each noted session whose driver is gone; how many."""
     stopped = 0
     for note in sorted(folder.glob("posdesc-driver-*.json")):
         try:
@@ -184,14 +176,10 @@ def stop_stale_ray(folder: Path) -> int:
     return stopped
 
 
-def wait_for_gpus(needed: float, minutes: float, poll_s: float = 1.0, say_every_s: float = 15.0) -> float:
+def wait_for_gpus(needed: float, minutes: float) -> None:
     """Ask the autoscaler for GPU workers (cluster.yaml scales them from zero) and wait for them to join.
-
     The request is withdrawn once they are up: from then on the pending trials' own demands keep the
-    autoscaler going, and idle workers leave after `idle_timeout_minutes`. Polled every `poll_s` (a node
-    joins in seconds once its instance boots), the wait is printed every `say_every_s`."""
-    import math
-
+    autoscaler going, and idle workers leave after `idle_timeout_minutes`."""
     import ray
     from ray.autoscaler.sdk import request_resources
 
@@ -200,16 +188,15 @@ def wait_for_gpus(needed: float, minutes: float, poll_s: float = 1.0, say_every_
     deadline, said = start + minutes * 60, -math.inf
     try:
         while (gpus := ray.cluster_resources().get("GPU", 0.0)) < needed and time.time() < deadline:
-            if time.time() - said >= say_every_s:
+            if time.time() - said >= 15.0:
                 print(f"waiting for GPU workers to join: {gpus:g}/{needed:g} GPUs", flush=True)
                 said = time.time()
-            time.sleep(poll_s)
+            time.sleep(1.0)  # a node joins in seconds once its instance boots
     finally:
         request_resources(bundles=[])
     gpus = ray.cluster_resources().get("GPU", 0.0)
     joined = "GPU workers joined" if gpus >= needed else f"only {gpus:g}/{needed:g} GPUs joined"
     print(f"{joined}: {gpus:g} GPUs after {time.time() - start:.0f} s", flush=True)
-    return gpus
 
 
 def check_cluster(scale: Scale, res: dict[str, float], gpu_wait_min: float) -> None:

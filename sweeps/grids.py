@@ -1,31 +1,22 @@
-"""The grids a sweep can run: every experiment's (`experiments.registry`: the catalogue's and those of the
-modules named in $POSDESC_EXPERIMENTS), by name.
-
-`points(grid, scale, seeds)` resolves a grid into validated `ExperimentConfig`s: base, point, scale
-(`sweeps.scales`), user overrides, then one copy per seed, tagged for MLflow (`sweeps.space`). What a grid
-is, and the experiments themselves with their claims, live in the torch-free `experiments` package.
+"""The grids a sweep can run: every experiment's (`experiments.registry`), by name, and `points`, a grid's
+validated trial configs at a scale (each one `sweeps.space.trial_config`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from typing import Any
 
 from arith.config import ConfigError, ExperimentConfig
-from arith.training.optim import run_steps
+from arith.tracking.schema import POINT_TAG
 from experiments.grid import Grid
 from experiments.registry import EXPERIMENTS, Lazy, claims_for
-from sweeps.scales import SCALES, Scale
-from sweeps.space import SweepLink, resolve
+from sweeps.errors import SweepError
+from sweeps.scales import SCALES, Scale, get_scale
+from sweeps.space import SweepLink, trial_config, trial_recipe
 
-
-def _grids() -> dict[str, Grid]:
-    return {name: experiment.grid for name, experiment in EXPERIMENTS.items()}
-
-
-#: every grid by name (built on first use: a broken plugin fails in a command's error handling, not at
-#: import)
-GRIDS: MutableMapping[str, Grid] = Lazy(_grids)
+#: every grid by name, built on first use (`Lazy`: a broken plugin fails in a command, not at import)
+GRIDS: MutableMapping[str, Grid] = Lazy(lambda: {name: e.grid for name, e in EXPERIMENTS.items()})
 
 
 def get_grid(name: str) -> Grid:
@@ -40,44 +31,85 @@ def points(
     scale: Scale | str = "paper",
     seeds: int | Iterable[int] = 1,
     overrides: Mapping[str, Any] | None = None,
-    only: Mapping[str, str] | None = None,
+    only: Mapping[str, str | Sequence[str]] | None = None,
     link: SweepLink | None = None,
 ) -> list[ExperimentConfig]:
-    """Every trial of `grid` (a name or a Grid) at `scale`: one validated config per point and seed,
-    tagged for MLflow; `only` keeps the points with those values before `overrides`; `link` nests them
-    under their sweep's parent run (`space.resolve`)."""
+    """Every trial of `grid` (a name or a Grid) at `scale`: one validated config per point and seed, tagged
+    for MLflow and with `link` nested under its sweep's parent run. `seeds` is a count K (the configured
+    train.seed and the K-1 after it) or explicit seeds. `only` (`--only`) keeps the points whose config at
+    the scale has one of its values for every key, read before `overrides`: a `--set` moves a kept point
+    without dropping it, and is validated only on the points kept."""
     grid = get_grid(grid) if isinstance(grid, str) else grid
-    return resolve(grid, scale, seeds, overrides, only, link)
+    scale = get_scale(scale) if isinstance(scale, str) else scale
+    only = {k: (v,) if isinstance(v, str) else tuple(v) for k, v in (only or {}).items()}
+    kept = grid.points()
+    bundles = {k: only.pop(k) for k in list(only) if k in grid.bundle_axes()}
+    if bundles:  # `--only model=tiny`: a bundle of settings by its name
+        kept = [p for p in kept if all(any(f"{k}={v}" in p.labels for v in vs) for k, vs in bundles.items())]
+        if not kept:
+            raise SweepError(f"--only {bundles} matches none of the grid's {len(grid.points())} points")
+    if only:
+        names = {
+            c.tracking.tags[POINT_TAG] for c in select([trial_config(grid, p, scale) for p in kept], only)
+        }
+        kept = [p for p in kept if p.name in names]
+    out = []
+    for point in kept:
+        first = trial_config(grid, point, scale, overrides, link=link)
+        values = _seed_values(seeds, first.train.seed)
+        _refuse_a_rejected_recipe(grid, scale, first.data.task, values)
+        for seed in values:
+            same = seed == first.train.seed
+            out.append(first if same else trial_config(grid, point, scale, overrides, seed, link))
+    return out
 
 
-def longest_trial(grid: Grid | str, scale: Scale | str = "paper") -> int:
-    """Optimiser steps of the grid's longest trial at `scale` (`arith.training.optim.run_steps`)."""
-    return max(run_steps(cfg) for cfg in points(grid, scale))
+def _refuse_a_rejected_recipe(grid: Grid, scale: Scale, task: str, seeds: list[int]) -> None:
+    """A recipe its pre-search tried and did not choose runs on the scale's pre-search seeds only: no sweep
+    that could judge a claim trains at a budget known not to learn."""
+    recipe = trial_recipe(grid, scale, task)
+    judging = [s for s in seeds if s not in scale.presearch_seeds]
+    if recipe and not recipe.chosen and judging:
+        shown = judging if len(judging) <= 6 else [*judging[:2], "...", judging[-1]]
+        raise ConfigError(
+            f"grid {grid.name!r} at scale {scale.name!r}: the {task!r} recipe {recipe.name!r} is a candidate "
+            f"its pre-search did not choose and only the pre-search seeds "
+            f"{', '.join(map(str, scale.presearch_seeds))} run it, not {', '.join(map(str, shown))}"
+        )
 
 
-def paper_trial(name: str) -> str:
-    """How long a trial of grid `name` is at `paper` scale, where the paper's numbers were made. A variant
-    that fixes its steps at every scale (`Grid.over_scale`) runs its own steps there, so the paper's own
-    trial, its parent's, is named beside them rather than passed off as the variant's. A grid made for
-    another scale that the paper scale refuses (length_gen's lengths past GPT-2 small's table at its
-    settings) says so instead of failing the report."""
-    made_for = get_grid(name).scale
-    try:
-        steps = longest_trial(name)
-    except ConfigError:
-        if not made_for or made_for == "paper":
-            raise
-        return f"none: the grid is made for --scale {made_for} and refused at paper scale"
-    text = f"{steps:,} steps (GPT-2 small)"
-    parent = get_grid(name).parent
-    if parent and (paper := longest_trial(parent)) != steps:
-        text += f"; the variant fixes its steps at every scale: the paper's own trial ({parent}) is {paper:,}"
-    return text
+def select(
+    configs: list[ExperimentConfig], only: Mapping[str, str | Sequence[str]]
+) -> list[ExperimentConfig]:
+    """The configs that have, for every `--only` key, its value or one of its values
+    (`arith.config.parse_only`; e.g. model.init=random); fails when none do."""
+    if not only:
+        return configs
+    unknown = set(only) - set(ExperimentConfig.keys())
+    if unknown:
+        raise ConfigError(
+            f"--only: unknown key(s) {sorted(unknown)}; valid keys: {', '.join(ExperimentConfig.keys())}"
+        )
+    wanted = {k: (v,) if isinstance(v, str) else tuple(v) for k, v in only.items()}
+    kept = [c for c in configs if all(str(c.flat()[k]) in values for k, values in wanted.items())]
+    if not kept:
+        raise SweepError(f"--only {dict(only)} matches none of the grid's {len(configs)} points")
+    return kept
+
+
+def _seed_values(seeds: int | Iterable[int], base: int) -> list[int]:
+    if isinstance(seeds, int):
+        if seeds < 1:
+            raise ConfigError(f"--seeds must be >= 1 (got {seeds})")
+        return [base + i for i in range(seeds)]
+    values = list(seeds)
+    if not values or len(set(values)) != len(values):
+        raise ConfigError(f"seeds must be distinct and at least one (got {values})")
+    return values
 
 
 def list_grids() -> str:
-    """The `--list` text: every grid with its axes, size, the paper tables it reproduces and the claims
-    that judge it (its experiment's, `experiments.registry`); then the scales."""
+    """The `--list` text: every grid's axes, size, paper tables and claims; then the scales."""
     lines = []
     for grid in GRIDS.values():
         lines.append(f"{grid.name}  ({len(grid.points())} points)  {grid.description}")

@@ -1,38 +1,57 @@
-"""`sweeps/run.py`'s command line: its flags (`parser`, which a command running sweeps with an extension adds
-its own flags to) and the sweep's options read from them (`SweepOptions`, `options_of`), so that a sweep can
-be started, and tested, without an argparse Namespace."""
+"""`sweeps/run.py`'s command line: its flags and the sweep's options read from them (`SweepOptions`), so that
+a sweep can be started, and tested, without an argparse Namespace; and what a sweep may be extended with
+(`SweepExtension`: a scheduler, callbacks, its own report), which its own command line builds on these
+flags, so the runner knows no extension by name."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields
+from typing import Any, Protocol
 
-from arith.config import ConfigError
+from arith.config import ConfigError, ExperimentConfig
 from arith.tracking.commands import sweep_identity
 from experiments.registry import PluginError
-from sweeps.extension import SweepExtension
 from sweeps.grids import GRIDS
 from sweeps.scales import SCALES
 from sweeps.space import parse_seeds
-from sweeps.tuner import TuneSettings
+
+#: trial key -> the trial's config (`sweeps.run.build_configs`)
+Configs = dict[str, ExperimentConfig]
+
+
+class SweepExtension(Protocol):
+    """The steps an extension adds to a sweep of its grid, scale and seeds (`sweeps.run.tune_sweep`); it may
+    name its progress line's class as `progress` (called as `sweeps.progress.SweepProgress` is)."""
+
+    def prepare(self, configs: Configs) -> Configs:
+        """The trials' configs as the extension runs them (validated), before anything starts."""
+
+    def describe(self, points: Iterable[str]) -> str:
+        """A line under the dry run's trial table, given the trials' point names."""
+
+    def session(
+        self, sweep_uri: str, tracking_uri: str, parent_run_id: str, configs: Configs
+    ) -> tuple[Any, Sequence[Any]]:
+        """This session's Tune scheduler and callbacks (`sweeps.tuner.fit`)."""
+
+    def record(self, results: Any, configs: Configs, uri: str, parent_run_id: str) -> int:
+        """Write what the extension did into the store once Tune is done; returns how many trials it ended
+        KILLED on purpose (counted as done)."""
+
+    def report(self, uri: str, parent_run_id: str) -> str:
+        """The sweep's report, in place of the analysis's."""
 
 
 def seeds_arg(text: str) -> int | tuple[int, ...]:
-    """argparse type of --seeds (see sweeps.grids.parse_seeds)."""
+    """argparse type of --seeds (`sweeps.space.parse_seeds`)."""
     try:
         return parse_seeds(text)
     except ConfigError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
-
-
-def grid_names() -> str:
-    """The grids, for --help: which must work even when a plugin of experiments is broken."""
-    try:
-        return ", ".join(GRIDS)
-    except PluginError as err:
-        return f"(none listed: {err})"
 
 
 def sweep_parser(prog: str = "python sweeps/run.py") -> argparse.ArgumentParser:
@@ -41,7 +60,11 @@ def sweep_parser(prog: str = "python sweeps/run.py") -> argparse.ArgumentParser:
         prog=prog,
         description="Run one experiment grid of 'Positional Description Matters' as a Ray Tune sweep.",
     )
-    p.add_argument("--grid", help=f"one of: {grid_names()}")
+    try:
+        grids = ", ".join(GRIDS)
+    except PluginError as err:  # --help must work even when a plugin of experiments is broken
+        grids = f"(none listed: {err})"
+    p.add_argument("--grid", help=f"one of: {grids}")
     p.add_argument("--scale", help=f"one of: {', '.join(SCALES)} (default: paper)")
     p.add_argument(
         "--seeds",
@@ -69,13 +92,11 @@ def sweep_parser(prog: str = "python sweeps/run.py") -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--address",
-        default=None,
         help="Ray cluster: 'auto' or HOST:PORT (default: $RAY_ADDRESS, else a local Ray for the run)",
     )
     p.add_argument(
         "--gpus-per-trial",
         type=float,
-        default=None,
         help="GPUs per trial; fractions pack trials (0.25 = four on a GPU). Default at scale paper: "
         "the packing measured by scripts/gpu_bench.sh (sweeps/packing.py), else 1; 0 at other scales",
     )
@@ -83,13 +104,11 @@ def sweep_parser(prog: str = "python sweeps/run.py") -> argparse.ArgumentParser:
         "--cpus-per-trial",
         type=float,
         default=1.0,
-        help="CPUs per trial; torch uses this many threads (default 1: on 2 cores two 1-CPU trials "
-        "measured faster than one 2-thread trial)",
+        help="CPUs per trial; torch uses this many threads (default 1)",
     )
     p.add_argument(
         "--max-concurrent",
         type=int,
-        default=None,
         help="at most N trials at once (default: as many as the resources allow)",
     )
     p.add_argument(
@@ -99,9 +118,7 @@ def sweep_parser(prog: str = "python sweeps/run.py") -> argparse.ArgumentParser:
         help="retries of a failed trial from its last checkpoint (default 2)",
     )
     p.add_argument(
-        "--tracking-uri",
-        default=None,
-        help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)",
+        "--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)"
     )
     p.add_argument(
         "--storage-path",
@@ -117,9 +134,7 @@ def sweep_parser(prog: str = "python sweeps/run.py") -> argparse.ArgumentParser:
         "wait this many minutes for them before giving up (default 20; 0 = do not wait)",
     )
     p.add_argument(
-        "--ray-temp-dir",
-        default=None,
-        help="temporary folder of a local Ray (default: Ray's own, /tmp/ray); keep it short",
+        "--ray-temp-dir", help="temporary folder of a local Ray (default: Ray's own, /tmp/ray); keep it short"
     )
     p.add_argument(
         "--resume",
@@ -130,7 +145,6 @@ def sweep_parser(prog: str = "python sweeps/run.py") -> argparse.ArgumentParser:
     p.add_argument(
         "--register",
         metavar="NAME",
-        default=None,
         help="register the best trial's model (highest test_acc) in MLflow's Model Registry as NAME",
     )
     output = p.add_mutually_exclusive_group()
@@ -142,14 +156,9 @@ def sweep_parser(prog: str = "python sweeps/run.py") -> argparse.ArgumentParser:
     return p
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    return sweep_parser().parse_args(argv)
-
-
 @dataclass(frozen=True)
 class SweepOptions:
-    """The command line's values, read from argv by `main` alone: the functions below take these, so that
-    a sweep can be started (and tested) without an argparse Namespace."""
+    """The command line's values, read from argv by `main` alone."""
 
     seeds: int | tuple[int, ...] = 1
     sets: tuple[str, ...] = ()
@@ -163,8 +172,12 @@ class SweepOptions:
     ray_temp_dir: str | None = None
     resume: bool = False
     dry_run: bool = False
-    tune: TuneSettings = field(default_factory=TuneSettings)
-    #: what the sweep is extended with (`sweeps.extension`): its grid and scale are the sweep's
+    #: how Tune runs the trials and what it prints
+    max_concurrent: int | None = None
+    max_failures: int = 2
+    quiet: bool = False
+    verbose: bool = False
+    #: what the sweep is extended with
     extension: SweepExtension | None = None
     #: the command line it was started with, less where it runs (`sweep_identity`), kept in sweep.json
     args: tuple[str, ...] = ()
@@ -172,43 +185,24 @@ class SweepOptions:
     register: str | None = None
 
 
-#: the flags naming the part of a grid a sweep runs (flag, attribute, default): with --resume, they pick it
-PART_FLAGS = (
-    ("--set", "sets", ()),
-    ("--seeds", "seeds", 1),
-    ("--only", "only", ()),
-    ("--gpus-per-trial", "gpus_per_trial", None),
-    ("--cpus-per-trial", "cpus_per_trial", 1.0),
-)
+#: the options naming the part of a grid a sweep runs: with --resume, they pick it
+PART = ("sets", "seeds", "only", "gpus_per_trial", "cpus_per_trial")
 
 
 def names_its_part(options: SweepOptions) -> bool:
-    """Whether the command gives any of `PART_FLAGS`: then --resume takes the sweep started as it was, not
-    a later part's (a bare --grid/--scale --resume takes the latest)."""
-    return any(getattr(options, attr) != default for _, attr, default in PART_FLAGS)
+    """Whether the command gives any of `PART`: then --resume takes the sweep started as it was, not a later
+    part's (a bare --grid/--scale --resume takes the latest)."""
+    return any(getattr(options, name) != getattr(SweepOptions(), name) for name in PART)
 
 
 def read_options(
     argv: list[str] | None, parser: argparse.ArgumentParser | None = None
 ) -> tuple[SweepOptions, argparse.Namespace]:
-    """argv read by `parser` (`sweep_parser()`, or one a command extended): the sweep's options, and every
-    flag parsed (the grid, the scale and the extending command's own flags)."""
+    """The sweep's options from argv read by `parser` (`sweep_parser()` or an extension's), and every flag."""
     args = (parser or sweep_parser()).parse_args(argv)
+    flags = {f.name: getattr(args, f.name) for f in fields(SweepOptions) if f.name in vars(args)}
     options = SweepOptions(
-        seeds=args.seeds,
-        sets=tuple(args.sets),
-        only=tuple(args.only),
-        address=args.address,
-        gpus_per_trial=args.gpus_per_trial,
-        cpus_per_trial=args.cpus_per_trial,
-        tracking_uri=args.tracking_uri,
-        storage_path=args.storage_path,
-        gpu_wait_min=args.gpu_wait_min,
-        ray_temp_dir=args.ray_temp_dir,
-        resume=args.resume,
-        dry_run=args.dry_run,
-        tune=TuneSettings(args.max_concurrent, args.max_failures, args.quiet, args.verbose),
-        register=args.register,
+        **{**flags, "sets": tuple(args.sets), "only": tuple(args.only)},
         args=tuple(sweep_identity(sys.argv[1:] if argv is None else argv)),
     )
     return options, args

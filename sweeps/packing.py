@@ -1,11 +1,8 @@
 """How many paper-scale trials share one GPU: chosen from a measurement, never guessed.
 
-At batch 32 a GPT2-small step is a few hundred small kernels and one trial leaves most of a GPU idle, so
-several trials on one GPU (`sweeps/run.py --gpus-per-trial 0.25` = four) can finish more steps an hour
-between them. Whether they do, and whether they fit, depends on the GPU: `scripts/gpu_bench.sh` measures
-the aggregate steps/s of 1, 2 and 4 trials run side by side (separate processes) and each trial's memory,
-and writes a `PackingMeasurement` (JSON). Kept at `MEASUREMENT_FILE`, it sets the paper scale's default
-`--gpus-per-trial`; without one the default stays one trial per GPU.
+One GPT2-small trial leaves most of a GPU idle, so several on one GPU may finish more steps an hour:
+`scripts/gpu_bench.sh` measures whether they do and fit, and its `MEASUREMENT_FILE` sets the paper scale's
+default `--gpus-per-trial` (without one, one trial per GPU).
 """
 
 from __future__ import annotations
@@ -13,6 +10,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from sweeps.errors import SweepError
 
 #: where a measurement from scripts/gpu_bench.sh is kept for the sweeps to read (absent until measured)
 MEASUREMENT_FILE = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "gpu_packing.json"
@@ -72,8 +71,7 @@ def load_measurement(path: str | Path = MEASUREMENT_FILE) -> PackingMeasurement 
 
 
 def default_gpus_per_trial(path: str | Path = MEASUREMENT_FILE) -> float:
-    """The paper scale's default `--gpus-per-trial`: 1 / the chosen packing of the kept measurement, or 1
-    (one trial per GPU) when there is none."""
+    """The paper scale's default `--gpus-per-trial`: 1 / the kept measurement's packing, else 1."""
     m = load_measurement(path)
     return 1.0 / choose_trials_per_gpu(m) if m is not None else 1.0
 
@@ -85,16 +83,10 @@ def check_packing(gpus_per_trial: float, path: str | Path = MEASUREMENT_FILE) ->
     if m is None or not 0 < gpus_per_trial < 1:
         return
     trials = int(1 / gpus_per_trial + 1e-9)
+    most = max(1, int(MEMORY_HEADROOM * m.device_memory_bytes // m.trial_memory_bytes))
     if not fits(trials, m.trial_memory_bytes, m.device_memory_bytes):
-        raise ValueError(
+        raise SweepError(
             f"--gpus-per-trial {gpus_per_trial:g} packs {trials} trials on a GPU, but one trial took "
             f"{m.trial_memory_bytes / 2**30:.1f} GiB of the {m.device_memory_bytes / 2**30:.0f} GiB "
-            f"{m.device} measured in {path}; use at least {1 / _most_that_fit(m):g}"
+            f"{m.device} measured in {path}; use at least {1 / most:g}"
         )
-
-
-def _most_that_fit(m: PackingMeasurement) -> int:
-    trials = 1
-    while fits(trials + 1, m.trial_memory_bytes, m.device_memory_bytes):
-        trials += 1
-    return trials

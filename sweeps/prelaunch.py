@@ -1,11 +1,7 @@
-"""The checks a sweep passes before it touches Ray, MLflow or its work folder: those that need only the
-trials' configs and their data. A trial that fails one of them would fail the same way on every retry,
-hours in, after its sweep had opened runs and started workers; here the whole sweep is refused in one
-line instead, with nothing written.
-
-Both executors run them (`sweeps/run.py` with Ray Tune, `sweeps.offline` without): a pretrained model
-must load, and every trial's training and decoding batches must fit its position scheme
-(`arith.training.lengths`), measured once per distinct data and model shape.
+"""The checks a sweep passes before it touches Ray, MLflow or its work folder, needing only the trials'
+configs and data: a trial failing one would fail the same way on every retry, hours in, so here the sweep
+is refused in one line instead, with nothing written. A pretrained model must load, and every trial's
+batches must fit its position scheme.
 """
 
 from __future__ import annotations
@@ -24,8 +20,8 @@ from sweeps.errors import SweepError
 
 
 def check_before_launch(configs: Iterable[ExperimentConfig], lengths: bool = True) -> None:
-    """Raise SweepError or ConfigError, naming the trial, for the first check a trial fails. `lengths`:
-    measure the data against the positions (a resumed sweep's configs passed it when they launched)."""
+    """Raise SweepError or ConfigError, naming the trial, for the first check a trial fails (a resumed
+    sweep's configs passed `lengths` when they launched)."""
     configs = list(configs)
     check_pretrained(configs)
     if lengths:
@@ -33,8 +29,7 @@ def check_before_launch(configs: Iterable[ExperimentConfig], lengths: bool = Tru
 
 
 def check_pretrained(configs: Iterable[ExperimentConfig]) -> None:
-    """Fail before any trial starts when a pretrained point's model cannot be loaded (no hub access, a
-    wrong path), rather than in every one of its trials."""
+    """Fail when a pretrained point's model cannot be loaded (no hub access, a wrong path)."""
     names = sorted({c.model.pretrained for c in configs if c.model.init == "pretrained"})
     for name in names:
         from transformers import AutoConfig
@@ -50,9 +45,8 @@ def check_pretrained(configs: Iterable[ExperimentConfig]) -> None:
 
 
 def check_lengths(configs: Iterable[ExperimentConfig]) -> None:
-    """Every trial's sequences against its scheme's columns (`check_positions`); trials that share their
-    data, tokenizer, batching and bound are measured once, and the others side by side, one process a
-    core (a paper-scale training set takes seconds to generate: a sweep of many seeds would wait minutes)."""
+    """Every trial's sequences against its scheme's columns, measured once per `_measure_key` and side by
+    side, one process a core (a paper-scale training set takes seconds to generate)."""
     measured: dict[str, ExperimentConfig] = {}
     for cfg in configs:
         measured.setdefault(_measure_key(cfg), cfg)
@@ -78,8 +72,7 @@ def _refusal(cfg: ExperimentConfig) -> str:
 
 
 def _measure_key(cfg: ExperimentConfig) -> str:
-    """What the measure of a trial's widths depends on: its data, its tokenizer, its batches' padding
-    and decoding, and its scheme's bound."""
+    """What the measure of a trial's widths depends on."""
     m, t = cfg.model, cfg.train
     return json.dumps(
         [

@@ -3,24 +3,11 @@
     [2:41] trials 2 done, 2 running, 2 pending, 0 failed | best test_acc: basic 0.02, padding_reverse 1.00
     | left ~3:05   (one line)
 
-Counts come from Tune's trial states; accuracies from the trials' reports, each point's best so far
-(`sweeps.eta`; the trainer reports `test_acc` with `evaluated` set when it ran the test grid; a recipe
-search shows the metric its scheduler reads, e.g. `gate/weakest_unseen` or `length/score`), from the
-trials' last reports after a resume. The time left, made steady by `sweeps.eta` (a countdown that a lower
-estimate lowers and that rises only once it has run out), is for the whole sweep, from each trial's step
-rate: a running trial's own, less the time it has run since its last
-report (since it started in this session, where that report is older: a resumed trial restarted from its
-checkpoint), a pending one's at the seconds a step its point's trials have measured, queued onto as many
-slots as trials have run at once. A trial's rate is its lifetime `time_total_s` / `step` (its start-up
-and evaluations counted, as they will be in the trials to come); for a trial restored from a checkpoint
-its pace in this session once it has reported twice here (the wall seconds between those reports over the
-steps between them): a sweep resumed on an idle machine after a session whose cores it shared would
-otherwise be told the old, slower pace (a search resumed so was told 26 h left at the resume and 14 h an
-hour later, where its trials' pace since the resume left about 8 h).
-Under a recipe search's scheduler a trial ends at its CPU-time budget at the latest (`clock_budget_s`,
-`schema.CPU_SECONDS`), and most end sooner (at a rung, at the gate): there the line says "left at most",
-each trial's time capped at its budget's worth of wall time. On a terminal the line is rewritten in place
-(`\\r`), at most once a second; into a file or pipe it is printed every `every_s` seconds, so logs stay short.
+The time left (the whole sweep's, pending trials queued onto as many slots as have run at once) counts
+down, rising only once its countdown has run out, and the accuracy is each point's best so far: the latest
+report jumps between points and evaluations. A trial restored from a checkpoint is timed at its pace in this
+session, not at that of cores it once shared. On a terminal the line is rewritten in place; into a file it
+is printed every `every_s` seconds.
 """
 
 from __future__ import annotations
@@ -29,41 +16,32 @@ import heapq
 import math
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
 from ray.tune import Callback
 
-from arith.config import ExperimentConfig
-from arith.tracking.schema import CPU_SECONDS, TEST_ACC_METRIC
-from arith.training.optim import run_steps
-from sweeps.eta import SteadyTimeLeft, best_text, measured_rates
+from arith.tracking.schema import TEST_ACC_METRIC, point_label
 
-ACCURACY = TEST_ACC_METRIC
-#: a trial Tune ended without its last result marked done: a stopped sweep (Ctrl+C, a session's end) ends
-#: every trial TERMINATED, the unfinished and the never-started ones too, which are not done
+#: a trial TERMINATED without its last result marked done: a stopped sweep ends every trial TERMINATED
 INTERRUPTED = "INTERRUPTED"
+#: the most points the line names; a larger grid shows its best few and how many there are
+POINTS_SHOWN = 4
 
 
 @dataclass(frozen=True)
 class TrialState:
-    """What the line needs of one trial: its Tune status, steps done of its total, seconds it has run (and
-    of them, CPU seconds, `clock`) by its last report, and wall seconds it has run since that report
-    (`since_report`: a trial reports at its epochs' ends, which may be an hour apart; a resumed trial whose
-    last report is from an earlier session, since it started in this one). `pace_now`, `ratio_now`: wall
-    seconds a step and a CPU second between its first and latest reports in this session, where it has
-    reported twice here."""
+    """What the line needs of one trial, by its last report (which may be an hour old: `since_report`);
+    `pace_now`: its wall seconds a step in this session."""
 
     status: str
     steps_done: int
     steps_total: int
     seconds: float
-    clock: float = 0.0
     since_report: float = 0.0
     pace_now: float | None = None
-    ratio_now: float | None = None
-    #: its grid point (its finished trials' pace is the best guess of its own)
     point: str = ""
 
     @property
@@ -73,13 +51,6 @@ class TrialState:
             return self.pace_now
         return self.seconds / self.steps_done if self.steps_done > 0 and self.seconds > 0 else None
 
-    @property
-    def seconds_per_clock(self) -> float | None:
-        """Wall seconds per CPU second (above 1 where trials share cores): this session's, else lifetime."""
-        if self.ratio_now is not None:
-            return self.ratio_now
-        return self.seconds / self.clock if self.clock > 0 and self.seconds > 0 else None
-
 
 def clock(seconds: float) -> str:
     """0:42, 12:05, 1:02:03."""
@@ -88,36 +59,36 @@ def clock(seconds: float) -> str:
     return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
 
 
-def mean(values: Sequence[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return sum(known) / len(known) if known else None
+def number(result: Mapping[str, Any], key: str) -> float:
+    """A report's number, 0 where it has none."""
+    return float(result.get(key) or 0)
+
+
+def measured_rates(trials: Sequence[TrialState]) -> tuple[float | None, dict[str, float]]:
+    """Wall seconds a step the trials have measured, start-up and evaluations included, pooled (a finished
+    trial weighs by all of its steps): over all of them, and per point."""
+    done = [t for t in trials if t.status in ("TERMINATED", "RUNNING") and t.steps_done > 0 and t.seconds > 0]
+
+    def rate(some: list[TrialState]) -> float:
+        return sum(t.seconds for t in some) / sum(t.steps_done for t in some)
+
+    by_point = {p: rate([t for t in done if t.point == p]) for p in dict.fromkeys(t.point for t in done)}
+    return (rate(done) if done else None), by_point
 
 
 def seconds_left(
-    trials: Sequence[TrialState], slots: int, clock_budget_s: float | None = None
+    trials: Sequence[TrialState], slots: int, bound: Callable[[TrialState], float] | None = None
 ) -> float | None:
-    """Wall seconds until every trial is done (at most, with `clock_budget_s`), or None before any step
-    rate is known.
-
-    Each running trial needs its remaining steps at its own rate; pending ones take their steps at the mean
-    seconds a step of the trials measured so far, each starting in the slot that frees up first. With a
-    CPU-time budget a trial needs no more than what is left of it, in wall seconds at its own ratio of
-    wall to CPU time (pending ones at the mean ratio)."""
-    seen = [t for t in trials if t.status in ("RUNNING", "TERMINATED")]
+    """Wall seconds until every trial is done, or None before any step rate is known; `bound`: the most a
+    trial may run yet (a search's CPU-time budget). A pending trial starts in the slot that frees up first."""
     measured, by_point = measured_rates(trials)
-    mean_rate = mean([t.seconds_per_step for t in seen])
-    if mean_rate is None:
+    if measured is None:
         return None
-    mean_ratio = mean([t.seconds_per_clock for t in seen]) or 1.0
 
     def need(t: TrialState) -> float:
         own = t.seconds_per_step if t.status == "RUNNING" else None
-        rate = own or by_point.get(t.point) or measured or mean_rate
-        by_steps = max(0, t.steps_total - t.steps_done) * rate
-        if clock_budget_s is not None:
-            by_clock = max(0.0, clock_budget_s - t.clock) * (t.seconds_per_clock or mean_ratio)
-            by_steps = min(by_steps, by_clock)
-        return max(0.0, by_steps - t.since_report)
+        left = max(0, t.steps_total - t.steps_done) * (own or by_point.get(t.point) or measured)
+        return max(0.0, (min(left, bound(t)) if bound else left) - t.since_report)
 
     running = [t for t in trials if t.status == "RUNNING"]
     pending = [t for t in trials if t.status in ("PENDING", "PAUSED")]
@@ -130,47 +101,66 @@ def seconds_left(
     return max(finish)
 
 
+class SteadyTimeLeft:
+    """The time left as the line shows it: a countdown from the first estimate, lowered by any lower one,
+    raised only once it has run out while trials still run."""
+
+    def __init__(self) -> None:
+        self.shown: float | None = None
+        self.at = 0.0
+
+    def update(self, estimate: float | None, now: float) -> float | None:
+        """The value to show at `now` (seconds), given the raw `estimate` (None: no step measured yet)."""
+        if estimate is None:
+            return None
+        counted = None if self.shown is None else self.shown - (now - self.at)
+        shown = estimate if counted is None or counted <= 0 else min(estimate, counted)
+        self.shown, self.at = shown, now
+        return shown
+
+
+def best_text(best: Mapping[str, float], label: str) -> str:
+    """`best test_acc: basic 0.01, padding_reverse 1.00` (points by label, in the grid's order); a grid of
+    more points, its best few: `best test_acc (3 of 17 points): ...`."""
+    if not best:
+        return f"best {label} -"
+    shown = list(best.items())
+    head = f"best {label}"
+    if len(shown) > POINTS_SHOWN:
+        head += f" ({POINTS_SHOWN} of {len(shown)} points)"
+        shown = sorted(shown, key=lambda pair: -pair[1])[:POINTS_SHOWN]
+    return f"{head}: " + ", ".join(f"{point_label(point)} {value:.2f}" for point, value in shown)
+
+
 def progress_line(
     trials: Sequence[TrialState],
     elapsed: float,
-    latest: float | None,
-    best: float | None,
+    best_by_point: Mapping[str, float],
     slots: int,
-    clock_budget_s: float | None = None,
-    label: str = ACCURACY,
-    best_by_point: Mapping[str, float] | None = None,
+    label: str = TEST_ACC_METRIC,
     left: float | None = None,
 ) -> str:
-    """The line itself (no newline); `label`: the metric's name as the line shows it; `best_by_point`: the
-    best value each point reported (shown instead of `latest` and `best`); `left`: the time left to show
-    (`sweeps.eta.SteadyTimeLeft`), else estimated here."""
-    counts = {"done": 0, "running": 0, "pending": 0, "failed": 0, "interrupted": 0}
-    for t in trials:
-        key = {"TERMINATED": "done", "RUNNING": "running", "ERROR": "failed", INTERRUPTED: "interrupted"}
-        counts[key.get(t.status, "pending")] += 1
-    shown = {name: n for name, n in counts.items() if n or name != "interrupted"}
-    accuracy = (
-        f"{label} latest {'-' if latest is None else f'{latest:.2f}'} "
-        f"best {'-' if best is None else f'{best:.2f}'}"
-        if best_by_point is None
-        else best_text(best_by_point, label)
-    )
-    parts = [f"[{clock(elapsed)}] trials " + ", ".join(f"{n} {name}" for name, n in shown.items()), accuracy]
+    """The line itself (no newline); `left`: the time left to show, else estimated here."""
+    named = {"TERMINATED": "done", "RUNNING": "running", "ERROR": "failed", INTERRUPTED: "interrupted"}
+    counts = Counter(named.get(t.status, "pending") for t in trials)
+    shown = [f"{counts[n]} {n}" for n in ("done", "running", "pending", "failed", "interrupted")]
+    trials_text = ", ".join(shown if counts["interrupted"] else shown[:-1])
+    parts = [f"[{clock(elapsed)}] trials {trials_text}", best_text(best_by_point, label)]
     if counts["running"] + counts["pending"]:
-        left = seconds_left(trials, slots, clock_budget_s) if left is None else left
-        bound = "left at most ~" if clock_budget_s is not None else "left ~"
-        parts.append(bound + ("?" if left is None else clock(left)))
+        left = seconds_left(trials, slots) if left is None else left
+        parts.append("left ~" + ("?" if left is None else clock(left)))
     return " | ".join(parts)
 
 
 class SweepProgress(Callback):
-    """The Tune callback that keeps the line up to date.
+    """The Tune callback that keeps the line up to date. `steps`: every trial's total steps by its key
+    (`key_of(trial.config)`), so that the trials Tune has not created yet count as pending."""
 
-    `steps`: every trial of the sweep (by key) and its total steps; `key_of(trial.config)` is a Tune
-    trial's key. Tune creates trials only as slots free up, so the ones it has not created yet count as
-    pending from this list. `clock_budget_s`: a search's most CPU seconds a trial (its scheduler ends
-    every trial there). `metric`: the reported value to show, as `label` (a search's `gate/weakest_unseen`,
-    as `gate`)."""
+    #: the reported value shown, and its name on the line (a search shows its scheduler's); class defaults,
+    #: like the two below, so that a callback pickled before one was added still has it after a --resume
+    metric = label = TEST_ACC_METRIC
+    #: the most trials seen running at once; the width of the line last written on a terminal
+    slots, width = 1, 0
 
     def __init__(
         self,
@@ -179,41 +169,28 @@ class SweepProgress(Callback):
         stream: TextIO | None = None,
         every_s: float = 30.0,
         tty: bool | None = None,
-        clock_budget_s: float | None = None,
-        metric: str = ACCURACY,
-        label: str | None = None,
     ) -> None:
-        self.clock_budget_s = clock_budget_s
-        self.metric, self.label = metric, label or metric
         self.steps = dict(steps)
         self.key_of = key_of
         self.stream = stream or sys.stdout
         self.tty = self.stream.isatty() if tty is None else tty
         self.every_s = 1.0 if self.tty else every_s
-        self.start, self.started_at = time.monotonic(), time.time()
-        self.last_shown = -math.inf
-        self.latest: float | None = None
-        self.best: float | None = None
-        #: the best value each point has reported, in the grid's order; the shown time left
+        self.restart()
+
+    def restart(self) -> None:
+        """Start the session's clock, and forget what an earlier session saw (read again from the reports)."""
+        self.start, self.started_at, self.last_shown = time.monotonic(), time.time(), -math.inf
         self.best_by_point: dict[str, float] = {}
         self.time_left = SteadyTimeLeft()
-        self.slots = 1
-        self.width = 0
         #: when each trial was first seen running in this session (wall clock)
         self.running_since: dict[str, float] = {}
-        #: each trial's first report in this session: (timestamp, step, CPU seconds), its pace's baseline
-        self.first_report: dict[str, tuple[float, int, float]] = {}
+        #: each trial's first report in this session, its pace's baseline
+        self.first_report: dict[str, Mapping[str, Any]] = {}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        """A resumed sweep gets back the callback its first session pickled (Tune restores the run config
-        from its saved state): settings added to this class since then take their defaults, and the
-        clock starts again with this session."""
-        self.__dict__.update(clock_budget_s=None, metric=ACCURACY, label=ACCURACY, slots=1, width=0)
+        """A resumed sweep gets back the callback its first session pickled; the clock starts again."""
         self.__dict__.update(state)
-        self.start, self.started_at, self.last_shown = time.monotonic(), time.time(), -math.inf
-        self.running_since, self.first_report = {}, {}
-        self.latest = self.best = None  # read again from the trials' last reports
-        self.best_by_point, self.time_left = {}, SteadyTimeLeft()
+        self.restart()
 
     def states(self, trials: Sequence[Any]) -> list[TrialState]:
         out, seen = [], set()
@@ -227,24 +204,20 @@ class SweepProgress(Callback):
                 self.running_since.setdefault(key, now)
             else:  # not running now: its clock starts again when it next runs
                 self.running_since.pop(key, None)
-            reported = float(result.get("timestamp", 0) or 0)
-            step = int(result.get("step", 0) or 0)
-            cpu = float(result.get(CPU_SECONDS, 0.0) or 0.0)
-            pace_now, ratio_now = self.pace(key, reported, step, cpu)
+            pace_now = self.pace(key, result)
             if result.get("iterations_since_restore") == result.get("training_iteration"):
                 pace_now = None  # begun in this session: its lifetime rate counts its start and evaluations
+            reported = number(result, "timestamp")
             if reported < self.started_at:  # reported in an earlier session, restarted in this one
                 reported = self.running_since.get(key, now)
             out.append(
                 TrialState(
                     status=self.status_of(trial.status, result),
-                    steps_done=step,
+                    steps_done=int(number(result, "step")),
                     steps_total=self.steps.get(key, 0),
-                    seconds=float(result.get("time_total_s", 0.0) or 0.0),
-                    clock=cpu,
+                    seconds=number(result, "time_total_s"),
                     since_report=max(0.0, now - reported) if running else 0.0,
                     pace_now=pace_now,
-                    ratio_now=ratio_now,
                     point=key.partition("|")[0],
                 )
             )
@@ -255,56 +228,50 @@ class SweepProgress(Callback):
         ]
         return out
 
-    def pace(self, key: str, reported: float, step: int, cpu: float) -> tuple[float | None, float | None]:
-        """Wall seconds a step and a CPU second between a trial's first report in this session and this
-        one (None before its second): the pace of the cores as they are shared now. A report whose step
-        is below the baseline's (a retry restarted from its checkpoint) starts the baseline again."""
+    def pace(self, key: str, result: Mapping[str, Any]) -> float | None:
+        """Wall seconds a step since the trial's first report in this session (None before its second); a
+        report below that step (a retry from its checkpoint) starts the baseline again."""
+        reported, step = number(result, "timestamp"), number(result, "step")
         if reported < self.started_at or step <= 0:
-            return None, None
+            return None
         first = self.first_report.get(key)
-        if first is None or step < first[1]:
-            self.first_report[key] = (reported, step, cpu)
-            return None, None
-        seconds, steps, clock_s = reported - first[0], step - first[1], cpu - first[2]
-        if seconds <= 0 or steps <= 0:
-            return None, None
-        return seconds / steps, (seconds / clock_s if clock_s > 0 else None)
+        if first is None or step < number(first, "step"):
+            self.first_report[key] = result
+            return None
+        seconds, steps = reported - number(first, "timestamp"), step - number(first, "step")
+        return seconds / steps if seconds > 0 and steps > 0 else None
 
     @staticmethod
     def status_of(status: str, result: Mapping[str, Any]) -> str:
-        """Tune's status, but a NaN loss or a refused setting (each ends a trial without an error, so that
-        it is not retried) is a failure, and a trial TERMINATED without its last result marked done was
-        interrupted."""
+        """Tune's status, but a NaN loss or a refused setting (which end a trial without an error, so that
+        it is not retried) is a failure, and a TERMINATED trial without its last result done interrupted."""
         if result.get("nonfinite_loss") or result.get("config_error"):
             return "ERROR"
         if status == "TERMINATED" and not result.get("done"):
             return INTERRUPTED
         return status
 
-    def remember(self, results: Sequence[Mapping[str, Any]], points: Sequence[str] = ()) -> None:
-        """Take the metric from evaluated reports: the latest, the best, and each point's best (`points`:
-        each report's point)."""
-        for result, point in zip(results, points or [""] * len(results), strict=True):
+    def remember(self, results: Sequence[Mapping[str, Any]], points: Sequence[str]) -> None:
+        """Take each point's best value of the metric from evaluated reports (`points`: each report's)."""
+        for result, point in zip(results, points, strict=True):
             if result.get("evaluated") and self.metric in result:
-                self.latest = float(result[self.metric])
-                self.best = self.latest if self.best is None else max(self.best, self.latest)
-                if point:
-                    self.best_by_point[point] = max(self.latest, self.best_by_point.get(point, self.latest))
+                value = float(result[self.metric])
+                self.best_by_point[point] = max(value, self.best_by_point.get(point, value))
+
+    def estimate(self, states: Sequence[TrialState]) -> float | None:
+        """The raw time left, before `SteadyTimeLeft` steadies it."""
+        return seconds_left(states, self.slots)
 
     def line(self, trials: Sequence[Any]) -> str:
-        if self.best is None:  # a resumed sweep: what its trials last reported, oldest first
-            last = sorted(
-                (t for t in trials if t.last_result), key=lambda t: t.last_result.get("timestamp", 0)
-            )
-            self.remember([t.last_result for t in last], [self.point_of(t) for t in last])
+        if not self.best_by_point:  # a resumed sweep: what its trials last reported
+            reported = [t for t in trials if t.last_result]
+            self.remember([t.last_result for t in reported], [self.point_of(t) for t in reported])
         states = self.states(trials)
         self.slots = max(self.slots, sum(s.status == "RUNNING" for s in states))
         elapsed = time.monotonic() - self.start
-        left = self.time_left.update(seconds_left(states, self.slots, self.clock_budget_s), elapsed)
+        left = self.time_left.update(self.estimate(states), elapsed)
         best = {p: self.best_by_point[p] for p in self.points() if p in self.best_by_point}
-        return progress_line(
-            states, elapsed, self.latest, self.best, self.slots, self.clock_budget_s, self.label, best, left
-        )
+        return progress_line(states, elapsed, best, self.slots, self.label, left)
 
     def point_of(self, trial: Any) -> str:
         return self.key_of(trial.config).partition("|")[0]
@@ -335,17 +302,10 @@ class SweepProgress(Callback):
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info) -> None:
         self.show(trials, force=True)
 
-    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info) -> None:
-        self.show(trials, force=True)
+    on_trial_error = on_trial_complete
 
     def on_experiment_end(self, trials: list, **info) -> None:
         self.show(trials, force=True, end="\n")
-
-
-def trial_steps(config: ExperimentConfig) -> int:
-    """Optimiser steps a trial's config will take (epochs x batches, capped by train.max_steps); the same
-    sum the trainer does, without building the data (a run that reaches its target accuracy stops early)."""
-    return run_steps(config)
 
 
 def tune_output(
@@ -353,16 +313,10 @@ def tune_output(
     key_of: Callable[[Mapping[str, Any]], str],
     quiet: bool = False,
     verbose: bool = False,
-    clock_budget_s: float | None = None,
-    metric: str = ACCURACY,
-    label: str | None = None,
+    line: Callable[..., SweepProgress] = SweepProgress,
 ) -> dict[str, Any]:
-    """`tune.RunConfig` arguments for the sweep's output: by default the progress line alone; `quiet`
-    nothing; `verbose` Tune's own per-trial table as before, with the progress line as plain lines.
-    `clock_budget_s`: a search's CPU-time budget a trial, for the time left; `metric`, `label`: the value
-    the line shows."""
-    shown = {"clock_budget_s": clock_budget_s, "metric": metric, "label": label}
+    """`tune.RunConfig` arguments for the sweep's output: by default the progress line alone (`line` makes
+    it); `quiet` nothing; `verbose` Tune's own per-trial table, with the progress line as plain lines."""
     if verbose:
-        return {"callbacks": [SweepProgress(steps, key_of, tty=False, **shown)]}
-    line = SweepProgress(steps, key_of, **shown)
-    return {"verbose": 0, "callbacks": [] if quiet else [line]}
+        return {"callbacks": [line(steps, key_of, tty=False)]}
+    return {"verbose": 0, "callbacks": [] if quiet else [line(steps, key_of)]}

@@ -1,19 +1,9 @@
 """Run one grid of the paper as a Ray Tune sweep: `python sweeps/run.py --grid nl_mix --scale cpu`.
 
-The driver resolves and validates every trial config first (a bad point fails here, not hours in),
-checks the MLflow tracking server and the cluster's GPUs, opens one parent MLflow run for the sweep and
-hands the trials to Ray Tune: one trial per (point, seed), `tune.with_resources` per trial, retries
-from the trainer's checkpoints (`FailureConfig`). Each trial owns its MLflow run (the trainer nests it
-under the parent and keeps its id in its checkpoint), so a retried or resumed trial continues its run.
-
-The sweep's configs and parent run id are saved in the experiment folder (`sweep.json`), so `--resume`
-restores exactly the interrupted sweep and runs only what was unfinished.
-
-This file is the sweep's steps in order; each concern has its own module: `sweeps/options.py` (the
-command line), `sweeps/cluster.py` (Ray and the autoscaler), `sweeps/storage.py` (the sweep folder and the
-parent run), `sweeps/tuner.py` (Tune: the param space, new or restored Tuner, the report),
-`sweeps/trainable.py` (the one trainable, `arith.training.train.train` as a trial). `python sweeps/run.py`
-imports the installed packages (`pip install -e .`, which `make install` does); the file edits no sys.path.
+Every trial config is validated first (a bad point fails here, not hours in); then one parent MLflow run
+is opened and Ray Tune runs one trial per (point, seed), retried from its checkpoints, each continuing its
+own MLflow run; `--resume` runs only what an interrupted sweep left unfinished. This file is the sweep's
+steps in order; the other `sweeps` modules hold the rest.
 """
 
 from __future__ import annotations
@@ -32,6 +22,7 @@ from arith.tracking.commands import resuming
 from arith.tracking.store import absolute_uri
 from experiments.grid import Grid
 from sweeps.cluster import check_cluster, emulated_bf16_note, forget_local_ray, start_ray
+from sweeps.end_table import final_report, register_best
 from sweeps.errors import SweepError
 from sweeps.grids import GRIDS, get_grid, list_grids, points
 from sweeps.options import SweepOptions, names_its_part, read_options
@@ -42,37 +33,30 @@ from sweeps.space import SOURCES, SweepLink, scale_note, setting_sources
 from sweeps.storage import (
     SweepStorage,
     check_tracking,
-    moved_to,
+    log_sweep_params,
     open_sweep,
-    resume_tracking_uri,
+    resumed_state,
     state_configs,
+    sweep_params,
     sweep_state,
     trial_outcomes,
 )
-from sweeps.summary import log_sweep_params, register_best, sweep_params
-from sweeps.tuner import errored_trials, final_report, fit, trial_key
-
-
-def absolute_paths(overrides: dict[str, str]) -> dict[str, str]:
-    """Local files named in --set (a dialogue file, a pretrained model folder) as absolute paths."""
-    out = dict(overrides)
-    for key in ("data.dialogue_file", "model.pretrained"):
-        value = out.get(key)
-        if value and Path(value).exists():
-            out[key] = str(Path(value).resolve())
-    return out
+from sweeps.tuner import errored_trials, fit, trial_key
 
 
 def trial_overrides(options: SweepOptions, tracking_uri: str) -> dict[str, Any]:
-    """The --set values every trial takes (local paths made absolute), and the store it logs to."""
-    return {**absolute_paths(parse_set(list(options.sets))), "tracking.tracking_uri": tracking_uri}
+    """The --set values every trial takes (local files made absolute) and the store it logs to."""
+    out: dict[str, Any] = {**parse_set(list(options.sets)), "tracking.tracking_uri": tracking_uri}
+    for key in ("data.dialogue_file", "model.pretrained"):
+        if out.get(key) and Path(out[key]).exists():
+            out[key] = str(Path(out[key]).resolve())
+    return out
 
 
 def build_configs(
     grid: Grid, scale: Scale, options: SweepOptions, tracking_uri: str, link: SweepLink | None = None
 ) -> dict[str, ExperimentConfig]:
-    """trial key -> config dict, every one validated; fails at once on a bad point or key. With `link`
-    (once the parent run is open) each config is written nested under the sweep, as it is kept."""
+    """trial key -> validated config; with `link` (the open parent run) nested under the sweep."""
     overrides = trial_overrides(options, tracking_uri)
     configs = points(grid, scale, options.seeds, overrides, parse_only(options.only), link)
     out = {trial_key(c.tracking.tags[schema.POINT_TAG], c.train.seed): c for c in configs}
@@ -88,10 +72,7 @@ def resources(scale: Scale, gpus_per_trial: float | None, cpus_per_trial: float)
         gpus = default_gpus_per_trial() if scale.needs_gpu else 0.0
     if cpus_per_trial <= 0 or gpus < 0:
         raise SweepError("--cpus-per-trial must be > 0 and --gpus-per-trial >= 0")
-    try:
-        check_packing(gpus)  # several trials a GPU: only as many as the measured memory allows
-    except ValueError as err:
-        raise SweepError(str(err)) from err
+    check_packing(gpus)  # several trials a GPU: only as many as the measured memory allows
     return {"cpu": cpus_per_trial, "gpu": gpus}
 
 
@@ -114,56 +95,43 @@ def trial_table(configs: dict[str, ExperimentConfig], res: dict[str, float]) -> 
     flat = [c.flat() for c in configs.values()]
     varying = [k for k in flat[0] if not k.startswith("tracking.") and len({repr(f[k]) for f in flat}) > 1]
     keys = list(HEADLINE_KEYS) + [k for k in varying if k not in HEADLINE_KEYS and k != "data.seed"]
-    rows = []
-    for f in flat:
-        tags = f["tracking.tags"]
-        rows.append(
-            {
-                schema.POINT_TAG: tags[schema.POINT_TAG],
-                schema.SEED_TAG: f["train.seed"],
-                schema.PAPER_TABLE_TAG: tags[schema.PAPER_TABLE_TAG],
-                **{k.partition(".")[2]: f[k] for k in keys},
-                "cpus": res["cpu"],
-                "gpus": res["gpu"],
-            }
-        )
+    rows = [
+        {
+            schema.POINT_TAG: f["tracking.tags"][schema.POINT_TAG],
+            schema.SEED_TAG: f["train.seed"],
+            schema.PAPER_TABLE_TAG: f["tracking.tags"][schema.PAPER_TABLE_TAG],
+            **{k.partition(".")[2]: f[k] for k in keys},
+            "cpus": res["cpu"],
+            "gpus": res["gpu"],
+        }
+        for f in flat
+    ]
     return pd.DataFrame(rows)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The sweep
-# ---------------------------------------------------------------------------------------------------------
 
 
 def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
     """The sweep; returns the exit status (0 all trials done, 1 some failed, 130 interrupted)."""
-    storage = SweepStorage(options.storage_path)
+    storage, extension = SweepStorage(options.storage_path), options.extension
     set_uri = parse_set(list(options.sets)).get("tracking.tracking_uri")
     tracking_uri = absolute_uri(options.tracking_uri or set_uri or ExperimentConfig().tracking.resolved_uri())
     res = resources(scale, options.gpus_per_trial, options.cpus_per_trial)
     started_as = list(options.args)
     if options.resume:
         sweep_name = storage.latest(grid.name, scale.name, started_as if names_its_part(options) else None)
-        state = storage.state(sweep_name)
-        configs, res = state_configs(state), state["resources"]
+        state = resumed_state(storage, sweep_name, options.tracking_uri)
+        configs, res, tracking_uri = state_configs(state), state["resources"], state["tracking_uri"]
         started_as, resumed_as = state.get("args", started_as), started_as
-        tracking_uri = resume_tracking_uri(options.tracking_uri, state)
-        if tracking_uri != state["tracking_uri"]:
-            configs = moved_to(configs, tracking_uri)
-            kept = {key: cfg.to_dict() for key, cfg in configs.items()}
-            storage.save(sweep_name, {**state, "tracking_uri": tracking_uri, "configs": kept})
         print(resuming(sweep_name, started_as, resumed_as), file=sys.stderr)
     else:
         configs = build_configs(grid, scale, options, tracking_uri)  # validated before anything starts
-    for note in (scale_note(grid, scale), emulated_bf16_note(configs, res["gpu"], options.address)):
+    for note in (scale_note(grid, scale.name), emulated_bf16_note(configs, res["gpu"], options.address)):
         if note:
             print(note, file=sys.stderr)
     if options.dry_run:
         print(trial_table(configs, res).to_string(index=False))
         print(f"\n{len(configs)} trials; tracking {tracking_uri}; results under {storage.location}")
-        if options.extension:
-            points = (c.tracking.tags[schema.POINT_TAG] for c in configs.values())
-            print(options.extension.describe(points))
+        if extension:
+            print(extension.describe(c.tracking.tags[schema.POINT_TAG] for c in configs.values()))
         if not options.resume:  # where each setting came from, in the order of precedence
             sources = setting_sources(grid, scale, configs.values(), trial_overrides(options, tracking_uri))
             print(f"\nEvery setting's source ({' < '.join(SOURCES)}):")
@@ -173,7 +141,7 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
     # what needs only the configs and their data, before MLflow or Ray is touched
     check_before_launch(configs.values(), lengths=not options.resume)
     check_tracking(tracking_uri)
-    started_ray = start_ray(options.address, options.ray_temp_dir, log_to_driver=options.tune.verbose)
+    started_ray = start_ray(options.address, options.ray_temp_dir, log_to_driver=options.verbose)
     parent_run_id = ""
     try:
         check_cluster(scale, res, 0.0 if started_ray else options.gpu_wait_min)
@@ -194,10 +162,9 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
         print(
             f"sweep {sweep_name}: {len(configs)} trials, MLflow parent run {parent_run_id} at {tracking_uri}"
         )
-        extension, sweep_uri = options.extension, storage.uri(sweep_name)
+        sweep_uri = storage.uri(sweep_name)  # extras: the extension's scheduler and callbacks
         extras = extension.session(sweep_uri, tracking_uri, parent_run_id, configs) if extension else ()
-        axes = grid.declared_axes()  # extras: the extension's scheduler and callbacks
-        results = fit(storage, sweep_name, configs, res, axes, options.tune, options.resume, *extras)
+        results = fit(storage, sweep_name, configs, res, grid.declared_axes(), options, *extras)
     except BaseException:
         if parent_run_id:
             store.set_run_status(tracking_uri, parent_run_id, "KILLED")
@@ -209,7 +176,7 @@ def tune_sweep(grid: Grid, scale: Scale, options: SweepOptions) -> int:
             ray.shutdown()
             forget_local_ray(options.ray_temp_dir)
 
-    extension = options.extension  # the trials its scheduler stopped: KILLED runs, done
+    # the trials the extension's scheduler stopped: KILLED runs, done
     stopped = extension.record(results, configs, tracking_uri, parent_run_id) if extension else 0
     done, errors = results.num_terminated, results.num_errors
     if all(c.tracking.enabled for c in configs.values()):  # else Tune's count is all there is

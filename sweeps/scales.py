@@ -1,29 +1,5 @@
 """Scales: one preset, applied to any grid's points, that sets how big every trial is.
 
-- `paper`: the paper's exact setup. Grids already carry the paper's samples, epochs, learning rates, digit
-  ranges and test protocol; this scale adds the model (GPT2-small, or GPT-2 itself when pretrained) and
-  trains on whole lines as the paper fine-tunes. It needs GPUs.
-- `cpu`: a miniature for a laptop CPU: a tiny GPT-2 (4x4x128, 8-dim random tags) with the loss on the
-  answer only, 1/30 of the samples (at most 10,000; the dialogue data whole), the paper's learning rate x
-  50, digit counts shrunk (every digit above 2 counts a third) and a budget of 3,000 steps instead of the
-  paper's epochs. At it reversal passes the competence gate, scratchpad addition needs 6,000 steps and no
-  multiplication model passes (the models memorise their few thousand lines: docs/RESULTS.md, "Steps to
-  competence"); `cpu_recipe` is the scale that learns. The tuning grids of
-  lab/catalog/tuning.py (`cpu_tune_*`; results in docs/RESULTS.md) chose it: reversal saturates at every
-  learning rate and sample count tried; on multiplication x 50 was best for the basic format and as good
-  as any for the padded one; 1,570 steps left random tags and scratchpad addition at 0 and 3,000 did not;
-  tags of 8 dims learned where 32 (a quarter of the width, the default) barely did.
-- `gpu`: what one lent GPU pays for in a lease (docs/results/gpu_plan.yaml): the paper's digit counts and
-  samples, a 6-layer GPT-2 (gpt2-mini), the cpu scale's learning rate and a step budget per task that a
-  pre-search on seeds from 100 up chooses, so that the judged seeds never chose their own budget.
-- `cpu_recipe`: the cpu miniature where every grid trains at a recipe (the step budget, the paper's
-  sample count, bf16 where the CPU multiplies it natively) chosen by a pre-search on seeds from 100 up so
-  that the compared models *learn* the cells the paper's models learned instead of memorising a small
-  training set. The recipes are declared with the experiments they serve (`Experiment.recipes`,
-  experiments/recipes.py) and applied after the scale (`sweeps.space.trial_config`); a grid without one
-  fails at this scale, naming what its task's nearest pre-search reached.
-- `smoke`: seconds a trial, for tests: a nano model, a few hundred samples, 2 epochs, a few test cells.
-
 A scale shrinks proportionally what differs between grids (samples, epochs, evaluation epochs, learning
 rate, digit counts) and sets outright what does not (model size, batch size, test samples per cell).
 """
@@ -54,15 +30,13 @@ class Scale:
     #: training, mixed-in and dialogue sample counts are multiplied by this, then capped at `max_samples`
     sample_fraction: float = 1.0
     max_samples: int = 0
-    #: the dialogue task's data (dialogues and the arithmetic mixed into them) has its own fraction,
-    #: uncapped (None: sample_fraction and max_samples): the paper's 13,240 dialogues are few already, a
-    #: model must see many to learn their language, and the mixture keeps the paper's 9:1 ratio
+    #: the dialogue task's data has its own fraction, uncapped (None: sample_fraction and max_samples): the
+    #: paper's dialogues are few already, and a model must see many to learn their language
     dialogue_fraction: float | None = None
     #: epochs are capped here (0 = no cap); evaluation epochs keep their place in the run
     max_epochs: int = 0
-    #: optimiser steps of one trial, for every task (0: none, epochs as scaled) unless a recipe gives the
-    #: task its own; with a budget the epochs become what it needs over the scaled
-    #: training set (max_epochs does not apply), so every grid of a task trains as long
+    #: optimiser steps of one trial unless a recipe gives its own (0: epochs as scaled); the epochs become
+    #: what it needs (max_epochs does not apply), so every grid of a task trains as long
     steps: int = 0
     lr_factor: float = 1.0
     #: digit counts up to `digit_knee` stay, every `digit_stride` digits above it count as one
@@ -72,19 +46,16 @@ class Scale:
     needs_gpu: bool = False
     #: trials sharing one GPU by default (0: the paper scale's measured packing, sweeps/packing.py)
     trials_per_gpu: int = 0
-    #: the seeds of the pre-search that chose this scale's budgets: its sweeps are tagged with them and
-    #: the analysis judges only other seeds
+    #: the seeds of the pre-search that chose this scale's budgets (the analysis judges only other seeds)
     presearch_seeds: tuple[int, ...] = ()
-    #: every task trains here at a recipe its experiment declares (`sweeps.space.trial_recipe` refuses a
-    #: grid without one, saying what its task's nearest pre-search reached)
+    #: every task trains here at a recipe its experiment declares
     needs_recipe: bool = False
-    #: per task, a recipe given to this scale (`with_recipe`: a search's candidate) for the grids whose
-    #: experiment declares none at it
+    #: per task, a recipe given to this scale (`with_recipe`: a search's candidate)
     recipes: Mapping[str, Recipe] = field(default_factory=dict)
 
     def recipe(self, task: str) -> Recipe | None:
         """The task's recipe given to this scale (None: none given); a scale given recipes, or needing them,
-        refuses a task it has none for, saying what its nearest pre-search reached (`why_no_recipe`)."""
+        refuses a task it has none for, saying what its nearest pre-search reached."""
         if task in self.recipes:
             return self.recipes[task]
         if self.recipes or self.needs_recipe:
@@ -106,21 +77,14 @@ class Scale:
         return min(scaled, self.max_samples) if self.max_samples else scaled
 
     def dialogue_samples(self, n: int, task: str, name: str) -> int:
-        """A count of the dialogue task's data (`data.<name>`); a task that does not read it scales it like
-        any data."""
+        """A count of the dialogue task's data (`data.<name>`); other tasks scale it like any data."""
         if self.dialogue_fraction is None or not get_task(task).reads(name):
             return self.samples(n)
         return max(1, round(n * self.dialogue_fraction)) if n else 0
 
-    def budget(self, recipe: Recipe | None = None) -> int:
-        """The optimiser steps of one trial at this scale, at `recipe` where it trains at one (0: no step
-        budget, epochs as scaled)."""
-        return recipe.steps if recipe else self.steps
-
     def shrink(self, cfg: ExperimentConfig, scale_digits: bool = True) -> ExperimentConfig:
         """`cfg` (a paper-scale point) with this scale's factors and settings: sample counts, learning rate,
-        digit counts, capped epochs (evaluations in their place), the step budget and the fixed overrides.
-        A recipe's settings go over these, then the epochs a step budget needs (`apply`)."""
+        digit counts, capped epochs (evaluations in their place), the step budget and the fixed overrides."""
         d, t = cfg.data, cfg.train
         changes: dict[str, Any] = {
             "data.train_samples": self.samples(d.train_samples),
@@ -140,20 +104,8 @@ class Scale:
             changes["train.max_steps"] = self.steps
         return cfg.with_overrides(changes).with_overrides(dict(self.overrides))
 
-    def apply(
-        self, cfg: ExperimentConfig, scale_digits: bool = True, recipe: Recipe | None = None
-    ) -> ExperimentConfig:
-        """`cfg` (a paper-scale point) at this scale: `shrink`, then `recipe` (its settings over the scale's),
-        then the epochs the step budget needs."""
-        scaled = self.shrink(cfg, scale_digits)
-        if recipe:
-            scaled = recipe.apply(scaled, cfg)
-        return self.fit_epochs(scaled, cfg) if self.budget(recipe) else scaled
-
     def fit_epochs(self, cfg: ExperimentConfig, paper_cfg: ExperimentConfig) -> ExperimentConfig:
-        """cfg with the epochs its `train.max_steps` needs over its training set (`train.epochs_per_pass`
-        of them a pass); the evaluation epochs keep their place in the run (nl_mix reads at half and at
-        the end)."""
+        """cfg with the epochs its `train.max_steps` needs; the evaluation epochs keep their place."""
         t = paper_cfg.train
         batches = math.ceil(train_size(cfg.data) / cfg.train.batch_size)
         epochs = epochs_for_steps(cfg.train.max_steps, batches, cfg.train.epochs_per_pass)
@@ -172,9 +124,8 @@ def _moved_evaluations(eval_epochs: list[int], paper_epochs: int, epochs: int) -
     return sorted({min(epochs, max(1, round(e * epochs / paper_epochs))) for e in eval_epochs})
 
 
-#: the paper scale's batch widths: multiples of 16 up to 256, then of 32 up to 512 (the paper's longest
-#: lines, add_length's scratchpads, are about 310 tokens), so a batch carries under 16-32 padding tokens a
-#: line and a trial records a handful of CUDA graphs (its lines span a few buckets)
+#: the paper scale's batch widths (the longest lines are ~310 tokens): a batch carries under 16-32 padding
+#: tokens a line and a trial records a handful of CUDA graphs
 PAPER_BUCKET_LENGTHS = [*range(16, 257, 16), *range(288, 513, 32)]
 
 SCALES: dict[str, Scale] = {
@@ -184,8 +135,7 @@ SCALES: dict[str, Scale] = {
             name="paper",
             description="the paper's setup: GPT2-small (124M), full samples and epochs; needs GPUs",
             # what the paper does not state follows the Hugging Face defaults (docs/SETTINGS.md);
-            # checkpoint every 5 epochs (and at each evaluation): GPT2-small with AdamW state is ~1.5 GB a
-            # checkpoint (README "Run on a cluster" states the cost of this choice)
+            # checkpoints every 5 epochs: GPT2-small with AdamW state is ~1.5 GB one
             overrides={
                 "model.preset": "gpt2-small",
                 "model.pretrained": "gpt2",
@@ -200,8 +150,7 @@ SCALES: dict[str, Scale] = {
                 "train.warmup_steps": 0,
                 "train.warmup_ratio": 0.0,
                 "train.checkpoint_every": 5,
-                # one GPU's settings, same computation (benchmarks/bench_paper.py measures them): a few fixed
-                # batch shapes, each replayed as a CUDA graph
+                # the same computation as a few fixed batch shapes, each replayed as a CUDA graph
                 "train.compile": True,
                 "train.compile_mode": "reduce-overhead",
                 "train.bucket_lengths": PAPER_BUCKET_LENGTHS,
@@ -218,22 +167,17 @@ SCALES: dict[str, Scale] = {
                 "train.warmup_ratio": 0.05,
                 "train.eval_batch_size": 256,
                 "train.log_every_steps": 20,
-                # 100 problems a cell, as the paper: the competence gate reads each cell of each seed, and at
-                # 20 a model right on 95% of a cell's problems falls below 0.9 on 1 cell in 13. Measured on
-                # the 2-core CPU (one thread): a 3-digit multiplication test set is 180 problems at 20 a cell
-                # (0.1-0.4 s to decode) and 900 at 100 (0.6 s, under 2 s decoding every answer in full):
-                # seconds a trial against its 5-20 min of training. Archived sweeps record their own count.
+                # 100 problems a cell, as the paper: the competence gate reads each cell, and at 20 a model
+                # right on 95% of a cell's problems falls below 0.9 on 1 cell in 13; decoding costs seconds
                 "data.test_per_cell": 100,
                 "model.n_hash": 8,
             },
             sample_fraction=1 / 30,
             max_samples=10_000,
-            # a thirtieth (442 dialogues, 35 of them 4-5-digit) left the dialogues' language unlearned;
-            # whole, a 3,000-step trial learns the dialogue (not its sums: docs/RESULTS.md, nl_mix)
+            # a thirtieth of the dialogues left their language unlearned (docs/RESULTS.md, nl_mix)
             dialogue_fraction=1.0,
             max_epochs=10,
-            # one budget for every task, chosen on a GPU pre-search (docs/RESULTS.md, "Steps to
-            # competence"): enough for reversal, not for multiplication
+            # one budget for every task (docs/RESULTS.md, "Steps to competence")
             steps=3000,
             lr_factor=50.0,
             digit_knee=2,
@@ -243,14 +187,9 @@ SCALES: dict[str, Scale] = {
             name="gpu",
             description="one lent GPU: the paper's digit counts and samples, a 6-layer GPT-2, "
             "a step budget per task; its budgets come from pre-searches on seeds from 100 up",
-            # Between cpu and paper: what one GPU lease (about 9 minutes, 6-14 trials at once, one CPU
-            # core each) can pay for. The paper's digit counts and sample counts are kept, so its tables
-            # compare cell for cell with no digit map. The model is gpt2-mini (6 layers, 8 heads, width
-            # 256, ~5M parameters): launch-bound like the tiny one on a GPU, so four times the width and
-            # half again the depth cost little. The pre-searches on seeds 100-101 (bf16;
-            # docs/results/gpu_plan.yaml, archives in docs/results/gpu/) chose batch 512 over 128 (at
-            # 5,000 steps of 128 no model learned 2 x 2 products; at 8,000 of 512 padding + reversed
-            # product learned every 3-digit cell) and 8,000 steps; 5-digit factors need more (batch a3).
+            # The paper's digit and sample counts are kept, so its tables compare cell for cell. gpt2-mini
+            # is launch-bound like the tiny model on a GPU, so its width and depth cost little; the
+            # pre-searches (docs/results/gpu_plan.yaml) chose batch 512 and 8,000 steps.
             overrides={
                 "model.preset": "gpt2-mini",
                 "model.n_hash": 8,
@@ -261,12 +200,10 @@ SCALES: dict[str, Scale] = {
             },
             max_samples=300_000,
             dialogue_fraction=1.0,
-            # only multiplication is pre-searched so far; the other tasks start from the same budget
             steps=8000,
             lr_factor=50.0,
             presearch_seeds=(100, 101),
-            # measured on one GPU: 6 trials of batch 512 side by side ran 8,000 steps in 4.1-4.7 min
-            # each, 14 of batch 128 ran 5,000 in 3.4-4.1 min (docs/results/gpu/)
+            # measured side by side on one GPU (docs/results/gpu/)
             trials_per_gpu=6,
             needs_gpu=True,
         ),
@@ -292,9 +229,7 @@ SCALES: dict[str, Scale] = {
     ]
 }
 
-#: The cpu miniature where it learns: each grid at the recipe its experiment declares for this scale, chosen
-#: by a pre-search on seeds 100 and up (docs/RESULTS.md, "A cpu recipe per task"; experiments/recipes.py),
-#: judged on other seeds.
+#: the cpu miniature where it learns (docs/RESULTS.md, "A cpu recipe per task"; experiments/recipes.py)
 SCALES["cpu_recipe"] = replace(
     SCALES["cpu"],
     name="cpu_recipe",

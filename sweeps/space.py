@@ -1,15 +1,11 @@
-"""How a grid becomes trial configs at a scale; what a grid is, is `experiments.grid`.
-
-`trial_config(grid, point, scale, overrides, seed)` builds one trial's validated, tagged
-`ExperimentConfig` in one documented order of precedence (defaults < grid base < point < scale < recipe <
-the point's over_scale keys < --set < seed; `provenance` says which step set each setting);
-`resolve(grid, scale, seeds)` gives every trial of a grid.
+"""How a grid's point becomes a trial config at a scale: `trial_config` decides one trial's settings in one
+order of precedence (`SOURCES`; `provenance` says which step set each); `sweeps.grids.points` gives a grid's.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,40 +16,35 @@ from arith.validation import validate
 from experiments.grid import PRESEARCH_FIRST_SEED, Grid, Point
 from experiments.recipes import Recipe
 from experiments.registry import recipe_for
-from sweeps.errors import SweepError
-from sweeps.scales import Scale, get_scale
+from sweeps.scales import Scale
 
 
 @dataclass(frozen=True)
 class SweepLink:
-    """What a trial records of the sweep it runs in: the parent run it nests under and the sweep's tags it
-    carries (its commit, its pre-search seeds). Known once the sweep's parent run is open, and written by
-    `trial_config` with the rest of the trial's config, not patched in afterwards."""
+    """What a trial records of its sweep: the parent run it nests under and the sweep's tags it carries,
+    written by `trial_config` with the rest of the trial's config, not patched in afterwards."""
 
     parent_run_id: str
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
-def scale_note(grid: Grid, scale: Scale | str) -> str | None:
+def scale_note(grid: Grid, scale: str) -> str | None:
     """A line saying the grid is made for another scale than `scale` (None when it is not)."""
-    name = scale if isinstance(scale, str) else scale.name
-    if grid.scale and grid.scale != name:
+    if grid.scale and grid.scale != scale:
         return (
             f"note: grid {grid.name!r} is made for --scale {grid.scale} (its settings replace that scale's); "
-            f"at scale {name!r} they are kept as they are"
+            f"at scale {scale!r} they are kept as they are"
         )
     return None
 
 
 def trial_recipe(grid: Grid, scale: Scale, task: str) -> Recipe | None:
-    """The recipe a trial of `grid` trains at on `scale`: its experiment's at the scale
-    (`Experiment.recipes`), else the one the scale was given for the task (a search's candidate); None
-    where neither is (a scale that needs one then refuses the task, saying why: `Scale.recipe`)."""
+    """The recipe a trial of `grid` trains at on `scale`: its experiment's at the scale, else the one the
+    scale was given for the task (a search's candidate; `Scale.recipe`), else None."""
     return recipe_for(grid.name, scale.name) or scale.recipe(task)
 
 
-#: where a trial's setting came from, in the order of precedence (`trial_config`), named as the command line
-#: and the grid name them
+#: where a trial's setting came from, in the order of precedence (`trial_config`)
 DEFAULT, BASE, POINT, SCALE, RECIPE, OVER_SCALE, SET, SEEDS = SOURCES = (
     "default",
     "grid base",
@@ -84,8 +75,12 @@ def config_stages(
     seed: int | None = None,
     link: SweepLink | None = None,
 ) -> list[Stage]:
-    """The trial's config after each step of its precedence (`SOURCES`), the last one the trial's own
-    (unvalidated): see `trial_config`."""
+    """The trial's config after each step of `SOURCES`, each over the ones before, the last one the trial's
+    own (unvalidated): the defaults; the grid's base and the point (the paper-scale config); the scale
+    (`Scale.shrink`, then with a step budget the epochs it needs); the recipe its experiment declares for the
+    scale (`trial_recipe`); the point's `over_scale` keys, then `--set` (after either, a step budget's
+    epochs are fitted again unless `train.epochs` was set outright); the seed (None: the configured one),
+    `data.seed` moved by as much, the MLflow names and tags, and with `link` the sweep's parent run."""
     defaults = ExperimentConfig()
     base = dict(grid.base)
     axes = {k for k, v in point.overrides.items() if k not in base or repr(base[k]) != repr(v)}
@@ -97,7 +92,7 @@ def config_stages(
     ]
     recipe = trial_recipe(grid, scale, paper_cfg.data.task)
     cfg = scale.shrink(paper_cfg, scale_digits=grid.scale_digits)
-    if not recipe and scale.budget():
+    if not recipe and scale.steps:
         cfg = scale.fit_epochs(cfg, paper_cfg)
     stages.append(Stage(SCALE, cfg, frozenset(scale.overrides)))
     if recipe:
@@ -109,11 +104,15 @@ def config_stages(
         (SET, {**over_scale, **(overrides or {})}, overrides or {}),
     ):
         cfg = stages[4].config.with_overrides(later)
-        if later and scale.budget(recipe) and "train.epochs" not in later:
+        if later and (recipe.steps if recipe else scale.steps) and "train.epochs" not in later:
             # a new step budget, batch or sample count moves the epochs; what was set outright stays set
             cfg = scale.fit_epochs(cfg, paper_cfg).with_overrides(later)
         stages.append(Stage(source, cfg, frozenset(named)))
     seed = cfg.train.seed if seed is None else seed
+    # the point's colour in the MLflow UI's charts and the report's figures: by its place among the grid's
+    # points, so that a subset run (--only) or a later part of the sweep keeps its colours
+    names = [p.name for p in grid.points()]
+    place = names.index(point.name) if point.name in names else len(names)
     trial = cfg.with_overrides(
         {
             "data.seed": cfg.data.seed + seed - cfg.train.seed,
@@ -126,7 +125,7 @@ def config_stages(
                 schema.SCALE_TAG: scale.name,
                 schema.SEED_TAG: str(seed),
                 schema.POINT_TAG: point.name,
-                schema.RUN_COLOR_TAG: point_colour(grid, point),
+                schema.RUN_COLOR_TAG: schema.POINT_COLOURS[place % len(schema.POINT_COLOURS)],
                 schema.PAPER_TABLE_TAG: schema.paper_table_tag(grid.table_of(paper_cfg)),
                 schema.PAPER_EPOCHS_TAG: json.dumps(_paper_epochs(paper_cfg, cfg)),
                 **(link.tags if link else {}),
@@ -145,29 +144,13 @@ def trial_config(
     seed: int | None = None,
     link: SweepLink | None = None,
 ) -> ExperimentConfig:
-    """One trial's config, validated and tagged: the one place a trial's settings are decided.
-
-    Order of precedence, each step over the ones before it (`SOURCES`, `config_stages`):
-
-    1. the defaults (`ExperimentConfig()`);
-    2. the grid's base and 3. the point (`point.overrides` holds both): the paper-scale config;
-    4. the scale (`Scale.shrink`: counts, digits, learning rate, epochs, model size; with a step budget,
-       `Scale.fit_epochs`: the epochs that budget needs);
-    5. the recipe the grid's experiment declares for the scale (`trial_recipe`): its settings over the
-       scale's, the paper's sample count, and the epochs its steps need;
-    6. the point's `over_scale` keys (a tuning grid's values of the scale's own settings), then
-    7. `overrides` (`--set`); after 6 or 7, with a step budget, the epochs are fitted again to the budget
-       unless `train.epochs` was set outright;
-    8. the seed (None: the configured `train.seed`): `train.seed`, `data.seed` moved by as much, and the
-       MLflow names and tags; with `link`, the sweep's parent run and its tags after the trial's own.
-    """
+    """One trial's config, validated and tagged: the one place a trial's settings are decided (the last of
+    `config_stages`)."""
     trial = config_stages(grid, point, scale, overrides, seed, link)[-1].config
     try:
         validate_data(validate(trial).data)  # what the data layer cannot produce fails here too
     except ConfigError as err:
-        made_for = (
-            f" (the grid is made for --scale {grid.scale})" if grid.scale and grid.scale != scale.name else ""
-        )
+        made_for = f" (the grid is made for --scale {grid.scale})" if scale_note(grid, scale.name) else ""
         raise ConfigError(
             f"grid {grid.name!r} point {point.name!r} at scale {scale.name!r}{made_for}: {err}"
         ) from err
@@ -175,8 +158,7 @@ def trial_config(
 
 
 def provenance(stages: list[Stage]) -> dict[str, str]:
-    """Each setting of the trial (a dotted key) -> the last step of `config_stages` that named it or
-    changed it ("default": none did)."""
+    """Each setting of the trial -> the last step of `config_stages` that named or changed it."""
     flats = [stage.config.flat() for stage in stages]
     out = {}
     for key in flats[-1]:
@@ -190,9 +172,8 @@ def provenance(stages: list[Stage]) -> dict[str, str]:
 def setting_sources(
     grid: Grid, scale: Scale, configs: Iterable[ExperimentConfig], overrides: Mapping[str, Any] | None = None
 ) -> list[dict[str, str]]:
-    """Where every setting of the sweep's trials came from (`provenance`), one row a setting: its key, the
-    step(s) of the precedence that set it (`SOURCES`; "extension": changed after `trial_config`, by a sweep
-    extension) and its value ("(varies)" where the trials differ)."""
+    """Where every setting of the sweep's trials came from, one row a setting: its key, the step(s) of
+    `SOURCES` that set it ("extension": a sweep extension changed it) and its value (or "(varies)")."""
     points = {p.name: p for p in grid.points()}
     seen: dict[str, list[tuple[str, str]]] = {}
     for cfg in configs:
@@ -216,101 +197,10 @@ def _clipped(text: str, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-def point_colour(grid: Grid, point: Point) -> str:
-    """The point's colour in the MLflow UI's charts and the report's figures: by its place among the
-    grid's points, so a subset run (--only) or a later part of the sweep keeps its colours."""
-    names = [p.name for p in grid.points()]
-    place = names.index(point.name) if point.name in names else len(names)
-    return schema.POINT_COLOURS[place % len(schema.POINT_COLOURS)]
-
-
-def resolve(
-    grid: Grid,
-    scale: Scale | str = "paper",
-    seeds: int | Iterable[int] = 1,
-    overrides: Mapping[str, Any] | None = None,
-    only: Mapping[str, str | Sequence[str]] | None = None,
-    link: SweepLink | None = None,
-) -> list[ExperimentConfig]:
-    """Every trial of `grid` at `scale`: `trial_config` of each point and seed (its docstring gives the
-    order of precedence), each linked to its sweep by `link` when given. `seeds` is a count K (seeds
-    base, base+1, ..., with base = the configured train.seed, after `overrides`) or explicit seed values.
-    `only` (`--only key=value`, `arith.config.parse_only`) keeps the points whose config at the scale has,
-    for every key, one of its values, read before
-    `overrides`: a `--set` moves a kept point without dropping it, and is applied (and validated) only on
-    the points kept."""
-    scale = get_scale(scale) if isinstance(scale, str) else scale
-    kept = grid.points()
-    bundles = {k: v for k, v in (only or {}).items() if k in grid.bundle_axes()}
-    if bundles:  # `--only model=tiny`: a bundle of settings by its name
-        kept = [p for p in kept if all(_has_label(p, k, v) for k, v in bundles.items())]
-        if not kept:
-            raise SweepError(f"--only {bundles} matches none of the grid's {len(grid.points())} points")
-        only = {k: v for k, v in (only or {}).items() if k not in bundles}
-    if only:
-        names = {
-            c.tracking.tags[schema.POINT_TAG]
-            for c in select([trial_config(grid, p, scale) for p in kept], only)
-        }
-        kept = [p for p in kept if p.name in names]
-    out = []
-    for point in kept:
-        first = trial_config(grid, point, scale, overrides, link=link)
-        values = _seed_values(seeds, first.train.seed)
-        _refuse_a_rejected_recipe(grid, scale, first.data.task, values)
-        for seed in values:
-            same = seed == first.train.seed
-            out.append(first if same else trial_config(grid, point, scale, overrides, seed, link))
-    return out
-
-
-def _has_label(point: Point, axis: str, values: str | Sequence[str]) -> bool:
-    """Whether the point's `axis` (a bundle axis) is one of `values` by name."""
-    names = (values,) if isinstance(values, str) else values
-    return any(f"{axis}={name}" in point.labels for name in names)
-
-
-def _refuse_a_rejected_recipe(grid: Grid, scale: Scale, task: str, seeds: list[int]) -> None:
-    """A recipe its pre-search tried and did not choose runs on the scale's pre-search seeds only: no sweep
-    that could judge a claim trains at a budget known not to learn."""
-    recipe = trial_recipe(grid, scale, task)
-    judging = [s for s in seeds if s not in scale.presearch_seeds]
-    if recipe and not recipe.chosen and judging:
-        raise ConfigError(
-            f"grid {grid.name!r} at scale {scale.name!r}: the {task!r} recipe {recipe.name!r} is a candidate "
-            f"its pre-search did not choose and only the pre-search seeds "
-            f"{', '.join(map(str, scale.presearch_seeds))} run it, not {_seed_list(judging)}"
-        )
-
-
-def _seed_list(seeds: list[int]) -> str:
-    return ", ".join(map(str, seeds)) if len(seeds) <= 6 else f"{seeds[0]}, {seeds[1]}, ..., {seeds[-1]}"
-
-
-def select(
-    configs: list[ExperimentConfig], only: Mapping[str, str | Sequence[str]]
-) -> list[ExperimentConfig]:
-    """The configs that have, for every `--only` key, its value or one of its values
-    (`arith.config.parse_only`; e.g. model.init=random); fails when none do."""
-    if not only:
-        return configs
-    unknown = set(only) - set(ExperimentConfig.keys())
-    if unknown:
-        raise ConfigError(
-            f"--only: unknown key(s) {sorted(unknown)}; valid keys: {', '.join(ExperimentConfig.keys())}"
-        )
-    wanted = {k: (v,) if isinstance(v, str) else tuple(v) for k, v in only.items()}
-    kept = [c for c in configs if all(str(c.flat()[k]) in values for k, values in wanted.items())]
-    if not kept:
-        raise SweepError(f"--only {dict(only)} matches none of the grid's {len(configs)} points")
-    return kept
-
-
 def parse_seeds(text: str) -> int | tuple[int, ...]:
-    """`--seeds`: a count K ("3": the configured seed and the K-1 after it), explicit seeds ("1,2"), or a
-    range of them ("20-29", both ends included, mixed with lists: "5,7-9"); explicit seeds add seeds to an
-    earlier sweep without re-running the ones it has. A count of PRESEARCH_FIRST_SEED (100) or more is
-    refused: it is nearly always a pre-search seed written without its comma ("100" for "100,")."""
+    """`--seeds`: a count K ("3"), explicit seeds ("1,2") or ranges ("20-29", "5,7-9"). A count of
+    PRESEARCH_FIRST_SEED (100) or more is refused: it is nearly always a pre-search seed written without
+    its comma ("100" for "100,")."""
     values: list[int] = []
     try:
         for part in filter(None, (p.strip() for p in text.split(","))):
@@ -333,17 +223,6 @@ def parse_seeds(text: str) -> int | tuple[int, ...]:
             )
         return count
     return tuple(values)
-
-
-def _seed_values(seeds: int | Iterable[int], base: int) -> list[int]:
-    if isinstance(seeds, int):
-        if seeds < 1:
-            raise ConfigError(f"--seeds must be >= 1 (got {seeds})")
-        return [base + i for i in range(seeds)]
-    values = list(seeds)
-    if not values or len(set(values)) != len(values):
-        raise ConfigError(f"seeds must be distinct and at least one (got {values})")
-    return values
 
 
 def _paper_epochs(paper_cfg: ExperimentConfig, cfg: ExperimentConfig) -> dict[str, int]:

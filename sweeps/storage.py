@@ -1,8 +1,6 @@
 """Where a sweep keeps its state: its folder under --storage-path (Tune's experiment and `sweep.json`)
-and its MLflow parent run (opened here, with the tags analysis reads; the trials' outcomes read back).
-
-The tracking store itself (clients, URIs, runs) is `arith.tracking.store`; this module holds what a sweep
-adds."""
+and its MLflow parent run (opened here, with the tags analysis reads and the params that tell sweeps apart
+in the runs table; the trials' outcomes read back)."""
 
 from __future__ import annotations
 
@@ -20,23 +18,20 @@ from arith.tracking import schema, store
 from arith.tracking.commands import same_sweep
 from arith.tracking.store import absolute_uri
 from experiments.grid import Grid
+from experiments.intervals import seed_list
 from sweeps.errors import SweepError
 from sweeps.scales import Scale
 from sweeps.space import SweepLink
 
 SWEEP_FILE = "sweep.json"
-#: a sweep's sessions (wall time, machine, commit), beside its folder (`SweepStorage.session_entries`)
-SESSIONS_SUFFIX = ".sessions.json"
 #: the commit of a tree copied without its .git, given by whoever copied it
 COMMIT_ENV = "POSDESC_GIT_COMMIT"
 
 
 class SweepStorage:
-    """Where sweeps are kept: a local folder, or a URI Ray reads (s3://, gs://) through pyarrow.fs.
-
-    On a cluster this must be storage every node shares, so that checkpoints follow a trial to whichever
-    node retries it. Each sweep is a folder `<grid>-<scale>-<time>` holding Tune's experiment and
-    `sweep.json` (the configs and the parent run id, for `--resume`)."""
+    """Where sweeps are kept: a local folder, or a URI (s3://, gs://) every node of a cluster shares, so that
+    checkpoints follow a trial to whichever node retries it. Each sweep is a folder `<grid>-<scale>-<time>`
+    holding Tune's experiment and `sweep.json` (the configs and the parent run id, for `--resume`)."""
 
     def __init__(self, location: str) -> None:
         import pyarrow.fs
@@ -60,8 +55,8 @@ class SweepStorage:
         self._write(f"{self.root}/{name}/{SWEEP_FILE}", state)
 
     def _write(self, path: str, content: Any) -> None:
-        """Write a JSON file whole or not at all (a new file moved over the old): a machine shut down
-        mid-write must not leave half a file that no later session can resume from."""
+        """Write a JSON file whole or not at all: a machine shut down mid-write must not leave half a file
+        that no later session can resume from."""
         with self.fs.open_output_stream(f"{path}.part") as out:
             out.write(json.dumps(content, indent=1).encode())
         self.fs.move(f"{path}.part", path)
@@ -71,29 +66,9 @@ class SweepStorage:
             return json.loads(src.read().decode())
 
     def latest(self, grid: str, scale: str, args: list[str] | None = None) -> str:
-        """The most recent sweep of this grid and scale (names sort by start time); with `args`, the most
-        recent one started with them (`sweep_identity`, whatever either says of how Tune runs the trials:
-        `same_sweep`): a grid run in parts (seeds, --only slices) has several sweeps, and a later part must
-        not be taken for an earlier one that stopped."""
-        names = self._sweeps(grid, scale)
-        if args is None:
-            if not names:
-                raise SweepError(
-                    f"no sweep of grid {grid!r} at scale {scale!r} to resume under {self.location}"
-                )
-            return names[-1]
-        started = {name: self.state(name).get("args") for name in names}
-        matching = [name for name, was in started.items() if was is not None and same_sweep(was, args)]
-        if not matching:
-            seen = "; ".join(f"{n}: {shlex.join(a) if a else '(not recorded)'}" for n, a in started.items())
-            raise SweepError(
-                f"no sweep of grid {grid!r} at scale {scale!r} started as `{shlex.join(args)}` under "
-                f"{self.location}" + (f"; those there were started as: {seen}" if seen else "")
-            )
-        return matching[-1]
-
-    def _sweeps(self, grid: str, scale: str) -> list[str]:
-        """This grid's sweep folders at this scale that hold a sweep record, oldest first."""
+        """The most recent sweep of this grid and scale that holds a sweep record; with `args`, the most
+        recent one started with them (`same_sweep`): a grid run in parts has several sweeps, and a later part
+        must not be taken for an earlier one that stopped."""
         import pyarrow.fs
 
         selector = pyarrow.fs.FileSelector(self.root, allow_not_found=True, recursive=False)
@@ -102,60 +77,18 @@ class SweepStorage:
             for info in self.fs.get_file_info(selector)
             if info.type == pyarrow.fs.FileType.Directory and info.base_name.startswith(f"{grid}-{scale}-")
         )
-        return [n for n in names if self.fs.get_file_info(f"{self.root}/{n}/{SWEEP_FILE}").is_file]
-
-    def stopped(self, grid: str, scale: str, args: list[str]) -> str | None:
-        """The latest sweep of `grid` at `scale` started with `args` (`sweep_identity`), even where a sweep
-        of another part started after it: one a stopped session left, for `--resume` to finish; None when
-        there is none. Whether it finished is the tracking store's to say (its parent run), not the
-        folder's."""
-        try:
-            return self.latest(grid, scale, args)
-        except SweepError:
-            return None
-
-    def add_session(
-        self, name: str, wall_s: float, machine: str, commit: str = "", session: str = ""
-    ) -> tuple[float, str, str]:
-        """Note one session's wall time, machine and commit of the sweep (`session_entries`); returns
-        every session's wall time together, their machines and their commits (each once, in order; a
-        session noted before commits were kept names none), for the sweep's record. `session` names a
-        session noted more than once as it runs (its entry's wall time replaced each time), so that one
-        whose machine stops without warning keeps the time it had run until its last note."""
-        entry = {
-            "wall_s": round(wall_s, 1),
-            "machine": machine,
-            **({"commit": commit} if commit else {}),
-            **({"session": session} if session else {}),
-        }
-        noted = self._noted_sessions(name)
-        others = [s for s in noted if not session or s.get("session") != session]
-        self._write(self._sessions_path(name), [*others, entry])
-        return self.sessions(name)
-
-    def session_entries(self, name: str) -> list[dict[str, Any]]:
-        """The sessions noted of a sweep, in order: those its sweep.json holds (where sweeps noted them
-        first), then those in its sessions file, `<name>.sessions.json` beside its folder. Not in the
-        folder: Tune, resuming a sweep, copies the folder to a staging place and uploads that copy over it
-        as it runs, which undid a note made in sweep.json meanwhile."""
-        return [*self.state(name).get("sessions", []), *self._noted_sessions(name)]
-
-    def sessions(self, name: str) -> tuple[float, str, str]:
-        """Every session's wall time together, their machines and their commits, as `add_session` returns."""
-        sessions = self.session_entries(name)
-        machines = dict.fromkeys(s["machine"] for s in sessions)
-        commits = dict.fromkeys(s["commit"] for s in sessions if s.get("commit"))
-        return sum(s["wall_s"] for s in sessions), "; ".join(machines), "; ".join(commits)
-
-    def _sessions_path(self, name: str) -> str:
-        return f"{self.root}/{name}{SESSIONS_SUFFIX}"
-
-    def _noted_sessions(self, name: str) -> list[dict[str, Any]]:
-        path = self._sessions_path(name)
-        if not self.fs.get_file_info(path).is_file:
-            return []
-        with self.fs.open_input_stream(path) as src:
-            return json.loads(src.read().decode())
+        names = [n for n in names if self.fs.get_file_info(f"{self.root}/{n}/{SWEEP_FILE}").is_file]
+        started = {name: self.state(name).get("args") for name in names} if args is not None else {}
+        if args is not None:
+            names = [name for name, was in started.items() if was is not None and same_sweep(was, args)]
+        if not names:
+            how = f" started as `{shlex.join(args)}`" if args is not None else ""
+            seen = "; ".join(f"{n}: {shlex.join(a) if a else '(not recorded)'}" for n, a in started.items())
+            raise SweepError(
+                f"no sweep of grid {grid!r} at scale {scale!r}{how} to resume under {self.location}"
+                + (f"; those there were started as: {seen}" if seen else "")
+            )
+        return names[-1]
 
 
 def check_tracking(uri: str) -> None:
@@ -171,26 +104,18 @@ def git_commit() -> str:
     """The project's commit (with `-dirty` when the tree has changes), for the runs' `git_commit` tag."""
     if os.environ.get(COMMIT_ENV):  # a copy of the tree without its .git (a lent GPU machine)
         return os.environ[COMMIT_ENV]
+    command = ["git", "describe", "--always", "--dirty", "--abbrev=40", "--exclude=*"]  # no tag names
     root = Path(__file__).resolve().parent.parent
     try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True, timeout=10
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=10,
+        return subprocess.run(
+            command, cwd=root, capture_output=True, text=True, check=True, timeout=10
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
-    return commit + ("-dirty" if dirty else "")
 
 
 def digit_map(grid: Grid, scale: Scale) -> dict[int, int]:
-    """Paper digit count -> the sweep's: the scale's map, or the identity for a grid that keeps the
-    paper's digit counts (scale_digits=False, e.g. nl_mix)."""
+    """Paper digit count -> the sweep's (the identity for a grid that keeps the paper's digits)."""
     keep = not grid.scale_digits
     return {n: n if keep else scale.digits(n) for n in range(1, 41)}
 
@@ -200,18 +125,11 @@ def sweep_name(grid: str, scale: str) -> str:
     return f"{grid}-{scale}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
-def _presearch_seeds(grid: Grid, scale: Scale, presearch_seeds: Sequence[int]) -> str | None:
-    """The `presearch_seeds` tag's value: the seeds given, else the grid's and the scale's (None: none)."""
-    chose = tuple(presearch_seeds) or (*grid.presearch_seeds, *scale.presearch_seeds)
-    return json.dumps(sorted(set(chose))) if chose else None
-
-
 def sweep_tags(
     grid: Grid, scale: Scale, trials: int, commit: str, presearch_seeds: Sequence[int] = ()
 ) -> dict[str, str]:
-    """The tags of a sweep's parent run, which the analysis reads (a Tune sweep's and an offline one's).
-    `presearch_seeds`: the seeds whose pre-search chose the sweep's budget (default: the grid's own
-    declaration); the analysis judges only other seeds."""
+    """The tags of a sweep's parent run, which the analysis reads. `presearch_seeds`: the seeds whose
+    pre-search chose the sweep's budget (default: the grid's and the scale's); the analysis judges others."""
     tags = {
         schema.SWEEP_TAG: "1",
         schema.GRID_TAG: grid.name,
@@ -225,30 +143,26 @@ def sweep_tags(
     }
     if grid.parent:  # the analysis judges a variant by its parent's claims
         tags[schema.VARIANT_OF_TAG] = grid.parent
-    chose = _presearch_seeds(grid, scale, presearch_seeds)
+    chose = tuple(presearch_seeds) or (*grid.presearch_seeds, *scale.presearch_seeds)
     if chose:
-        tags[schema.PRESEARCH_SEEDS_TAG] = chose
+        tags[schema.PRESEARCH_SEEDS_TAG] = json.dumps(sorted(set(chose)))
     return tags
 
 
 def sweep_link(
     grid: Grid, scale: Scale, parent_run_id: str, commit: str, presearch_seeds: Sequence[int] = ()
 ) -> SweepLink:
-    """What each trial of the sweep records of it: its parent run, the commit and the pre-search seeds
-    (the sweep's tags a trial's run carries too)."""
-    tags = {schema.COMMIT_TAG: commit}
-    chose = _presearch_seeds(grid, scale, presearch_seeds)
-    if chose:
-        tags[schema.PRESEARCH_SEEDS_TAG] = chose
-    return SweepLink(parent_run_id, tags)
+    """What each trial records of its sweep: its parent run and the sweep's commit and pre-search seeds."""
+    tags = sweep_tags(grid, scale, 0, commit, presearch_seeds)
+    return SweepLink(
+        parent_run_id, {k: tags[k] for k in (schema.COMMIT_TAG, schema.PRESEARCH_SEEDS_TAG) if k in tags}
+    )
 
 
 def open_sweep(
     grid: Grid, scale: Scale, uri: str, trials: int, args: Sequence[str] = ()
 ) -> tuple[str, SweepLink]:
-    """Open the sweep's parent MLflow run, described in the MLflow UI by the command that started it (its
-    `args`, `sweep_identity`, where given); returns the sweep's name and the link its trials' configs are
-    built with (`sweeps.space.trial_config`), so that each is written once, nested under the parent."""
+    """Open the sweep's parent run (described by `args`); its name and the link its trials are built with."""
     name = sweep_name(grid.name, scale.name)
     commit = git_commit()
     tags = sweep_tags(grid, scale, trials, commit)
@@ -256,6 +170,26 @@ def open_sweep(
         tags[schema.RUN_DESCRIPTION_TAG] = f"`python sweeps/run.py {shlex.join(args)}`"
     parent_run_id = store.open_parent_run(uri, grid.name, name, tags)
     return name, sweep_link(grid, scale, parent_run_id, commit)
+
+
+def sweep_params(
+    grid: str, scale: str, axes: Sequence[str], configs: Mapping[str, ExperimentConfig], args: Sequence[str]
+) -> dict[str, str]:
+    """The parent run's params: grid, scale, the grid's axes, the seeds its trials run and its command."""
+    return {
+        schema.GRID_TAG: grid,
+        schema.SCALE_TAG: scale,
+        schema.AXES_TAG: ", ".join(axes),
+        schema.SEEDS_PARAM: seed_list(sorted({c.train.seed for c in configs.values()})),
+        schema.COMMAND_PARAM: f"python sweeps/run.py {shlex.join(args)}".strip(),
+    }
+
+
+def log_sweep_params(uri: str, parent_run_id: str, params: Mapping[str, str]) -> None:
+    """Set the sweep's params on its parent run (once: a resumed sweep keeps those it was started with)."""
+    from mlflow.entities import Param
+
+    store.client(uri).log_batch(parent_run_id, params=[Param(k, v[:6000]) for k, v in params.items()])
 
 
 def sweep_state(
@@ -267,9 +201,7 @@ def sweep_state(
     configs: Mapping[str, ExperimentConfig],
     args: list[str] | None = None,
 ) -> dict[str, Any]:
-    """What `sweep.json` keeps for `--resume`: the grid, scale, store, parent run, resources and configs,
-    and the command line's `args` it was started with (`sweep_identity`), by which a later session finds it.
-    """
+    """What `sweep.json` keeps for `--resume`, with the `args` by which a later session finds it."""
     return {
         "args": list(args or ()),
         "grid": grid.name,
@@ -286,33 +218,28 @@ def state_configs(state: Mapping[str, Any]) -> dict[str, ExperimentConfig]:
     return {key: ExperimentConfig.from_dict(cfg) for key, cfg in state["configs"].items()}
 
 
-def resume_tracking_uri(tracking_uri: str | None, state: Mapping[str, Any]) -> str:
-    """The store a resumed sweep logs to: the interrupted sweep's, or `tracking_uri` (`--tracking-uri`)
-    when the store has moved (a new head, a database restored elsewhere); the trials' configs follow it
-    (`moved_to`)."""
-    uri = state["tracking_uri"]
-    if tracking_uri and absolute_uri(tracking_uri) != uri:
-        uri = absolute_uri(tracking_uri)
+def resumed_state(storage: SweepStorage, name: str, tracking_uri: str | None) -> dict[str, Any]:
+    """An interrupted sweep's `sweep.json`; where `tracking_uri` (`--tracking-uri`) names another store (a
+    new head, a database restored elsewhere), its trials' configs are moved to it, and kept so."""
+    state = storage.state(name)
+    uri = absolute_uri(tracking_uri) if tracking_uri else state["tracking_uri"]
+    if uri != state["tracking_uri"]:
         moved_from = store.display(state["tracking_uri"])
         print(f"--resume: the sweep's store moved from {moved_from} to {store.display(uri)}")
-    return uri
-
-
-def moved_to(configs: Mapping[str, ExperimentConfig], uri: str) -> dict[str, ExperimentConfig]:
-    """The trials' configs logging to the store at `uri`."""
-    return {key: cfg.with_overrides({"tracking.tracking_uri": uri}) for key, cfg in configs.items()}
+        configs = state_configs(state).items()
+        kept = {key: cfg.with_overrides({"tracking.tracking_uri": uri}).to_dict() for key, cfg in configs}
+        state = {**state, "tracking_uri": uri, "configs": kept}
+        storage.save(name, state)
+    return state
 
 
 def trial_outcomes(
     uri: str, parent_run_id: str, configs: Mapping[str, ExperimentConfig], errored: Iterable[str] = ()
 ) -> tuple[int, int]:
     """(finished, failed) trials, from their MLflow runs under the parent and the trial keys Tune saw
-    error (`errored`: retries exhausted); a trial is counted once.
-
-    Tune stops the running trials of an interrupted sweep and reports them TERMINATED like finished
-    ones; the trial's own run, which the trainer ends only after its last epoch, tells them apart. A trial
-    ended by a NaN loss is not retried and reports normally to Tune; its run is FAILED. A trial that errored
-    has a FAILED run too, or a RUNNING one when its worker died with its last attempt."""
+    error (`errored`); a trial is counted once. Tune reports an interrupted sweep's running trials
+    TERMINATED like finished ones; their runs, which the trainer ends only after the last epoch, tell them
+    apart, and a trial whose worker died with its last attempt may have left its run RUNNING."""
     names = {c.tracking.run_name for c in configs.values()}
     experiments = sorted({c.tracking.experiment for c in configs.values()})
     runs = store.trial_runs(uri, experiments, parent_run_id)

@@ -1,19 +1,6 @@
-"""The sweep's one Ray Tune trainable, `run_trial`: a plain function, as in Ray Tune's own examples.
-
-Tune's param space gives a trial its `point`, `seed` and the grid's axes (flat keys such as `data.format`:
-what Tune's table and `ResultGrid.get_dataframe()` show); its full config is looked up by (point, seed) in
-the sweep's configs, which `tune.with_parameters` hands over. The trainer knows nothing of Ray. Here a trial
-gets:
-- one MLflow run: an attempt that starts without a checkpoint deletes the unfinished runs of the lost ones;
-- its threads: `train.num_threads` = the CPUs Tune assigned to it (when the config leaves it at 0);
-- its placement: `ray_node_id`, `hostname`, `ray_gpus` and `ray_worker_pid` tags on its MLflow run (set
-  again when it moves node; trials reuse their worker processes, `sweeps.tuner`);
-- checkpoints through Tune: restored from `tune.get_checkpoint()`, every new one handed to `tune.report`
-  with the epoch's metrics (the trainer has sent its metrics buffer before saving it);
-- no retry of a NaN loss: the same checkpoint and seed would diverge again, so the trial reports
-  `nonfinite_loss` and ends (its MLflow run FAILED, tagged `failure=nonfinite_loss`) instead of raising;
-- no retry of a setting the worker refuses (a `ConfigError`: a device its node lacks, what the checks
-  before launch could not see): the trial reports `config_error` and ends, its MLflow run FAILED with why.
+"""The sweep's one Ray Tune trainable, `run_trial`: a plain function, as in Ray Tune's own examples; the
+trainer knows nothing of Ray. A NaN loss or a setting the worker refuses (a device its node lacks) is not
+retried: the same checkpoint and seed would fail again, so the trial reports why and ends, its run FAILED.
 """
 
 from __future__ import annotations
@@ -53,8 +40,7 @@ class TuneCheckpoints:
 
 
 def report_to_tune(metrics: dict[str, Any], checkpoint: Path | None) -> None:
-    """`tune.report`, with the checkpoint folder when one was saved (Tune copies it to storage before
-    returning, so the temporary folder is removed afterwards)."""
+    """`tune.report`, with the checkpoint folder when one was saved (Tune has copied it when it returns)."""
     from ray import tune
 
     if checkpoint is None:
@@ -66,31 +52,22 @@ def report_to_tune(metrics: dict[str, Any], checkpoint: Path | None) -> None:
         shutil.rmtree(checkpoint, ignore_errors=True)
 
 
-def placement_tags() -> dict[str, str]:
-    """Where the trial runs: host, Ray node, the GPU share Ray assigned it (the trainer's `device` tag says
-    whether torch could use one) and the worker process (the pid in Ray's log prefix, `(run_trial pid=N)`;
-    trials run one after another in a worker, `sweeps.tuner`)."""
+def config_on_ray(cfg: ExperimentConfig) -> ExperimentConfig:
+    """A Tune trial's config with what only the worker knows: its CPU threads, and where it runs (host, Ray
+    node, the GPU share Ray assigned it, and the worker process: the pid in Ray's log prefix)."""
     import ray
 
     context = ray.get_runtime_context()
-    gpus = context.get_assigned_resources().get("GPU", 0.0)
-    return {
+    assigned = context.get_assigned_resources()
+    placement = {
         "hostname": socket.gethostname(),
         "ray_node_id": context.get_node_id(),
-        "ray_gpus": f"{gpus:g}",
+        "ray_gpus": f"{assigned.get('GPU', 0.0):g}",
         "ray_worker_pid": str(os.getpid()),
     }
-
-
-def config_on_ray(cfg: ExperimentConfig) -> ExperimentConfig:
-    """A Tune trial's config with its CPU threads and placement tags filled in from Ray (what only the
-    worker knows; the config itself is `sweeps.space.trial_config`'s)."""
-    import ray
-
-    overrides: dict[str, Any] = {"tracking.tags": {**cfg.tracking.tags, **placement_tags()}}
+    overrides: dict[str, Any] = {"tracking.tags": {**cfg.tracking.tags, **placement}}
     if cfg.train.num_threads <= 0:
-        cpus = ray.get_runtime_context().get_assigned_resources().get("CPU")
-        overrides["train.num_threads"] = max(1, int(cpus or 1))
+        overrides["train.num_threads"] = max(1, int(assigned.get("CPU") or 1))
     return cfg.with_overrides(overrides)
 
 
@@ -100,10 +77,8 @@ def trial_key(point: str, seed: int) -> str:
 
 
 def discard_lost_attempts(cfg: ExperimentConfig) -> None:
-    """Delete the unfinished MLflow runs an earlier attempt of this trial left behind.
-
-    An attempt killed before its first checkpoint has nothing to resume, so the trial starts over with a
-    new run; deleting the old one keeps exactly one run per trial (no orphans stuck in RUNNING)."""
+    """Delete the unfinished MLflow runs an earlier attempt of this trial left behind: one killed before its
+    first checkpoint has nothing to resume, and a trial keeps exactly one run."""
     tracking = cfg.tracking
     if not tracking.enabled or not tracking.parent_run_id:
         return
@@ -115,9 +90,7 @@ def discard_lost_attempts(cfg: ExperimentConfig) -> None:
 
 
 def run_trial(config: dict[str, Any], configs: Mapping[str, ExperimentConfig]) -> None:
-    """The Tune trainable: train the trial whose `point` and `seed` Tune's `config` names (its other keys
-    are the grid's axes, for show), its `ExperimentConfig` looked up in `configs`. Metrics and
-    checkpoints go to Tune through `report_to_tune`, so nothing is returned."""
+    """The Tune trainable: train the trial Tune's `config` names by point and seed (its axes for show)."""
     from ray import tune
 
     cfg = configs[trial_key(config[POINT_TAG], config[SEED_TAG])]
@@ -130,16 +103,14 @@ def run_trial(config: dict[str, Any], configs: Mapping[str, ExperimentConfig]) -
         refused = isinstance(err, ConfigError)
         if refused:
             record_refusal(cfg, err)
-        # a search's scheduler reads its gate in every report and Tune ends the whole sweep on a report
-        # without it: a model whose loss became NaN passes no cell (without the clock, `schema.CPU_SECONDS`,
-        # ASHA records nothing of it at any rung)
+        # a search's scheduler reads its gate in every report, and Tune ends the whole sweep on a report
+        # without it
         gate = {GATE_METRIC: 0.0, LENGTH_SCORE_METRIC: 0.0} if cfg.train.gate_cells else {}
         tune.report({"config_error" if refused else "nonfinite_loss": 1, "error": str(err), **gate})
 
 
 def record_refusal(cfg: ExperimentConfig, err: ConfigError) -> None:
-    """A trial whose settings were refused before its trainer opened a run gets a FAILED run saying why,
-    so that the sweep counts it failed (a trial's run is how it is counted); one already FAILED is kept."""
+    """Give a refused trial without a run a FAILED one saying why, so that the sweep counts it failed."""
     tracking = cfg.tracking
     if not tracking.enabled:
         return

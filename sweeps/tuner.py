@@ -1,43 +1,25 @@
-"""The sweep's Ray Tune side: the param space (point, seed and the grid's axes), the Tuner (new or restored
-for `--resume`) over the one trainable `sweeps.trainable.run_trial`, and the end-of-sweep report."""
+"""The sweep's Ray Tune side: the param space (point, seed and the grid's axes) and the Tuner (new or
+restored for `--resume`) over the one trainable `sweeps.trainable.run_trial`."""
 
 from __future__ import annotations
 
 import logging
 import os
-import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from arith.config import ExperimentConfig
-from arith.tracking.schema import POINT_TAG, SEED_TAG, TEST_ACC_METRIC
-from sweeps.end_table import end_of_sweep
-from sweeps.progress import trial_steps, tune_output
+from arith.tracking.schema import POINT_TAG, SEED_TAG
+from arith.training.optim import run_steps
+from sweeps.options import SweepOptions
+from sweeps.progress import SweepProgress, tune_output
 from sweeps.storage import SweepStorage
 from sweeps.trainable import run_trial, trial_key
 
-#: metrics shown in the end-of-sweep summary when the analysis cannot compare the sweep
-SUMMARY_METRICS = (TEST_ACC_METRIC, "epoch", "time_total_s")
-
-
-@dataclass(frozen=True)
-class TuneSettings:
-    """How Tune runs the trials (`--max-concurrent`, `--max-failures`) and what it prints (`--quiet`,
-    `--verbose`): values the command line reads, handed to `fit` together."""
-
-    max_concurrent: int | None = None
-    max_failures: int = 2
-    quiet: bool = False
-    verbose: bool = False
-
 
 class AxisValue:
-    """A `tune.sample_from` function: the value one axis takes at the trial's point (a class, so that
-    Tune's saved experiment state pickles it by reference)."""
+    """The value one axis takes at the trial's point (a class: Tune's saved state pickles it by reference)."""
 
     def __init__(self, axis: str, by_point: dict[str, Any]) -> None:
         self.axis, self.by_point = axis, by_point
@@ -47,9 +29,8 @@ class AxisValue:
 
 
 def param_space(configs: Mapping[str, ExperimentConfig], axes: list[str]) -> dict[str, Any]:
-    """Tune's param space: a grid search over the points and the seeds, and each axis of the grid (a flat
-    dotted key, e.g. `data.format`) resolved from the point, so that Tune's table and
-    `ResultGrid.get_dataframe()` (`config/data.format`) show what each trial varies."""
+    """Tune's param space: a grid search over the points and the seeds, and each axis of the grid (e.g.
+    `data.format`) resolved from the point, so that Tune's table and dataframe show what a trial varies."""
     from ray import tune
 
     by_point: dict[str, dict[str, Any]] = {}
@@ -81,8 +62,7 @@ def make_trainable(configs: Mapping[str, ExperimentConfig], res: dict[str, float
 
 class NeverStartedTrials(logging.Filter):
     """Drops Tune's warning, at the end of a stopped sweep, that it found no results of the trials that
-    never started (one line each: a search of 24 trials stopped early printed 22): the sweep's own line
-    says how many trials are unfinished. A warning that names a trial that did report is kept."""
+    never started (one line each): the sweep's own line says how many are unfinished."""
 
     NO_RESULTS = "both result.json and progress.csv were not found"
 
@@ -97,10 +77,9 @@ logging.getLogger("ray.tune.analysis.experiment_analysis").addFilter(NeverStarte
 
 
 class DeletedCheckpoint(logging.Filter):
-    """Says in one line, for a traceback, that a resumed trial's oldest checkpoint was gone: Tune keeps a
-    trial's last two and snapshots its state every few seconds, so a driver killed between deleting a
-    checkpoint and its next snapshot leaves a state naming one that no longer exists. Tune fails to delete
-    it again when the resumed trial saves its next, and goes on; nothing of the trial is lost."""
+    """Says in one line, for a traceback, that a resumed trial's oldest checkpoint was gone: a driver killed
+    between Tune deleting a checkpoint and snapshotting its state leaves a state naming it. Tune goes on;
+    nothing of the trial is lost."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
@@ -119,66 +98,51 @@ class DeletedCheckpoint(logging.Filter):
 logging.getLogger("ray.tune.execution.tune_controller").addFilter(DeletedCheckpoint())
 
 
-def file_loggers() -> list[Any]:
-    """Tune's result files (`result.json`, `progress.csv`: what a search's history and the checks of a
-    stopped sweep read) as explicit callbacks, and its automatic loggers off: they add a TensorBoard
-    logger, whose hint to run `tensorboard` (not installed) every sweep printed. A sweep resumed from an
-    older session keeps the callbacks it was started with, and gets the automatic loggers as before."""
-    from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
-
-    os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "1"
-    return [CSVLoggerCallback(), JsonLoggerCallback()]
-
-
 def fit(
     storage: SweepStorage,
     sweep_name: str,
     configs: Mapping[str, ExperimentConfig],
     res: dict[str, float],
-    axes: list[str] | tuple[str, ...] = (),
-    settings: TuneSettings = TuneSettings(),
-    resume: bool = False,
+    axes: list[str] | tuple[str, ...],
+    options: SweepOptions,
     scheduler: Any = None,
     callbacks: Sequence[Any] = (),
 ):
-    """Hand the trials to Tune (or, with `resume`, restore the interrupted Tune experiment, its param space
-    and scheduler with it) and wait for them; returns Tune's `ResultGrid`. `scheduler`: a Tune trial
-    scheduler (a sweep extension's, `sweeps.extension`: a recipe search's ASHA), else Tune's default (every
-    trial runs to its end); one with a `clock_budget_s` has the progress line show its metric against that
-    budget of the trials' clock. `callbacks`: Tune callbacks beside the progress line. A restored
-    experiment keeps the scheduler and callbacks it was started with (Tune pickles them)."""
+    """Hand the trials to Tune, or with `--resume` restore the interrupted experiment (its param space,
+    scheduler and callbacks with it), and wait for them; returns Tune's `ResultGrid`. `scheduler`: a sweep
+    extension's (else every trial runs to its end), as is the progress line's class where it names one."""
     from ray import tune
+    from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 
     trainable = make_trainable(configs, res)
-    if resume and tune.Tuner.can_restore(storage.uri(sweep_name)):
+    if options.resume and tune.Tuner.can_restore(storage.uri(sweep_name)):
         tuner = tune.Tuner.restore(
             storage.uri(sweep_name), trainable=trainable, resume_unfinished=True, resume_errored=True
         )
         return tuner.fit()
-    steps = {k: trial_steps(c) for k, c in configs.items()}
+    steps = {k: run_steps(c) for k, c in configs.items()}  # a trial that reaches its target stops early
     key_of = lambda c: trial_key(c[POINT_TAG], c[SEED_TAG])  # noqa: E731
-    shown = {}  # a search's line shows what its scheduler reads, and its trials' CPU budget
-    if (budget_s := getattr(scheduler, "clock_budget_s", None)) is not None:
-        shown = {"clock_budget_s": budget_s, "metric": scheduler.metric}
-    output = tune_output(steps, key_of, settings.quiet, settings.verbose, **shown)
-    callbacks = [*callbacks, *file_loggers()]  # Tune's result files, without its TensorBoard logger
+    line = getattr(options.extension, "progress", SweepProgress)
+    output = tune_output(steps, key_of, options.quiet, options.verbose, line)
+    # Tune's result files as explicit callbacks, its automatic loggers off: they add a TensorBoard logger,
+    # whose hint to run `tensorboard` (not installed) every sweep printed
+    os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "1"
+    callbacks = [*callbacks, CSVLoggerCallback(), JsonLoggerCallback()]
     tuner = tune.Tuner(
         trainable,
         param_space=param_space(configs, list(axes)),
         tune_config=tune.TuneConfig(
-            max_concurrent_trials=settings.max_concurrent,
+            max_concurrent_trials=options.max_concurrent,
             trial_dirname_creator=trial_dirname,
             scheduler=scheduler,
-            # a trial starts in the worker process the last one ended in (same CPUs and GPUs): a sweep of
-            # short trials pays Ray's worker start and the trainer's imports (~8 s) once per slot, not per
-            # trial, and computes the same (each trial seeds everything in its setup). A trial whose
-            # thread does not end within Tune's wait (one a scheduler stopped mid-epoch) gets a new one.
+            # a trial starts in the worker the last one ended in: a sweep of short trials pays Ray's worker
+            # start and the trainer's imports once per slot, and computes the same (a trial seeds all)
             reuse_actors=True,
         ),
         run_config=tune.RunConfig(
             name=sweep_name,
             storage_path=storage.location,
-            failure_config=tune.FailureConfig(max_failures=settings.max_failures),
+            failure_config=tune.FailureConfig(max_failures=options.max_failures),
             checkpoint_config=tune.CheckpointConfig(num_to_keep=2),
             **{**output, "callbacks": [*output["callbacks"], *callbacks]},
         ),
@@ -189,30 +153,3 @@ def fit(
 def errored_trials(results: Any) -> set[str]:
     """The trial keys of the trials Tune reports errored."""
     return {trial_key(r.config[POINT_TAG], r.config[SEED_TAG]) for r in results if r.error and r.config}
-
-
-def trial_summary(results: Any) -> pd.DataFrame:
-    """Per-trial table from Tune's results: point, seed, status and the final metrics."""
-    rows = []
-    for result in results:
-        cfg = result.config or {}
-        metrics = result.metrics or {}
-        status = "ERROR" if result.error else "DONE"
-        if metrics.get("nonfinite_loss"):  # ended without an error, so that Tune does not retry it
-            status = "FAILED (non-finite loss)"
-        if metrics.get("config_error"):
-            status = "FAILED (setting refused)"
-        row = {POINT_TAG: cfg.get(POINT_TAG), SEED_TAG: cfg.get(SEED_TAG), "status": status}
-        row.update({m: metrics.get(m) for m in SUMMARY_METRICS})
-        rows.append(row)
-    return pd.DataFrame(rows).sort_values([POINT_TAG, SEED_TAG]).reset_index(drop=True)
-
-
-def final_report(grid: str, uri: str, parent_run_id: str, results: Any) -> str:
-    """The trials' table, the verdicts, the report and the MLflow view's link (`sweeps.end_table`), or the
-    per-trial summary from Tune when the analysis cannot be drawn."""
-    try:
-        return end_of_sweep(grid, uri, parent_run_id)
-    except Exception as err:  # the sweep's results stand even if the comparison cannot be drawn
-        print(f"analysis.report failed ({err}); per-trial summary instead", file=sys.stderr)
-    return trial_summary(results).to_string(index=False)

@@ -27,9 +27,8 @@ from experiments.paper import (
     paper_reading,
     paper_tables,
 )
-from sweeps.grids import GRIDS, points
+from sweeps.grids import GRIDS, points, select
 from sweeps.scales import get_scale
-from sweeps.space import select
 from sweeps.storage import digit_map
 
 REPO = Path(__file__).resolve().parent.parent
@@ -110,7 +109,7 @@ def synthetic_sweep(
                 )
         if status == FINISHED:
             cells_by_run[run.run_id] = pd.DataFrame(rows)
-    trials, axes, _notes = trials_frame(runs, GRIDS[grid].declared_axes())
+    trials, axes = trials_frame(runs, GRIDS[grid].declared_axes())
     cells = tidy_cells(trials, cells_by_run, axes)
     digits = json.dumps(scale_digit_map(grid, scale))  # the parent run's tag, as a sweep writes it
     return Sweep(grid, "parent", "sqlite:///unused.db", scale, trials, cells, axes, digit_map_tag=digits)

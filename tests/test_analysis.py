@@ -23,6 +23,7 @@ from synthetic import (
     synthetic_sweep,
 )
 
+import lab  # noqa: F401  (registers the lab's grids these tests read)
 from analysis import analyse, render
 from analysis.axes import varying
 from analysis.load import (
@@ -283,7 +284,7 @@ def test_dialogue_data_of_sweeps_run_apart_does_not_split_other_tasks_tables() -
         params = params_of(cfg)
         params["data.mix_samples"] = str(4000 if i % 2 else 120_000)
         runs.append(TrialRun(f"run{i}", cfg.tracking.run_name, FINISHED, params, dict(cfg.tracking.tags)))
-    _trials, axes, _notes = trials_frame(runs, GRIDS["mul_simple_case"].declared_axes())
+    _trials, axes = trials_frame(runs, GRIDS["mul_simple_case"].declared_axes())
     assert "data.mix_samples" not in axes and "data.augment" in axes
     # the dialogue task reads it: there it stays an axis when it varies
     dialogue = [c for c in points("nl_mix", "cpu") if c.data.mix_format == "basic"]

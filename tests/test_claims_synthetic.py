@@ -14,6 +14,7 @@ from synthetic import (
     synthetic_sweep,
 )
 
+import lab  # noqa: F401  (registers the lab's grids these tests read)
 from analysis import analyse
 from analysis.findings import (
     CANNOT_TELL,
@@ -46,7 +47,7 @@ def findings(
 
 
 def in_range(cfg: ExperimentConfig, cell) -> bool:
-    """The cells a claim gates on where the paper has no table for the point (each claim's learned_on)."""
+    """The cells a claim gates on where the paper has no table for the point (what each claim gates on)."""
     context, row, digits = cell
     if cfg.data.task == "mul":
         return row + digits <= cfg.data.max_digits

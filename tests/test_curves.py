@@ -12,7 +12,7 @@ import pytest
 from matplotlib.collections import PathCollection
 
 from analysis.by_digits import accuracy_by_digits_figure
-from analysis.curves import gated_by_trial, learning_curves_figure, save
+from analysis.curves import gated_by_trial, learning_curves_figure
 from analysis.load import read_sweep
 from analysis.report import analyse
 from arith.tracking.archive import import_sweep
@@ -20,10 +20,11 @@ from arith.tracking.schema import LOSS_METRIC
 from arith.tracking.store import client as store_client
 from experiments.verdicts import LEARNED
 from lab import plan
+from lab.analysis_output import save
 from lab.budget import budget_figure, budget_table
+from lab.paper_trial import longest_trial, paper_trial
 from lab.presearch import presearch_records
 from lab.results import page as results
-from sweeps.grids import longest_trial, paper_trial
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from arith.data.datasets import generate, main
+from arith.data.__main__ import main
+from arith.data.datasets import generate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -23,7 +24,7 @@ def test_dump_as_a_module(tmp_path):
     cmd = [
         sys.executable,
         "-m",
-        "arith.data.datasets",
+        "arith.data",
         "dump",
         "--task",
         "mul",

@@ -96,3 +96,44 @@ def test_the_readme_and_the_design_map_stay_short() -> None:
     design = len((ROOT / "docs" / "DESIGN.md").read_bytes())
     assert readme <= README_MAX_BYTES, f"README.md is {readme} bytes (at most {README_MAX_BYTES})"
     assert design <= DESIGN_MAX_BYTES, f"docs/DESIGN.md is {design} bytes (at most {DESIGN_MAX_BYTES})"
+
+
+#: the packages whose every module docs/CONTRACTS.md's map names
+MAPPED_PACKAGES = ("arith", "experiments", "sweeps", "analysis")
+
+
+def module_map() -> dict[str, str]:
+    """docs/CONTRACTS.md's map of modules, folder -> the text of its lines: a line naming `folder/` opens
+    it, nested by indentation (a name at the same depth or less closes it); every other line (a module, a
+    description) belongs to the folder open."""
+    page = (ROOT / "docs" / "CONTRACTS.md").read_text()
+    block = page.split("## Modules, a line each", 1)[1].split("```", 2)[1]
+    text: dict[str, str] = {}
+    open_folders: list[tuple[int, str]] = []
+    for line in block.splitlines():
+        indent, first = len(line) - len(line.lstrip()), (line.split() or [""])[0]
+        if first and indent < 28:  # a name, not a description's next line: it closes deeper folders
+            open_folders = [(i, f) for i, f in open_folders if i < indent]
+            if first.endswith("/"):
+                parent = open_folders[-1][1] if open_folders else ""
+                open_folders.append((indent, parent + first))
+        folder = open_folders[-1][1] if open_folders else ""
+        text[folder] = text.get(folder, "") + line + "\n"
+    return text
+
+
+def test_the_module_map_names_every_module_where_it_lives_and_nothing_gone() -> None:
+    mapped = module_map()
+    for package in MAPPED_PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if path.name == "__init__.py":
+                continue
+            folder = path.parent.relative_to(ROOT).as_posix() + "/"
+            assert re.search(rf"(?<![\w/]){re.escape(path.name)}", mapped.get(folder, "")), (
+                f"docs/CONTRACTS.md's map does not name {folder}{path.name}"
+            )
+    for folder, text in mapped.items():
+        if folder.split("/")[0] not in MAPPED_PACKAGES:
+            continue
+        for name in re.findall(r"(?<![\w/.])(\w+\.py)\b", text):
+            assert (ROOT / folder / name).exists(), f"docs/CONTRACTS.md's map names {folder}{name}: gone"

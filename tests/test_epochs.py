@@ -8,7 +8,8 @@ import itertools
 import pytest
 
 from arith.training.batching import batches_per_epoch
-from arith.training.epochs import epoch_steps, epochs_for_steps, pass_of, slice_bounds, steps_after
+from arith.training.epochs import epoch_steps, epochs_for_steps, pass_of, slice_bounds
+from lab.training_records import steps_after
 
 
 def test_epochs_number_the_slices_of_each_pass_in_order() -> None:

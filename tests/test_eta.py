@@ -1,4 +1,4 @@
-"""The progress line's time left (sweeps/eta.py, sweeps/progress.py), fed a recorded sweep: the reports
+"""The progress line's time left (sweeps/progress.py), fed a recorded sweep: the reports
 `make demo`'s six trials sent to Tune (tests/data/demo_progress.json, their result.json files) replayed
 every few seconds, as the line sees them."""
 
@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sweeps.eta import SteadyTimeLeft, best_text, measured_rates
-from sweeps.progress import TrialState, seconds_left
+from sweeps.progress import SteadyTimeLeft, TrialState, best_text, measured_rates, seconds_left
 
 RECORDED = Path(__file__).parent / "data" / "demo_progress.json"
 

@@ -33,9 +33,8 @@ TOY = textwrap.dedent(
     from experiments.claim import Claim, Experiment
     from experiments.grid import Grid
     from experiments.setups import MUL_SETUP
-    from experiments.verdicts import (
-        Side, compared, competence, difference, large_products, measured, small_products, untestable,
-    )
+    from experiments.cells import large_products, measured, small_products
+    from experiments.verdicts import Side, compared, competence, difference, untestable
 
 
     def padded_beats_basic(frame, digit_map=None):
@@ -67,7 +66,7 @@ TOY = textwrap.dedent(
         ),
         claims=(
             Claim("toy: padding + reversed product beats basic", "tb:basic-5 vs tb:padding-5",
-                  "the small products", padded_beats_basic),
+                  padded_beats_basic),
         ),
     )
 

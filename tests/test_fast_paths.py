@@ -57,7 +57,7 @@ def loss_curve(monkeypatch, **overrides) -> list[float]:
 
 
 def test_paper_scale_turns_the_one_gpu_settings_on() -> None:
-    t = get_scale("paper").apply(ExperimentConfig()).train
+    t = get_scale("paper").shrink(ExperimentConfig()).train
     assert t.compile and t.compile_mode == "reduce-overhead" and t.bucket_lengths == PAPER_BUCKET_LENGTHS
     assert ExperimentConfig().train.bucket_lengths == [] and not ExperimentConfig().train.compile
 

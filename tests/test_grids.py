@@ -17,10 +17,11 @@ from arith.overrides import parse_only
 from arith.tracking.commands import seeds_argument
 from arith.training import hardware
 from experiments.grid import Grid, Variant
+from lab.paper_trial import longest_trial, paper_trial
 from lab.sweep import main as lab_sweep
 from sweeps import cluster
 from sweeps.errors import SweepError
-from sweeps.grids import GRIDS, get_grid, longest_trial, paper_trial, points
+from sweeps.grids import GRIDS, get_grid, points
 from sweeps.offline import SweepPart
 from sweeps.run import SweepOptions, absolute_uri, build_configs, main, trial_outcomes, trial_table
 from sweeps.scales import SCALES, get_scale
@@ -183,7 +184,7 @@ def test_cpu_scale_trains_every_task_for_its_step_budget(grid):
     for cfg in points(grid, "cpu"):
         t = cfg.train
         batches = -(-train_size(cfg.data) // t.batch_size)
-        assert t.max_steps == scale.budget() == 3000
+        assert t.max_steps == scale.steps == 3000
         # just enough epochs for the budget: the run ends on max_steps in its last epoch
         assert (t.epochs - 1) * batches < t.max_steps <= t.epochs * batches
         assert t.checkpoint_every == max(1, t.epochs // 10)

@@ -62,7 +62,7 @@ def test_a_packing_the_measured_memory_cannot_hold_is_refused(tmp_path, monkeypa
     path.write_text(_measured(25, 80, {1: 30.0, 2: 55.0}).to_json())
     check_packing(0.5, path)  # two trials of 25 GiB fit in 80
     check_packing(1.0, path)
-    with pytest.raises(ValueError, match=r"packs 4 trials.*25.0 GiB of the 80 GiB.*at least 0.5"):
+    with pytest.raises(SweepError, match=r"packs 4 trials.*25.0 GiB of the 80 GiB.*at least 0.5"):
         check_packing(0.25, path)
     monkeypatch.setattr("sweeps.run.check_packing", lambda gpus: check_packing(gpus, path))
     with pytest.raises(SweepError, match="packs 4 trials"):

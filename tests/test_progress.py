@@ -9,6 +9,7 @@ import time
 import pytest
 from ray.tune.experiment import Trial
 
+from lab.sweep_progress import BudgetProgress, BudgetState, budget_seconds_left
 from sweeps.progress import SweepProgress, TrialState, clock, progress_line, seconds_left, tune_output
 
 
@@ -45,13 +46,14 @@ def test_time_left_queues_pending_trials_onto_the_free_slots() -> None:
 def test_a_search_caps_each_trial_at_its_cpu_budget_and_says_at_most() -> None:
     """Under a search's scheduler a trial ends at its CPU-time budget at the latest: 20,000 steps at a
     second each would be 5.6 h, but 60 CPU seconds at 2 wall seconds each is 2 min."""
-    running = TrialState("RUNNING", 10, 20_000, 20.0, clock=10.0)  # 2 wall s per CPU s
-    pending = TrialState("PENDING", 0, 20_000, 0.0)
+    running = BudgetState("RUNNING", 10, 20_000, 20.0, clock=10.0)  # 2 wall s per CPU s
+    pending = BudgetState("PENDING", 0, 20_000, 0.0)
     assert seconds_left([running, pending], slots=1) == pytest.approx(19_990 * 2.0 + 20_000 * 2.0)
     # running: (60 - 10) CPU s x 2; pending: 60 x the mean ratio 2, queued after it on the one slot
-    assert seconds_left([running, pending], slots=1, clock_budget_s=60.0) == pytest.approx(100.0 + 120.0)
-    line = progress_line([running, pending], 5.0, None, None, slots=1, clock_budget_s=60.0)
-    assert line.endswith("left at most ~3:40")
+    assert budget_seconds_left([running, pending], 1, clock_budget_s=60.0) == pytest.approx(100.0 + 120.0)
+    progress = BudgetProgress({"a|seed=0": 20_000, "b|seed=0": 20_000}, key_of, 60.0, "test_acc", tty=False)
+    running_trial = trial("a", Trial.RUNNING, step=10, time_total_s=20.0, cpu_seconds=10.0)
+    assert progress.line([running_trial]).endswith("left at most ~3:40")
 
 
 def test_line_counts_states_and_shows_accuracies() -> None:
@@ -61,12 +63,12 @@ def test_line_counts_states_and_shows_accuracies() -> None:
         TrialState("PENDING", 0, 10, 0.0),
         TrialState("ERROR", 3, 10, 4.0),
     ]
-    line = progress_line(states, 75.0, latest=0.5, best=0.875, slots=1)
+    line = progress_line(states, 75.0, {"a": 0.5, "b": 0.875}, slots=1)
     assert line == (
-        "[1:15] trials 1 done, 1 running, 1 pending, 1 failed | test_acc latest 0.50 best 0.88 | left ~0:15"
+        "[1:15] trials 1 done, 1 running, 1 pending, 1 failed | best test_acc: a 0.50, b 0.88 | left ~0:15"
     )
-    assert progress_line(states[:1], 3.0, None, None, 1) == (
-        "[0:03] trials 1 done, 0 running, 0 pending, 0 failed | test_acc latest - best -"
+    assert progress_line(states[:1], 3.0, {}, 1) == (
+        "[0:03] trials 1 done, 0 running, 0 pending, 0 failed | best test_acc -"
     )
 
 
@@ -118,17 +120,18 @@ def test_a_stopped_sweep_counts_its_unfinished_trials_as_interrupted_not_done() 
 
 def test_a_callback_pickled_by_an_older_version_runs_after_a_resume() -> None:
     """`--resume` gets back the callback Tune saved in the first session (found when a sweep started
-    before `clock_budget_s` existed died at its first step on the resume): later settings take their
+    before a setting existed died at its first step on the resume): later settings take their
     defaults, and the clock restarts with the new session."""
     import cloudpickle
 
     progress = SweepProgress({"a|seed=0": 10}, key_of, stream=io.StringIO(), tty=False)
     progress.start -= 3600.0  # the first session ran an hour
-    for added in ("clock_budget_s", "metric", "label", "started_at"):
-        del progress.__dict__[added]  # as the older class saved it
+    for added in ("started_at", "first_report"):
+        del progress.__dict__[added]  # as an older class saved it
+    progress.__dict__["clock_budget_s"] = 60.0  # a setting the class has dropped since: ignored
     resumed = cloudpickle.loads(cloudpickle.dumps(progress))
     line = resumed.line([trial("a", Trial.RUNNING, step=5, time_total_s=5.0)])
-    assert resumed.clock_budget_s is None and line.startswith("[0:00] trials 0 done, 1 running")
+    assert resumed.metric == "test_acc" and line.startswith("[0:00] trials 0 done, 1 running")
     assert line.endswith("left ~0:05")
 
 
@@ -160,7 +163,7 @@ def test_a_resumed_trial_is_timed_at_its_pace_in_this_session() -> None:
     began, has its remaining steps timed at 2 s once it has reported twice here (before, at its lifetime
     average); its CPU-time bound likewise at this session's wall seconds per CPU second. A retry that
     restarts from its checkpoint (its step below the baseline's) starts the baseline again."""
-    progress = SweepProgress({"a|seed=0": 100}, key_of, stream=io.StringIO(), tty=False)
+    progress = BudgetProgress({"a|seed=0": 100}, key_of, 340.0, "test_acc", stream=io.StringIO(), tty=False)
     start = progress.started_at
     earlier = dict(step=40, time_total_s=400.0, timestamp=start - 600.0)  # 10 s a step, last session
     late = trial("a", Trial.RUNNING, **earlier)
@@ -175,10 +178,10 @@ def test_a_resumed_trial_is_timed_at_its_pace_in_this_session() -> None:
     (state,) = progress.states([late])
     assert state.seconds_per_step == pytest.approx(2.0) and state.seconds_per_clock == pytest.approx(1.25)
     assert seconds_left([state], slots=1) == pytest.approx(40 * 2.0 - state.since_report)
-    by_clock = seconds_left([state], slots=1, clock_budget_s=340.0)
+    by_clock = budget_seconds_left([state], slots=1, clock_budget_s=340.0)
     assert by_clock == pytest.approx(24 * 1.25 - state.since_report)
     late.update_last_result(dict(step=30, time_total_s=460.0, timestamp=start + 60.0, cpu_seconds=320.0))
-    assert progress.states([late])[0].pace_now is None and progress.first_report["a|seed=0"][1] == 30
+    assert progress.states([late])[0].pace_now is None and progress.first_report["a|seed=0"]["step"] == 30
     # a trial begun in this session is timed at its lifetime rate, its start-up and evaluations counted
     fresh = trial("a", Trial.RUNNING, **{**second, "training_iteration": 2, "iterations_since_restore": 2})
     assert progress.states([fresh])[0].seconds_per_step == pytest.approx(440.0 / 60)
@@ -190,7 +193,7 @@ def test_a_search_shows_the_gate_and_a_resumed_sweep_its_trials_last_reports() -
     import cloudpickle
 
     steps = {key_of({"point": p, "seed": 0}): 10 for p in ("a", "b")}
-    progress = SweepProgress(steps, key_of, stream=io.StringIO(), tty=False, metric="gate/w", label="gate")
+    progress = BudgetProgress(steps, key_of, 60.0, "gate/w", label="gate", stream=io.StringIO(), tty=False)
     trials = [
         trial("a", Trial.RUNNING, step=5, time_total_s=5.0, evaluated=True, timestamp=2, **{"gate/w": 0.6}),
         trial("b", Trial.RUNNING, step=5, time_total_s=5.0, evaluated=True, timestamp=1, **{"gate/w": 0.8}),

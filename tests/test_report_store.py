@@ -17,6 +17,7 @@ from synthetic import (
 )
 from test_analysis import stand_in_value
 
+import lab  # noqa: F401  (registers the lab's grids these tests read)
 from analysis import AnalysisError, analyse, render, report
 from analysis.findings import (
     NOT_TESTABLE,

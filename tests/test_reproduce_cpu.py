@@ -13,10 +13,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis import by_claim
+from analysis.findings import seed_span
 from arith.config import ConfigError
 from arith.overrides import parse_only, parse_set
 from experiments.registry import claims_for
+from lab.analysis_claims import claims_table, judged_where
 from lab.plan import (
     PLAN,
     TAG_COMMAND,
@@ -214,10 +215,10 @@ def test_the_glance_lists_each_claim_once_with_every_verdict_and_where() -> None
         ("add_posembed", Finding("add_posembed", f"{rev} [fig:testacc_rev]", NOT_TESTABLE, "seed 0")),
     ]
     claims = [
-        Claim(text, source, "", lambda *a: None)
+        Claim(text, source, lambda *a: None)
         for text, source in [(rand, "fig:randembed"), (rev, "fig:testacc_rev"), (mul, "tb:basic-5")]
     ]
-    table = by_claim.claims_table(findings, claims).splitlines()
+    table = claims_table(findings, claims).splitlines()
     assert len(table) == 2 + 3  # header, rule, one row a claim
     randembed, testacc, padding = table[2:]
     assert randembed.startswith(f"| {rand} | fig:randembed | **the seeds cannot tell** / **held** | recipe: ")
@@ -228,7 +229,7 @@ def test_the_glance_lists_each_claim_once_with_every_verdict_and_where() -> None
         "below say why) |"
     )
     assert padding == f"| {mul} | tb:basic-5 | not yet run |  |"
-    assert by_claim.seed_span([4, 0, 1, 2, 3]) == "0-4" and by_claim.seed_span([0, 2, 3, 7]) == "0, 2-3, 7"
+    assert seed_span([4, 0, 1, 2, 3]) == "0-4" and seed_span([0, 2, 3, 7]) == "0, 2-3, 7"
 
 
 def _claims_table(text: str) -> list[tuple[str, str, str]]:
@@ -308,7 +309,7 @@ def test_a_claim_not_testable_in_one_grid_says_where_it_is_judged() -> None:
     outcome = Outcome(contrasts=(Contrast(((1.0, padded), (-1.0, basic)), "padding - basic"),))
     held = Finding("mul_format", claim, HELD, "", outcome)
     untested = Finding("mul_format", claim, NOT_TESTABLE, "not learned")
-    where = by_claim.judged_where([("mul_format (gpu: b3)", held), ("mul_format", untested)])
+    where = judged_where([("mul_format (gpu: b3)", held), ("mul_format", untested)])
     (said,) = where[claim]
     assert said.startswith("mul_format (gpu: b3): **held** (+0.818, 95% CI [")
     assert said.endswith("seeds 0, 1, 2, 3, 4 (paired))")

@@ -59,9 +59,10 @@ def test_a_stopped_part_is_found_again_by_its_command_and_its_sessions_add_up(tm
     the next session's reproduction of the same part resumes it (and another part's starts its own); the
     sweep's record then holds every session's wall time and machine."""
     from arith.tracking.commands import sweep_identity
+    from lab.sweep_sessions import PartStorage
     from sweeps.grids import get_grid
     from sweeps.scales import get_scale
-    from sweeps.storage import SweepStorage, sweep_state
+    from sweeps.storage import sweep_state
 
     (part,) = [p for p in PLAN if p.grid == "reverse_posembed_replication"]
     started = [*part.command("sqlite:////a dir/mlflow.db", "/a dir/ray"), "--resume", "--quiet"]
@@ -73,7 +74,7 @@ def test_a_stopped_part_is_found_again_by_its_command_and_its_sessions_add_up(tm
         "2",
     ]
 
-    folders = SweepStorage(str(tmp_path / "ray_results"))
+    folders = PartStorage(str(tmp_path / "ray_results"))
     assert folders.stopped(part.grid, part.scale, part.sweep_args()) is None  # nothing to resume
     grid, scale = get_grid(part.grid), get_scale(part.scale)
     name = f"{part.grid}-{part.scale}-20261129-000000"
@@ -130,9 +131,10 @@ def test_a_part_ended_early_is_archived_as_it_stands_and_never_resumed(tmp_path:
 
     from arith.tracking.archive import read_archive
     from lab.run_part import end_part
+    from lab.sweep_sessions import PartStorage
     from sweeps.grids import get_grid
     from sweeps.scales import get_scale
-    from sweeps.storage import SweepStorage, sweep_state
+    from sweeps.storage import sweep_state
 
     uri, storage = f"sqlite:///{tmp_path / 'mlflow.db'}", tmp_path / "ray_results"
     (judged,) = [p for p in PLAN if p.grid == "add_posembed_recipe_long" and p.seeds == (0, 1, 2, 3, 4)]
@@ -150,7 +152,7 @@ def test_a_part_ended_early_is_archived_as_it_stands_and_never_resumed(tmp_path:
     client.log_metric(stopped.info.run_id, "train/loss", 2.5, step=20, timestamp=a_minute_in)
     lost = client.create_run(experiment, tags={**trial, "seed": "2"}, run_name="position=learned,seed=2")
 
-    folders = SweepStorage(str(storage))
+    folders = PartStorage(str(storage))
     end_part(part, uri, str(storage), archives=tmp_path)  # nothing stopped yet: nothing to archive
     assert not (tmp_path / part.archive_name).exists()
     name = f"{part.grid}-{part.scale}-20261129-072717"
@@ -262,7 +264,7 @@ def test_a_part_stopped_mid_trial_resumes_in_the_next_session(tmp_path: Path, re
     from test_faults import GRID, WAIT_S, check_histories, checkpoints_of, end_session, wait_for
 
     from arith.tracking import store
-    from sweeps.storage import SweepStorage
+    from lab.sweep_sessions import PartStorage
 
     part, uri, storage, code, env = a_session_of_a_part(tmp_path, request)
     log = (tmp_path / "session1.log").open("w")
@@ -283,7 +285,7 @@ def test_a_part_stopped_mid_trial_resumes_in_the_next_session(tmp_path: Path, re
     said = (tmp_path / "session1.log").read_text()
     # a stop, not a failure: the reproduction says so and exits 130, without a traceback
     assert "SweepInterrupted" in said and "CalledProcessError" not in said, said[-3000:]
-    folders = SweepStorage(str(storage))
+    folders = PartStorage(str(storage))
     (name,) = [p.name for p in storage.iterdir() if p.is_dir()]
     assert folders.stopped(part.grid, part.scale, part.sweep_args()) == name
     assert len(folders.session_entries(name)) == 1
@@ -320,7 +322,7 @@ def test_a_session_whose_machine_stops_keeps_its_wall_time(tmp_path: Path, reque
     found as a stopped sweep for the next session to resume."""
     from test_faults import WAIT_S, checkpoints_of, end_session, wait_for
 
-    from sweeps.storage import SweepStorage
+    from lab.sweep_sessions import PartStorage
 
     part, _, storage, code, env = a_session_of_a_part(tmp_path, request, note_every_s=1.0)
     started = time.monotonic()
@@ -333,7 +335,7 @@ def test_a_session_whose_machine_stops_keeps_its_wall_time(tmp_path: Path, reque
             end_session(session.pid)  # the machine stops
         session.wait(timeout=30)
     ran_s = time.monotonic() - started
-    folders = SweepStorage(str(storage))
+    folders = PartStorage(str(storage))
     name = folders.stopped(part.grid, part.scale, part.sweep_args())
     assert name is not None, (tmp_path / "session.log").read_text()[-3000:]
     (noted,) = folders.session_entries(name)

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis import by_claim, cell_text
+from analysis import cell_text
 from analysis.ui_view import VIEW_TAG
+from lab import analysis_claims as by_claim
 from lab.results import page as results
 
 
@@ -42,7 +43,8 @@ def test_a_grid_whose_plan_has_parts_waiting_is_not_judged_yet(tmp_path: Path) -
     seeds 3-10: its seeds 0-2 chose its budget) keeps that reason first; a part the plan ended before it
     ran (add_length's seeds 1-2) does not wait; the fig:randembed replication, its one part run, is
     judged."""
-    from analysis.findings import NOT_TESTABLE, one_family
+    from analysis.findings import NOT_TESTABLE
+    from lab.analysis_claims import one_family
     from lab.plan import ARCHIVES, restore_archives
 
     # without its seed-9 part every model still has 4 seeds (5-8), enough for a verdict by the rules

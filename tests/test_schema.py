@@ -53,7 +53,7 @@ NOT_THE_SCHEMA: dict[tuple[str, str], str] = {
     ("arith/training/cli.py", "run_id"): "a field of the trainer's printed JSON summary",
     # "epoch" as the trainer's reported metric (Tune's result key, an MLflow metric), not the cells column
     ("arith/training/train.py", "epoch"): "the trainer's reported metric (Tune result / MLflow metric)",
-    ("sweeps/tuner.py", "epoch"): "a Tune result key in the end-of-sweep summary's metrics",
+    ("sweeps/end_table.py", "epoch"): "a Tune result key in the end-of-sweep summary's metrics",
     ("lab/search/sweep.py", "epoch"): "a column of Tune's result history (the trainer's reported metric)",
     ("lab/search/costs.py", "epoch"): "a column of the search's own evaluations frame (an MLflow step)",
     # "grid" and "scale" as anything but the MLflow tags: each module owning that format spells it

@@ -19,7 +19,6 @@ from test_search_runs import check_the_toy_search, toy_search_command
 from analysis.load import find_parent
 from arith.tracking import store
 from arith.tracking.schema import GATE_METRIC, POINT_TAG
-from experiments import registry
 from lab.plan import PLAN
 from lab.search.costs import (
     NOT_NEEDED,
@@ -31,6 +30,7 @@ from lab.search.costs import main as search_main
 from lab.search.declared import CORE_MINUTES, STOPPED_TAG
 from lab.search.report import search_sections
 from lab.search.sweep import SearchRun, gate_cells
+from lab.searches import SEARCHES
 from sweeps.grids import points
 from sweeps.storage import digit_map
 
@@ -255,7 +255,7 @@ def test_a_search_stopped_part_way_resumes_with_its_rungs(tmp_path) -> None:
 
 
 def test_a_recipe_costs_the_most_its_compared_points_needed_and_serves_only_where_all_passed() -> None:
-    search = registry.SEARCHES["mul_format_recipe"]
+    search = SEARCHES["mul_format_recipe"]
     assert search.split_point("model=tiny,batch=128x20000,lr=0.001,format=basic,max_digits=5") == (
         "model=tiny,batch=128x20000,lr=0.001",
         "format=basic,max_digits=5",
@@ -327,7 +327,7 @@ def test_the_mul_search_gates_each_format_on_the_cells_its_paper_table_learned()
 def test_a_search_whose_trials_ran_out_of_steps_before_its_budget_says_so() -> None:
     from lab.search.report import conclusion
 
-    search = registry.SEARCHES["mul_simple_case_recipe"]  # 180 core-min a trial at most
+    search = SEARCHES["mul_simple_case_recipe"]  # 180 core-min a trial at most
     shape = "model=4x256,batch=128x40000,lr=0.001,max_digits=5"
     rows = [
         (f"{shape},augment=n_times_1", 100, 10, 104.8, 0.38, ""),

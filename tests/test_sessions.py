@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from arith.tracking.schema import SESSIONS_TAG
 from arith.training import sessions as record
+from lab.training_records import machine_at, read_sessions
 
 
 def test_sessions_on_one_machine_read_as_one_line_and_each_step_has_its_machine() -> None:
@@ -18,7 +19,7 @@ def test_sessions_on_one_machine_read_as_one_line_and_each_step_has_its_machine(
         "steps 0-4,000 on EPYC Zen 3 (bf16 on fp32 kernels), 2.0 CPU-h in 2 sessions; "
         "steps 4,000-8,000 on EPYC Zen 5 (bf16 native), 40 CPU-min"
     )
-    assert [record.machine_at(moved, s) for s in (1, 2360, 2361, 4000, 4001, 8000, 8001)] == [
+    assert [machine_at(moved, s) for s in (1, 2360, 2361, 4000, 4001, 8000, 8001)] == [
         "EPYC Zen 3",
         "EPYC Zen 3",
         "EPYC Zen 3",
@@ -27,7 +28,7 @@ def test_sessions_on_one_machine_read_as_one_line_and_each_step_has_its_machine(
         "EPYC Zen 5",
         "",
     ]
-    assert record.read(record.tags(moved)[SESSIONS_TAG]) == moved
+    assert read_sessions(record.tags(moved)[SESSIONS_TAG]) == moved
     # a session just opened on the same machine (no step yet) is not counted as one more
     reopened = record.opened(moved, 8000, "EPYC Zen 5", "native")
     zen5 = "steps 4,000-8,000 on EPYC Zen 5 (bf16 native), 40 CPU-min"
@@ -39,4 +40,4 @@ def test_a_session_that_trained_nothing_is_dropped_and_a_bad_tag_reads_as_none()
     record.advanced(done, 100, cpu_seconds=10.0, train_seconds=10.0)
     evaluated_again = record.opened(record.opened(done, 100, "n", "none"), 100, "n", "none")
     assert [s["machine"] for s in evaluated_again] == ["m", "n"]  # the empty one between is gone
-    assert record.read("not json") == [] and record.read(None) == [] and record.read('[{"x": 1}]') == []
+    assert read_sessions("not json") == [] and read_sessions(None) == [] and read_sessions('[{"x": 1}]') == []

@@ -15,14 +15,15 @@ from scipy import stats
 
 from analysis.findings import Finding
 from analysis.summary import VERDICTS_TAG, claim_tags, point_metrics, seed_mean
-from analysis.ui_start import ROOT, ui_command
-from arith.tracking import logged_model
+from analysis.ui_view import ROOT, ui_command
+from arith.config import ExperimentConfig
+from arith.tracking import logged_model, models
 from arith.tracking.schema import MODEL_ARTIFACT, POINT_TAG, SEED_TAG, model_name, point_label
 from arith.tracking.trial_lookup import TrialNotFound, trial_run_id
 from experiments.registry import EXPERIMENTS
-from sweeps.end_table import table_text, trial_rows
+from sweeps.end_table import register_best, table_text, trial_rows
 from sweeps.errors import SweepError
-from sweeps.summary import register_best, sweep_params
+from sweeps.storage import sweep_params
 
 
 def test_every_claim_has_a_stable_id_unique_in_the_catalogue() -> None:
@@ -78,7 +79,7 @@ def test_point_labels_and_model_names() -> None:
 
 
 def test_the_sweeps_params() -> None:
-    configs = {f"p|seed={s}": {"train": {"seed": s}} for s in (0, 1, 2, 5)}
+    configs = {f"p|seed={s}": ExperimentConfig().with_overrides({"train.seed": s}) for s in (0, 1, 2, 5)}
     params = sweep_params("demo", "cpu", ["data.format"], configs, ["--grid", "demo", "--seeds", "3"])
     assert params == {
         "grid": "demo",
@@ -134,13 +135,13 @@ def test_a_runs_model_uri_leads_to_its_logged_model_by_name(store) -> None:
     run_id = sweeps[-1][1]["format=padding_reverse"]
     run = client.get_run(run_id)
     assert logged_model.name_of(run.data.tags) == "padding_reverse-seed0"
-    assert logged_model.run_model_uri(client, f"runs:/{run_id}/{MODEL_ARTIFACT}") == f"runs:/{run_id}/model"
+    assert models.run_model_uri(client, f"runs:/{run_id}/{MODEL_ARTIFACT}") == f"runs:/{run_id}/model"
     created = client.create_logged_model(
         run.info.experiment_id, name="padding_reverse-seed0", source_run_id=run_id
     )
-    resolved = logged_model.run_model_uri(client, f"runs:/{run_id}/{MODEL_ARTIFACT}/MLmodel")
+    resolved = models.run_model_uri(client, f"runs:/{run_id}/{MODEL_ARTIFACT}/MLmodel")
     assert resolved == f"models:/{created.model_id}/MLmodel"
-    assert logged_model.run_model_uri(client, "models:/m-1") == "models:/m-1"
+    assert models.run_model_uri(client, "models:/m-1") == "models:/m-1"
 
 
 def test_the_end_of_sweep_table_has_a_row_a_trial(store) -> None:

@@ -9,8 +9,6 @@ from arith.data import formats, sampling, tasks
 from arith.data.datasets import PAPER_DEFAULTS, test_examples, train_examples
 from arith.data.examples import Example
 from arith.data.tasks import (
-    LSD,
-    MSD,
     TASK_FORMATS,
     TASKS,
     Task,
@@ -20,6 +18,7 @@ from arith.data.tasks import (
     render_example,
     render_line,
 )
+from arith.data.tasks.base import LSD, MSD
 from arith.validation import validate
 
 

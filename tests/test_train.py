@@ -175,6 +175,7 @@ def test_a_trial_resumed_on_another_machine_records_each_machines_steps(tmp_path
     from arith.model.gpt import ArithModel
     from arith.training import sessions as record
     from arith.training.checkpoints import save_checkpoint
+    from lab.training_records import read_sessions
 
     cfg = tiny_cfg(tmp_path, **{"train.epochs": 5, "train.checkpoint_dir": str(tmp_path / "c")})
     real_new_epoch = ArithModel.new_epoch
@@ -204,7 +205,7 @@ def test_a_trial_resumed_on_another_machine_records_each_machines_steps(tmp_path
     assert a == first  # the steps a stopped process computed after its checkpoint are not counted twice
     assert a["cpu_seconds"] + b["cpu_seconds"] == pytest.approx(final["cpu_seconds"], abs=0.01)
     tags = _client(cfg).get_run(done.run_id).data.tags
-    assert record.read(tags[SESSIONS_TAG]) == final["sessions"]
+    assert read_sessions(tags[SESSIONS_TAG]) == final["sessions"]
     steps = f"{a['to_step']:,}"
     assert tags[TRAINED_ON_TAG].startswith(f"steps 0-{steps} on machine A, ")
     assert f"; steps {steps}-{done.steps:,} on machine B, " in tags[TRAINED_ON_TAG]

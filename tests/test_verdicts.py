@@ -15,6 +15,7 @@ import pytest
 from scipy import stats
 from synthetic import paper_or, synthetic_sweep
 
+import lab  # noqa: F401  (registers the lab's grids these tests read)
 from analysis.findings import NOT_TESTABLE, Finding, evaluate_findings, outcome_of
 from experiments.claim import Claim
 from experiments.decide import decide_family
@@ -107,9 +108,7 @@ def test_a_pooled_pair_of_configurations_is_refused() -> None:
     )
     with pytest.raises(PooledConfigurations, match=r"train\.lr"):
         Side.of("none", pooled)
-    claim = Claim(
-        "a beats b", "tb:x", "", lambda f, _: compared([difference(Side.of("a", f), Side.of("b", f))])
-    )
+    claim = Claim("a beats b", "tb:x", lambda f, _: compared([difference(Side.of("a", f), Side.of("b", f))]))
     outcome = outcome_of(claim, pooled)
     assert outcome.untestable.startswith("a pools 2 configurations")
 
@@ -200,7 +199,7 @@ def test_a_claim_is_one_check_plus_one_entry(monkeypatch) -> None:
     def check_needs_more(frame: pd.DataFrame, digit_map=None):
         return untestable(f"{len(frame)} cells: a recipe's check")
 
-    claim = Claim("a claim written once", "tb:none", "the cells it names", check_needs_more)
+    claim = Claim("a claim written once", "tb:none", check_needs_more)
     experiment = dataclasses.replace(registry.EXPERIMENTS["position_schemes"], claims=(claim,))
     longer = experiment.variant("position_schemes_long", "longer", {"train.max_steps": 9_000}, scale="cpu")
     monkeypatch.setitem(registry.EXPERIMENTS, "position_schemes", experiment)
@@ -288,8 +287,8 @@ def test_a_claim_may_read_the_unseen_problems_only() -> None:
             return untestable(why)
         return compared([difference(Side.of("a", sides["padding_reverse"]), Side.of("b", sides["basic"]))])
 
-    every = Claim("a beats b", "tb:x", "", check)
-    unseen = Claim("a beats b on unseen problems", "tb:x", "", check, reads="accuracy_unseen")
+    every = Claim("a beats b", "tb:x", check)
+    unseen = Claim("a beats b on unseen problems", "tb:x", check, reads="accuracy_unseen")
     assert outcome_of(every, cells).contrasts
     assert outcome_of(unseen, cells).untestable.startswith("better not learned: seed 0 0.30")
     assert "did not record" in outcome_of(unseen, cells.drop(columns="accuracy_unseen")).untestable

@@ -1,12 +1,9 @@
 """Student-teacher dialogues asking for a sum (appendix C), and a loader for a user's own dialogues.
 
-The paper had GPT-3.5 write ~13,240 dialogues; no language model can be called here, so a generator
-composes them from many openings, question phrasings, teacher reactions, answers and closings, with the
-data's imperfections kept as options: ~3% of dialogues broken over two lines or followed by a separator,
-~0.2% wrong sums among the 4-5-digit ones. The sum is always the last number in the teacher's reply.
-Numbers are written with a space before each digit like all the paper's data (its footnote; the example
-table `tab:nlarith_example` prints them unspaced).
-"""
+The paper had GPT-3.5 write ~13,240 dialogues; with no language model to call, a generator composes them
+from openings, questions, reactions, answers and closings, keeping the data's imperfections (~3% broken
+over two lines or followed by a separator, ~0.2% wrong 4-5-digit sums). The sum is always the last number
+in the teacher's reply."""
 
 from __future__ import annotations
 
@@ -21,7 +18,7 @@ import numpy as np
 from arith.config import DataConfig
 from arith.data.examples import Example
 from arith.data.formats import dialogue_key, dialogue_line, first_line, spaced
-from arith.data.sampling import add_examples, add_test, generator, with_digits
+from arith.data.sampling import add_examples, add_test, generator, same_digits, with_digits
 
 #: (probability of 2 digits, of 3 digits) for the easy dialogues; (4, 5) digits 0.5/0.5 for the hard ones
 EASY_DIGITS = ((2, 0.3), (3, 0.7))
@@ -140,12 +137,6 @@ def _pick(rng: np.random.Generator, options: tuple[str, ...], size: int) -> list
     return [options[i] for i in rng.integers(0, len(options), size=size).tolist()]
 
 
-def _wrong(rng: np.random.Generator, s: int) -> int:
-    """A plausible wrong sum: off by one, ten or a hundred (never negative, never right)."""
-    offset = int(rng.choice([-100, -10, -1, 1, 10, 100]))
-    return s + offset if s + offset >= 0 else s - offset
-
-
 def generate_dialogues(
     rng: np.random.Generator,
     easy: int,
@@ -154,51 +145,35 @@ def generate_dialogues(
     broken_rate: float = BROKEN_RATE,
     wrong_rate: float = WRONG_RATE,
 ) -> list[Example]:
-    """`easy` 2-3-digit and `hard` 4-5-digit dialogues, one a line, in random order.
-
-    Exactly round(broken_rate · total) dialogues are broken: half written over two lines (a newline
-    before the teacher's turn), half followed by a separator line; round(wrong_rate · hard) of the hard
-    ones state a wrong sum (their key is the sum as written, so a model learns the noise as the paper's did).
-    """
+    """`easy` 2-3-digit and `hard` 4-5-digit dialogues, one a line, in random order. round(broken_rate ·
+    total) are broken: half over two lines (a newline before the teacher's turn), half followed by a
+    separator line; round(wrong_rate · hard) hard ones state a wrong sum, their key (a model learns the
+    noise as the paper's did)."""
     total = easy + hard
     a_list = _numbers(rng, easy, EASY_DIGITS) + _numbers(rng, hard, HARD_DIGITS)
     b_list = _numbers(rng, easy, EASY_DIGITS) + _numbers(rng, hard, HARD_DIGITS)
-    wrong = (
-        set((easy + rng.choice(hard, size=round(wrong_rate * hard), replace=False)).tolist())
-        if hard
-        else set()
-    )
+    picked = rng.choice(hard, size=round(wrong_rate * hard), replace=False).tolist() if hard else []
+    wrong = {easy + i for i in picked}
     broken = rng.choice(total, size=round(broken_rate * total), replace=False).tolist() if total else []
     split, separated = set(broken[::2]), set(broken[1::2])
-    openings, questions = _pick(rng, OPENINGS, total), _pick(rng, QUESTIONS, total)
-    reactions, answers, closings = (
-        _pick(rng, REACTIONS, total),
-        _pick(rng, ANSWERS, total),
-        _pick(rng, CLOSINGS, total),
-    )
-    separators = _pick(rng, SEPARATORS, total)
+    parts = (OPENINGS, QUESTIONS, REACTIONS, ANSWERS, CLOSINGS, SEPARATORS)
+    openings, questions, reactions, answers, closings, separators = (_pick(rng, p, total) for p in parts)
     out = []
     for i, (a, b) in enumerate(zip(a_list, b_list, strict=True)):
-        s = _wrong(rng, a + b) if i in wrong else a + b
+        s = a + b
+        if i in wrong:  # a plausible wrong sum: off by one, ten or a hundred (never negative, never right)
+            offset = int(rng.choice([-100, -10, -1, 1, 10, 100]))
+            s = s + offset if s + offset >= 0 else s - offset
         sa, sb = spaced(str(a)), spaced(str(b))
         question = questions[i].format(a=sa, b=sb)
         if openings[i].endswith(","):  # "Hi, what is ..." as in the paper's test prompt
             question = question[0].lower() + question[1:]
-        prompt = f"Student: {openings[i]} {question}"
-        reply = f"{reactions[i]} {answers[i].format(a=sa, b=sb, s=spaced(str(s)))}{closings[i]}"
-        answer = f" Teacher: {reply}"
-        if i in split:
-            prompt += "\n"
-        if i in separated:
-            answer += "\n" + separators[i]
+        prompt = f"Student: {openings[i]} {question}" + ("\n" if i in split else "")
+        answer = f" Teacher: {reactions[i]} {answers[i].format(a=sa, b=sb, s=spaced(str(s)))}{closings[i]}"
+        answer += "\n" + separators[i] if i in separated else ""
         out.append(Example("dialogue", "basic", a, b, prompt, answer, str(s), "dialogue"))
-    order = rng.permutation(total).tolist()
-    return [out[i] for i in order]
+    return [out[i] for i in rng.permutation(total).tolist()]
 
-
-# ---------------------------------------------------------------------------------------------------------
-# A user's own dialogue data
-# ---------------------------------------------------------------------------------------------------------
 
 _UNSPACED_DIGIT = re.compile(r"(?<=\S)(?=\d)")
 _NUMBER = re.compile(r"\d(?: \d)*")
@@ -210,10 +185,8 @@ def space_digits(text: str) -> str:
 
 
 def dialogue_example(text: str) -> Example:
-    """A dialogue line -> Example: prompt = the student's part, answer = `` Teacher: ...``.
-
-    a and b are the first two numbers of the student's part (0 / None when missing); the key is the last
-    number of the teacher's reply ('' when there is none, e.g. a separator line)."""
+    """A dialogue line -> Example: prompt = the student's part (a, b: its first two numbers, 0 / None when
+    missing), answer = `` Teacher: ...``, key = the reply's last number ('' when it has none)."""
     text = space_digits(text.strip())
     cut = text.find(" Teacher:")
     prompt, answer = (text[:cut], text[cut:]) if cut > 0 else (text, "")
@@ -230,22 +203,15 @@ def load_dialogues(path: str | Path) -> list[Example]:
     lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     if not lines:
         raise ValueError(f"dialogue file {str(path)!r} holds no dialogues")
-    texts = lines
-    if path.suffix in (".jsonl", ".json") or lines[0].lstrip().startswith("{"):
-        texts = []
-        for number, line in enumerate(lines, 1):
-            try:
-                texts.append(str(json.loads(line)["text"]))
-            except (json.JSONDecodeError, KeyError, TypeError) as err:
-                raise ValueError(
-                    f"{path}:{number}: expected a JSON object with a 'text' field ({err})"
-                ) from err
+    if path.suffix not in (".jsonl", ".json") and not lines[0].lstrip().startswith("{"):
+        return [dialogue_example(t) for t in lines]
+    texts = []
+    for number, line in enumerate(lines, 1):
+        try:
+            texts.append(str(json.loads(line)["text"]))
+        except (json.JSONDecodeError, KeyError, TypeError) as err:
+            raise ValueError(f"{path}:{number}: not a JSON object with a 'text' field ({err})") from err
     return [dialogue_example(t) for t in texts]
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Training and test sets of the dialogue task (nl_mix)
-# ---------------------------------------------------------------------------------------------------------
 
 
 def dialogue_train(cfg: DataConfig) -> list[Example]:
@@ -267,14 +233,11 @@ def dialogue_test(cfg: DataConfig, digits: list[int]) -> list[Example]:
     """Cells ("dialogue", None, n): the paper's student question; ("pure_addition", None, n): the mixed
     arithmetic format's prompt (basic when nothing is mixed in)."""
     rng = generator(cfg.seed, "dialogue_test")
-    out = []
-    for n in digits:
-        counts = np.full(cfg.test_per_cell, n)
-        for a, b in zip(with_digits(rng, counts), with_digits(rng, counts), strict=True):
-            prompt, answer, key = dialogue_line(a, b)
-            out.append(
-                Example("dialogue", "basic", a, b, prompt, answer, key, "dialogue", ("dialogue", None, n))
-            )
+    out = [
+        Example("dialogue", "basic", a, b, *dialogue_line(a, b), "dialogue", ("dialogue", None, n))
+        for n in digits
+        for a, b in zip(*same_digits(rng, n, cfg.test_per_cell), strict=True)
+    ]
     fmt = "basic" if cfg.mix_format == "none" else cfg.mix_format
     return out + add_test(cfg, digits, context="pure_addition", fmt=fmt)
 

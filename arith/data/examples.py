@@ -5,11 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-#: A test cell, as in the paper's tables: (context, row_digits, col_digits).
-#: Multiplication: row = digits of the second factor b, col = digits of the first factor a.
-#: Other tasks: row is None and col is the digit count of each operand.
-#: Contexts: "main" for single-context tasks; "regular"/"repetitive" for digit reversal;
-#: "dialogue"/"pure_addition" for the dialogue task.
+#: A test cell, as in the paper's tables: (context, row_digits, col_digits). Multiplication: row = digits
+#: of b, col = digits of a; other tasks: row is None, col = each operand's digits. Contexts: "main";
+#: "regular"/"repetitive" for digit reversal; "dialogue"/"pure_addition" for the dialogue task.
 Cell = tuple[str, "int | None", int]
 
 
@@ -39,7 +37,4 @@ class Example:
         return self.prompt + self.answer
 
     def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["text"] = self.text
-        d["cell"] = list(self.cell) if self.cell is not None else None
-        return d
+        return {**asdict(self), "text": self.text, "cell": list(self.cell) if self.cell is not None else None}

@@ -1,13 +1,8 @@
 """Every data format of the paper, one small function each, and the exact-match key of an answer.
 
-A format turns operands into one line of text, split into the prompt (everything up to and including
-the answer marker) and the answer (which starts with a space). Every digit is written with a space
-before it, as the paper's footnote says, so that a tokenizer sees each digit as its own token.
-
-Answer markers: mul ``... #`` (``%`` for first-step lines), add ``... =``, add_scratchpad ``... :``,
-reverse ``... #``, add random_space has none (the prompt ends with the random spaces), dialogue: the
-student's turn, the answer being `` Teacher: ...``.
-"""
+A format turns operands into one line, split into the prompt (up to and including the answer marker: mul
+``#`` or ``%``, add ``=``, add_scratchpad ``:``, reverse ``#``) and the answer (starting with a space).
+Every digit has a space before it, as the paper's footnote says, so a tokenizer sees each as a token."""
 
 from __future__ import annotations
 
@@ -19,10 +14,6 @@ import numpy as np
 
 from arith.errors import ConfigError
 
-# ---------------------------------------------------------------------------------------------------------
-# Small helpers
-# ---------------------------------------------------------------------------------------------------------
-
 
 def spaced(digits: str) -> str:
     """'1060' -> '1 0 6 0': one space between digits (a space *before* each, once joined into a line)."""
@@ -33,37 +24,22 @@ def padded(n: int, width: int) -> str:
     """Zero-pad `n` to `width` digits, refusing numbers that do not fit (padding formats need them to)."""
     s = str(n)
     if len(s) > width:
-        raise ConfigError(
-            f"operand {n} has {len(s)} digits, more than max_digits={width} allows with padding"
-        )
+        raise ConfigError(f"operand {n}: {len(s)} digits, more than max_digits={width} allows (padding)")
     return s.zfill(width)
-
-
-def _check_operand(n: int | None, name: str) -> int:
-    if n is None or n < 0:
-        raise ConfigError(f"{name} must be a non-negative integer (got {n!r})")
-    return int(n)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The direct formats: ``a op b marker answer`` with the numbers padded and / or the answer reversed
-# ---------------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Direct:
-    """How a direct format writes its numbers (mul: basic, padding, the reverse formats; add: basic,
-    padding_reverse and the two length-generalisation formats)."""
+    """How a direct format (``a op b marker answer``) writes its numbers."""
 
-    #: operands zero-padded to max_digits, the answer to its widest (2·max_digits for a product,
-    #: max_digits + 1 for a sum)
+    #: operands zero-padded to max_digits, the answer to its widest (a product's 2·max_digits)
     padded: bool
     #: the answer written least significant digit first
     reversed_answer: bool
     #: the operands written least significant digit first too (Abacus's format: every number reversed)
     reversed_operands: bool = False
-    #: operands zero-padded to the longer one of the line and a sum to one digit more (position
-    #: coupling's format): no width is fixed, so a line of any length can be written
+    #: operands zero-padded to the line's longer one, a sum to one digit more (position coupling's):
+    #: no width is fixed, so a line of any length can be written
     padded_to_line: bool = False
 
 
@@ -98,19 +74,10 @@ def direct_numbers(
     return sa, sb, sr[::-1] if layout.reversed_answer else sr
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Multiplication (tab:dataformat_mul, tab:dataformat_mul_3data)
-# ---------------------------------------------------------------------------------------------------------
-
-
 def mul_line(
     fmt: str, a: int, b: int, *, max_digits: int | None = None, first_step: bool = False
 ) -> tuple[str, str, str]:
-    """(prompt, answer, key) of ``a * b # a·b`` in `fmt`; first_step writes ``a * b % a·(b mod 10)``.
-
-    Padding pads both factors to `max_digits` and the product to 2·max_digits; the reverse formats write
-    the product least-significant digit first.
-    """
+    """(prompt, answer, key) of ``a * b # a·b`` in `fmt`; first_step writes ``a * b % a·(b mod 10)``."""
     result = a * (b % 10) if first_step else a * b
     width = 2 * max_digits if max_digits else 0
     sa, sb, sr = direct_numbers("mul", fmt, a, b, result, max_digits, width)
@@ -118,15 +85,9 @@ def mul_line(
     return f"{spaced(sa)} * {spaced(sb)} {marker}", " " + spaced(sr), sr
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Addition with a scratchpad (tab:dataformat, appendix B)
-# ---------------------------------------------------------------------------------------------------------
-
-
 def _digit_steps(a: int, b: int) -> list[tuple[int, int, int, int]]:
-    """(carry_in, a_i, b_i, carry_in + a_i + b_i) for each digit, least significant first.
-
-    The shorter addend is zero-padded to the longer one's length (in the steps only)."""
+    """(carry_in, a_i, b_i, carry_in + a_i + b_i) for each digit, least significant first (the shorter
+    addend zero-padded)."""
     width = max(len(str(a)), len(str(b)))
     da, db = str(a).zfill(width)[::-1], str(b).zfill(width)[::-1]
     steps, carry = [], 0
@@ -179,7 +140,7 @@ def scratchpad_line(
     prompt, answer = f"{spaced(str(a))} + {spaced(str(b))} :", scratchpad_basic_answer(a, b)
     if fmt == "basic":
         return prompt, answer, key
-    line = random_spaces(prompt + answer, rng=rng, prob=random_space_prob, spaces=spaces)
+    line = random_spaces(prompt + answer, rng, random_space_prob, spaces)
     # The prompt ends at the ':' marker; the answer keeps the extra spaces that follow it.
     cut = line.index(":") + 1
     return line[:cut], line[cut:], key
@@ -190,34 +151,20 @@ _GAP = re.compile(r"(?<=\S)( ?)(?=\S)")
 
 
 def random_spaces(
-    line: str,
-    *,
-    rng: np.random.Generator | None = None,
-    prob: float = 0.3,
-    spaces: Sequence[bool] | None = None,
+    line: str, rng: np.random.Generator | None, prob: float, spaces: Sequence[bool] | None
 ) -> str:
-    """Insert an extra space, with probability `prob`, at each gap between two visible characters.
-
-    `spaces` (one bool per gap) fixes the choice instead of `rng`, e.g. to rebuild a line of the paper.
-    """
+    """Insert an extra space, with probability `prob`, at each gap between two visible characters; `spaces`
+    (one bool per gap) fixes the choice instead of `rng`, e.g. to rebuild a line of the paper."""
     chars = line.replace(" ", "")
     gaps = len(chars) - 1
-    if spaces is None:
-        if rng is None:
-            raise ConfigError(
-                "add_scratchpad random_space needs rng= (a numpy Generator) or explicit spaces="
-            )
-        spaces = (rng.random(gaps) < prob).tolist()
+    if spaces is None and rng is None:
+        raise ConfigError("add_scratchpad random_space needs rng= (a numpy Generator) or explicit spaces=")
+    spaces = (rng.random(gaps) < prob).tolist() if spaces is None else spaces
     if len(spaces) != gaps:
         raise ConfigError(f"spaces= needs one entry per gap between characters ({gaps}), got {len(spaces)}")
     parts = _GAP.split(line)  # visible character, gap, visible character, gap, ...
     parts[1::2] = [gap + " " if extra else gap for gap, extra in zip(parts[1::2], spaces, strict=True)]
     return "".join(parts)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Plain addition (tab:nlarith_example; padding_reverse after Lee et al. 2023)
-# ---------------------------------------------------------------------------------------------------------
 
 
 def add_line(
@@ -230,30 +177,17 @@ def add_line(
     spaces: Sequence[int] | None = None,
 ) -> tuple[str, str, str]:
     """(prompt, answer, key): basic ``4 8 + 4 = 5 2``; random_space ``4 8`` + 1-5 spaces + `` 4`` + 1-5
-    spaces + `` 5 2`` (no operators, as the paper's example); padding_reverse pads the operands to
-    `max_digits` and the sum to max_digits + 1 digits, written least-significant digit first.
-
-    Beyond the paper, for length generalisation: lsd_first writes every number least significant digit
-    first, ``8 4 + 4 = 2 5`` (Abacus embeddings' format, McLeish et al. 2024); line_padding_reverse pads
-    the operands to the longer one and the sum to one digit more, reversed, ``4 8 + 0 4 = 2 5 0``
-    (position coupling's, Cho et al. 2024)."""
+    spaces + `` 5 2`` (no operators, as the paper's example). Beyond the paper, for length generalisation:
+    lsd_first ``8 4 + 4 = 2 5`` (Abacus embeddings', McLeish et al. 2024) and line_padding_reverse
+    ``4 8 + 0 4 = 2 5 0`` (position coupling's, Cho et al. 2024)."""
     s = a + b
     if fmt == "random_space":
-        if spaces is None:
-            if rng is None:
-                raise ConfigError(
-                    "add random_space needs rng= (a numpy Generator) or explicit spaces=(n1, n2)"
-                )
-            spaces = rng.integers(1, 6, size=2).tolist()
-        n1, n2 = spaces
+        if spaces is None and rng is None:
+            raise ConfigError("add random_space needs rng= (a numpy Generator) or explicit spaces=(n1, n2)")
+        n1, n2 = rng.integers(1, 6, size=2).tolist() if spaces is None else spaces
         return f"{spaced(str(a))}{' ' * n1} {spaced(str(b))}{' ' * n2}", " " + spaced(str(s)), str(s)
     sa, sb, sr = direct_numbers("add", fmt, a, b, s, max_digits, (max_digits or 0) + 1)
     return f"{spaced(sa)} + {spaced(sb)} =", " " + spaced(sr), sr
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Digit reversal (section 3.2) and the dialogue test line (appendix C)
-# ---------------------------------------------------------------------------------------------------------
 
 
 def reverse_line(a: int, *, digits: int | None = None) -> tuple[str, str, str]:
@@ -262,36 +196,19 @@ def reverse_line(a: int, *, digits: int | None = None) -> tuple[str, str, str]:
     return f"{spaced(s)} #", " " + spaced(s[::-1]), s[::-1]
 
 
-#: the paper's test question in the dialogue context (appendix C)
-DIALOGUE_TEST_QUESTION = "Student: Hi, what is the sum of {a} and {b}?"
-DIALOGUE_TEST_REPLY = " Teacher: The answer is {s}."
-
-
 def dialogue_line(a: int, b: int) -> tuple[str, str, str]:
-    """The paper's dialogue-context test prompt, with a plain teacher reply as the reference answer."""
+    """The paper's dialogue-context test prompt (appendix C), with a plain teacher reply as reference."""
     s = str(a + b)
-    prompt = DIALOGUE_TEST_QUESTION.format(a=spaced(str(a)), b=spaced(str(b)))
-    return prompt, DIALOGUE_TEST_REPLY.format(s=spaced(s)), s
+    prompt = f"Student: Hi, what is the sum of {spaced(str(a))} and {spaced(str(b))}?"
+    return prompt, f" Teacher: The answer is {spaced(s)}.", s
 
-
-# ---------------------------------------------------------------------------------------------------------
-# Public API
-# ---------------------------------------------------------------------------------------------------------
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Exact match
-# ---------------------------------------------------------------------------------------------------------
 
 _NUMBER = re.compile(r"\d(?: ?\d)*")
-_STOP = ("<|endoftext|>", "\n")
 
 
 def first_line(completion: str) -> str:
     """The completion up to the first newline or end-of-text token."""
-    for stop in _STOP:
-        completion = completion.split(stop, 1)[0]
-    return completion
+    return re.split(r"<\|endoftext\|>|\n", completion, maxsplit=1)[0]
 
 
 def digits_key(text: str) -> str | None:

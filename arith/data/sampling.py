@@ -1,23 +1,15 @@
 """Digit-count distributions, training sets and test sets, following the paper's appendix per task.
 
-Randomness comes from numpy's PCG64 seeded by a SeedSequence of (seed, stream), so the same seed gives
-the same data on any machine; the training and the test set draw from different streams. Numbers are
-drawn in bulk (vectorised) and rendered in tight loops: 300k multiplication lines take about a second.
-
-- mul: each factor's digit count drawn independently from {min..max} with weights {α, 1, ..., 1}
-  (α = weight of 1 digit); an m-digit number is uniform in [10^(m-1), 10^m - 1] (0 counts as 1-digit).
-  Every third line (index % 3 == 0) is augmented: n_times_1 sets b := b % 10, first_step writes
-  ``a * b % a·(b mod 10)``. Test: 100 lines per (digits of b, digits of a) cell.
-- add_scratchpad: n uniform on {min..max}, both addends uniform on [0, 10^n - 1]; test addends have
-  exactly n digits, n = max-1 .. max+3 by default (the paper: trained on 2..10, tested on 9..13).
-- reverse: n uniform on {min..max}, a number uniform on [0, 10^n - 1] written with n digits; test on
-  "regular" (exactly n digits) and "repetitive" (one digit n times) numbers, n = min .. max+6.
-- add: digit counts of the two operands independent and uniform on {min..max}; test min..max.
-"""
+Numbers are drawn in bulk from numpy's PCG64 seeded by a SeedSequence of (seed, stream): the same seed
+gives the same data on any machine, and the training and the test set draw from different streams.
+- mul: each factor's digit count drawn from {min..max} with weights {α, 1, ..., 1} (α = weight of 1
+  digit), the number uniform among those digits; every third line augmented.
+- add_scratchpad, reverse: n uniform on {min..max}, each number uniform on [0, 10^n - 1]; reversal tests
+  "regular" (exactly n digits) and "repetitive" (one digit n times) numbers.
+- add: the two operands' digit counts independent and uniform on {min..max}.
+Test operands have exactly the cell's digits."""
 
 from __future__ import annotations
-
-from collections.abc import Iterable
 
 import numpy as np
 
@@ -33,11 +25,6 @@ _CHUNK = 18  # decimal digits that always fit an int64 draw
 def generator(seed: int, stream: str) -> np.random.Generator:
     """A PCG64 generator for one named stream of one seed."""
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, STREAMS[stream]])))
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Numbers
-# ---------------------------------------------------------------------------------------------------------
 
 
 def digit_counts(
@@ -57,14 +44,13 @@ def below_pow10(rng: np.random.Generator, digits: np.ndarray) -> list[int]:
     if digits.size == 0:
         return []
     n_chunks = max(1, -(-int(digits.max()) // _CHUNK))
-    total: np.ndarray | None = None
+    total = 0
     for k in range(n_chunks):
         width = np.clip(digits - _CHUNK * k, 0, _CHUNK)
         chunk = rng.integers(0, 10**width, dtype=np.int64)
         if n_chunks == 1:
             return chunk.tolist()
-        chunk = chunk.astype(object) * (10 ** (_CHUNK * k))
-        total = chunk if total is None else total + chunk
+        total = total + chunk.astype(object) * (10 ** (_CHUNK * k))
     return [int(x) for x in total]
 
 
@@ -86,11 +72,6 @@ def repetitive(rng: np.random.Generator, digits: np.ndarray) -> list[int]:
     return [int(str(p) * int(d)) for p, d in zip(picks, np.asarray(digits).tolist(), strict=True)]
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Training sets
-# ---------------------------------------------------------------------------------------------------------
-
-
 def mul_train(cfg: DataConfig) -> list[Example]:
     rng = generator(cfg.seed, "train")
     n = cfg.train_samples
@@ -99,7 +80,9 @@ def mul_train(cfg: DataConfig) -> list[Example]:
     return mul_lines(with_digits(rng, da), with_digits(rng, db), cfg.format, cfg.augment, cfg.max_digits)
 
 
-def mul_lines(a_list: list[int], b_list: list[int], fmt: str, augment: str, max_digits: int) -> list[Example]:
+def mul_lines(
+    a_list: list[int], b_list: list[int], fmt: str, augment: str, max_digits: int, cell=None
+) -> list[Example]:
     """Render factor pairs, augmenting every third line (index % 3 == 0), as tab:dataformat_mul_3data:
     n_times_1 replaces b by b % 10; first_step writes ``a * b % a·(b mod 10)``."""
     out = []
@@ -109,8 +92,8 @@ def mul_lines(a_list: list[int], b_list: list[int], fmt: str, augment: str, max_
             b, kind = b % 10, "n_times_1"
         elif i % 3 == 0 and augment == "first_step":
             kind = "first_step"
-        prompt, answer, key = mul_line(fmt, a, b, max_digits=max_digits, first_step=kind == "first_step")
-        out.append(Example("mul", fmt, a, b, prompt, answer, key, kind))
+        line = mul_line(fmt, a, b, max_digits=max_digits, first_step=kind == "first_step")
+        out.append(Example("mul", fmt, a, b, *line, kind, cell))
     return out
 
 
@@ -122,15 +105,9 @@ def add_scratchpad_train(cfg: DataConfig) -> list[Example]:
 
 
 def _scratchpad(cfg: DataConfig, a: int, b: int, rng: np.random.Generator, cell=None) -> Example:
-    prompt, answer, key = scratchpad_line(
-        cfg.format,
-        a,
-        b,
-        reverse_addends=cfg.reverse_addends,
-        rng=rng,
-        random_space_prob=cfg.random_space_prob,
-    )
-    return Example("add_scratchpad", cfg.format, a, b, prompt, answer, key, cell=cell)
+    options = {"reverse_addends": cfg.reverse_addends, "random_space_prob": cfg.random_space_prob}
+    line = scratchpad_line(cfg.format, a, b, rng=rng, **options)
+    return Example("add_scratchpad", cfg.format, a, b, *line, cell=cell)
 
 
 def reverse_train(cfg: DataConfig) -> list[Example]:
@@ -140,8 +117,7 @@ def reverse_train(cfg: DataConfig) -> list[Example]:
 
 
 def _reverse(a: int, digits: int, cell=None) -> Example:
-    prompt, answer, key = reverse_line(a, digits=digits)
-    return Example("reverse", "basic", a, None, prompt, answer, key, cell=cell)
+    return Example("reverse", "basic", a, None, *reverse_line(a, digits=digits), cell=cell)
 
 
 def add_examples(
@@ -158,8 +134,7 @@ def add_examples(
 def _add(
     fmt: str, a: int, b: int, rng: np.random.Generator, max_digits: int, kind="main", cell=None
 ) -> Example:
-    prompt, answer, key = add_line(fmt, a, b, max_digits=max_digits, rng=rng)
-    return Example("add", fmt, a, b, prompt, answer, key, kind, cell)
+    return Example("add", fmt, a, b, *add_line(fmt, a, b, max_digits=max_digits, rng=rng), kind, cell)
 
 
 def add_train(cfg: DataConfig) -> list[Example]:
@@ -167,12 +142,7 @@ def add_train(cfg: DataConfig) -> list[Example]:
     return add_examples(rng, cfg.format, cfg.train_samples, cfg.min_digits, cfg.max_digits, cfg.max_digits)
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Test sets: `test_per_cell` lines per cell, operands with exactly the cell's digit counts
-# ---------------------------------------------------------------------------------------------------------
-
-
-def _same_digits(rng: np.random.Generator, n: int, per_cell: int) -> tuple[list[int], list[int]]:
+def same_digits(rng: np.random.Generator, n: int, per_cell: int) -> tuple[list[int], list[int]]:
     digits = np.full(per_cell, n)
     return with_digits(rng, digits), with_digits(rng, digits)
 
@@ -184,19 +154,17 @@ def mul_test(cfg: DataConfig, digits: list[int]) -> list[Example]:
         for cols in digits:  # digits of a (the multiplicand)
             a_list = with_digits(rng, np.full(cfg.test_per_cell, cols))
             b_list = with_digits(rng, np.full(cfg.test_per_cell, rows))
-            for a, b in zip(a_list, b_list, strict=True):
-                prompt, answer, key = mul_line(cfg.format, a, b, max_digits=cfg.max_digits)
-                out.append(Example("mul", cfg.format, a, b, prompt, answer, key, cell=("main", rows, cols)))
+            out += mul_lines(a_list, b_list, cfg.format, "none", cfg.max_digits, cell=("main", rows, cols))
     return out
 
 
 def add_scratchpad_test(cfg: DataConfig, digits: list[int]) -> list[Example]:
     rng = generator(cfg.seed, "test")
-    out = []
-    for n in digits:
-        for a, b in zip(*_same_digits(rng, n, cfg.test_per_cell), strict=True):
-            out.append(_scratchpad(cfg, a, b, rng, cell=("main", None, n)))
-    return out
+    return [
+        _scratchpad(cfg, a, b, rng, cell=("main", None, n))
+        for n in digits
+        for a, b in zip(*same_digits(rng, n, cfg.test_per_cell), strict=True)
+    ]
 
 
 def reverse_test(cfg: DataConfig, digits: list[int]) -> list[Example]:
@@ -210,36 +178,23 @@ def reverse_test(cfg: DataConfig, digits: list[int]) -> list[Example]:
 
 
 def add_test(
-    cfg: DataConfig, digits: list[int], context: str = "main", fmt: str | None = None, stream: str = "test"
+    cfg: DataConfig, digits: list[int], context: str = "main", fmt: str | None = None
 ) -> list[Example]:
-    rng = generator(cfg.seed, stream)
-    fmt = fmt or cfg.format
-    out = []
-    for n in digits:
-        for a, b in zip(*_same_digits(rng, n, cfg.test_per_cell), strict=True):
-            out.append(_add(fmt, a, b, rng, cfg.max_digits, cell=(context, None, n)))
-    return out
+    rng = generator(cfg.seed, "test")
+    return [
+        _add(fmt or cfg.format, a, b, rng, cfg.max_digits, cell=(context, None, n))
+        for n in digits
+        for a, b in zip(*same_digits(rng, n, cfg.test_per_cell), strict=True)
+    ]
 
 
-def add_mixed_test(cfg: DataConfig, longest: int, context: str = "mixed") -> list[Example]:
+def add_mixed_test(cfg: DataConfig, longest: int) -> list[Example]:
     """`test_per_cell` sums of a `longest`-digit operand and one of 1..longest digits (uniform), in either
     order: the unequal lengths a length test meets beside its equal-length cells, at its longest. A
     stream of its own, so the equal-length cells are the same problems with or without it."""
     rng = generator(cfg.seed, "mixed_test")
     long = with_digits(rng, np.full(cfg.test_per_cell, longest))
     short = with_digits(rng, rng.integers(1, longest + 1, size=cfg.test_per_cell))
-    swap = rng.random(cfg.test_per_cell) < 0.5
-    out = []
-    for a, b, flip in zip(long, short, swap.tolist(), strict=True):
-        a, b = (b, a) if flip else (a, b)
-        out.append(_add(cfg.format, a, b, rng, cfg.max_digits, cell=(context, None, longest)))
-    return out
-
-
-def digit_histogram(numbers: Iterable[int]) -> dict[int, int]:
-    """{digit count: how many}, for distribution checks and previews."""
-    counts: dict[int, int] = {}
-    for x in numbers:
-        d = len(str(x))
-        counts[d] = counts.get(d, 0) + 1
-    return dict(sorted(counts.items()))
+    swap = (rng.random(cfg.test_per_cell) < 0.5).tolist()
+    pairs = [(b, a) if flip else (a, b) for a, b, flip in zip(long, short, swap, strict=True)]
+    return [_add(cfg.format, a, b, rng, cfg.max_digits, cell=("mixed", None, longest)) for a, b in pairs]

@@ -1,17 +1,9 @@
-"""The attention kernel every model of this project runs, registered with transformers under `ATTENTION`.
+"""The attention kernel every model runs, registered with transformers as `ATTENTION` on import.
 
-It lives beside the model that names it (`arith.model.gpt` builds and loads GPT-2 with
-`attn_implementation=ATTENTION`): importing this module registers the kernel, so any code that builds or
-loads a model has it, without the model reaching into the trainer.
-
-On a CPU, where this project's miniature trains, the sequences are short (a 3-digit product is ~15
-tokens) and PyTorch's kernels are built for long ones: its flash-attention kernel spends ~10 ms on the
-forward and backward of a 128 x 8-head x 15-token batch, and `softmax` over a last dimension of 15 takes
-2.8 ms where the same arithmetic written out takes 0.5. So under bf16 on a CPU up to `EXPLICIT_MAX_KEYS`
-keys are attended explicitly in fp32 (`explicit_fp32_attention`: a bf16 step of gpt2-mini 1.04-1.10x
-faster, docs/PERFORMANCE.md), longer sequences by SDPA in fp32; in fp32 and on CUDA it is transformers'
-SDPA. Both compute softmax(q k^T / sqrt(d)) v in fp32: they differ by the order of their sums.
-"""
+On a CPU the sequences are short (a 3-digit product is ~15 tokens) and PyTorch's kernels are built for
+long ones, so under bf16 on a CPU up to `EXPLICIT_MAX_KEYS` keys are attended explicitly in fp32, longer
+sequences by SDPA in fp32 (docs/PERFORMANCE.md); in fp32 and on CUDA it is transformers' SDPA. Both
+compute softmax(q k^T / sqrt(d)) v in fp32: they differ by the order of their sums."""
 
 from __future__ import annotations
 
@@ -21,21 +13,16 @@ from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-#: the attention every model of this project runs (`arith.model.gpt` builds and loads GPT-2 with it)
 ATTENTION = "arith_attention"
-#: up to this many keys the explicit attention is the faster on a CPU (one core, fp32, forward and backward
-#: of 1,920 tokens of 8 heads of 32: 12 keys 4.6 vs 9.0 ms, 15 keys 5.9 vs 9.6, 20 keys 5.6 vs 5.6, 32 keys
-#: 7.4 vs 5.5; docs/PERFORMANCE.md)
+#: up to this many keys the explicit attention is the faster on a CPU (docs/PERFORMANCE.md)
 EXPLICIT_MAX_KEYS = 16
-#: the attention's former name (SDPA in fp32 for every bf16 CPU sequence), kept so that models saved
-#: under it load
+#: the attention's former name, kept so that models saved under it load
 FORMER_ATTENTION = "sdpa_fp32_on_cpu"
 
 
 class ShortRowSoftmax(torch.autograd.Function):
-    """Softmax over the last dimension, written out: max, exp, sum, divide, and the backward
-    `p * (g - sum(g * p))`. For rows of a few dozen entries this is 5x faster on a CPU than
-    `torch.softmax` (whose kernel vectorises along the row) and its backward 6x, in the same fp32."""
+    """Softmax over the last dimension, written out, and its backward `p * (g - sum(g * p))`: for rows of a
+    few dozen entries ~5x faster on a CPU than `torch.softmax`, whose kernel vectorises along the row."""
 
     @staticmethod
     def forward(ctx, scores: torch.Tensor) -> torch.Tensor:
@@ -51,19 +38,6 @@ class ShortRowSoftmax(torch.autograd.Function):
         return probs * (grad - (grad * probs).sum(-1, keepdim=True))
 
 
-def keep_mask(
-    attention_mask: torch.Tensor | None, q_len: int, kv_len: int, causal: bool, device: torch.device
-) -> torch.Tensor | None:
-    """Where a query may attend, as transformers' SDPA path reads `attention_mask`: a boolean mask as
-    given (True: attend), an additive float mask as its finite entries, and none at all as causal
-    (from the first key, as SDPA's `is_causal` aligns it) for more than one query, else everything."""
-    if attention_mask is not None:
-        return attention_mask if attention_mask.dtype == torch.bool else attention_mask == 0
-    if causal and q_len > 1:
-        return torch.ones(q_len, kv_len, dtype=torch.bool, device=device).tril()
-    return None
-
-
 def explicit_fp32_attention(
     module: torch.nn.Module,
     query: torch.Tensor,
@@ -74,19 +48,21 @@ def explicit_fp32_attention(
     scaling: float | None = None,
     **kwargs,
 ) -> tuple[torch.Tensor, None]:
-    """softmax(q k^T * scale, masked) v in fp32, whatever the inputs' dtype, returned in it: under bf16
-    autocast the attention is computed in fp32 and rounded once (PyTorch's bf16 CPU flash-attention
-    backward is also ~8x slower than its fp32 one). Masked scores are -inf, not a least finite value
-    (`exp` of a huge negative number takes a slow path on a CPU, 3-10x its normal time); a row with
-    nothing to attend (a padding query) gets probabilities 0, so its output and gradients are 0."""
+    """softmax(q k^T * scale, masked) v in fp32 whatever the inputs' dtype, rounded once to it. Masked
+    scores are -inf, not a least finite value (`exp` of a huge negative number takes a slow path on a
+    CPU); a row with nothing to attend (a padding query) gets probabilities, output and gradients 0."""
     with torch.autocast("cpu", enabled=False):  # autocast would send the products back to bf16
         q, k, v = query.float(), key.float(), value.float()
         scale = q.size(-1) ** -0.5 if scaling is None else scaling
         scores = torch.matmul(q * scale, k.transpose(-1, -2))
-        causal = getattr(module, "is_causal", True)
-        keep = keep_mask(attention_mask, q.size(-2), k.size(-2), causal, q.device)
-        if keep is not None:
+        # where a query may attend, as transformers' SDPA path reads the mask: a boolean one as given, a
+        # float one where it is 0, and none as causal (aligned as SDPA's `is_causal`) for several queries
+        if attention_mask is not None:
+            keep = attention_mask if attention_mask.dtype == torch.bool else attention_mask == 0
             scores = scores.masked_fill(~keep, float("-inf"))
+        elif getattr(module, "is_causal", True) and q.size(-2) > 1:
+            future = torch.ones(q.size(-2), k.size(-2), dtype=torch.bool, device=q.device).triu(1)
+            scores = scores.masked_fill(future, float("-inf"))
         probs = ShortRowSoftmax.apply(scores)
         if dropout > 0.0:
             probs = F.dropout(probs, p=dropout, training=True)
@@ -103,9 +79,7 @@ def arith_attention(
     **kwargs,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Under bf16 on a CPU: `explicit_fp32_attention` for up to `EXPLICIT_MAX_KEYS` keys, SDPA in fp32 for
-    more. Elsewhere (fp32, CUDA) transformers' `sdpa_attention_forward` itself: in fp32 the written-out
-    attention buys nothing measurable on a whole step (its products are the step's), so an fp32 CPU run
-    computes exactly what it did before it."""
+    more. Elsewhere transformers' SDPA itself (in fp32 the written-out attention buys nothing measurable)."""
     if query.device.type != "cpu" or query.dtype != torch.bfloat16:
         return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
     if key.size(-2) <= EXPLICIT_MAX_KEYS:

@@ -1,18 +1,25 @@
-"""Position coupling (Cho et al. 2024), a position scheme beyond the paper, registered in
-`arith.model.schemes.SCHEMES` (docs/DESIGN.md, "Add a position scheme", followed once for it)."""
+"""Position coupling (Cho et al. 2024), a position scheme beyond the paper, in a module of its own as
+docs/DESIGN.md's "Add a position scheme" describes."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from arith.config import ConfigError, CouplingSettings, DataConfig, ExperimentConfig
+from arith.config import ConfigError, CouplingSettings, ExperimentConfig
 from arith.data.tasks import get_task, test_digits
-from arith.model.positions import AbacusState, ModelShape, PositionScheme, _check_width, start_offsets
+from arith.model.positions import (
+    AbacusState,
+    ModelShape,
+    PositionScheme,
+    _end,
+    digit_mask,
+    run_index,
+    start_offsets,
+)
 
 
 @dataclass(frozen=True)
@@ -23,22 +30,15 @@ class CouplingState(AbacusState):
 
 
 class Coupling(PositionScheme):
-    """Position coupling (Cho et al. 2024): digits of equal significance in the operands and the
-    answer share a position id, so that the model finds the digits to combine by equal ids.
+    """Position coupling (Cho et al. 2024): digits of equal significance in the operands and the answer
+    share a position id, so that the model finds the digits to combine by equal ids.
 
-    A digit of significance k (10^k) gets the id `offset + 2 + k`; the token right after a number
-    written most significant digit first (the operator after an operand: " +", " =") gets
-    `offset + 1`, one below its least significant digit, as in Cho et al.'s code, so that every token
-    that predicts an answer digit of significance k (the " =" for k = 0, the digit k - 1 after it)
-    sits one id below the operand digits it needs; every other token gets 0. The offset is a random
-    start in [0, max_offset] per sequence while training (the paper's random starting id) and 0 at
-    evaluation. Significance needs to know which way each number is written,
-    which is the task's knowledge (`Task.digit_order`): the n-th digit run of a line is the n-th
-    number; an "msd"-first number of L digits has significances L-1..0, an "lsd"-first one 0, 1, ...
-    Decoding reads one token at a time, so the answer must be lsd-first (reversed) — its significance
-    is then known as each digit is written; a run beyond the task's numbers gets id 0. An msd-first
-    number's length is read within one call of `embed` (a whole prompt: exact). The ids are GPT-2's
-    learned `wpe` rows, so `n_positions` bounds offset + the longest number."""
+    A digit of significance k gets the id `offset + 2 + k`; the token right after a number written most
+    significant digit first (" +", " =") gets `offset + 1`, as in Cho et al.'s code, so that the token
+    predicting an answer digit sits one id below the operand digits it needs; every other token gets 0.
+    The offset is a random start in [0, max_offset] while training, 0 at evaluation. Which way each
+    number is written is the task's knowledge (`Task.digit_order`); the answer must be written least
+    significant digit first, so that decoding knows each digit's significance as it writes it."""
 
     name = "coupling"
     uses_wpe = True
@@ -59,7 +59,9 @@ class Coupling(PositionScheme):
         if m.coupling_max_offset < 0:
             raise ConfigError(f"model.coupling_max_offset must be >= 0 (got {m.coupling_max_offset})")
         get_task(d.task).digit_order(d.format)  # refuses formats without a defined significance
-        longest = coupling_digits(d)
+        # the most digits a number has (the answer of the longest test cell): a product's twice a factor's
+        widest = max(d.max_digits, *test_digits(d))
+        longest = 2 * widest if get_task(d.task).carries == "product" else widest + 1
         if m.coupling_max_offset + longest + 1 >= m.n_positions:
             raise ConfigError(
                 f"model.position='coupling' gives ids up to coupling_max_offset + {longest} (the longest "
@@ -69,67 +71,42 @@ class Coupling(PositionScheme):
 
     @classmethod
     def build(cls, settings: Any, shape: ModelShape) -> Coupling:
-        return cls(
-            shape.digit_ids,
-            shape.vocab_size,
-            shape.digit_order,
-            settings.coupling_max_offset,
-            shape.n_positions,
-        )
+        return cls(shape, settings.coupling_max_offset)
 
-    def __init__(
-        self,
-        digit_token_ids: Iterable[int],
-        vocab_size: int,
-        digit_order: Sequence[str],
-        max_offset: int,
-        n_positions: int,
-    ) -> None:
+    def __init__(self, shape: ModelShape, max_offset: int) -> None:
         super().__init__()
-        if not digit_order or any(o not in self.ORDERS for o in digit_order):
+        self.digit_order = shape.digit_order
+        if not self.digit_order or any(o not in self.ORDERS for o in self.digit_order):
             raise ValueError(
                 f"position coupling needs the task's digit order, 'msd' or 'lsd' per number (got "
-                f"{tuple(digit_order)}); build the model with its data config"
+                f"{self.digit_order}); build the model with its data config"
             )
-        self.digit_order = tuple(digit_order)
-        self.max_offset, self.n_positions = max_offset, n_positions
-        is_digit = torch.zeros(vocab_size, dtype=torch.bool)
-        is_digit[list(digit_token_ids)] = True
-        if not is_digit.any():
-            raise ValueError("position coupling needs digit tokens, but the tokenizer has none")
-        self.register_buffer("is_digit", is_digit)
+        self.max_offset, self.n_positions = max_offset, shape.n_positions
+        self.register_buffer("is_digit", digit_mask(shape, "position coupling"))
         #: per number of the line: True where it is written most significant digit first
         self.register_buffer("msd_first", torch.tensor([o == "msd" for o in self.digit_order]))
 
     def draw(self, attention_mask: torch.Tensor, generator: torch.Generator | None = None) -> CouplingState:
-        batch = attention_mask.shape[0]
-        device = attention_mask.device
+        batch, device = attention_mask.shape[0], attention_mask.device
         offset = start_offsets(batch, self.max_offset if self.training else 0, generator, device)
         zeros = torch.zeros(batch, dtype=torch.long, device=device)
         # position_ids only records the width here: embed computes the coupled ids from the tokens
-        return CouplingState(
-            position_ids=torch.zeros_like(attention_mask, dtype=torch.long),
-            offset=offset,
-            digit_run=zeros,
-            numbers=zeros,
-        )
+        ids = torch.zeros_like(attention_mask, dtype=torch.long)
+        return CouplingState(position_ids=ids, offset=offset, digit_run=zeros, numbers=zeros)
 
     def embed(self, input_ids, token_embeds, state, start=0):
-        stop = start + input_ids.shape[1]
-        _check_width(state, stop)
+        _end(state, start, input_ids)
         fresh = start == 0
         run = torch.zeros_like(state.digit_run) if fresh else state.digit_run
         numbers = torch.zeros_like(state.numbers) if fresh else state.numbers
         digit = self.is_digit[input_ids]
-        # 1-based index of each digit within its run (0 on other tokens), carried across calls
-        count = run[:, None] + digit.long().cumsum(-1)
-        index = count - torch.where(digit, 0, count).cummax(-1).values
+        index = run_index(digit, run)
         # a number begins where a digit follows a non-digit (or a call that ended outside a run)
         before = torch.cat([run[:, None] > 0, digit[:, :-1]], dim=1)
         begins = (digit & ~before).long().cumsum(-1)
         number = numbers[:, None] + begins - 1
         # each run's length within this call: the largest index of its digits
-        length = count.new_zeros(count.shape[0], count.shape[1] + 1)
+        length = index.new_zeros(index.shape[0], index.shape[1] + 1)
         length = length.scatter_reduce(1, begins, index, "amax").gather(1, begins)
         numbered = (number >= 0) & (number < len(self.digit_order))  # a number of the task's
         known = digit & numbered
@@ -152,11 +129,4 @@ class Coupling(PositionScheme):
         return token_embeds, ids, after
 
     def extra_config(self) -> dict:
-        return {"coupling_max_offset": self.max_offset, "digit_order": list(self.digit_order)}
-
-
-def coupling_digits(d: DataConfig) -> int:
-    """The most digits a number of data config `d` has (the answer of the longest test cell): twice the
-    factors' for a product, one more than the operands' for a sum."""
-    widest = max(d.max_digits, *test_digits(d))
-    return 2 * widest if get_task(d.task).carries == "product" else widest + 1
+        return {"digit_order": list(self.digit_order)}

@@ -1,10 +1,9 @@
 """ArithModel: transformers' GPT2LMHeadModel driven through a position scheme.
 
 The model computes the GPT-2 input itself (`wte(ids)` + the scheme's contribution) and hands
-`inputs_embeds`, `position_ids` and the attention mask to the GPT-2 trunk, so that one code path
-serves every scheme, in training and in KV-cache decoding. The attention mask is always passed:
-transformers reads non-consecutive position ids without one as packed sequences.
-"""
+`inputs_embeds`, `position_ids` and the attention mask to the GPT-2 trunk, so that one code path serves
+every scheme, in training and in KV-cache decoding. The mask is always passed: without one, transformers
+reads non-consecutive position ids as packed sequences."""
 
 from __future__ import annotations
 
@@ -21,7 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import DynamicCache, GPT2Config, GPT2LMHeadModel
 
-from arith.config import INITS, MODEL_PRESETS, DataConfig, ModelConfig
+from arith.config import INITS, MODEL_PRESETS, DataConfig, ModelConfig, choice
 from arith.data.tasks import get_task
 from arith.model.attention import ATTENTION
 from arith.model.positions import ModelShape, PositionScheme, PositionState, digit_token_ids
@@ -58,8 +57,6 @@ class ArithModel(nn.Module):
         self._epoch = 0
         self._generators: dict[torch.device, torch.Generator] = {}
 
-    # --- training ----------------------------------------------------------------------------------------
-
     @property
     def device(self) -> torch.device:
         return self.lm.transformer.wte.weight.device
@@ -69,32 +66,22 @@ class ArithModel(nn.Module):
         self._epoch = epoch
         self._generators.clear()
 
-    def _training_generator(self, device: torch.device) -> torch.Generator:
-        generator = self._generators.get(device)
-        if generator is None:
-            generator = torch.Generator(device=device)
-            generator.manual_seed(zlib.crc32(f"{self._seed}/{self._epoch}".encode()))
-            self._generators[device] = generator
-        return generator
-
     @torch.compiler.disable  # generators are not traceable: draw eagerly, compile the rest
     def draw_positions(
         self, attention_mask: torch.Tensor, generator: torch.Generator | None = None
     ) -> PositionState:
         """The scheme's per-sequence draw for these columns. Without a generator: the epoch's
         generator in training mode, a fixed seed in eval mode (so eval never moves training's)."""
-        width, reach = attention_mask.shape[1], self.lm.config.n_positions
+        width, reach, device = attention_mask.shape[1], self.lm.config.n_positions, attention_mask.device
         if width > reach:  # GPT-2's position table would fail with an index error, or a scheme would alias
-            raise ValueError(
-                f"a line of {width} tokens (prompt and answer) is longer than the model's "
-                f"n_positions={reach}: it cannot place it"
-            )
-        if generator is None:
-            if self.training:
-                generator = self._training_generator(attention_mask.device)
-            else:
-                generator = torch.Generator(device=attention_mask.device)
-                generator.manual_seed(0)
+            raise ValueError(f"a line of {width} tokens: a model of n_positions={reach} cannot place it")
+        if generator is None and not self.training:
+            generator = torch.Generator(device=device).manual_seed(0)
+        elif generator is None:
+            if device not in self._generators:
+                seed = zlib.crc32(f"{self._seed}/{self._epoch}".encode())
+                self._generators[device] = torch.Generator(device=device).manual_seed(seed)
+            generator = self._generators[device]
         return self.scheme.draw(attention_mask, generator)
 
     def forward(
@@ -107,21 +94,16 @@ class ArithModel(nn.Module):
         generator: torch.Generator | None = None,
         logits: bool = True,
     ) -> ModelOutput:
-        """Logits for every column and the loss on the tokens `loss_mask` marks (default: every real
-        token after the first). `positions` reuses a draw (e.g. the one a generation used).
-
-        `logits=False` (training) runs the LM head only on the columns that predict a weighted token
-        and returns no logits: the same loss, without the head's matmuls on the prompt (most of a
-        line when the loss is on the answer). Selecting those columns has a data-dependent shape, so
-        a CUDA graph or a host-sync-free GPU step keeps `logits=True`."""
+        """Logits for every column and the loss on the tokens `loss_mask` marks (default: every real token
+        after the first); `positions` reuses a draw (e.g. a generation's). `logits=False` runs the LM head
+        only on the columns that predict a weighted token: the same loss without the head's matmuls on the
+        prompt, but a data-dependent shape (no CUDA graph)."""
         if positions is None:
             positions = self.draw_positions(attention_mask, generator)
-        hidden, _, _ = self._trunk(input_ids, attention_mask, positions, start=0, cache=None)
+        hidden, _ = self._trunk(input_ids, attention_mask, positions, start=0, cache=None)
         weights = (attention_mask if loss_mask is None else loss_mask)[:, 1:]
         if not logits:
-            return ModelOutput(
-                loss=weighted_rows_loss(self.lm.lm_head, hidden, input_ids, weights), logits=None
-            )
+            return ModelOutput(weighted_rows_loss(self.lm.lm_head, hidden, input_ids, weights), None)
         all_logits = self.lm.lm_head(hidden)
         return ModelOutput(loss=next_token_loss(all_logits, input_ids, weights), logits=all_logits)
 
@@ -132,7 +114,7 @@ class ArithModel(nn.Module):
         positions: PositionState,
         start: int,
         cache: DynamicCache | None,
-    ) -> tuple[torch.Tensor, PositionState, DynamicCache | None]:
+    ) -> tuple[torch.Tensor, PositionState]:
         """Final hidden states (after the scheme's readout) for columns start:start+T."""
         token_embeds = self.lm.transformer.wte(input_ids)
         inputs, position_ids, positions = self.scheme.embed(input_ids, token_embeds, positions, start)
@@ -146,9 +128,7 @@ class ArithModel(nn.Module):
             inputs_embeds=inputs,
             use_cache=cache is not None,
         )
-        return self.scheme.readout(out.last_hidden_state), positions, cache
-
-    # --- decoding ----------------------------------------------------------------------------------------
+        return self.scheme.readout(out.last_hidden_state), positions
 
     @torch.no_grad()
     def generate_greedy(
@@ -163,10 +143,8 @@ class ArithModel(nn.Module):
         stop_token_ids: Sequence[int] = (),
     ) -> torch.Tensor:
         """Greedy continuation of left-padded prompts with the KV cache: (B, n <= max_new_tokens) new
-        tokens; after a row's eos it holds eos. A row also ends at a token of `stop_token_ids` (the line
-        breaks) written after its first other token (a reply may open with a line break). Each row's
-        position draw (tags, ids, offsets) is made once for prompt + new tokens and kept through every
-        step."""
+        tokens, eos after a row's eos. A row also ends at a token of `stop_token_ids` (line breaks) after
+        its first other token (a reply may open with a line break). The positions are drawn once."""
         batch, prompt_len = input_ids.shape
         if max_new_tokens < 1:
             return input_ids.new_zeros(batch, 0)
@@ -183,7 +161,7 @@ class ArithModel(nn.Module):
             return ended
 
         cache = DynamicCache(config=self.lm.config)
-        hidden, positions, cache = self._trunk(input_ids, mask[:, :prompt_len], positions, 0, cache)
+        hidden, positions = self._trunk(input_ids, mask[:, :prompt_len], positions, 0, cache)
         token = self.lm.lm_head(hidden[:, -1]).argmax(-1)
         done = finished(token)
         new_tokens = [token]
@@ -191,17 +169,13 @@ class ArithModel(nn.Module):
             if step % FINISH_CHECK_EVERY == 0 and bool(done.all()):
                 break
             column = prompt_len + step - 1
-            hidden, positions, cache = self._trunk(
-                token[:, None], mask[:, : column + 1], positions, column, cache
-            )
+            hidden, positions = self._trunk(token[:, None], mask[:, : column + 1], positions, column, cache)
             token = self.lm.lm_head(hidden[:, -1]).argmax(-1)
             if eos_token_id is not None:
                 token = torch.where(done, eos_token_id, token)
             done |= finished(token)
             new_tokens.append(token)
         return torch.stack(new_tokens, dim=1)
-
-    # --- persistence -------------------------------------------------------------------------------------
 
     def save(self, path: str | Path, tokenizer=None) -> None:
         """A directory `from_pretrained` can read (HF weights + config) plus the scheme's settings and
@@ -221,13 +195,9 @@ class ArithModel(nn.Module):
         if tokenizer is not None:
             tokenizer.save_pretrained(path)
 
-    def num_parameters(self, trainable_only: bool = False) -> int:
-        return sum(p.numel() for p in self.parameters() if p.requires_grad or not trainable_only)
-
 
 #: under bf16 autocast on a CPU the rows the LM head reads are padded to a multiple of this: oneDNN keeps a
-#: compiled kernel for every matrix shape it meets, and an answer-only loss selects a different number of
-#: rows nearly every batch, so its cache grew by ~60 MB an epoch (5 GB in a worker that ran 8 trials)
+#: kernel for every matrix shape it meets, and an answer-only loss selects a new row count nearly every batch
 ROW_BUCKET = 64
 
 
@@ -261,19 +231,10 @@ def build_model(cfg: ModelConfig, tokenizer, data: DataConfig | None = None) -> 
     """A GPT-2 for `tokenizer`, randomly initialised from the preset/sizes or loaded with
     `from_pretrained(cfg.pretrained)` (a local directory or hub name), with `cfg.position` attached.
     `data` tells schemes that read the task's structure (coupling: its digit order) what it is."""
-    if cfg.init not in INITS:
-        raise ValueError(f"model.init={cfg.init!r} is not valid; choose one of: {', '.join(INITS)}")
-    if cfg.preset not in MODEL_PRESETS:
-        raise ValueError(
-            f"model.preset={cfg.preset!r} is not valid; choose one of: {', '.join(MODEL_PRESETS)}"
-        )
-    # gelu_pytorch_tanh is GPT-2's gelu_new computed by one fused kernel instead of five
-    overrides = {
-        "resid_pdrop": cfg.dropout,
-        "embd_pdrop": cfg.dropout,
-        "attn_pdrop": cfg.dropout,
-        "activation_function": "gelu_pytorch_tanh",
-    }
+    choice("model.init", cfg.init, INITS)
+    choice("model.preset", cfg.preset, MODEL_PRESETS)
+    overrides = {f"{part}_pdrop": cfg.dropout for part in ("resid", "embd", "attn")}
+    overrides["activation_function"] = "gelu_pytorch_tanh"  # GPT-2's gelu_new, one fused kernel not five
     if cfg.init == "pretrained":
         lm = _load_pretrained(cfg.pretrained, **overrides)
         if len(tokenizer) > lm.config.vocab_size:
@@ -319,10 +280,7 @@ def load_folder(folder: str | Path, device: str | torch.device | None = None) ->
             f"no model at {folder}: not a folder (an MLflow URI loads with arith.tracking.models.load_model)"
         )
     if not (path / SCHEME_CONFIG).exists():
-        raise ModelFolderError(
-            f"{path} is not a model written by ArithModel.save: it has no {SCHEME_CONFIG} (the position "
-            "scheme a model needs to run)"
-        )
+        raise ModelFolderError(f"{path} is not a model written by ArithModel.save: it has no {SCHEME_CONFIG}")
     saved = json.loads((path / SCHEME_CONFIG).read_text())
     cfg = ModelConfig(**saved["model_config"])
     with quiet_progress():
@@ -355,19 +313,12 @@ def _load_pretrained(name: str, **overrides) -> GPT2LMHeadModel:
         return GPT2LMHeadModel.from_pretrained(name, attn_implementation=ATTENTION, **overrides)
     except OSError as err:
         raise OSError(
-            f"cannot load pretrained GPT-2 {name!r}: give a directory written by save_pretrained / "
-            f"ArithModel.save, or a hub name when the hub is reachable ({err})"
+            f"cannot load pretrained GPT-2 {name!r}: no save_pretrained folder, no reachable hub name ({err})"
         ) from err
 
 
 def _scheme_for(cfg: ModelConfig, config: GPT2Config, digit_ids, digit_order=()) -> PositionScheme:
     """The scheme `cfg.position` for the actual model sizes (a pretrained model's, not the preset's)."""
-    shape = ModelShape(
-        n_embd=config.n_embd,
-        n_head=config.n_head,
-        n_positions=config.n_positions,
-        vocab_size=config.vocab_size,
-        digit_ids=tuple(digit_ids),
-        digit_order=tuple(digit_order),
-    )
+    sizes = (config.n_embd, config.n_head, config.n_positions, config.vocab_size)
+    shape = ModelShape(*sizes, tuple(digit_ids), tuple(digit_order))
     return scheme_class(cfg.position).build(cfg, shape)

@@ -2,32 +2,25 @@
 
 Every scheme turns token embeddings into the GPT-2 input in two steps:
 
-1. `draw(attention_mask, generator)` fixes what is random or precomputed for a batch of sequences for
-   their whole life (random tags, random position ids, abacus offsets) as a `PositionState`. The mask
-   covers every column the sequences will ever have, so decoding draws once for prompt + new tokens
-   and each decoding step reuses the same draw.
-2. `embed(input_ids, token_embeds, state, start)` gives the inputs for columns `start:start+T`
-   (a whole line in training, one new token per decoding step) and the position ids GPT-2 adds its
-   `wpe` for; schemes that carry information from earlier tokens (abacus digit runs) return an
-   updated state.
+1. `draw(attention_mask, generator)` fixes what is random for a batch of sequences for their whole life
+   (tags, position ids, offsets) as a `PositionState`. The mask covers every column the sequences will
+   ever have, so decoding draws once for prompt + new tokens and every step reuses the draw.
+2. `embed(input_ids, token_embeds, state, start)` gives the inputs for columns `start:start+T` (a whole
+   line in training, one token per decoding step) and the position ids GPT-2 adds its `wpe` for;
+   schemes that carry information from earlier tokens (abacus digit runs) return an updated state.
 
-`readout(hidden)` adapts the final hidden states before the LM head (random_embed decodes only from
-the non-tag dimensions). Real tokens are numbered by rank (cumsum of the mask), so left and right
-padding give the same positions. Schemes other than `learned`/`randomized` zero and freeze GPT-2's
-`wpe` once the model is built: transformers always adds it and re-initialises it in `post_init`.
+`readout(hidden)` adapts the final hidden states before the LM head. Real tokens are numbered by rank
+(cumsum of the mask), so left and right padding give the same positions. Schemes that do not use `wpe`
+zero and freeze it: transformers always adds it.
 
-Each scheme owns its settings and its state: `Settings` names the dataclass of `arith.config` holding
-the `model.*` fields only it reads (`ModelConfig` is built from them), its `PositionState` subclass holds
-what it draws per sequence, `check` rejects an impossible experiment config, and `build` makes the
-module for a model's sizes. The registry `SCHEMES` is `arith.model.schemes`: adding a scheme is a class
-here (or in a module of its own, as arith/model/coupling.py) plus one line there (docs/DESIGN.md, "Add a
-position scheme").
+Each scheme owns its `Settings` (the `model.*` fields only it reads, an `arith.config` class), its
+`PositionState` subclass, a `check` of the experiment config and a `build` for a model's sizes. Adding a
+scheme is a class plus one line in `arith.model.schemes` (docs/DESIGN.md, "Add a position scheme").
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,8 +40,8 @@ from arith.config import (
 
 @dataclass(frozen=True)
 class PositionState:
-    """A batch's position information over `width` columns, fixed for the sequences' lifetime. A scheme
-    that draws more than the ids has a subclass of its own (RandomEmbedState, AbacusState, ...)."""
+    """A batch's position information over `width` columns, fixed for the sequences' lifetime; a scheme
+    that draws more than the ids has a subclass of its own."""
 
     #: (B, width) ids GPT-2 looks `wpe` up with (rank of each real token; pads get 0)
     position_ids: torch.Tensor
@@ -78,8 +71,8 @@ def rank_ids(attention_mask: torch.Tensor) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class ModelShape:
-    """What a scheme is built for: the GPT-2's actual sizes (a pretrained model's, not the preset's),
-    the tokenizer's digit tokens, and the order the task writes each number's digits in."""
+    """What a scheme is built for: the GPT-2's actual sizes (a pretrained model's, not the preset's), the
+    tokenizer's digit tokens, and the order the task writes each number's digits in."""
 
     n_embd: int
     n_head: int
@@ -101,7 +94,7 @@ class PositionScheme(nn.Module):
     #: whether `build` needs the task's digit order (ModelShape.digit_order)
     needs_digit_order = False
 
-    #: the `model.*` config fields only this scheme reads, with their defaults (an arith.config class)
+    #: the `model.*` config fields only this scheme reads, with their defaults
     Settings: type = NoSettings
 
     @classmethod
@@ -110,10 +103,8 @@ class PositionScheme(nn.Module):
 
     @classmethod
     def max_width(cls, cfg: ExperimentConfig) -> tuple[int, str]:
-        """(the most columns a sequence may span under `cfg`, the setting that bounds them), which
-        `arith.training.lengths` holds the data to before launch: every column's position id indexes
-        GPT-2's `wpe`, `model.n_positions` rows, used or not (abacus's table has a row for a digit run as
-        long as that, plus its offsets; coupling's ids are bounded apart, in its `check`)."""
+        """(the most columns a sequence may span under `cfg`, the setting that bounds them), which the data
+        is held to before launch: every column's position id indexes GPT-2's `wpe`, used or not."""
         return cfg.model.n_positions, f"model.n_positions={cfg.model.n_positions}"
 
     @classmethod
@@ -124,10 +115,7 @@ class PositionScheme(nn.Module):
     def attach(self, lm: nn.Module) -> None:
         """Adapt a freshly built or loaded GPT2LMHeadModel to the scheme."""
         if not self.uses_wpe:
-            wpe = lm.transformer.wpe
-            with torch.no_grad():
-                wpe.weight.zero_()
-            wpe.weight.requires_grad_(False)
+            lm.transformer.wpe.weight.requires_grad_(False).zero_()
 
     def draw(self, attention_mask: torch.Tensor, generator: torch.Generator | None = None) -> PositionState:
         return PositionState(position_ids=rank_ids(attention_mask))
@@ -135,31 +123,49 @@ class PositionScheme(nn.Module):
     def embed(
         self, input_ids: torch.Tensor, token_embeds: torch.Tensor, state: PositionState, start: int = 0
     ) -> tuple[torch.Tensor, torch.Tensor, PositionState]:
-        stop = start + input_ids.shape[1]
-        _check_width(state, stop)
+        stop = _end(state, start, input_ids)
         return token_embeds, state.position_ids[:, start:stop], state
 
     def readout(self, hidden: torch.Tensor) -> torch.Tensor:
         return hidden
 
     def extra_config(self) -> dict:
-        """Scheme settings saved beside the model so that `load_folder` (arith.model.gpt) rebuilds it."""
+        """What `load_folder` (arith.model.gpt) needs back beyond the model's config (coupling: the task's
+        digit order), saved beside the model."""
         return {}
 
 
 def start_offsets(
     batch: int, max_offset: int, generator: torch.Generator | None, device: torch.device
 ) -> torch.Tensor:
-    """A random start offset in 0..max_offset per line (training), or 0 (evaluation, max_offset 0): the
-    schemes that count digits from a random start (Abacus, coupling) see every offset while training."""
+    """A random start offset in 0..max_offset per line, or 0 where max_offset is (evaluation)."""
     if max_offset:
         return torch.randint(0, max_offset + 1, (batch,), generator=generator, device=device)
     return torch.zeros(batch, dtype=torch.long, device=device)
 
 
-def _check_width(state: PositionState, stop: int) -> None:
+def _end(state: PositionState, start: int, input_ids: torch.Tensor) -> int:
+    """The end of the columns start:start+T that `embed` is asked for, which the state must cover."""
+    stop = start + input_ids.shape[1]
     if stop > state.width:
         raise ValueError(f"position state covers {state.width} columns but column {stop - 1} was asked for")
+    return stop
+
+
+def digit_mask(shape: ModelShape, scheme: str) -> torch.Tensor:
+    """is_digit[token id]: whether the token's text is a digit string (possibly with a leading space)."""
+    is_digit = torch.zeros(shape.vocab_size, dtype=torch.bool)
+    is_digit[list(shape.digit_ids)] = True
+    if not is_digit.any():
+        raise ValueError(f"{scheme} needs digit tokens, but the tokenizer has none")
+    return is_digit
+
+
+def run_index(digit: torch.Tensor, run: torch.Tensor) -> torch.Tensor:
+    """Each digit's 1-based index within its run of digits (0 on other tokens), a run open before these
+    columns going on from its `run` digits: the digits so far less those counted at the last non-digit."""
+    count = run[:, None] + digit.long().cumsum(-1)
+    return count - torch.where(digit, 0, count).cummax(-1).values
 
 
 class Learned(PositionScheme):
@@ -176,11 +182,9 @@ class NoPosition(PositionScheme):
 
 
 class RandomEmbed(PositionScheme):
-    """The paper's random embedding (§3.2): a Gaussian tag per token overwrites the last
-    n_hash/n_head dims of each head's slice of the input; the LM head reads only the other dims.
-
-    Tags are drawn per sequence and column; the generator decides when they are fresh (the model
-    reseeds it every epoch, the evaluator seeds its own)."""
+    """The paper's random embedding (§3.2): a Gaussian tag per token overwrites the last n_hash/n_head
+    dims of each head's slice of the input; the LM head reads only the other dims. Tags are drawn per
+    sequence and column, fresh when the generator is (the model reseeds it every epoch)."""
 
     name = "random_embed"
 
@@ -203,8 +207,7 @@ class RandomEmbed(PositionScheme):
         super().__init__()
         if n_hash % n_head or not 0 < n_hash < n_embd:
             raise ValueError(
-                f"random_embed needs 0 < n_hash < n_embd and n_head | n_hash "
-                f"(got n_hash={n_hash}, n_head={n_head}, n_embd={n_embd})"
+                f"random_embed needs 0 < n_hash < n_embd, n_head | n_hash ({n_hash=}, {n_head=}, {n_embd=})"
             )
         self.n_embd, self.n_head, self.n_hash = n_embd, n_head, n_hash
         head_dim, per_head = n_embd // n_head, n_hash // n_head
@@ -219,8 +222,7 @@ class RandomEmbed(PositionScheme):
         return RandomEmbedState(position_ids=rank_ids(attention_mask), tags=tags)
 
     def embed(self, input_ids, token_embeds, state, start=0):
-        stop = start + input_ids.shape[1]
-        _check_width(state, stop)
+        stop = _end(state, start, input_ids)
         batch, length, _ = token_embeds.shape
         heads = token_embeds.view(batch, length, self.n_head, -1)
         per_head = self.n_hash // self.n_head
@@ -230,9 +232,6 @@ class RandomEmbed(PositionScheme):
 
     def readout(self, hidden: torch.Tensor) -> torch.Tensor:
         return hidden * self.decode_mask.to(hidden.dtype)
-
-    def extra_config(self) -> dict:
-        return {"n_hash": self.n_hash}
 
 
 class Randomized(PositionScheme):
@@ -275,17 +274,16 @@ class Randomized(PositionScheme):
         self.max_position = max_position
 
     def draw(self, attention_mask: torch.Tensor, generator: torch.Generator | None = None) -> PositionState:
-        batch, width = attention_mask.shape
+        batch, longest = attention_mask.shape  # a row has at most as many real tokens as columns
         n_real = attention_mask.long().sum(-1, keepdim=True)
-        longest = width  # a row never has more real tokens than columns
         if longest > self.max_position:
             raise ValueError(
                 f"randomized positions draw from {self.max_position} ids but a sequence has {longest} "
                 f"columns; raise model.randomized_max_position (<= model.n_positions)"
             )
         noise = torch.rand(batch, self.max_position, generator=generator, device=attention_mask.device)
-        # topk of noise = a uniformly random subset in random order; its first n_real ids are a
-        # uniform subset of that size, which sorted become the row's positions.
+        # topk of noise = a uniformly random subset in random order; its first n_real ids, sorted, are
+        # the row's positions
         subset = noise.topk(longest, dim=-1).indices
         column = torch.arange(longest, device=subset.device)
         subset = torch.where(column < n_real, subset, self.max_position).sort(dim=-1).values
@@ -293,19 +291,13 @@ class Randomized(PositionScheme):
         ids = torch.where(attention_mask.bool(), ids, 0)
         return PositionState(position_ids=ids)
 
-    def extra_config(self) -> dict:
-        return {"randomized_max_position": self.max_position}
-
 
 class Abacus(PositionScheme):
-    """Abacus embeddings (McLeish et al. 2024): each digit token gets its 1-based index within its
-    own number (a run of consecutive digit tokens) plus a random offset in [0, max_offset] while
-    training (0 at test), looked up in a learned table and added to the input; other tokens get 0.
-
-    The index counts digits in the order they are written, so it is a digit's significance where every
-    number is written least significant digit first, as McLeish et al. write them (the `lsd_first`
-    addition format): digits of equal significance then share a row. On numbers written the usual way
-    the rows are aligned from the most significant digit instead, which is not the paper's scheme."""
+    """Abacus embeddings (McLeish et al. 2024): each digit token gets its 1-based index within its own
+    number (a run of digit tokens) plus a random offset in [0, max_offset] while training (0 at test),
+    looked up in a learned table and added to the input; other tokens get 0. The index is a digit's
+    significance only where numbers are written least significant digit first, as McLeish et al. write
+    them (the `lsd_first` format)."""
 
     name = "abacus"
     needs_digits = True
@@ -319,31 +311,17 @@ class Abacus(PositionScheme):
 
     @classmethod
     def build(cls, settings: Any, shape: ModelShape) -> Abacus:
-        return cls(
-            shape.n_embd,
-            shape.digit_ids,
-            shape.vocab_size,
-            settings.abacus_max_offset,
-            max_index=shape.n_positions,
-        )
+        return cls(shape, settings.abacus_max_offset)
 
-    def __init__(
-        self, n_embd: int, digit_token_ids: Iterable[int], vocab_size: int, max_offset: int, max_index: int
-    ) -> None:
+    def __init__(self, shape: ModelShape, max_offset: int) -> None:
         super().__init__()
         self.max_offset = max_offset
-        is_digit = torch.zeros(vocab_size, dtype=torch.bool)
-        is_digit[list(digit_token_ids)] = True
-        if not is_digit.any():
-            raise ValueError("abacus positions need digit tokens, but the tokenizer has none")
-        #: is_digit[token id]: the token's text is a digit string (possibly with a leading space)
-        self.register_buffer("is_digit", is_digit)
-        self.embedding = nn.Embedding(max_index + max_offset + 1, n_embd)
+        self.register_buffer("is_digit", digit_mask(shape, "abacus positions"))
+        self.embedding = nn.Embedding(shape.n_positions + max_offset + 1, shape.n_embd)
         nn.init.normal_(self.embedding.weight, std=0.02)
 
     def draw(self, attention_mask: torch.Tensor, generator: torch.Generator | None = None) -> PositionState:
-        batch = attention_mask.shape[0]
-        device = attention_mask.device
+        batch, device = attention_mask.shape[0], attention_mask.device
         offset = start_offsets(batch, self.max_offset if self.training else 0, generator, device)
         run = torch.zeros(batch, dtype=torch.long, device=device)
         return AbacusState(position_ids=rank_ids(attention_mask), offset=offset, digit_run=run)
@@ -352,35 +330,24 @@ class Abacus(PositionScheme):
         self, input_ids: torch.Tensor, state: AbacusState, start: int = 0
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(slot, index): the table row each token of columns start:start+T looks up (its 1-based index
-        within its digit run plus the line's offset; 0 for other tokens), and the index alone. The table
-        has n_positions + max_offset + 1 rows and a run is never longer than the line, so every slot has
-        a row of its own (nothing is clamped onto another digit's)."""
+        within its digit run plus the line's offset; 0 for other tokens), and the index alone. A run is
+        never longer than the line, so every slot has a row of its own (none is clamped)."""
         run = state.digit_run if start > 0 else torch.zeros_like(state.digit_run)
         digit = self.is_digit[input_ids]
-        count = run[:, None] + digit.long().cumsum(-1)
-        # index within the current run = digits so far - digits counted at the last non-digit
-        last_break = torch.where(digit, 0, count).cummax(-1).values
-        index = count - last_break
+        index = run_index(digit, run)
         slot = torch.where(digit, index + state.offset[:, None], 0)
         return slot, index
 
     def embed(self, input_ids, token_embeds, state, start=0):
-        stop = start + input_ids.shape[1]
-        _check_width(state, stop)
+        stop = _end(state, start, input_ids)
         slot, index = self.digit_slots(input_ids, state, start)
         inputs = token_embeds + self.embedding(slot).to(token_embeds.dtype)
         return inputs, state.position_ids[:, start:stop], dataclasses.replace(state, digit_run=index[:, -1])
 
-    def extra_config(self) -> dict:
-        return {"abacus_max_offset": self.max_offset}
-
 
 def digit_token_ids(tokenizer) -> list[int]:
     """Ids of tokens whose text is a digit string, possibly after one leading space (" 7", "12")."""
-    ids = []
-    for token, index in tokenizer.get_vocab().items():
-        text = tokenizer.convert_tokens_to_string([token])
-        body = text[1:] if text.startswith(" ") else text
-        if body.isdigit() and body.isascii():
-            ids.append(index)
-    return ids
+    bodies = {
+        i: tokenizer.convert_tokens_to_string([t]).removeprefix(" ") for t, i in tokenizer.get_vocab().items()
+    }
+    return [i for i, body in bodies.items() if body.isdigit() and body.isascii()]

@@ -1,19 +1,13 @@
-"""The registry of position schemes: `SCHEMES` by their `model.position` name, looked up by config
-validation (`arith.validation`), the model (`arith.model.gpt`) and the docs.
-
-Apart from `arith.model.positions` (the interface and the built-in schemes) so that a scheme in a module of
-its own (`arith.model.coupling`) imports the interface and this registry imports both, with no cycle.
-Adding a scheme is a class plus one entry here (docs/DESIGN.md, "Add a position scheme").
-"""
+"""The registry of position schemes, `SCHEMES` by their `model.position` name: apart from the interface
+(`arith.model.positions`) so that a scheme in a module of its own (`arith.model.coupling`) imports the
+interface and this registry imports both, with no cycle."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Sequence
-from types import SimpleNamespace
 from typing import Any
 
-from arith.config import ConfigError
+from arith.config import ModelConfig, choice
 from arith.model.coupling import Coupling
 from arith.model.positions import (
     Abacus,
@@ -31,15 +25,11 @@ SCHEMES: dict[str, type[PositionScheme]] = {
 }
 #: the names, in registry order (the tests run every one)
 POSITION_SCHEMES: tuple[str, ...] = tuple(SCHEMES)
-#: each scheme's Settings (once: schemes without settings share the base's); `arith.config.ModelConfig`
-#: must hold every one (tests/test_positions.py checks it)
-SCHEME_SETTINGS: tuple[type, ...] = tuple(dict.fromkeys(scheme.Settings for scheme in SCHEMES.values()))
 
 
 def scheme_class(name: str) -> type[PositionScheme]:
     """The registered scheme called `name`; an unknown name fails listing the valid ones."""
-    if name not in SCHEMES:
-        raise ConfigError(f"model.position={name!r} is not valid; choose one of: {', '.join(SCHEMES)}")
+    choice("model.position", name, SCHEMES)
     return SCHEMES[name]
 
 
@@ -54,12 +44,7 @@ def make_scheme(
     digit_order: Sequence[str] = (),
     **settings: Any,
 ) -> PositionScheme:
-    """The scheme called `name` for a model of the given sizes; `settings` are Settings fields
+    """The scheme called `name` for a model of the given sizes; `settings` are ModelConfig fields
     (``n_hash=8``, ``abacus_max_offset=3``), every other one at its default."""
-    cls = scheme_class(name)
-    defaults = {f.name: f.default for s in SCHEME_SETTINGS for f in dataclasses.fields(s)}
-    unknown = set(settings) - set(defaults)
-    if unknown:
-        raise TypeError(f"unknown scheme setting(s) {sorted(unknown)}; valid: {', '.join(defaults)}")
     shape = ModelShape(n_embd, n_head, n_positions, vocab_size, tuple(digit_ids), tuple(digit_order))
-    return cls.build(SimpleNamespace(**{**defaults, **settings}), shape)
+    return scheme_class(name).build(ModelConfig(**settings), shape)

@@ -1,12 +1,9 @@
 """The digit-aware tokenizer for models trained from scratch; GPT-2's for pretrained ones.
 
-It splits text the way GPT-2's BPE splits the paper's data: a digit with its leading space is one
-token (" 7"), an extra space is a token of its own (random spaces stay visible), each operator or
-punctuation mark with or without its leading space is one token, and frequent words of the training
-texts (dialogues) become word tokens (" Teacher"). Words it has not seen fall back to shorter pieces,
-characters, and for non-ASCII text UTF-8 bytes, so any file encodes. Built from `tokenizers` classes
-and wrapped as a transformers fast tokenizer, it saves and loads beside a model.
-"""
+It splits text as GPT-2's BPE splits the paper's data: a digit with its leading space is one token (" 7"),
+an extra space a token of its own (random spaces stay visible), frequent words of the training texts word
+tokens (" Teacher"); unseen words fall back to characters and UTF-8 bytes, so any file encodes. A
+transformers fast tokenizer, it saves and loads beside a model."""
 
 from __future__ import annotations
 
@@ -31,21 +28,11 @@ ALPHABET = [ch for ch in string.printable if ch not in "\r\x0b\x0c"]
 _WORD = re.compile(r" [A-Za-z]{2,}")
 
 
-def _word_counts(texts: Iterable[str]) -> Counter[str]:
-    counts: Counter[str] = Counter()
-    for text in texts:
-        counts.update(_WORD.findall(" " + text))
-    return counts
-
-
 def build_tokenizer(
     texts: Iterable[str] = (), *, max_words: int = 2000, min_count: int = 2
 ) -> PreTrainedTokenizerFast:
-    """A BPE over single characters whose merges make " d" and " <char>" tokens, plus one token for
-    each of the `max_words` most frequent words of `texts` seen at least `min_count` times.
-
-    Deterministic: the same texts give the same vocabulary (ties broken alphabetically).
-    """
+    """A BPE over single characters whose merges make " d" and " <char>" tokens, plus one token for each
+    of the `max_words` most frequent words of `texts` seen `min_count` times (ties broken alphabetically)."""
     vocab: dict[str, int] = {}
     merges: list[tuple[str, str]] = []
 
@@ -62,11 +49,9 @@ def build_tokenizer(
     for ch in ALPHABET:
         if not ch.isspace():
             merge(" ", ch)
-    counts = _word_counts(texts)
-    words = sorted((w for w, c in counts.items() if c >= min_count), key=lambda w: (-counts[w], w))[
-        :max_words
-    ]
-    for word in words:
+    counts = Counter(word for text in texts for word in _WORD.findall(" " + text))
+    frequent = sorted((w for w, c in counts.items() if c >= min_count), key=lambda w: (-counts[w], w))
+    for word in frequent[:max_words]:
         for end in range(3, len(word) + 1):  # " T" exists: " Te", " Tea", ..., " Teacher"
             merge(word[: end - 1], word[end - 1])
 
@@ -84,52 +69,39 @@ def build_tokenizer(
 
 
 def tokenizer_for(model_cfg: ModelConfig, texts: Iterable[str] = ()) -> PreTrainedTokenizerFast:
-    """GPT-2's tokenizer (from model_cfg.pretrained) for a pretrained model, or for any model with
-    model.tokenizer='pretrained'; else `build_tokenizer(texts)`. A random-init model whose pretrained
-    tokenizer cannot be loaded (no hub access, no local copy) falls back to the digit-aware one, saying so.
-
-    GPT-2 has no pad token; its end-of-text token pads (the attention mask hides it)."""
+    """GPT-2's tokenizer (model_cfg.pretrained's) for a pretrained model or model.tokenizer='pretrained',
+    else `build_tokenizer(texts)`; a random-init model falls back to that, saying so, when GPT-2's cannot
+    load. GPT-2 has no pad token: its end-of-text token pads (the attention mask hides it)."""
     if model_cfg.init != "pretrained" and model_cfg.tokenizer != "pretrained":
         return build_tokenizer(texts)
-    if model_cfg.init != "pretrained":
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(model_cfg.pretrained)
-        except (OSError, ValueError) as err:
-            print(
-                f"model.tokenizer=pretrained: cannot load the tokenizer of {model_cfg.pretrained!r} ({err}); "
-                "using the digit-aware tokenizer of arith.model.tokenizer instead",
-                file=sys.stderr,
-            )
-            return build_tokenizer(texts)
-    else:
+    try:
         tokenizer = AutoTokenizer.from_pretrained(model_cfg.pretrained)
+    except (OSError, ValueError) as err:
+        if model_cfg.init == "pretrained":
+            raise
+        print(
+            f"model.tokenizer=pretrained: cannot load the tokenizer of {model_cfg.pretrained!r} ({err}); "
+            "using the digit-aware tokenizer of arith.model.tokenizer instead",
+            file=sys.stderr,
+        )
+        return build_tokenizer(texts)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
 
 
 def encode_example(tokenizer: PreTrainedTokenizerFast, example: Example) -> tuple[list[int], int]:
-    """(input_ids, answer_start): encode(" " + prompt) + encode(answer) + [eos].
-
-    The leading space makes the first digit " d" like every other; `answer_start` indexes the first
-    answer token, so the trainer can weight the loss and the evaluator prompt with ids[:answer_start].
-    """
-    prompt = tokenizer.encode(" " + example.prompt, add_special_tokens=False)
-    answer = tokenizer.encode(example.answer, add_special_tokens=False)
-    return [*prompt, *answer, tokenizer.eos_token_id], len(prompt)
+    """(input_ids, answer_start): encode(" " + prompt) + encode(answer) + [eos]. The leading space makes
+    the first digit " d" like every other; `answer_start` indexes the first answer token."""
+    return encode_examples(tokenizer, [example])[0]
 
 
 def encode_examples(
     tokenizer: PreTrainedTokenizerFast, examples: Iterable[Example]
 ) -> list[tuple[list[int], int]]:
     """`encode_example` for many examples at once (batched in the Rust tokenizer)."""
-    examples = list(examples)
-    backend = tokenizer.backend_tokenizer
-    prompts = [
-        enc.ids for enc in backend.encode_batch([" " + e.prompt for e in examples], add_special_tokens=False)
-    ]
-    answers = [
-        enc.ids for enc in backend.encode_batch([e.answer for e in examples], add_special_tokens=False)
-    ]
+    examples, encode = list(examples), tokenizer.backend_tokenizer.encode_batch
+    prompts = encode([" " + e.prompt for e in examples], add_special_tokens=False)
+    answers = encode([e.answer for e in examples], add_special_tokens=False)
     eos = tokenizer.eos_token_id
-    return [([*p, *a, eos], len(p)) for p, a in zip(prompts, answers, strict=True)]
+    return [([*p.ids, *a.ids, eos], len(p.ids)) for p, a in zip(prompts, answers, strict=True)]

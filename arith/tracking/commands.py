@@ -1,44 +1,29 @@
-"""The sweep command lines the store records: a sweep's parent run is tagged with the command that ran it,
-and its sweep folder keeps the arguments it started with, by which a later session finds it again. What
-identifies a sweep is its command line less where it runs and reports (`sweep_identity`); `--seeds` is
-written so that sweeps/run.py reads it back as the same seeds (`seeds_argument`). Here, apart from
-sweeps/, so that the analysis reading a tagged command and the sweep writing it share one rule.
-"""
+"""The sweep command lines the store records, by which a later session finds a sweep again (its identity:
+the command line less where it runs and reports). Apart from sweeps/, so that the analysis reading a tagged
+command and the sweep writing it share one rule."""
 
 from __future__ import annotations
 
 import shlex
 
-#: the flags of sweeps/run.py that say where a sweep runs and reports, not what it runs (value or none)
+#: the flags of sweeps/run.py that say where a sweep runs and reports, not what it runs (-> takes a value)
 PLACE_FLAGS = {
-    "--tracking-uri": True,
-    "--storage-path": True,
-    "--address": True,
-    "--ray-temp-dir": True,
-    "--resume": False,
-    "--dry-run": False,
-    "--quiet": False,
-    "--verbose": False,
+    **dict.fromkeys(("--tracking-uri", "--storage-path", "--address", "--ray-temp-dir"), True),
+    **dict.fromkeys(("--resume", "--dry-run", "--quiet", "--verbose"), False),
 }
 
-
-#: the flags of how Tune runs a sweep's trials (value or none): a resumed sweep keeps the values it started
-#: with (`Tuner.restore` restores its TuneConfig and RunConfig), so on `--resume` they pick no sweep and
-#: change none (`unapplied_on_resume` says so)
-RESTORED_FLAGS = {
-    "--max-concurrent": True,
-    "--max-failures": True,
-}
+#: the flags of how Tune runs a sweep's trials: `Tuner.restore` keeps the values a sweep started with, so on
+#: `--resume` they pick no sweep and change nothing (`unapplied_on_resume` says so)
+RESTORED_FLAGS = {"--max-concurrent": True, "--max-failures": True}
 
 
 def sweep_identity(argv: list[str]) -> list[str]:
-    """What a sweep runs, as its command line says it: `argv` less the flags of where it runs and reports
-    (`PLACE_FLAGS`), so that the same sweep run against another store or Ray is known as the same."""
+    """`argv` less `PLACE_FLAGS`: the same sweep run against another store or Ray is known as the same."""
     return without_flags(argv, PLACE_FLAGS)
 
 
 def without_flags(argv: list[str], flags: dict[str, bool]) -> list[str]:
-    """`argv` less `flags` (flag -> whether it takes a value), in either form, `--flag v` or `--flag=v`."""
+    """`argv` less `flags` (flag -> whether it takes a value), as `--flag v` or `--flag=v`."""
     out, skip = [], False
     for word in argv:
         flag = word.split("=", 1)[0]
@@ -65,14 +50,12 @@ def flag_values(argv: list[str], flags: dict[str, bool]) -> dict[str, str]:
 
 
 def same_sweep(started: list[str], resumed: list[str]) -> bool:
-    """Whether a `--resume` command's identity names the sweep started as `started`: the same arguments,
-    whatever either says of `RESTORED_FLAGS`."""
+    """Whether a `--resume` command names the sweep started as `started` (`RESTORED_FLAGS` aside)."""
     return without_flags(started, RESTORED_FLAGS) == without_flags(resumed, RESTORED_FLAGS)
 
 
 def unapplied_on_resume(started: list[str], resumed: list[str]) -> list[str]:
-    """One line for each of `RESTORED_FLAGS` the resume command sets otherwise than the sweep started:
-    Tune keeps the first value, and the user should know theirs is not applied."""
+    """A line for each of `RESTORED_FLAGS` the resume command sets otherwise than the sweep started."""
     was, asked = flag_values(started, RESTORED_FLAGS), flag_values(resumed, RESTORED_FLAGS)
     return [
         f"{flag} {value} is not applied: a resumed sweep runs as it started "
@@ -83,15 +66,14 @@ def unapplied_on_resume(started: list[str], resumed: list[str]) -> list[str]:
 
 
 def seeds_argument(seeds: int | tuple[int, ...]) -> str:
-    """`--seeds` as sweeps/run.py reads it back: a count K as "K", explicit seeds as "1,2", and one explicit
-    seed as "100," (a bare "100" would be a count of a hundred seeds)."""
+    """`--seeds` as sweeps/run.py reads it back: a count as "K", seeds as "1,2", one seed as "100," (a bare
+    "100" would be a count)."""
     if isinstance(seeds, int):
         return str(seeds)
     return ",".join(map(str, seeds)) + ("," if len(seeds) == 1 else "")
 
 
 def resuming(sweep: str, started: list[str], resumed: list[str]) -> str:
-    """What `--resume` prints: the sweep it continues, the command that started it, and a line for each
-    of `RESTORED_FLAGS` the resume command sets otherwise (`unapplied_on_resume`)."""
+    """What `--resume` prints: the sweep, the command that started it, and `unapplied_on_resume`."""
     said = f"resuming sweep {sweep}, started as: {shlex.join(started)}"
     return "\n".join([said, *unapplied_on_resume(started, resumed)])

@@ -1,20 +1,7 @@
-"""Where in the answer a model errs: the error rate by answer digit, from the kept wrong answers.
-
-The paper's argument is that a model loses track of a digit's position. This module reads the wrong
-answers an evaluation keeps (`eval/errors.csv`, `arith.training.evaluate.EvalResult.errors_frame`) digit by
-digit:
-
-- every answer is read as a number, least significant digit first (position 0 = the units), whatever the
-  format writes first (a reversed answer is already; a plain one is turned round; padding zeros count as
-  digits the model has to write). A reply is read the same way; a digit it lacks is wrong.
-- for the arithmetic tasks each answer digit also gets the length of the carry chain that reaches it:
-  the run of consecutive lower columns whose carry reaches the next one, in the schoolbook sum (addition:
-  a_k + b_k + carry; multiplication: the long multiplication's column sums, sum over i + j = k of
-  a_i * b_j, plus the carry, whose carry may exceed 1). A digit with chain 0 needs no carry; one with
-  chain 4 needs a carry passed up through four columns.
-
-`digit_rows` gives one row per kept wrong answer x answer digit; `by_position` and `by_carry_chain` count
-them per cell (summing over runs when given several); `figure` draws both for one trial or point.
+"""Where in the answer a model errs, from the wrong answers an evaluation keeps (`eval/errors.csv`): the
+paper's argument is that a model loses track of a digit's position. Answers and replies are read least
+significant digit first (padding zeros count: the model writes them), and for sums and products each digit
+gets the length of the carry chain into it (the schoolbook columns whose carries reach it).
 """
 
 from __future__ import annotations
@@ -28,15 +15,13 @@ from arith.tracking.schema import (
     CELL_KEYS,
     COL_DIGITS_COLUMN,
     CONTEXT_COLUMN,
-    CORRECT_COLUMN,
-    N_COLUMN,
     ROW_DIGITS_COLUMN,
 )
 
 
 def carry_chains(task: str, a: int, b: int, width: int) -> list[int]:
-    """For answer digits 0..width-1 (least significant first), the length of the carry chain into each
-    (0 = no carry arrives). Empty for a task that is not a sum or product of its operands."""
+    """For answer digits 0..width-1 (least significant first), the length of the carry chain into each (0 =
+    no carry; a product's column sums may carry more than 1). Empty for a task without carries."""
     carries = get_task(task).carries  # "sum", "product" or "" (no carries)
     if not carries:
         return []
@@ -55,10 +40,9 @@ def carry_chains(task: str, a: int, b: int, width: int) -> list[int]:
 
 
 def digit_rows(errors: pd.DataFrame, task: str, fmt: str) -> pd.DataFrame:
-    """One row per kept wrong answer x digit of its expected answer: the cell, `answer` (the wrong
-    answer's index in `errors`), `position` (0 = least significant), `chain` (carry chain into it; -1
-    where the task has none) and `wrong` (the reply's digit there differs or is missing). Answers whose
-    expected text holds no number (none of the formats' keys) are left out."""
+    """One row per kept wrong answer x expected digit: the cell, `answer` (its index in `errors`),
+    `position` (0 = least significant), `chain` (-1 where the task has none) and `wrong` (the reply's
+    digit differs or is missing). Answers whose expected text holds no number are left out."""
     rows = []
     for index, error in enumerate(errors.itertuples(index=False)):
         expected = answer_digits(task, fmt, error.expected)
@@ -76,52 +60,35 @@ def digit_rows(errors: pd.DataFrame, task: str, fmt: str) -> pd.DataFrame:
     return frame.astype({ROW_DIGITS_COLUMN: "Int64"})
 
 
-def by_position(
-    rows: pd.DataFrame, cells: pd.DataFrame | None = None, keys: list[str] = CELL_KEYS
-) -> pd.DataFrame:
-    """Per `keys` (a cell, by default) and answer digit: `answers` (kept wrong answers that have that
-    digit), `wrong` (of those, how many have it wrong), `rate` = wrong / answers; with the cells
-    (columns n, correct), also `rate_all`: the estimated fraction of all the cell's answers with that
-    digit wrong, rate x (n - correct) / n (exact when every wrong answer was kept)."""
-    columns = [*keys, "position", "answers", "wrong", "rate"]
+def _rates(rows: pd.DataFrame, by: str, count: str, keys: list[str]) -> pd.DataFrame:
+    """Per `keys` and `by`: `count` (digits), `wrong` (of those), `rate` = wrong / count."""
     if rows.empty:
-        return pd.DataFrame(columns=columns + (["rate_all"] if cells is not None else []))
+        return pd.DataFrame(columns=[*keys, by, count, "wrong", "rate"])
     out = (
-        rows.groupby([*keys, "position"], dropna=False)["wrong"]
-        .agg(answers="count", wrong="sum")
-        .reset_index()
+        rows.groupby([*keys, by], dropna=False)["wrong"].agg(**{count: "count", "wrong": "sum"}).reset_index()
     )
-    out["rate"] = out["wrong"] / out["answers"]
-    if cells is not None:
-        totals = cells.groupby(keys, dropna=False)[[N_COLUMN, CORRECT_COLUMN]].sum().reset_index()
-        out = out.merge(totals, on=keys, how="left")
-        out["rate_all"] = out["rate"] * (out[N_COLUMN] - out[CORRECT_COLUMN]) / out[N_COLUMN]
-        out = out.drop(columns=[N_COLUMN, CORRECT_COLUMN])
+    out["rate"] = out["wrong"] / out[count]
     return out
+
+
+def by_position(rows: pd.DataFrame, keys: list[str] = CELL_KEYS) -> pd.DataFrame:
+    """Per `keys` (a cell) and answer digit: `answers` (wrong answers with that digit), `wrong`, `rate`."""
+    return _rates(rows, "position", "answers", keys)
 
 
 def by_carry_chain(rows: pd.DataFrame, keys: list[str] = CELL_KEYS) -> pd.DataFrame:
-    """Per `keys` and carry-chain length: `digits` (answer digits of the kept wrong answers with that
-    chain), `wrong`, `rate` = wrong / digits. Empty for a task without carries."""
-    rows = rows[rows["chain"] >= 0] if not rows.empty else rows
-    if rows.empty:
-        return pd.DataFrame(columns=[*keys, "chain", "digits", "wrong", "rate"])
-    out = rows.groupby([*keys, "chain"], dropna=False)["wrong"].agg(digits="count", wrong="sum").reset_index()
-    out["rate"] = out["wrong"] / out["digits"]
-    return out
+    """Per `keys` and carry-chain length: `digits`, `wrong`, `rate` (empty for a task without carries)."""
+    return _rates(rows[rows["chain"] >= 0] if not rows.empty else rows, "chain", "digits", keys)
 
 
 def cell_label(context: str, row_digits, col_digits) -> str:
-    """`3x2` (digits of a x digits of b) for a multiplication cell; the digit count otherwise, with the
-    context in front unless it is `main`."""
+    """`3x2` (digits of a x b) or the digit count, after the context unless it is `main`."""
     label = str(int(col_digits)) if pd.isna(row_digits) else f"{int(col_digits)}x{int(row_digits)}"
     return label if context == "main" else f"{context} {label}"
 
 
 def figure(rows: pd.DataFrame, title: str = "") -> Figure | None:
-    """Left: the error rate among wrong answers by cell (rows) and answer digit (columns, least
-    significant first). Right, for sums and products: the rate by carry-chain length, over all cells.
-    None when no wrong answer was kept."""
+    """The error rate among wrong answers by cell and answer digit, and by carry chain (None without any)."""
     if rows.empty:
         return None
     positions = by_position(rows)
@@ -168,8 +135,7 @@ def figure(rows: pd.DataFrame, title: str = "") -> Figure | None:
 
 
 def cells_heatmap(frame: pd.DataFrame, context: str, title: str = "") -> Figure:
-    """The accuracy grid of one context as a Figure: rows = digits of b, columns = digits of a for
-    multiplication; a single row over the digit counts for one-dimensional tasks."""
+    """The accuracy grid of one context: digits of b x digits of a, or one row for one-dimensional tasks."""
     cells = frame[frame[CONTEXT_COLUMN] == context]
     if cells.empty:
         raise ValueError(

@@ -1,27 +1,17 @@
 """What a trial has logged and its MLflow store does not have yet: batched, kept through store outages,
-saved when the trial ends without the store, and sent later from the saved folder.
-
-Metric values wait in memory and go with `log_batch`; tags, texts and files wait too. A send that fails
-because the store is down keeps everything, warns once and tries again after a growing pause; values past
-`MAX_BUFFERED` go to a file in the trial's folder. What is still unsent rides in every checkpoint
-(`Outbox.unsent`), so a trial killed while the store is down loses nothing. A trial that still cannot
-reach the store at its end writes everything unsent to `unsent-<run id>/` (`Outbox.save`), which
-
-    python -m arith.tracking send FOLDER [--tracking-uri URI]
-
-sends (`send_unsent`, `main`). The tracker (`arith.tracking.runs.MlflowTracker`) decides what to log;
-this module only gets it there, which is why it is apart: the queue knows no evaluation or schema.
+carried in every checkpoint (`Outbox.unsent`), and saved to `unsent-<run id>/` when the trial ends without
+the store (`Outbox.save`), for `python -m arith.tracking send FOLDER` to send later. The tracker
+(`arith.tracking.runs`) decides what to log; this queue knows no evaluation or schema.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,10 +19,9 @@ from arith.tracking import store
 
 #: MLflow's per-call limit of metrics for log_batch
 MAX_METRICS_PER_BATCH = 1000
-#: buffered metric values are sent once this many are waiting (and before every checkpoint, and at the end)
+#: buffered metric values are sent once this many wait (and before every checkpoint, and at the end), or
+#: once the oldest has waited FLUSH_AFTER_S: a slow trial would otherwise show the UI no curve for an hour
 FLUSH_EVERY = 500
-#: ... or once the oldest has waited this long: a slow trial (a CPU model logging every few seconds) would
-#: otherwise show the MLflow UI no curve for most of an hour; one batch a minute is still one call
 FLUSH_AFTER_S = 60.0
 #: at most this many values wait in memory while the store is down; older ones go to the trial's folder
 MAX_BUFFERED = 200_000
@@ -48,8 +37,7 @@ Value = tuple[str, float, int, int]
 
 
 class Outbox:
-    """One run's unsent metrics, tags, texts (artifact file -> text) and files (local path, artifact
-    dir), sent in that order by `flush`."""
+    """One run's unsent metrics, tags, texts and files, sent in that order by `flush`."""
 
     def __init__(self, client, run_id: str, uri: str, folder: Path) -> None:
         self.client, self.run_id, self.uri, self.folder = client, run_id, uri, folder
@@ -61,8 +49,7 @@ class Outbox:
         self._waiting_since: float | None = None  # when the oldest value still in memory was queued
 
     def add_metrics(self, values: list[Value]) -> None:
-        """Queue metric values (past MAX_BUFFERED the oldest go to the trial's folder); send them once a
-        batch is full or the oldest has waited FLUSH_AFTER_S."""
+        """Queue metric values (past MAX_BUFFERED the oldest go to the trial's folder), sent when due."""
         if self._waiting_since is None:
             self._waiting_since = time.monotonic()
         self.metrics.extend(values)
@@ -112,10 +99,7 @@ class Outbox:
         return bool(self.metrics or self.tags or self.texts or self.files or self.spilled().exists())
 
     def _send(self) -> None:
-        """Send in order, dropping each part only once the store has it (a failure mid-way resends none
-        of what arrived)."""
-        from mlflow.entities import RunTag
-
+        """Send in order, dropping each part once the store has it (a failure resends none that arrived)."""
         spilled = self.spilled()
         if spilled.exists():
             send_metrics(self.client, self.run_id, read_values(spilled))
@@ -124,15 +108,7 @@ class Outbox:
             send_metrics(self.client, self.run_id, self.metrics[:MAX_METRICS_PER_BATCH])
             del self.metrics[:MAX_METRICS_PER_BATCH]
         self._waiting_since = None
-        if self.tags:
-            self.client.log_batch(self.run_id, tags=[RunTag(k, v) for k, v in self.tags.items()])
-            self.tags.clear()
-        for name in list(self.texts):
-            self.client.log_text(self.run_id, self.texts[name], name)
-            del self.texts[name]
-        while self.files:
-            log_file(self.client, self.run_id, *self.files[0])
-            self.files.pop(0)
+        send_parts(self.client, self.run_id, self.tags, self.texts, self.files)
 
     def spilled(self) -> Path:
         """The file of metric values that did not fit in memory while the store was down."""
@@ -185,12 +161,24 @@ def patiently(action: Callable[[], T], what: str, uri: str) -> T:
             pause = min(30.0, pause * 2)
 
 
-def log_file(client, run_id: str, path: str, directory: str) -> None:
-    """A file into the run's folder `directory`, or a folder's files as `directory` itself."""
-    if Path(path).is_dir():
-        client.log_artifacts(run_id, path, directory)
-    else:
-        client.log_artifact(run_id, path, directory)
+def send_parts(client, run_id: str, tags: dict[str, str], texts: dict[str, str], files: list) -> None:
+    """Tags, texts (artifact file -> text) and files (a file into the run's folder `directory`, a folder's
+    files as `directory` itself), each dropped from its collection once the store has it."""
+    from mlflow.entities import RunTag
+
+    if tags:
+        client.log_batch(run_id, tags=[RunTag(k, v) for k, v in tags.items()])
+        tags.clear()
+    for name in list(texts):
+        client.log_text(run_id, texts[name], name)
+        del texts[name]
+    while files:
+        path, directory = files[0]
+        if Path(path).is_dir():
+            client.log_artifacts(run_id, path, directory)
+        else:
+            client.log_artifact(run_id, path, directory)
+        files.pop(0)
 
 
 def send_metrics(client, run_id: str, values: list[Value]) -> None:
@@ -202,49 +190,32 @@ def send_metrics(client, run_id: str, values: list[Value]) -> None:
         client.log_batch(run_id, metrics=[Metric(k, v, ts, step) for k, v, ts, step in chunk])
 
 
+def logged_steps(client, run_id: str) -> set[tuple[str, int]]:
+    """Every (metric key, step) the run holds."""
+    have: set[tuple[str, int]] = set()
+    for key in client.get_run(run_id).data.metrics:
+        have |= {(key, m.step) for m in client.get_metric_history(run_id, key)}
+    return have
+
+
 def read_values(path: Path) -> list[Value]:
     return [tuple(json.loads(line)) for line in path.read_text().splitlines() if line]
 
 
 def send_unsent(folder: str | Path, tracking_uri: str | None = None) -> int:
-    """Send a trial's saved unsent metrics, artifacts and end status (skipping any (key, step) the run
-    already has, so sending twice is harmless); returns how many metric values were sent."""
+    """Send a saved unsent folder (sending twice is harmless: the run's (key, step) are skipped); returns
+    how many metric values were sent."""
     folder = Path(folder)
     header = json.loads((folder / UNSENT_RUN).read_text())
     uri = tracking_uri or header["tracking_uri"]
     client = store.open_client(uri)
     run_id = header["run_id"]
-    have = set()
-    for key in client.get_run(run_id).data.metrics:
-        have |= {(key, m.step) for m in client.get_metric_history(run_id, key)}
+    have = logged_steps(client, run_id)
     metrics_file = folder / UNSENT_METRICS
     values = read_values(metrics_file) if metrics_file.exists() else []
     values = [v for v in values if (v[0], v[3]) not in have]
     send_metrics(client, run_id, values)
-    from mlflow.entities import RunTag
-
-    if header["tags"]:
-        client.log_batch(run_id, tags=[RunTag(k, v) for k, v in header["tags"].items()])
-    for name, text in header["texts"].items():
-        client.log_text(run_id, text, name)
-    for path, directory in header["files"]:
-        log_file(client, run_id, path, directory)
+    send_parts(client, run_id, header["tags"], header["texts"], header["files"])
     client.set_terminated(run_id, status=header["status"])
     folder.rename(folder.with_name(folder.name + ".sent"))
     return len(values)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m arith.tracking", description="Tracking utilities.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    send = commands.add_parser("send", help="send a trial's unsent metrics (an unsent-<run id> folder)")
-    send.add_argument("folder")
-    send.add_argument("--tracking-uri", help="the store to send to (default: the one the trial used)")
-    args = parser.parse_args(argv)
-    n = send_unsent(args.folder, args.tracking_uri)
-    print(f"sent {n} metric values and the run's end to {args.tracking_uri or 'its store'}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

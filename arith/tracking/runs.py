@@ -1,16 +1,7 @@
-"""MLflow logging for one trial, following the schema in docs/DESIGN.md, and surviving store outages.
-
-The trial owns its run through client calls (no global active run, so trials in one process cannot
-cross-log). A resumed trial re-opens the run id saved in its checkpoint and logs nothing the run already
-has: the (key, step) pairs and evaluation epochs already in the store are skipped, so a step logged by
-an attempt that died after its last checkpoint is not logged twice.
-
-What the run is sent goes through its `arith.tracking.outbox.Outbox`: batched, kept while the store is
-down, riding in every checkpoint (`unsent()`), and at the end of a trial that still cannot reach the
-store saved in `unsent-<run id>/`; the trial then fails with the command that sends it later
-(`python -m arith.tracking send FOLDER`).
-
-mlflow is imported lazily: a machine without it can still train with `tracking.enabled=False`.
+"""MLflow logging for one trial (the schema of docs/DESIGN.md) that survives store outages. The trial owns
+its run through client calls (no global active run: trials in one process cannot cross-log); a resumed trial
+re-opens it and skips every (key, step) and evaluation epoch it has. What is sent goes through an `Outbox`.
+mlflow is imported lazily: a machine without it trains with `tracking.enabled=False`.
 """
 
 from __future__ import annotations
@@ -20,40 +11,28 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from functools import partial
+from io import StringIO
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pandas as pd
 
 from arith.config import ExperimentConfig
-from arith.tracking import digit_errors, logged_model, store
-from arith.tracking.outbox import Outbox, patiently
-from arith.tracking.schema import (
-    CELLS_ARTIFACT,
-    CONTEXT_COLUMN,
-    EPOCH_COLUMN,
-    ERRORS_ARTIFACT,
-    FAILURES_ARTIFACT,
-    MODEL_ARTIFACT,
-    PARENT_RUN_TAG,
-)
+from arith.tracking import digit_errors, logged_model, schema, store
+from arith.tracking.outbox import Outbox, logged_steps, patiently
 
 #: MLflow's per-call limit of params for log_batch
 _MAX_PARAMS_PER_BATCH = 100
-#: the kept wrong answers of the latest evaluation: the canonical CSV and the table the MLflow UI shows
-ERRORS_CSV, ERRORS_TABLE = ERRORS_ARTIFACT, "eval/errors.json"
-
-#: significant digits a metric is stored with: far below what any metric measures (an accuracy over 100
-#: problems moves in steps of 0.01), and what keeps the UI's columns from reading 0.9450000000000001
+#: the kept wrong answers as the table the MLflow UI shows (beside the canonical eval/errors.csv)
+ERRORS_TABLE = "eval/errors.json"
+#: significant digits a metric is stored with: far below what any metric resolves, and the UI's columns
+#: then read 0.945, not 0.9450000000000001
 METRIC_DIGITS = 6
-
-T = TypeVar("T")
 
 
 def stored(value: float) -> float:
-    """A metric's value as the store keeps it: `METRIC_DIGITS` significant digits (nan and inf as they are).
-    The trainer and Ray Tune read the value itself; only its record in MLflow is rounded."""
+    """A metric's value as the store keeps it (the trainer and Ray Tune read the value itself)."""
     return float(f"{float(value):.{METRIC_DIGITS}g}")
 
 
@@ -62,9 +41,13 @@ class TrackingUnavailableError(RuntimeError):
 
 
 class NullTracker:
-    """The tracker for `tracking.enabled=False`: same calls, nothing logged."""
+    """The tracker for `tracking.enabled=False`, and for a resumed trial whose run is already FINISHED:
+    same calls, nothing logged."""
 
-    run_id: str = ""
+    run_id: str = ""  # subclasses set their own
+
+    def __init__(self, run_id: str = "") -> None:
+        self.run_id = run_id
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
         pass
@@ -82,13 +65,11 @@ class NullTracker:
         """The evaluation's kept wrong answers (`EvalResult.errors_frame()`), after `log_evaluation`."""
 
     def log_artifacts(self, folder: str | Path, artifact_path: str) -> None:
-        """Keep the files of `folder` as the run's artifacts under `artifact_path` (e.g. the trained model
-        as `model/`). The tracker takes a copy: the caller may delete `folder` once this returns."""
+        """Keep a copy of `folder`'s files as the run's `artifact_path` (the caller may then delete it)."""
 
     def log_model(self, model, folder: str | Path, step: int) -> None:
-        """Keep the trained `model` (`folder`: `ArithModel.save`'s files and the trial's config) as the
-        run's `model/`; MLflow's tracker makes it an MLflow logged model linked to the metrics at `step`."""
-        self.log_artifacts(folder, MODEL_ARTIFACT)
+        """Keep the trained model (`folder`: `ArithModel.save`'s files and the config) as `model/`."""
+        self.log_artifacts(folder, schema.MODEL_ARTIFACT)
 
     def flush(self) -> bool:
         return True
@@ -110,34 +91,31 @@ class MlflowTracker(NullTracker):
         unsent: dict[str, Any] | None = None,
         folder: str | Path | None = None,
     ) -> None:
-        """Start the trial's run, or re-open `run_id` (a resumed trial), mark it RUNNING again and take
-        back what its checkpoint held unsent. `folder` keeps what cannot be sent (default: the cwd)."""
+        """Start the trial's run, or re-open `run_id` with what its checkpoint held unsent."""
         self.cfg = cfg
         self.uri = cfg.tracking.resolved_uri()
-        self.folder = Path(folder or Path.cwd())
         self._logged: set[tuple[str, int]] = set()  # (key, step) the run had when it was re-opened
         self._cells_history: list[pd.DataFrame] = []
         self._failures_history: list[dict] = []
         self._staging = Path(tempfile.mkdtemp(prefix="arith-figures-"))
-        self.client = self._patiently(lambda: store.open_client(self.uri), "open the store")
+        self.client = patiently(lambda: store.open_client(self.uri), "open the store", self.uri)
+        tags = dict(cfg.tracking.tags)
         if run_id:
             self.run_id = run_id
-            self._patiently(self._reopen, "re-open the run")
-            self.outbox = Outbox(self.client, self.run_id, self.uri, self.folder)
+            patiently(self._reopen, "re-open the run", self.uri)
+        else:
+            if cfg.tracking.parent_run_id:
+                tags[schema.PARENT_RUN_TAG] = cfg.tracking.parent_run_id
+            experiment_id = store.experiment_id(self.client, cfg.tracking.experiment, self.uri)
+            run = self.client.create_run(experiment_id, tags=tags, run_name=cfg.tracking.run_name or None)
+            self.run_id = run.info.run_id
+        self.outbox = Outbox(self.client, self.run_id, self.uri, Path(folder or Path.cwd()))
+        if run_id:
             self._restore_unsent(unsent or {})
-            self.set_tags(dict(cfg.tracking.tags))  # placement tags follow the trial to its new node
-            return
-        tags = dict(cfg.tracking.tags)
-        if cfg.tracking.parent_run_id:
-            tags[PARENT_RUN_TAG] = cfg.tracking.parent_run_id
-        experiment_id = store.experiment_id(self.client, cfg.tracking.experiment, self.uri)
-        run = self.client.create_run(experiment_id, tags=tags, run_name=cfg.tracking.run_name or None)
-        self.run_id = run.info.run_id
-        self.outbox = Outbox(self.client, self.run_id, self.uri, self.folder)
-        self._log_params(cfg.flat())
-        self.log_text(cfg.to_json(), "config.json")
-
-    # --- setup -------------------------------------------------------------------------------------------
+            self.set_tags(tags)  # placement tags follow the trial to its new node
+        else:
+            self._log_params(cfg.flat())
+            self.log_text(cfg.to_json(), "config.json")
 
     def _log_params(self, flat: dict[str, Any]) -> None:
         from mlflow.entities import Param
@@ -149,10 +127,9 @@ class MlflowTracker(NullTracker):
     def _reopen(self) -> None:
         """Mark the run RUNNING, note every (key, step) it has and reload its evaluation history."""
         self.client.update_run(self.run_id, status="RUNNING")
-        for key in self.client.get_run(self.run_id).data.metrics:
-            self._logged |= {(key, m.step) for m in self.client.get_metric_history(self.run_id, key)}
+        self._logged = logged_steps(self.client, self.run_id)
         with tempfile.TemporaryDirectory() as tmp:
-            for name in (CELLS_ARTIFACT, FAILURES_ARTIFACT):
+            for name in (schema.CELLS_ARTIFACT, schema.FAILURES_ARTIFACT):
                 try:
                     path = self.client.download_artifacts(self.run_id, name, tmp)
                 except Exception:  # not written yet (stopped before the first evaluation)
@@ -160,11 +137,9 @@ class MlflowTracker(NullTracker):
                 self._set_history(name, Path(path).read_text())
 
     def _set_history(self, name: str, text: str) -> None:
-        if name == CELLS_ARTIFACT:
-            from io import StringIO
-
+        if name == schema.CELLS_ARTIFACT:
             self._cells_history = [pd.read_csv(StringIO(text))] if text.strip() else []
-        elif name == FAILURES_ARTIFACT:
+        elif name == schema.FAILURES_ARTIFACT:
             self._failures_history = [json.loads(line) for line in text.splitlines() if line]
 
     def _restore_unsent(self, unsent: dict[str, Any]) -> None:
@@ -176,18 +151,10 @@ class MlflowTracker(NullTracker):
             self._set_history(name, text)
         box.tags.update(unsent.get("tags", {}))
 
-    # --- logging -----------------------------------------------------------------------------------------
-
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
-        now = int(time.time() * 1000)
-        step = int(step)
-        self.outbox.add_metrics(
-            [
-                (key, stored(value), now, step)
-                for key, value in metrics.items()
-                if (key, step) not in self._logged
-            ]
-        )
+        now, step = int(time.time() * 1000), int(step)
+        values = [(k, stored(v), now, step) for k, v in metrics.items() if (k, step) not in self._logged]
+        self.outbox.add_metrics(values)
 
     def set_tags(self, tags: dict[str, str]) -> None:
         self.outbox.tags.update({k: str(v) for k, v in tags.items()})
@@ -197,52 +164,46 @@ class MlflowTracker(NullTracker):
         self.outbox.texts[artifact_file] = text
         self.flush()
 
+    def _log_figure(self, figure, name: str, **savefig) -> None:
+        figure.savefig(self._staging / name, **savefig)  # a bare Figure: no pyplot state to close
+        self.outbox.files.append((str(self._staging / name), "eval"))
+
     def log_evaluation(self, cells: pd.DataFrame, failures: pd.DataFrame | list[dict], epoch: int) -> None:
         """Append one evaluation to eval/cells.csv and eval/failures.jsonl and draw its heatmaps; an
         epoch the run already holds (logged before a restart) is not added again."""
-        if any(epoch in set(frame[EPOCH_COLUMN]) for frame in self._cells_history):
+        if any(epoch in set(frame[schema.EPOCH_COLUMN]) for frame in self._cells_history):
             return
         cells = cells.copy()
-        cells.insert(0, EPOCH_COLUMN, epoch)
+        cells.insert(0, schema.EPOCH_COLUMN, epoch)
         self._cells_history.append(cells)
         history = pd.concat(self._cells_history, ignore_index=True)
-        self.outbox.texts[CELLS_ARTIFACT] = history.to_csv(index=False)
+        self.outbox.texts[schema.CELLS_ARTIFACT] = history.to_csv(index=False)
         rows = failures.to_dict("records") if isinstance(failures, pd.DataFrame) else list(failures)
-        self._failures_history.extend({EPOCH_COLUMN: epoch, **row} for row in rows)
-        self.outbox.texts[FAILURES_ARTIFACT] = "".join(
+        self._failures_history.extend({schema.EPOCH_COLUMN: epoch, **row} for row in rows)
+        self.outbox.texts[schema.FAILURES_ARTIFACT] = "".join(
             json.dumps(row, default=str) + "\n" for row in self._failures_history
         )
-        import matplotlib.pyplot as plt
-
         title = f"{self.cfg.data.task} {self.cfg.data.format}"
-        for context in cells[CONTEXT_COLUMN].unique():
+        for context in cells[schema.CONTEXT_COLUMN].unique():
             figure = digit_errors.cells_heatmap(cells, context, title=f"{title}: {context}, epoch {epoch}")
-            path = self._staging / f"heatmap_{context}_epoch{epoch}.png"
-            figure.savefig(path)
-            plt.close(figure)
-            self.outbox.files.append((str(path), "eval"))
+            self._log_figure(figure, f"heatmap_{context}_epoch{epoch}.png")
         self.flush()
 
     def log_errors(self, errors: pd.DataFrame, epoch: int) -> None:
-        """The kept wrong answers replace eval/errors.csv (and the MLflow table eval/errors.json): it
-        holds the latest evaluation's, the one the run's final model gives (an evaluation logged again
-        after a restart writes the same). Their error rate by answer digit is drawn as
-        eval/digit_errors_epoch<E>.png."""
-        import matplotlib.pyplot as plt
-
+        """The kept wrong answers replace eval/errors.csv and its UI table: the latest evaluation's, the
+        final model's. Their error rate by answer digit is drawn as eval/digit_errors_epoch<E>.png."""
         errors = errors.copy()
-        errors.insert(0, EPOCH_COLUMN, epoch)
-        self.outbox.texts[ERRORS_CSV] = errors.to_csv(index=False)
-        self.outbox.tags.update(_table_tag(ERRORS_TABLE))
-        self.outbox.texts[ERRORS_TABLE] = _table_json(errors)
+        errors.insert(0, schema.EPOCH_COLUMN, epoch)
+        self.outbox.texts[schema.ERRORS_ARTIFACT] = errors.to_csv(index=False)
+        # what `MlflowClient.log_table` writes, as a text: sent and kept like any, and replaced by the
+        # next evaluation's rather than appended to; the tag is how the UI lists a run's tables
+        self.outbox.texts[ERRORS_TABLE] = errors.to_json(orient="split", index=False, date_format="iso")
+        self.outbox.tags["mlflow.loggedArtifacts"] = json.dumps([{"path": ERRORS_TABLE, "type": "table"}])
         rows = digit_errors.digit_rows(errors, self.cfg.data.task, self.cfg.data.format)
         title = f"{self.cfg.data.task} {self.cfg.data.format}: where wrong answers err, epoch {epoch}"
         figure = digit_errors.figure(rows, title)
         if figure is not None:
-            path = self._staging / f"digit_errors_epoch{epoch}.png"
-            figure.savefig(path, dpi=100)
-            plt.close(figure)
-            self.outbox.files.append((str(path), "eval"))
+            self._log_figure(figure, f"digit_errors_epoch{epoch}.png", dpi=100)
         self.flush()
 
     def log_artifacts(self, folder: str | Path, artifact_path: str) -> None:
@@ -253,37 +214,27 @@ class MlflowTracker(NullTracker):
         self.flush()
 
     def log_model(self, model, folder: str | Path, step: int) -> None:
-        """An MLflow logged model; while the store stays down, the folder as the artifact `model/`,
-        kept with the run's unsent part like any artifact."""
+        """An MLflow logged model; while the store stays down, the folder as the artifact `model/`."""
         self.flush()  # the metrics of `step` are in the store, for the model to be linked to
+        log = partial(logged_model.log, self.uri, self.run_id, model, Path(folder), step)
         try:
-            self._patiently(
-                lambda: logged_model.log(self.uri, self.run_id, model, Path(folder), step), "log the model"
-            )
+            patiently(log, "log the model", self.uri)
         except Exception as err:
             if not store.is_unreachable(err):
                 raise
             super().log_model(model, folder, step)
 
-    # --- sending -----------------------------------------------------------------------------------------
-
     def flush(self) -> bool:
-        """Send everything waiting (`Outbox.flush`): False while the store is down, which keeps it."""
+        """Send everything waiting: False while the store is down, which keeps it."""
         return self.outbox.flush()
 
     def unsent(self) -> dict[str, Any]:
-        """What the store does not have yet, for the checkpoint (the trainer flushes first)."""
         return self.outbox.unsent()
 
-    def _patiently(self, action: Callable[[], T], what: str) -> T:
-        """Run `action`, retrying for `arith.tracking.outbox.PATIENCE_S` while the store is unreachable."""
-        return patiently(action, what, self.uri)
-
     def finish(self, status: str = "FINISHED") -> None:
-        """Send what is waiting and end the run (FINISHED, FAILED or KILLED: never over a FINISHED that
-        what stopped the trial wrote first), waiting up to PATIENCE_S for a store that is down. If it
-        stays down, save the unsent part in the trial's folder; a FINISHED trial then fails with the
-        command that sends it, a failing one keeps its own error."""
+        """Send what is waiting and end the run (never turning a FINISHED run KILLED), waiting up to
+        PATIENCE_S for a store that is down. If it stays down, save the unsent part in the trial's folder;
+        a FINISHED trial then fails with the command that sends it, a failing one keeps its own error."""
 
         def send_and_end() -> None:
             self.outbox.retry_now()
@@ -294,7 +245,7 @@ class MlflowTracker(NullTracker):
             self.client.set_terminated(self.run_id, status=status)
 
         try:
-            self._patiently(send_and_end, "send the trial's last metrics")
+            patiently(send_and_end, "send the trial's last metrics", self.uri)
         except Exception as err:
             self._end_failed(err, status)
         finally:  # the figures were sent, or copied into the unsent folder
@@ -307,7 +258,7 @@ class MlflowTracker(NullTracker):
                 raise err
             print(f"warning: could not end run {self.run_id} as {status}: {err}", file=sys.stderr)
             return
-        folder = self.save_unsent(status)
+        folder = self.outbox.save(status)
         message = (
             f"MLflow store {store.display(self.uri)} unreachable at the end of the trial ({err}); its "
             f"unsent metrics and the run's end ({status}) are saved in {folder}. When the store is "
@@ -317,22 +268,6 @@ class MlflowTracker(NullTracker):
             raise TrackingUnavailableError(message) from err
         print(f"warning: {message}", file=sys.stderr)
 
-    def save_unsent(self, status: str) -> Path:
-        """Write everything unsent into `unsent-<run id>/` in the trial's folder (`Outbox.save`)."""
-        return self.outbox.save(status)
-
-
-def _table_json(frame: pd.DataFrame) -> str:
-    """A frame as MLflow's table artifact (what `MlflowClient.log_table` writes to a .json file), so
-    it is sent, kept while the store is down and re-sent like any text; unlike `log_table` a new
-    evaluation's table replaces the last one instead of being appended to it."""
-    return frame.to_json(orient="split", index=False, date_format="iso")
-
-
-def _table_tag(artifact_file: str) -> dict[str, str]:
-    """The tag by which the MLflow UI lists a run's tables (`log_table` sets the same)."""
-    return {"mlflow.loggedArtifacts": json.dumps([{"path": artifact_file, "type": "table"}])}
-
 
 def start_tracker(
     cfg: ExperimentConfig,
@@ -340,27 +275,19 @@ def start_tracker(
     unsent: dict[str, Any] | None = None,
     folder: str | Path | None = None,
 ) -> NullTracker:
-    """The trial's tracker: MLflow when `tracking.enabled`, else a NullTracker; a `FinishedRun` for a
-    resumed trial whose run the store already holds as FINISHED."""
+    """The trial's tracker: MLflow when `tracking.enabled`, else a NullTracker."""
     if not cfg.tracking.enabled:
         return NullTracker()
     if run_id and _run_status(cfg, run_id) == "FINISHED":
+        # a driver killed between the trial's last report and Tune's next save restarts it from its last
+        # checkpoint; training from there is deterministic, so the run already holds all it would log
         print(
             f"MLflow run {run_id} is already FINISHED: the trial ended before its driver recorded it; "
             "its run is kept as it is and nothing is logged to it again",
             flush=True,
         )
-        return FinishedRun(run_id)
+        return NullTracker(run_id)
     return MlflowTracker(cfg, run_id, unsent, folder)
-
-
-class FinishedRun(NullTracker):
-    """A resumed trial whose run had already finished: a driver killed between the trial's last report
-    and Tune's next save of its state restarts it from its last checkpoint. Training from there is
-    deterministic, so the run already holds everything it would log; it is left untouched."""
-
-    def __init__(self, run_id: str) -> None:
-        self.run_id = run_id
 
 
 def _run_status(cfg: ExperimentConfig, run_id: str) -> str | None:

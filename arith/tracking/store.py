@@ -1,13 +1,8 @@
-"""The MLflow tracking store: the one module that opens clients, reads store URIs and owns the schema's
-shared calls (experiments by name, the sweep's parent run, run status, paged search).
-
-It lives in `arith` because the trainer's tracker, the sweep driver (`sweeps`) and the analysis
-(`analysis`) all need it and `arith` is the package the other two already import; putting it in `sweeps`
-would make `analysis` import the sweep driver. mlflow is imported lazily, inside the functions, so
-`arith` still imports (and trains with `tracking.enabled=False`) where mlflow is missing.
-
-Stores: `sqlite:///path` (the local default), `http(s)://host:port` (a tracking server, e.g. the
-cluster's, backed by PostgreSQL), or a database URI such as `postgresql://...` opened directly.
+"""The MLflow tracking store: the one module that opens clients and reads store URIs, and the schema's
+shared calls (experiments by name, the sweep's parent run, run status, paged search). In `arith` because
+the trainer, `sweeps` and `analysis` all need it. mlflow is imported inside the functions, so `arith`
+trains without it (`tracking.enabled=False`). Stores: `sqlite:///path` (the local default), `http(s)://`
+(a tracking server) or a database URI (`postgresql://...`) opened directly.
 """
 
 from __future__ import annotations
@@ -23,8 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from arith.config import TrackingConfig
-from arith.tracking import logged_model, schema
+from arith.tracking import schema
 
 SQLITE = "sqlite:///"
 #: the schemes that name a database MLflow opens directly (no server in between)
@@ -33,11 +27,6 @@ DATABASE_SCHEMES = ("postgresql", "mysql", "mssql")
 
 class StoreError(RuntimeError):
     """The store cannot be used; the message names it and says what to do."""
-
-
-# ---------------------------------------------------------------------------------------------------------
-# URIs
-# ---------------------------------------------------------------------------------------------------------
 
 
 def sqlite_path(uri: str) -> Path | None:
@@ -63,57 +52,10 @@ def display(uri: str) -> str:
     return uri
 
 
-#: artifact URI schemes (`runs:/<run id>/model`, `mlflow-artifacts:/...`, `file:///...`, cloud stores)
-ARTIFACT_SCHEMES = (
-    "runs",
-    "mlflow-artifacts",
-    "models",
-    "file",
-    "s3",
-    "gs",
-    "wasbs",
-    "hdfs",
-    "dbfs",
-    "http",
-    "https",
-)
-
-
-def is_artifact_uri(path: str | os.PathLike[str]) -> bool:
-    """Whether `path` names an artifact through an MLflow URI scheme rather than a local path."""
-    scheme, sep, _ = str(path).partition(":")
-    return bool(sep) and scheme.lower() in ARTIFACT_SCHEMES
-
-
-def download_artifacts(uri: str, dst: str | Path, tracking_uri: str = "") -> Path:
-    """Download the artifact (file or folder) `uri` names into `dst` and return its local path. A
-    `runs:/` URI is read from `tracking_uri` (default: $MLFLOW_TRACKING_URI, else the local SQLite store).
-    Raises StoreError with a one-line message for an unknown run or path."""
-    from mlflow.artifacts import download_artifacts as download
-    from mlflow.tracking._tracking_service.utils import _use_tracking_uri
-
-    tracking_uri = TrackingConfig(tracking_uri=tracking_uri).resolved_uri()
-    client(tracking_uri)  # MLflow's HTTP settings, as for every client
-    try:
-        # a run's logged model (`runs:/<id>/model`, `models:/<id>`) is looked up in the global store
-        with _use_tracking_uri(tracking_uri):
-            uri = logged_model.run_model_uri(client(tracking_uri), str(uri))
-            return Path(download(artifact_uri=uri, dst_path=str(dst), tracking_uri=tracking_uri))
-    except Exception as err:  # MlflowException, OSError: an unknown run, path or store
-        first = (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
-        raise StoreError(f"cannot download {uri} (store {display(tracking_uri)}): {first}") from err
-
-
 def default_artifact_location(uri: str) -> str | None:
-    """`<dir of the db>/mlartifacts` for a SQLite store, so artifacts sit beside the database rather than
-    under the working directory; None (the server's or MLflow's default) for every other store."""
+    """`<dir of the db>/mlartifacts` for a SQLite store (not under the working directory); else None."""
     db = sqlite_path(uri)
     return None if db is None else (db.resolve().parent / "mlartifacts").as_uri()
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Clients
-# ---------------------------------------------------------------------------------------------------------
 
 
 @contextmanager
@@ -134,10 +76,8 @@ def store_lock(uri: str) -> Iterator[None]:
 
 
 def client(uri: str):
-    """An `MlflowClient` for `uri` (the only place one is constructed).
-
-    MLflow's HTTP client retries a failed request 7 times with growing waits (minutes in all); a trial
-    keeps its metrics and retries itself (arith.tracking.runs), so a request here gives up after one retry."""
+    """An `MlflowClient` for `uri`. A request gives up after one retry, not MLflow's 7 (minutes in all):
+    a trial keeps its metrics and retries itself (`arith.tracking.outbox`)."""
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1")
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
@@ -156,17 +96,15 @@ def open_client(uri: str):
 
 
 def check_reachable(uri: str, timeout_s: float = 5.0, must_exist: bool = True) -> None:
-    """Raise StoreError naming the store when it is not there: a server that does not answer, or (with
-    `must_exist`) a SQLite / file store whose path does not exist (MLflow would create an empty one)."""
+    """Raise StoreError naming the store when a server does not answer or (with `must_exist`) a SQLite or
+    file store is not there (MLflow would create an empty one)."""
     parsed = urllib.parse.urlparse(uri)
     scheme = parsed.scheme.partition("+")[0]  # postgresql+psycopg2: the driver after the +
     if scheme in ("http", "https") or scheme in DATABASE_SCHEMES:
         default_port = {"https": 443, "http": 80, "postgresql": 5432, "mysql": 3306}.get(scheme, 1433)
+        address = (parsed.hostname or "localhost", parsed.port or default_port)
         try:
-            with socket.create_connection(
-                (parsed.hostname or "localhost", parsed.port or default_port), timeout_s
-            ):
-                pass
+            socket.create_connection(address, timeout_s).close()
         except OSError as err:
             raise StoreError(
                 f"cannot reach the MLflow tracking server at {display(uri)} ({err.strerror or err}); "
@@ -175,12 +113,8 @@ def check_reachable(uri: str, timeout_s: float = 5.0, must_exist: bool = True) -
         return
     if parsed.scheme == "sqlite":
         path = uri[len(SQLITE) :]
-        if must_exist and path and path != ":memory:":
-            if not Path(path).exists():
-                raise StoreError(f"no MLflow store at {uri}: {Path(path).resolve()} does not exist")
-            problem = _not_a_store(Path(path))
-            if problem:
-                raise StoreError(f"no MLflow store at {uri}: {problem}")
+        if must_exist and path and path != ":memory:" and (problem := _not_a_store(Path(path))):
+            raise StoreError(f"no MLflow store at {uri}: {problem}")
         return
     if parsed.scheme in ("", "file"):
         path = parsed.path if parsed.scheme == "file" else uri
@@ -195,8 +129,9 @@ def check_reachable(uri: str, timeout_s: float = 5.0, must_exist: bool = True) -
 
 
 def _not_a_store(path: Path) -> str:
-    """Why the SQLite file at `path` holds no MLflow store ('' when it holds one), read without writing:
-    MLflow's client would create its tables in an empty file, or in any database lacking them."""
+    """Why the SQLite file at `path` holds no MLflow store ('' when it does), read without writing."""
+    if not path.exists():
+        return f"{path.resolve()} does not exist"
     if path.stat().st_size == 0:
         return f"{path} is an empty file"
     try:
@@ -209,8 +144,7 @@ def _not_a_store(path: Path) -> str:
 
 
 def check_usable(uri: str) -> None:
-    """Before a sweep starts: the store answers (and a new SQLite store is created here, once, rather than
-    from two trials at the same moment)."""
+    """Before a sweep starts: the store answers (and a new SQLite store is created once, here)."""
     check_reachable(uri, timeout_s=10, must_exist=False)
     try:
         open_client(uri)
@@ -219,38 +153,21 @@ def check_usable(uri: str) -> None:
 
 
 def is_unreachable(err: BaseException) -> bool:
-    """True for the errors of a store that is down or busy (worth retrying later), False for a request the
-    store refused (a bad value, a missing run), which retrying cannot fix."""
+    """True for the errors of a store that is down or busy (worth retrying), False for a request it refused
+    (a bad value, a missing run)."""
     from mlflow.exceptions import MlflowException
 
     if isinstance(err, (OSError, TimeoutError)):
         return True
     if isinstance(err, MlflowException):
-        code = getattr(err, "error_code", "")
-        text = str(err)
-        return code in ("TEMPORARILY_UNAVAILABLE", "INTERNAL_ERROR", "REQUEST_LIMIT_EXCEEDED") or any(
-            marker in text
-            for marker in (
-                "Max retries",
-                "Connection",
-                "timed out",
-                "database is locked",
-                "could not connect",
-            )
-        )
-    name = type(err).__name__
-    return name in ("OperationalError", "ConnectionError", "Timeout", "ReadTimeout")
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The schema's shared calls
-# ---------------------------------------------------------------------------------------------------------
+        markers = ("Max retries", "Connection", "timed out", "database is locked", "could not connect")
+        busy = ("TEMPORARILY_UNAVAILABLE", "INTERNAL_ERROR", "REQUEST_LIMIT_EXCEEDED")
+        return getattr(err, "error_code", "") in busy or any(marker in str(err) for marker in markers)
+    return type(err).__name__ in ("OperationalError", "ConnectionError", "Timeout", "ReadTimeout")
 
 
 def experiment_id(mlflow_client, name: str, uri: str) -> str:
-    """The experiment's id, creating it if missing (with artifacts beside a SQLite store), tagged as a
-    model-training experiment (`schema.EXPERIMENT_KIND`: MLflow 3's UI opens it in its training view, not
-    as a GenAI app)."""
+    """The experiment's id, created if missing, tagged as a model-training one (`schema.EXPERIMENT_KIND`)."""
     from mlflow.exceptions import MlflowException
 
     kind = {schema.EXPERIMENT_KIND_TAG: schema.EXPERIMENT_KIND}
@@ -285,47 +202,39 @@ def set_run_status(uri: str, run_id: str, status: str) -> None:
         mlflow_client.set_terminated(run_id, status=status)
 
 
+def _all_pages(search, *args, **kwargs) -> list[Any]:
+    """Every result of an MLflow search, all pages (it returns at most 1000 a call)."""
+    out: list[Any] = []
+    token = None
+    while True:
+        page = search(*args, max_results=1000, page_token=token, **kwargs)
+        out.extend(page)
+        token = page.token
+        if not token:
+            return out
+
+
 def experiment_ids(mlflow_client, names: list[str] | None = None) -> list[str]:
-    """The ids of the named experiments that exist, or of every experiment (all pages)."""
+    """The ids of the named experiments that exist, or of every experiment."""
     if names is not None:
         found = (mlflow_client.get_experiment_by_name(name) for name in sorted(set(names)))
         return [e.experiment_id for e in found if e is not None]
-    ids: list[str] = []
-    token = None
-    while True:
-        page = mlflow_client.search_experiments(max_results=1000, page_token=token)
-        ids += [e.experiment_id for e in page]
-        token = page.token
-        if not token:
-            return ids
+    return [e.experiment_id for e in _all_pages(mlflow_client.search_experiments)]
 
 
 def search_runs(
     mlflow_client, experiment_ids: list[str], filter_string: str = "", order_by: list[str] | None = None
 ) -> list[Any]:
-    """Every run matching the filter, all pages (MLflow returns at most 1000 a call)."""
+    """Every run matching the filter, all pages."""
     if not experiment_ids:
         return []
-    runs: list[Any] = []
-    token = None
-    while True:
-        page = mlflow_client.search_runs(
-            experiment_ids, filter_string=filter_string, order_by=order_by, max_results=1000, page_token=token
-        )
-        runs.extend(page)
-        token = page.token
-        if not token:
-            return runs
+    return _all_pages(mlflow_client.search_runs, experiment_ids, filter_string, order_by=order_by)
 
 
 def sweep_runs(mlflow_client, grid: str | None = None) -> list[Any]:
     """Every sweep parent run in the store (of `grid` when given), latest first."""
-    runs = search_runs(
-        mlflow_client,
-        experiment_ids(mlflow_client),
-        f"tags.`{schema.SWEEP_TAG}` = '1'",
-        order_by=["attributes.start_time DESC"],
-    )
+    query = f"tags.`{schema.SWEEP_TAG}` = '1'"
+    runs = search_runs(mlflow_client, experiment_ids(mlflow_client), query, ["attributes.start_time DESC"])
     return [run for run in runs if grid is None or run.data.tags.get(schema.GRID_TAG) == grid]
 
 
@@ -346,11 +255,9 @@ def trial_runs(
 
 
 def end_stopped_trials(mlflow_client, parent_run_id: str) -> tuple[int, int]:
-    """End the trial runs a stopped sweep left RUNNING (a trial stopped in its setup, before its trainer
-    could end its run): KILLED at their last logged loss, so that their minutes stay their own, or
-    deleted where they logged none (no trial to keep, as a restart's `discard_lost_attempts` does). A
-    trial resumed later reopens its run from its checkpoint, or, without one, starts a new run. Call it
-    only once no process trains them. Returns (ended, deleted)."""
+    """End the trial runs a stopped sweep left RUNNING (stopped before their trainer could end them): KILLED
+    at their last logged loss, so that their minutes stay their own, or deleted where they logged none.
+    Call it only once no process trains them. Returns (ended, deleted)."""
     parent = mlflow_client.get_run(parent_run_id)
     ended = deleted = 0
     for run in search_runs(mlflow_client, [parent.info.experiment_id], trials_filter(parent_run_id)):

@@ -1,9 +1,6 @@
-"""Training and evaluation: `train` is the one trainer (`python -m arith.training`, options in `cli`),
-with `step` (one optimiser step and the check of its losses, what the benchmarks time), `batching`
-(tokenised, length-bucketed batches), `optim` (AdamW and the schedule), `hardware` (device, precision,
-threads, compile; the attention kernel is the model's, `arith.model.attention`), `checkpoints` (and the
-weights' digest a trial is tagged with), `decoding` (greedy replies and whether each is right: what
-`arith.ask` answers with), `evaluate` (accuracy grids, memorisation, kept wrong answers) and `metrics`
-(what an evaluation logs; the target-accuracy probe). It logs through a tracker from `arith.tracking`,
-which also draws where wrong answers err (`arith.tracking.digit_errors`); no MLflow is imported here.
+"""Training and evaluation: `train` is the one trainer (`python -m arith.training`, options in `cli`), with
+`setup` (what a trial is built from), `step` (one optimiser step, what the benchmarks time), `batching`,
+`optim`, `hardware` (device, precision, threads, compile), `checkpoints`, `decoding` (greedy replies, what
+`arith.ask` answers with), `evaluate` (accuracy grids, kept wrong answers) and `metrics` (what an
+evaluation logs). It logs through a tracker from `arith.tracking`; no MLflow is imported here.
 """

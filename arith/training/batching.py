@@ -1,31 +1,19 @@
-"""Tokenised training data, length-bucketed batches and loss masks.
-
-Lines are encoded once. Each pass over them is reshuffled from (seed, pass) alone, and an epoch is a pass
-or a fixed slice of one (`train.epochs_per_pass`), so a resumed run draws exactly the batches an
-uninterrupted one would; within a window of a few batches the lines are
-sorted by length, so a batch holds lines of similar length and little of it is padding.
-
-A digit curriculum (`train.curriculum`) replaces the first steps' batches with draws from the lines of
-at most a few digits, the cap rising from the fewest digits in the training set to the most; an epoch
-keeps its number of batches, so epochs, evaluations and resumption mean what they mean without it.
-
-Fixed-shape batches (`train.bucket_lengths`) pad every batch up to the next of a few bucket lengths, so
-that a GPU sees a handful of shapes, which CUDA graphs (`torch.compile(mode="reduce-overhead")`) record
-once each. Padding is right-padding under the attention and loss masks: no real token attends to it and
-the loss ignores it, so a step computes what it computed without buckets (up to float rounding; the one
-exception is `random_embed`, whose tags are drawn per padded cell: the same distribution, other draws).
+"""Length-bucketed training batches and loss masks. Each pass is shuffled from (seed, pass) alone, so a
+resumed run draws exactly the batches an uninterrupted one would; lines are sorted by length within a
+window of batches so that little is padding. A digit curriculum (`train.curriculum`) draws the first
+batches from lines of few digits; fixed bucket lengths (`train.bucket_lengths`) give CUDA graphs a handful
+of shapes, the padding masked out, so a step computes what it would without them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from arith.config import LOSS_ON, ConfigError
-from arith.model.tokenizer import encode_examples
+from arith.config import LOSS_ON
 from arith.training.epochs import check_epochs_per_pass, pass_of, slice_bounds
 
 #: how many batches' worth of shuffled lines are sorted by length together: larger = less padding,
@@ -59,15 +47,7 @@ class Batch:
 
     def to(self, device: torch.device | str) -> Batch:
         non_blocking = torch.device(device).type == "cuda"
-        return Batch(*(t.to(device, non_blocking=non_blocking) for t in self.tensors()))
-
-    def tensors(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        return self.input_ids, self.attention_mask, self.loss_mask
-
-
-def encode_lines(tokenizer, examples: Sequence) -> list[EncodedLine]:
-    """Encode every example once (batched in the Rust tokenizer by the tokenizer module)."""
-    return [EncodedLine(tuple(ids), start) for ids, start in encode_examples(tokenizer, examples)]
+        return Batch(*(t.to(device, non_blocking=non_blocking) for t in vars(self).values()))
 
 
 def pad_token_id(tokenizer) -> int:
@@ -76,30 +56,8 @@ def pad_token_id(tokenizer) -> int:
     return tokenizer.eos_token_id if pad is None else pad
 
 
-def check_line_lengths(
-    lengths: Iterable[int],
-    n_positions: int,
-    what: str,
-    bucket_lengths: Sequence[int] = (),
-    bound: str = "",
-) -> None:
-    """Refuse lines that, padded to their batch's width, outgrow the model's positions: past
-    `model.n_positions` (or the scheme's own `bound`, `arith.training.lengths`) a position has no row,
-    and the scheme would fail in its lookup."""
-    longest = max(lengths, default=0)
-    width = bucket_width(longest, bucket_lengths)
-    if width > n_positions:
-        padded = f" (padded to {width} by train.bucket_lengths)" if width > longest else ""
-        raise ConfigError(
-            f"{what}: the longest line is {longest} tokens{padded}, more than "
-            f"{bound or f'model.n_positions={n_positions}'}; raise it (GPT-2's n_positions is 1024) or use "
-            "fewer digits"
-        )
-
-
 def bucket_width(width: int, bucket_lengths: Sequence[int] = ()) -> int:
-    """The padded width of a batch whose longest line has `width` tokens: the smallest bucket that holds
-    it; past the largest bucket, the next multiple of the largest; without buckets, `width` itself."""
+    """A batch's padded width: the least bucket holding its longest line, else a multiple of the largest."""
     if not bucket_lengths:
         return width
     fits = [b for b in bucket_lengths if b >= width]
@@ -115,9 +73,8 @@ def collate(
     loss_on: str = "answer",
     bucket_lengths: Sequence[int] = (),
 ) -> Batch:
-    """Right-pad `lines` into a Batch (to a bucket length when `bucket_lengths` are given). `answer`:
-    learn the answer tokens; `all`: every real token after the first (the first has nothing before it to
-    be predicted from)."""
+    """Right-pad `lines` into a Batch (to a bucket length, given `bucket_lengths`) that learns the answer
+    tokens (`loss_on="answer"`) or every real token after the first (`all`)."""
     if loss_on not in LOSS_ON:
         raise ValueError(f"loss_on={loss_on!r} is not valid; choose one of: {', '.join(LOSS_ON)}")
     if not lines:
@@ -171,46 +128,37 @@ def curriculum_cap(step: int, curriculum_steps: int, fewest: int, most: int) -> 
     return min(most, fewest + (most - fewest + 1) * step // curriculum_steps)
 
 
+@dataclass(eq=False)
 class BatchLoader:
-    """The training set as length-bucketed batches, deterministic per (seed, epoch).
+    """The training set as length-bucketed batches, deterministic per (seed, epoch). With `epochs_per_pass`
+    = k each epoch is one of k slices of its pass; with `digits` (one count per line), the first
+    `curriculum_steps` batches are drawn from the lines under the curriculum's cap at that step."""
 
-    A pass over the lines is shuffled by (seed, pass); with `epochs_per_pass` = k each epoch is one of k
-    consecutive slices of its pass (`arith.training.epochs`), so the batches and their order are those of
-    k = 1. With `digits` (one count per line) and `curriculum_steps`, the batches of the run's first
-    `curriculum_steps` steps are drawn instead from the lines under the curriculum's cap at that step."""
+    lines: Sequence[EncodedLine]
+    batch_size: int
+    pad_id: int
+    loss_on: str
+    seed: int
+    digits: Sequence[int] | None = None
+    curriculum_steps: int = 0
+    bucket_lengths: Sequence[int] = ()
+    epochs_per_pass: int = 1
 
-    def __init__(
-        self,
-        lines: Sequence[EncodedLine],
-        batch_size: int,
-        pad_id: int,
-        loss_on: str,
-        seed: int,
-        digits: Sequence[int] | None = None,
-        curriculum_steps: int = 0,
-        bucket_lengths: Sequence[int] = (),
-        epochs_per_pass: int = 1,
-    ) -> None:
-        if not lines:
+    def __post_init__(self) -> None:
+        if not self.lines:
             raise ValueError("the training set is empty")
-        if curriculum_steps and (digits is None or len(digits) != len(lines)):
+        if self.curriculum_steps and (self.digits is None or len(self.digits) != len(self.lines)):
             raise ValueError("a curriculum needs one digit count per line")
-        self.lines = list(lines)
-        self.batch_size = batch_size
-        self.pad_id = pad_id
-        self.loss_on = loss_on
-        self.seed = seed
+        self.lines = list(self.lines)
         self._lengths = [len(line) for line in self.lines]
-        self.curriculum_steps = curriculum_steps
-        self._digits = np.asarray(digits if digits is not None else [0] * len(self.lines))
-        self.bucket_lengths = tuple(sorted(bucket_lengths))
-        check_epochs_per_pass(epochs_per_pass)
-        if epochs_per_pass > len(self):
+        self._digits = np.asarray(self.digits if self.digits is not None else [0] * len(self.lines))
+        self.bucket_lengths = tuple(sorted(self.bucket_lengths))
+        check_epochs_per_pass(self.epochs_per_pass)
+        if self.epochs_per_pass > len(self):
             raise ValueError(
-                f"train.epochs_per_pass={epochs_per_pass} cuts a pass of {len(self)} batches into epochs "
-                "without a step: at most one epoch a batch"
+                f"train.epochs_per_pass={self.epochs_per_pass} cuts a pass of {len(self)} batches into "
+                "epochs without a step: at most one epoch a batch"
             )
-        self.epochs_per_pass = epochs_per_pass
 
     def __len__(self) -> int:
         """Batches per pass over the lines (each bucketing window may end in one short batch)."""
@@ -251,8 +199,7 @@ class BatchLoader:
         }
 
     def padding_fraction(self, epoch: int = 1) -> float:
-        """Share of batch cells that are padding in one epoch (what length-sorting keeps small and
-        bucket lengths raise)."""
+        """Share of batch cells that are padding in one epoch."""
         cells = real = 0
         for idx in self.epoch_indices(epoch):
             widths = [self._lengths[i] for i in idx]

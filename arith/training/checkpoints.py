@@ -1,6 +1,5 @@
-"""Checkpoints of a training run: the RNG states, atomic save / load in a folder, and the check that a
-checkpoint resumes only the config that wrote it. `Checkpoints` is what `arith.training.train.train` accepts:
-`CheckpointFolder` for `train.checkpoint_dir`, a scheduler's own (sweeps/trainable.py) for Ray Tune."""
+"""Checkpoints of a training run: RNG states, atomic save and load in a folder, and the check that a
+checkpoint resumes only the config that wrote it. `train` takes any `Checkpoints`: a folder, or Ray Tune's."""
 
 from __future__ import annotations
 
@@ -42,9 +41,8 @@ def seed_everything(seed: int) -> None:
 
 
 def weights_digest(model: torch.nn.Module) -> str:
-    """One sha256 of `model`'s state dict: each entry's name, dtype, shape and bytes, in the dict's order.
-    Equal digests mean equal weights to the last bit, which metrics stored to 6 significant digits cannot
-    say; the weights are hashed where they are (a GPU's are copied to the host one tensor at a time)."""
+    """One sha256 of `model`'s state dict (names, dtypes, shapes, bytes): equal digests mean equal weights
+    to the last bit, which metrics stored to 6 significant digits cannot say."""
     digest = hashlib.sha256()
     for name, tensor in model.state_dict().items():
         digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)};".encode())
@@ -69,7 +67,7 @@ def load_checkpoint(directory: str | Path) -> dict[str, Any] | None:
     return torch.load(path, map_location="cpu", weights_only=False)
 
 
-def _check_same_config(saved: dict[str, Any], cfg: ExperimentConfig) -> None:
+def check_same_config(saved: dict[str, Any], cfg: ExperimentConfig) -> None:
     """A checkpoint resumes only the trial that wrote it: data, model and training settings must match."""
     ignore = ("tracking.", "train.checkpoint_dir", "train.device", "train.num_threads", "train.log_every")
     ignore += ("train.compile",)  # compiled or not, a step computes the same

@@ -1,11 +1,7 @@
-"""Greedy decoding, as the evaluation decodes and scores a reply, and as `arith.ask` answers one.
-
-Prompts are decoded in batches of similar length (sorted by prompt length, left-padded) with the KV
-cache. Each reply is decoded whole: until end of text, or end of line once the reply has begun (every
-format's answer is one line), capped at the longest reply the data can produce (`reply_cap`: for a
-dialogue the longest teacher reply of arith/data/dialogue.py's templates at the test's digit counts) plus a
-margin. A reply is right iff it ended within the cap and its answer key is the example's (`is_right`).
-Apart from `evaluate`'s cell tables so that answering a problem loads no pandas.
+"""Greedy decoding, as the evaluation scores a reply and as `arith.ask` answers one. Prompts are decoded
+in batches of similar length (left-padded, KV cache), each reply until end of text, or end of line once it
+has begun, capped at the longest reply the data can produce plus a margin (`reply_cap`). Apart from
+`evaluate`'s cell tables so that answering a problem loads no pandas.
 """
 
 from __future__ import annotations
@@ -19,24 +15,15 @@ import torch
 from arith.data.examples import Example
 from arith.data.tasks import answer_key, get_task
 from arith.model.tokenizer import encode_examples
+from arith.training.batching import pad_token_id
 
 #: extra tokens decoded beyond the longest reply the data can produce (room for a wrong, longer answer)
 ANSWER_MARGIN = 4
 
 
-def generate_answers(
-    model,
-    tokenizer,
-    examples: Sequence[Example],
-    *,
-    batch_size: int = 256,
-    seed: int = 0,
-    max_new_tokens: int = 0,
-) -> list[str]:
-    """The model's greedy reply to each prompt, as text up to end of text, in the order of `examples`."""
-    return generate_replies(
-        model, tokenizer, examples, batch_size=batch_size, seed=seed, max_new_tokens=max_new_tokens
-    )[0]
+def generate_answers(model, tokenizer, examples: Sequence[Example], **options) -> list[str]:
+    """The model's greedy reply to each prompt, in the order of `examples` (options: `generate_replies`)."""
+    return generate_replies(model, tokenizer, examples, **options)[0]
 
 
 def generate_replies(
@@ -48,54 +35,12 @@ def generate_replies(
     seed: int = 0,
     max_new_tokens: int = 0,
 ) -> tuple[list[str], list[bool]]:
-    """(replies, whether each ended within its cap): what `evaluate` scores, with `is_right`."""
-    return _generate(model, tokenizer, examples, batch_size, seed, max_new_tokens)
-
-
-def is_right(example: Example, reply: str, ended: bool) -> bool:
-    """The evaluation's exact match: the reply ended within its cap and its answer key is the example's."""
-    return ended and answer_key(example.task, example.format, reply) == example.key
-
-
-def reply_cap(tokenizer, example: Example, answer_tokens: int) -> int:
-    """Tokens to decode for `example`: the longest reply its data can produce, plus ANSWER_MARGIN.
-
-    `answer_tokens`: the reference answer's length (end of text included). Direct formats and the plain
-    scratchpads write one reply per problem, so that length is the longest; random-space scratchpads may
-    put an extra space token in every gap (at most twice the tokens); a dialogue's teacher may answer with
-    any template of arith/data/dialogue.py, the longest of which is measured at the example's digit counts."""
-    return get_task(example.task).reply_tokens(tokenizer, example, answer_tokens) + ANSWER_MARGIN
-
-
-@functools.lru_cache(maxsize=8)
-def line_end_ids(tokenizer) -> tuple[int, ...]:
-    """The tokens that hold a line break ("\\n"; GPT-2 has several: "\\n", "\\n\\n", ...)."""
-    texts = tokenizer.batch_decode([[i] for i in range(len(tokenizer))])
-    return tuple(i for i, text in enumerate(texts) if "\n" in text)
-
-
-def decoding_order(prompt_lengths: Sequence[int], caps: Sequence[int]) -> list[int]:
-    """The order problems are decoded in, `batch_size` at a time: by prompt length, then reply cap, so
-    that a batch pads little (`arith.training.lengths` measures the batches' widths by it)."""
-    return sorted(range(len(prompt_lengths)), key=lambda i: (prompt_lengths[i], caps[i]))
-
-
-def _generate(
-    model, tokenizer, examples: Sequence[Example], batch_size: int, seed: int, max_new_tokens: int
-) -> tuple[list[str], list[bool]]:
-    """(reply texts up to end of text, whether each reply ended within its cap)."""
+    """(replies up to end of text, whether each ended within its cap): what `evaluate` scores."""
     if not examples:
         return [], []
-    eos = tokenizer.eos_token_id
-    pad = eos if tokenizer.pad_token_id is None else tokenizer.pad_token_id
-    encoded = encode_examples(tokenizer, examples)  # the training encoding: prompt = ids[:answer_start]
-    prompts = [ids[:start] for ids, start in encoded]
-    caps = [
-        max_new_tokens or reply_cap(tokenizer, e, len(ids) - start)
-        for e, (ids, start) in zip(examples, encoded, strict=True)
-    ]
+    eos, pad = tokenizer.eos_token_id, pad_token_id(tokenizer)
+    prompts, caps, order = decoding_plan(tokenizer, examples, max_new_tokens)
     line_ends = line_end_ids(tokenizer)
-    order = decoding_order([len(p) for p in prompts], caps)
     device = model.device
     generator = torch.Generator(device=device)
     generator.manual_seed(seed)
@@ -127,6 +72,38 @@ def _generate(
             ended[i] = end < len(ids) or _line_ended(ids, stops)
             texts[i] = tokenizer.decode(ids[:end], skip_special_tokens=True)
     return texts, ended
+
+
+def is_right(example: Example, reply: str, ended: bool) -> bool:
+    """The evaluation's exact match: the reply ended within its cap and its answer key is the example's."""
+    return ended and answer_key(example.task, example.format, reply) == example.key
+
+
+def reply_cap(tokenizer, example: Example, answer_tokens: int) -> int:
+    """Tokens to decode for `example`: the longest reply its data can produce (its task says, from the
+    reference answer's `answer_tokens`, end of text included), plus ANSWER_MARGIN."""
+    return get_task(example.task).reply_tokens(tokenizer, example, answer_tokens) + ANSWER_MARGIN
+
+
+@functools.lru_cache(maxsize=8)
+def line_end_ids(tokenizer) -> tuple[int, ...]:
+    """The tokens that hold a line break ("\\n"; GPT-2 has several: "\\n", "\\n\\n", ...)."""
+    texts = tokenizer.batch_decode([[i] for i in range(len(tokenizer))])
+    return tuple(i for i, text in enumerate(texts) if "\n" in text)
+
+
+def decoding_plan(
+    tokenizer, examples: Sequence[Example], max_new_tokens: int = 0
+) -> tuple[list[list[int]], list[int], list[int]]:
+    """Each example's prompt (the training encoding's ids before the answer) and reply cap, and the order
+    they are decoded in: by prompt length, then cap, so that a batch pads little."""
+    encoded = encode_examples(tokenizer, examples)
+    prompts = [ids[:start] for ids, start in encoded]
+    caps = [
+        max_new_tokens or reply_cap(tokenizer, e, len(ids) - start)
+        for e, (ids, start) in zip(examples, encoded, strict=True)
+    ]
+    return prompts, caps, sorted(range(len(prompts)), key=lambda i: (len(prompts[i]), caps[i]))
 
 
 def _line_ended(ids: Sequence[int], line_ends: Collection[int]) -> bool:

@@ -1,13 +1,6 @@
-"""The paper's evaluation: exact match per test cell, memorisation and failures.
-
-Every prompt is answered greedily (`arith.training.decoding`); a reply is correct iff it ended within its
-cap and `arith.data.tasks.answer_key(task, format, generated) == example.key` (`decoding.is_right`): for
-dialogues the last number of the teacher's reply, as the paper checks "the teacher's response". Each cell
-also records the fraction of its test problems that were in the training set
-(`arith.data.tasks.problem_id`), which the paper worries about for small digit counts but never measures.
-
-Wrong answers are kept: every one up to `errors_per_cell` a cell (`EvalResult.errors`, with the operands,
-for `arith.tracking.digit_errors`), and the first `failures_per_cell` of those as `EvalResult.failures`.
+"""The paper's evaluation: exact match per test cell (`decoding.is_right`: for dialogues the last number of
+the teacher's reply, as the paper checks), the share of each cell's problems that were training problems
+(which the paper worries about but never measures), and the wrong answers kept for `digit_errors`.
 """
 
 from __future__ import annotations
@@ -22,31 +15,17 @@ import pandas as pd
 
 from arith.data.examples import Cell, Example
 from arith.data.tasks import problem_id
-from arith.tracking.schema import (
-    A_COLUMN,
-    ACCURACY_SEEN_COLUMN,
-    ACCURACY_UNSEEN_COLUMN,
-    B_COLUMN,
-    CELL_COLUMNS,
-    COL_DIGITS_COLUMN,
-    CONTEXT_COLUMN,
-    ERROR_COLUMNS,
-    EXPECTED_COLUMN,
-    N_SEEN_COLUMN,
-    PROMPT_COLUMN,
-    ROW_DIGITS_COLUMN,
-    SEEN_IN_TRAIN_COLUMN,
-    operand_dtype,
-)
+from arith.tracking import schema
 from arith.training.decoding import generate_replies, is_right
+
+#: a failure's fields in the trainer's log of failed decodings (eval/failures.jsonl)
+FAILURE_COLUMNS = (schema.PROMPT_COLUMN, schema.EXPECTED_COLUMN, "generated", *schema.CELL_KEYS)
 
 
 @dataclass(frozen=True)
 class CellResult:
-    """One cell of the paper's grids, its accuracy split by whether each test problem is also a training
-    problem: a model that memorised its training set is right on the seen ones only. `seen_in_train`
-    (the seen fraction), `n_seen` and the split accuracies are NaN when no training set was given; an
-    accuracy is NaN where its part is empty."""
+    """One cell of the paper's grids, its accuracy split by whether each problem is also a training problem
+    (a model that memorised is right on the seen ones only); NaN where unknown or empty."""
 
     context: str
     row_digits: int | None
@@ -54,7 +33,7 @@ class CellResult:
     n: int
     correct: int
     accuracy: float
-    seen_in_train: float
+    seen_in_train: float = math.nan
     n_seen: float = math.nan
     accuracy_seen: float = math.nan
     accuracy_unseen: float = math.nan
@@ -73,15 +52,9 @@ class Failure:
     b: int | None = None
 
     def to_json(self) -> dict:
-        context, row_digits, col_digits = self.cell
-        return {
-            PROMPT_COLUMN: self.prompt,
-            EXPECTED_COLUMN: self.expected,
-            "generated": self.generated,
-            CONTEXT_COLUMN: context,
-            ROW_DIGITS_COLUMN: row_digits,
-            COL_DIGITS_COLUMN: col_digits,
-        }
+        return dict(
+            zip(FAILURE_COLUMNS, (self.prompt, self.expected, self.generated, *self.cell), strict=True)
+        )
 
 
 @dataclass
@@ -115,25 +88,17 @@ class EvalResult:
 
     def to_frame(self) -> pd.DataFrame:
         """One row per cell, columns CELL_COLUMNS (row_digits is None for one-dimensional grids)."""
-        return pd.DataFrame([asdict(c) for c in self.cells], columns=CELL_COLUMNS)
+        return pd.DataFrame([asdict(c) for c in self.cells], columns=schema.CELL_COLUMNS)
 
     def failures_frame(self) -> pd.DataFrame:
-        columns = [
-            PROMPT_COLUMN,
-            EXPECTED_COLUMN,
-            "generated",
-            CONTEXT_COLUMN,
-            ROW_DIGITS_COLUMN,
-            COL_DIGITS_COLUMN,
-        ]
-        return pd.DataFrame([f.to_json() for f in self.failures], columns=columns)
+        return pd.DataFrame([f.to_json() for f in self.failures], columns=FAILURE_COLUMNS)
 
     def errors_frame(self) -> pd.DataFrame:
         """The kept wrong answers, one row each, columns ERROR_COLUMNS (`reply` = the generated text)."""
         rows = [(*f.cell, f.a, f.b, f.prompt, f.expected, f.generated) for f in self.errors]
-        frame = pd.DataFrame(rows, columns=ERROR_COLUMNS)
-        operands = {c: operand_dtype(frame[c]) for c in (A_COLUMN, B_COLUMN)}
-        return frame.astype({**operands, ROW_DIGITS_COLUMN: "Int64"})
+        frame = pd.DataFrame(rows, columns=schema.ERROR_COLUMNS)
+        operands = {c: schema.operand_dtype(frame[c]) for c in (schema.A_COLUMN, schema.B_COLUMN)}
+        return frame.astype({**operands, schema.ROW_DIGITS_COLUMN: "Int64"})
 
 
 def evaluate(
@@ -148,13 +113,9 @@ def evaluate(
     seed: int = 0,
     max_new_tokens: int = 0,
 ) -> EvalResult:
-    """Greedy-decode every example's prompt and score it per cell.
-
-    `train_problems`: `arith.data.tasks.problem_ids(train_examples)`, for each cell's `seen_in_train`.
-    `errors_per_cell`: wrong answers kept a cell (`EvalResult.errors`; the failures are the first of them).
-    `seed` fixes the random position draws (random_embed tags, randomized ids) of the test.
-    `max_new_tokens`: the decoding cap of every reply (0 = `reply_cap`, fitted to the data; set it for
-    a dialogue file whose replies are longer than the generator's templates)."""
+    """Greedy-decode every example's prompt and score it per cell. `train_problems`: `problem_ids` of the
+    training set, for `seen_in_train`; `seed` fixes the test's random position draws; `max_new_tokens`:
+    every reply's cap (0 = `reply_cap`; set it for a dialogue file longer than the generator's templates)."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1 (got {batch_size})")
     missing = [e for e in examples if e.cell is None]
@@ -165,80 +126,47 @@ def evaluate(
         model, tokenizer, examples, batch_size=batch_size, seed=seed, max_new_tokens=max_new_tokens
     )
     correct = [is_right(e, text, done) for e, text, done in zip(examples, generated, ended, strict=True)]
-    seen = None
-    if train_problems is not None:
-        seen = [problem_id(e) in train_problems for e in examples]
-    cells = _score_cells(examples, correct, seen)
-    errors = _pick_failures(examples, generated, correct, max(errors_per_cell, failures_per_cell))
-    failures = _first_per_cell(errors, failures_per_cell)
-    errors = _first_per_cell(errors, errors_per_cell)
-    return EvalResult(cells=cells, failures=failures, seconds=time.perf_counter() - start, errors=errors)
-
-
-def _cell_order(examples: Sequence[Example]) -> list[Cell]:
-    """Cells sorted by context (in order of first appearance), then row and column digits."""
-    contexts: dict[str, int] = {}
-    for e in examples:
-        contexts.setdefault(e.cell[0], len(contexts))
-    cells = {e.cell for e in examples}
-    return sorted(cells, key=lambda c: (contexts[c[0]], -1 if c[1] is None else c[1], c[2]))
+    seen = None if train_problems is None else [problem_id(e) in train_problems for e in examples]
+    wrong = [
+        Failure(prompt=e.prompt, expected=e.answer.strip(), generated=text.strip(), cell=e.cell, a=e.a, b=e.b)
+        for e, text, ok in zip(examples, generated, correct, strict=True)
+        if not ok
+    ]
+    return EvalResult(
+        cells=_score_cells(examples, correct, seen),
+        failures=_first_per_cell(wrong, failures_per_cell),
+        seconds=time.perf_counter() - start,
+        errors=_first_per_cell(wrong, errors_per_cell),
+    )
 
 
 def _score_cells(
     examples: Sequence[Example], correct: Sequence[bool], seen: Sequence[bool] | None
 ) -> list[CellResult]:
+    """Each cell's scores, by context (in order of first appearance), then row and column digits."""
     by_cell: dict[Cell, list[int]] = {}
     for i, e in enumerate(examples):
         by_cell.setdefault(e.cell, []).append(i)
+    contexts = list(dict.fromkeys(cell[0] for cell in by_cell))
     results = []
-    for cell in _cell_order(examples):
+    for cell in sorted(by_cell, key=lambda c: (contexts.index(c[0]), -1 if c[1] is None else c[1], c[2])):
         items = by_cell[cell]
         n_correct = sum(correct[i] for i in items)
         split: dict[str, float] = {}
         if seen is not None:
             seen_items = [i for i in items if seen[i]]
-            unseen_items = [i for i in items if not seen[i]]
             split = {
-                SEEN_IN_TRAIN_COLUMN: len(seen_items) / len(items),
-                N_SEEN_COLUMN: float(len(seen_items)),
-                ACCURACY_SEEN_COLUMN: _accuracy(correct, seen_items),
-                ACCURACY_UNSEEN_COLUMN: _accuracy(correct, unseen_items),
+                schema.SEEN_IN_TRAIN_COLUMN: len(seen_items) / len(items),
+                schema.N_SEEN_COLUMN: float(len(seen_items)),
+                schema.ACCURACY_SEEN_COLUMN: _accuracy(correct, seen_items),
+                schema.ACCURACY_UNSEEN_COLUMN: _accuracy(correct, [i for i in items if not seen[i]]),
             }
-        results.append(
-            CellResult(
-                cell[0],
-                cell[1],
-                cell[2],
-                len(items),
-                n_correct,
-                n_correct / len(items),
-                split.pop(SEEN_IN_TRAIN_COLUMN, math.nan),
-                **split,
-            )
-        )
+        results.append(CellResult(*cell, len(items), n_correct, n_correct / len(items), **split))
     return results
 
 
 def _accuracy(correct: Sequence[bool], items: Sequence[int]) -> float:
     return sum(correct[i] for i in items) / len(items) if items else math.nan
-
-
-def _pick_failures(
-    examples: Sequence[Example], generated: Sequence[str], correct: Sequence[bool], per_cell: int
-) -> list[Failure]:
-    """The first `per_cell` wrong answers of each cell, in the order of `examples`."""
-    kept: dict[Cell, int] = {}
-    failures = []
-    for e, text, ok in zip(examples, generated, correct, strict=True):
-        if ok or kept.get(e.cell, 0) >= per_cell:
-            continue
-        kept[e.cell] = kept.get(e.cell, 0) + 1
-        failures.append(
-            Failure(
-                prompt=e.prompt, expected=e.answer.strip(), generated=text.strip(), cell=e.cell, a=e.a, b=e.b
-            )
-        )
-    return failures
 
 
 def _first_per_cell(failures: Sequence[Failure], per_cell: int) -> list[Failure]:

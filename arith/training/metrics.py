@@ -1,7 +1,6 @@
-"""What an evaluation is summed up as: the metrics each evaluation logs (`summary_metrics`, the columns the
-analysis and the MLflow UI read) and the held-out probe that stops a run at `train.target_accuracy`
-(`probe_examples`, scored by `exact_match`): what an evaluation means, apart from how the trainer runs
-one, so that either can change without the other.
+"""What an evaluation is summed up as: the metrics it logs (`summary_metrics`, what the analysis and the
+MLflow UI read) and the held-out probe that stops a run at `train.target_accuracy`; apart from how the
+trainer runs one, so that either can change without the other.
 """
 
 from __future__ import annotations
@@ -14,23 +13,7 @@ import pandas as pd
 
 from arith.config import ExperimentConfig
 from arith.data.datasets import test_examples
-from arith.tracking.schema import (
-    ACCURACY_COLUMN,
-    ACCURACY_UNSEEN_COLUMN,
-    BEYOND_METRIC,
-    COL_DIGITS_COLUMN,
-    CONTEXT_COLUMN,
-    CORRECT_COLUMN,
-    GATE_METRIC,
-    HELD_ACCURACY,
-    LENGTH_SCORE_METRIC,
-    LONGEST_HELD_METRIC,
-    N_COLUMN,
-    N_SEEN_COLUMN,
-    ROW_DIGITS_COLUMN,
-    SEEN_IN_TRAIN_COLUMN,
-    TEST_ACC_METRIC,
-)
+from arith.tracking import schema
 
 #: the held-out probe for `train.target_accuracy`: this many fresh examples, drawn with a seed offset
 PROBE_SIZE = 300
@@ -38,7 +21,7 @@ PROBE_SEED_OFFSET = 7919
 
 
 def probe_examples(cfg: ExperimentConfig) -> list:
-    """A few hundred held-out examples (fresh seed) for early stopping at train.target_accuracy."""
+    """A few hundred held-out examples (a fresh seed) for early stopping at train.target_accuracy."""
     pool = test_examples(replace(cfg.data, seed=cfg.data.seed + PROBE_SEED_OFFSET))
     if len(pool) <= PROBE_SIZE:
         return pool
@@ -50,7 +33,7 @@ def probe_examples(cfg: ExperimentConfig) -> list:
 
 def exact_match(cells: pd.DataFrame) -> float:
     """Share of all items answered exactly (the probe's measure, pooled over cells)."""
-    return float(cells[CORRECT_COLUMN].sum() / max(1, cells[N_COLUMN].sum()))
+    return float(cells[schema.CORRECT_COLUMN].sum() / max(1, cells[schema.N_COLUMN].sum()))
 
 
 def gate_cell_name(context: str, row_digits: float, col_digits: float) -> str:
@@ -60,39 +43,34 @@ def gate_cell_name(context: str, row_digits: float, col_digits: float) -> str:
     return f"{context}:{int(row_digits)}x{int(col_digits)}"
 
 
-#: a gated cell is read on its unseen test problems only where it has at least this many (else on all of
-#: them): a reading of 0.9 on 20 problems has a binomial standard error of ~0.07, while a 3-digit
-#: multiplication model trained on 300,000 lines has seen 98 of 2x2's 100 test problems, and 2 unseen
-#: ones read 0.0, 0.5 or 1.0 from one evaluation to the next (the first run of mul_format_recipe's part 1)
+#: a gated cell is read on its unseen test problems only where it has at least this many (else on all):
+#: 0.9 on 20 problems has a standard error of ~0.07, while 2 unseen ones read 0.0, 0.5 or 1.0 at random
 MIN_UNSEEN = 20
 
 
 def weakest_unseen(cells: pd.DataFrame, labels: Sequence[str]) -> float:
-    """The lowest accuracy over the cells `labels` names, each read on its test problems that are not
-    training problems where it has at least `MIN_UNSEEN` of them, else on all of them (every 1-digit
-    product, a 2x2 almost wholly trained on); NaN when no cell is named or found. What a recipe search's
-    scheduler reads: memorised training lines do not count where enough problems were not trained on."""
+    """The lowest accuracy over the cells `labels` names, each on its problems not trained on where it has
+    `MIN_UNSEEN` of them, else on all (NaN when none is found): what a recipe search's scheduler reads, so
+    that memorised training lines do not count."""
     wanted = set(labels)
-    keys = zip(cells[CONTEXT_COLUMN], cells[ROW_DIGITS_COLUMN], cells[COL_DIGITS_COLUMN], strict=True)
-    named = cells[[gate_cell_name(*key) in wanted for key in keys]]
+    named = cells[[gate_cell_name(*key) in wanted for key in cells[schema.CELL_KEYS].itertuples(index=False)]]
     if named.empty:
         return float("nan")
-    unseen = named.get(ACCURACY_UNSEEN_COLUMN, pd.Series(float("nan"), index=named.index))
-    if N_SEEN_COLUMN in named:
-        unseen = unseen.where(named[N_COLUMN] - named[N_SEEN_COLUMN].fillna(0) >= MIN_UNSEEN)
-    return float(unseen.fillna(named[ACCURACY_COLUMN]).min())
+    unseen = named.get(schema.ACCURACY_UNSEEN_COLUMN, pd.Series(float("nan"), index=named.index))
+    if schema.N_SEEN_COLUMN in named:
+        unseen = unseen.where(named[schema.N_COLUMN] - named[schema.N_SEEN_COLUMN].fillna(0) >= MIN_UNSEEN)
+    return float(unseen.fillna(named[schema.ACCURACY_COLUMN]).min())
 
 
 def length_reach(cells: pd.DataFrame, context: str = "main") -> tuple[int, float] | None:
-    """(longest, score) of a one-dimensional test of `context` (operands of equal length per cell): the
-    longest length L such that every cell up to L holds HELD_ACCURACY (0 when the shortest does not), and
-    L plus the mean accuracy of the cells longer than L (a tie-breaker below 1: how much of the rest a
-    model gets right). None for a test without such cells (a multiplication grid, another context)."""
-    own = cells[(cells[CONTEXT_COLUMN] == context) & cells[ROW_DIGITS_COLUMN].isna()]
+    """(longest, score) of a one-dimensional test of `context`: the longest length L such that every cell up
+    to L holds HELD_ACCURACY (0 if the shortest does not), and L plus the mean accuracy beyond it (a
+    tie-breaker below 1). None for a test without such cells (a multiplication grid, another context)."""
+    own = cells[(cells[schema.CONTEXT_COLUMN] == context) & cells[schema.ROW_DIGITS_COLUMN].isna()]
     if own.empty:
         return None
-    by_length = own.groupby(COL_DIGITS_COLUMN)[ACCURACY_COLUMN].mean().sort_index()
-    held = (by_length >= HELD_ACCURACY - 1e-9).to_numpy()
+    by_length = own.groupby(schema.COL_DIGITS_COLUMN)[schema.ACCURACY_COLUMN].mean().sort_index()
+    held = (by_length >= schema.HELD_ACCURACY - 1e-9).to_numpy()
     leading = len(held) if held.all() else int(held.argmin())  # the cells held before the first that is not
     longest = int(by_length.index[leading - 1]) if leading else 0
     beyond = by_length.iloc[leading:]
@@ -102,41 +80,37 @@ def length_reach(cells: pd.DataFrame, context: str = "main") -> tuple[int, float
 def summary_metrics(
     cells: pd.DataFrame, seconds: float, max_digits: int | None = None, gate_cells: Sequence[str] = ()
 ) -> dict[str, float]:
-    """test_acc (mean over all cells), test_acc/<context>, seen_fraction, test_acc/seen and test_acc/unseen
-    (the mean over cells of the accuracy on test problems in / not in the training set),
-    eval/samples_per_s; given the training's `max_digits`, also test_acc/in_range and test_acc/beyond
-    (cells with longer operands) and both per context, test_acc/<context>/in_range etc.: the numbers
-    length claims rest on, as UI columns; given `gate_cells` (`train.gate_cells`), gate/weakest_unseen
-    (`weakest_unseen`)."""
-    metrics = {TEST_ACC_METRIC: float(cells[ACCURACY_COLUMN].mean())}
-    for context, frame in cells.groupby(CONTEXT_COLUMN, sort=False):
-        metrics[f"test_acc/{context}"] = float(frame[ACCURACY_COLUMN].mean())
+    """test_acc (the mean over cells) and per context, seen_fraction, test_acc/seen and /unseen (on problems
+    in / not in the training set), eval/samples_per_s; given the training's `max_digits`, test_acc/in_range
+    and /beyond (longer operands), also per context, and the length reach; given `gate_cells`, the gate."""
+    metrics = {schema.TEST_ACC_METRIC: float(cells[schema.ACCURACY_COLUMN].mean())}
+    for context, frame in cells.groupby(schema.CONTEXT_COLUMN, sort=False):
+        metrics[f"test_acc/{context}"] = float(frame[schema.ACCURACY_COLUMN].mean())
     if max_digits is not None:
-        longest = cells[[ROW_DIGITS_COLUMN, COL_DIGITS_COLUMN]].astype(float).max(axis=1)
-        several_contexts = cells[CONTEXT_COLUMN].nunique() > 1
+        longest = cells[[schema.ROW_DIGITS_COLUMN, schema.COL_DIGITS_COLUMN]].astype(float).max(axis=1)
+        several_contexts = cells[schema.CONTEXT_COLUMN].nunique() > 1
         for name, part in (
             ("in_range", cells[longest <= max_digits]),
             ("beyond", cells[longest > max_digits]),
         ):
             if part.empty:
                 continue
-            metrics[f"test_acc/{name}"] = float(part[ACCURACY_COLUMN].mean())
+            metrics[f"test_acc/{name}"] = float(part[schema.ACCURACY_COLUMN].mean())
             if several_contexts:
-                for context, frame in part.groupby(CONTEXT_COLUMN, sort=False):
-                    metrics[f"test_acc/{context}/{name}"] = float(frame[ACCURACY_COLUMN].mean())
-    if SEEN_IN_TRAIN_COLUMN in cells:
-        metrics["seen_fraction"] = float(
-            (cells[SEEN_IN_TRAIN_COLUMN] * cells[N_COLUMN]).sum() / max(1, cells[N_COLUMN].sum())
-        )
+                for context, frame in part.groupby(schema.CONTEXT_COLUMN, sort=False):
+                    metrics[f"test_acc/{context}/{name}"] = float(frame[schema.ACCURACY_COLUMN].mean())
+    if schema.SEEN_IN_TRAIN_COLUMN in cells:
+        seen = cells[schema.SEEN_IN_TRAIN_COLUMN] * cells[schema.N_COLUMN]
+        metrics["seen_fraction"] = float(seen.sum() / max(1, cells[schema.N_COLUMN].sum()))
     for part in ("seen", "unseen"):
         # the mean over the cells that hold such problems: unseen is what the model generalised to
         accuracies = cells.get(f"accuracy_{part}", pd.Series(dtype=float)).dropna()
         if not accuracies.empty:
             metrics[f"test_acc/{part}"] = float(accuracies.mean())
     if gate_cells:
-        metrics[GATE_METRIC] = weakest_unseen(cells, gate_cells)
-    reach = length_reach(cells) if max_digits is not None and BEYOND_METRIC in metrics else None
+        metrics[schema.GATE_METRIC] = weakest_unseen(cells, gate_cells)
+    reach = length_reach(cells) if max_digits is not None and schema.BEYOND_METRIC in metrics else None
     if reach is not None:
-        metrics[LONGEST_HELD_METRIC], metrics[LENGTH_SCORE_METRIC] = float(reach[0]), reach[1]
-    metrics["eval/samples_per_s"] = float(cells[N_COLUMN].sum() / max(seconds, 1e-9))
+        metrics[schema.LONGEST_HELD_METRIC], metrics[schema.LENGTH_SCORE_METRIC] = float(reach[0]), reach[1]
+    metrics["eval/samples_per_s"] = float(cells[schema.N_COLUMN].sum() / max(seconds, 1e-9))
     return metrics

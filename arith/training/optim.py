@@ -13,8 +13,7 @@ from arith.training.epochs import capped_steps
 
 
 def total_steps(t: TrainConfig, batches_per_pass: int) -> int:
-    """Optimiser steps of the whole run: the epochs (`train.epochs_per_pass` of them a pass), capped by
-    max_steps."""
+    """Optimiser steps of the whole run: its epochs (`train.epochs_per_pass` a pass), capped by max_steps."""
     return capped_steps(t.epochs, batches_per_pass, t.epochs_per_pass, t.max_steps)
 
 

@@ -1,9 +1,10 @@
-"""What a trial is built from before it trains: its data, tokenizer, model, optimiser and batches (the
-`Setup`), from its config alone."""
+"""What a trial is built from before it trains, from its config alone: its data, tokenizer, model, optimiser
+and batches (the `Setup`); and where it stands between steps (the `TrainState`), which with the modules'
+states is its checkpoint."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import torch
@@ -12,13 +13,9 @@ from arith.config import ExperimentConfig, TrainConfig
 from arith.data.datasets import test_examples, train_examples
 from arith.data.tasks import problem_ids
 from arith.model.gpt import build_model
-from arith.model.tokenizer import tokenizer_for
-from arith.training.batching import BatchLoader, encode_lines, example_digits, pad_token_id
-from arith.training.checkpoints import (
-    rng_state,
-    seed_everything,
-    set_rng_state,
-)
+from arith.model.tokenizer import encode_examples, tokenizer_for
+from arith.training.batching import BatchLoader, EncodedLine, example_digits, pad_token_id
+from arith.training.checkpoints import rng_state, seed_everything, set_rng_state
 from arith.training.hardware import (
     autocast_context,
     compile_model,
@@ -29,7 +26,30 @@ from arith.training.hardware import (
 from arith.training.lengths import check_decoding, check_train_lines
 from arith.training.metrics import probe_examples
 from arith.training.optim import lr_lambda, make_optimizer, total_steps
-from arith.training.state import TrainState
+
+
+@dataclass
+class TrainState:
+    """Where training stands: with the weights, optimiser, scheduler and RNG states it is the checkpoint."""
+
+    epoch: int = 0
+    step: int = 0
+    tokens: int = 0
+    train_seconds: float = 0.0
+    #: CPU time of the trial's process (setup, steps, evaluations; every thread), summed across restores:
+    #: core-seconds that contention for the machine does not inflate, the clock a recipe search reads
+    cpu_seconds: float = 0.0
+    seconds_to_target: float | None = None
+    #: why training ended: "epochs" (not yet, or all done), "max_steps" or "target_accuracy"
+    stopped: str = "epochs"
+    run_id: str = ""
+    #: each process that trained it: its machine, steps and CPU time (`arith.training.sessions`)
+    sessions: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, saved: dict[str, Any]) -> TrainState:
+        """The state a checkpoint saved (one from before a counter existed starts that counter at 0)."""
+        return cls(**{k: saved[k] for k in cls.__dataclass_fields__ if k in saved})
 
 
 @dataclass
@@ -74,7 +94,7 @@ class Setup:
 def train_loader(train_set: list, tokenizer, t: TrainConfig) -> BatchLoader:
     """The trainer's batches of `train_set` (the benchmarks time these same batches)."""
     return BatchLoader(
-        encode_lines(tokenizer, train_set),
+        [EncodedLine(tuple(ids), start) for ids, start in encode_examples(tokenizer, train_set)],
         t.batch_size,
         pad_token_id(tokenizer),
         t.loss_on,

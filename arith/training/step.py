@@ -14,15 +14,13 @@ class NonFiniteLossError(FloatingPointError):
 
 
 def head_on_loss_rows(device: torch.device, t: TrainConfig) -> bool:
-    """Whether a training step runs the LM head on the loss's columns only (`ArithModel.forward`'s
-    logits=False): on a CPU, where selecting them is free; not on a GPU, where the selection's
-    data-dependent shape would cost a host sync each step and break CUDA graphs, nor under compile."""
+    """Whether a step runs the LM head on the loss's columns only: on a CPU, where selecting them is free;
+    not on a GPU (a data-dependent shape costs a host sync and breaks CUDA graphs), nor under compile."""
     return device.type == "cpu" and not t.compile
 
 
 def train_step(step_model, optimizer, scheduler, batch, t: TrainConfig, autocast) -> torch.Tensor:
-    """One optimiser step on `batch` (on the device); returns the loss, still on the device (no sync).
-    The benchmarks time this same function."""
+    """One optimiser step on `batch` (on the device); returns the loss, still on the device (no sync)."""
     with autocast:
         loss = step_model(
             batch.input_ids,
@@ -42,8 +40,7 @@ def train_step(step_model, optimizer, scheduler, batch, t: TrainConfig, autocast
 
 
 def drain_losses(window: list[torch.Tensor], step: int, epoch: int) -> float:
-    """Sum the losses of the last `len(window)` steps (ending at `step`), emptying the window; a NaN or
-    infinite one stops training with an error naming its step and epoch."""
+    """Sum and empty the window of the last steps' losses (to `step`); a NaN or inf one stops training."""
     if not window:
         return 0.0
     losses = torch.stack(window).float().cpu()

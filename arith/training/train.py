@@ -1,15 +1,7 @@
-"""The one trainer: `train(cfg) -> TrainResult`, plain PyTorch, used alone (`python -m arith.training`), by
-the benchmarks and, through the adapter in sweeps/trainable.py, by Ray Tune.
-
-It reads top-down like nanoGPT's train.py: `setup(cfg)` builds data, model and optimiser; `train` runs
-one loop over a `TrainState` (the counters a checkpoint saves beside the weights, optimiser, scheduler
-and RNG states) with AdamW, warmup and a decaying schedule, gradient clipping, length-bucketed batches,
-evaluations of the paper's grids at chosen epochs and checkpoints that continue a run exactly.
-
-Two hooks connect it to a scheduler without it knowing which: `checkpoints` (load the state to resume
-from; save a new one and say where) and `reporter(metrics, checkpoint_path)` after every epoch. Before a
-checkpoint is saved the tracker sends its buffer, and what it could not send rides in the checkpoint, so
-a run restored from it misses no metric logged before it.
+"""The one trainer, `train(cfg) -> TrainResult`: plain PyTorch, used alone (`python -m arith.training`), by
+the benchmarks and by Ray Tune (sweeps/trainable.py). `setup` builds data, model and optimiser; one loop
+evaluates the paper's grids at chosen epochs and saves checkpoints that continue a run exactly (what the
+tracker could not send rides in them). A scheduler connects through `checkpoints` and `reporter`.
 """
 
 from __future__ import annotations
@@ -26,32 +18,15 @@ import pandas as pd
 import torch
 
 from arith.config import ExperimentConfig
+from arith.tracking import schema
 from arith.tracking.runs import NullTracker, start_tracker
-from arith.tracking.schema import (
-    ACCURACY_COLUMN,
-    BF16_MATMULS_TAG,
-    CPU_SECONDS,
-    EXPERIMENT_CONFIG,
-    LOSS_METRIC,
-    TEST_ACC_METRIC,
-    WEIGHTS_DIGEST_TAG,
-)
-from arith.training.checkpoints import (
-    CheckpointFolder,
-    Checkpoints,
-    _check_same_config,
-    weights_digest,
-)
+from arith.training.checkpoints import CheckpointFolder, Checkpoints, check_same_config, weights_digest
 from arith.training.evaluate import evaluate
-from arith.training.hardware import (
-    bf16_matmuls,
-    machine_of,
-)
+from arith.training.hardware import bf16_matmuls, machine_of
 from arith.training.metrics import exact_match, summary_metrics
 from arith.training.sessions import advanced, opened
 from arith.training.sessions import tags as session_tags
-from arith.training.setup import Setup, setup
-from arith.training.state import TrainState
+from arith.training.setup import Setup, TrainState, setup
 from arith.training.step import NonFiniteLossError, drain_losses, train_step
 from arith.validation import validate
 
@@ -71,23 +46,11 @@ class TrainResult:
     tokens_per_s: float
     run_id: str = ""
     checkpoint: str = ""
-    #: why training ended: "epochs", "max_steps" or "target_accuracy"
-    stopped: str = "epochs"
+    stopped: str = "epochs"  # "epochs", "max_steps" or "target_accuracy"
     #: training seconds at which the probe first reached train.target_accuracy (None if it did not)
     seconds_to_target: float | None = None
     failures: list[dict] = field(default_factory=list)
-    #: the trained weights' sha256 (`weights_digest`), also the run's WEIGHTS_DIGEST_TAG
-    weights_sha256: str = ""
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Setup
-# ---------------------------------------------------------------------------------------------------------
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The trainer
-# ---------------------------------------------------------------------------------------------------------
+    weights_sha256: str = ""  # `weights_digest`, also the run's WEIGHTS_DIGEST_TAG
 
 
 def train(
@@ -97,17 +60,15 @@ def train(
     checkpoints: Checkpoints | None = None,
     tracker: NullTracker | None = None,
 ) -> TrainResult:
-    """Train one trial and return its results. `checkpoints` defaults to `train.checkpoint_dir` (none when
-    empty); `reporter` gets every epoch's metrics and checkpoint (see the module docstring); `tracker`
-    defaults to the config's (MLflow, or none): a machine without MLflow passes an
-    `arith.tracking.recorder`."""
+    """Train one trial. `checkpoints` defaults to `train.checkpoint_dir` (none when empty), `tracker` to the
+    config's (MLflow, or none; a machine without MLflow passes an `arith.tracking.recorder`)."""
     cpu_start = time.process_time()
     validate(cfg)
     if checkpoints is None and cfg.train.checkpoint_dir:
         checkpoints = CheckpointFolder(cfg.train.checkpoint_dir)
     saved = checkpoints.load() if checkpoints is not None else None
     if saved is not None:
-        _check_same_config(saved["config"], cfg)
+        check_same_config(saved["config"], cfg)
     s = setup(cfg)
     state = s.restore(saved) if saved is not None else TrainState()
     if tracker is None:
@@ -118,14 +79,8 @@ def train(
     kernels = bf16_matmuls(s.device, cfg.train.precision)
     state.sessions = opened(state.sessions, state.step, machine_of(s.device), kernels)
     # the device it trained on: a scheduler may assign a (fractional, or fake) GPU where torch has none
-    tracker.set_tags(
-        {
-            "hostname": socket.gethostname(),
-            "device": s.device.type,
-            BF16_MATMULS_TAG: kernels,
-            **session_tags(state.sessions),
-        }
-    )
+    placement = {"hostname": socket.gethostname(), "device": s.device.type, schema.BF16_MATMULS_TAG: kernels}
+    tracker.set_tags({**placement, **session_tags(state.sessions)})
     if saved is not None:
         print(
             f"resumed from epoch {state.epoch}, step {state.step} (MLflow run {state.run_id or '-'})",
@@ -148,12 +103,12 @@ def train(
 def _loop(
     s: Setup, state: TrainState, tracker, reporter, checkpoints, resumed_finished: bool, cpu_mark: float
 ) -> TrainResult:
-    """The training loop: epochs of optimiser steps, then probe, evaluation, checkpoint and report.
-    `cpu_mark`: the process's CPU time when this run (or restore) began, so setup counts in cpu_seconds."""
+    """Epochs of optimiser steps, each followed by probe, evaluation, checkpoint and report. `cpu_mark`: the
+    process's CPU time when this run began, so setup counts in cpu_seconds."""
     t, device, model = s.cfg.train, s.device, s.model
     # A resumed run that had already finished does no more steps and is just evaluated again.
     done = resumed_finished and (state.step >= s.n_steps or state.stopped != "epochs")
-    last_eval: tuple[pd.DataFrame, list[dict], float] | None = None
+    last_eval: tuple[pd.DataFrame, list[dict], dict[str, float]] | None = None
     last_test_acc, last_saved = 0.0, ""
     for epoch in range(state.epoch + 1, t.epochs + 1) if not done else ():  # 1-based
         model.train()
@@ -175,7 +130,7 @@ def _loop(
             if state.step % t.log_every_steps == 0:
                 elapsed = state.train_seconds + time.perf_counter() - epoch_start
                 metrics = {
-                    LOSS_METRIC: float(loss),
+                    schema.LOSS_METRIC: float(loss),
                     "train/lr": s.scheduler.get_last_lr()[0],
                     "train/tokens_per_s": state.tokens / max(elapsed, 1e-9),
                 }
@@ -191,14 +146,12 @@ def _loop(
             state.stopped = "max_steps"
 
         metrics: dict[str, Any] = {"epoch": epoch, "step": state.step, "train_loss": mean_loss}
-        metrics["tokens_per_s"] = state.tokens / max(state.train_seconds, 1e-9)
-        line = f"epoch {epoch:4d}  step {state.step:7d}  loss {mean_loss:.4f}"
-        line += f"  tokens/s {metrics['tokens_per_s']:9.0f}"
+        metrics["tokens_per_s"] = tokens_per_s = state.tokens / max(state.train_seconds, 1e-9)
+        line = f"epoch {epoch:4d}  step {state.step:7d}  loss {mean_loss:.4f}  tokens/s {tokens_per_s:9.0f}"
         if s.probe:
             with s.autocast:
-                probe_acc = exact_match(
-                    evaluate(model, s.tokenizer, s.probe, batch_size=t.eval_batch_size).to_frame()
-                )
+                probe = evaluate(model, s.tokenizer, s.probe, batch_size=t.eval_batch_size)
+            probe_acc = exact_match(probe.to_frame())
             metrics["probe_acc"] = probe_acc
             tracker.log_metrics({"probe_acc": probe_acc}, epoch)
             line += f"  probe {probe_acc:.3f}"
@@ -209,18 +162,18 @@ def _loop(
         final = state.stopped != "epochs" or epoch == t.epochs
         if epoch in t.eval_epochs or final:
             last_eval = evaluate_and_log(s, epoch, tracker)
-            metrics.update(summary_metrics(last_eval[0], last_eval[2], s.cfg.data.max_digits, t.gate_cells))
-            line += f"  test_acc {metrics[TEST_ACC_METRIC]:.3f}"
+            metrics.update(last_eval[2])
+            line += f"  test_acc {metrics[schema.TEST_ACC_METRIC]:.3f}"
         print(line, flush=True)
         # the scheduler sees test_acc in every report: the latest evaluation's (0 before the first one)
-        metrics["evaluated"] = TEST_ACC_METRIC in metrics
+        metrics["evaluated"] = schema.TEST_ACC_METRIC in metrics
         cpu_now = time.process_time()
         state.cpu_seconds += cpu_now - cpu_mark
         advanced(state.sessions, state.step, cpu_now - cpu_mark, epoch_seconds)
         cpu_mark = cpu_now
-        metrics[CPU_SECONDS] = state.cpu_seconds
-        tracker.log_metrics({CPU_SECONDS: state.cpu_seconds}, epoch)  # a search's clock, live in MLflow
-        last_test_acc = metrics.setdefault(TEST_ACC_METRIC, last_test_acc)
+        metrics[schema.CPU_SECONDS] = state.cpu_seconds
+        tracker.log_metrics({schema.CPU_SECONDS: state.cpu_seconds}, epoch)  # a search's clock, live
+        last_test_acc = metrics.setdefault(schema.TEST_ACC_METRIC, last_test_acc)
         due = final or epoch in t.eval_epochs or (t.checkpoint_every and epoch % t.checkpoint_every == 0)
         path = None
         if due:  # the record of where it trained, as its checkpoint will hold it
@@ -239,10 +192,10 @@ def _loop(
     cells, failures, _ = last_eval
     tracker.log_metrics({"train_seconds": state.train_seconds, "epochs_done": state.epoch}, state.step)
     digest = weights_digest(model)
-    tracker.set_tags({WEIGHTS_DIGEST_TAG: digest})
+    tracker.set_tags({schema.WEIGHTS_DIGEST_TAG: digest})
     log_model(s, tracker, state.epoch)
     return TrainResult(
-        test_acc=float(cells[ACCURACY_COLUMN].mean()),
+        test_acc=float(cells[schema.ACCURACY_COLUMN].mean()),
         cells=cells,
         epochs_done=state.epoch,
         steps=state.step,
@@ -257,10 +210,9 @@ def _loop(
     )
 
 
-def evaluate_and_log(s: Setup, epoch: int, tracker) -> tuple[pd.DataFrame, list[dict], float]:
-    """Evaluate the test grid at `epoch`, log it (step = epoch) and return (cells, failures, seconds)."""
+def evaluate_and_log(s: Setup, epoch: int, tracker) -> tuple[pd.DataFrame, list[dict], dict[str, float]]:
+    """Evaluate the test grid at `epoch`, log it (step = epoch) and return (cells, failures, metrics)."""
     t = s.cfg.train
-    start = time.perf_counter()
     with s.autocast:
         result = evaluate(
             s.model,
@@ -273,21 +225,19 @@ def evaluate_and_log(s: Setup, epoch: int, tracker) -> tuple[pd.DataFrame, list[
             seed=t.seed,
             max_new_tokens=t.eval_max_new_tokens,
         )
-    seconds = time.perf_counter() - start
     cells, failures = result.to_frame(), [failure.to_json() for failure in result.failures]
-    tracker.log_metrics(summary_metrics(cells, seconds, s.cfg.data.max_digits, t.gate_cells), epoch)
+    metrics = summary_metrics(cells, result.seconds, s.cfg.data.max_digits, t.gate_cells)
+    tracker.log_metrics(metrics, epoch)
     tracker.log_evaluation(cells, failures, epoch)
     tracker.log_errors(result.errors_frame(), epoch)
-    return cells, failures, seconds
+    return cells, failures, metrics
 
 
 def log_model(s: Setup, tracker, epoch: int) -> None:
-    """The trained model, its position scheme, tokenizer and config as the run's MLflow logged model, named
-    by point and seed (`tracking.log_model=final`), linked to its last evaluation (`epoch`); loadable with
-    `mlflow.pytorch.load_model("models:/<model id>")` and `arith.tracking.models.load_model` alike."""
+    """The trained model, tokenizer and config as the run's logged model, linked to its last evaluation."""
     if s.cfg.tracking.log_model == "none" or not s.cfg.tracking.enabled:
         return
     with tempfile.TemporaryDirectory(prefix="arith-model-") as folder:
         s.model.save(folder, s.tokenizer)
-        (Path(folder) / EXPERIMENT_CONFIG).write_text(s.cfg.to_json())  # what `arith.ask` renders with
+        (Path(folder) / schema.EXPERIMENT_CONFIG).write_text(s.cfg.to_json())  # what `arith.ask` renders with
         tracker.log_model(s.model, folder, step=epoch)

@@ -10,34 +10,22 @@ import pandas as pd
 
 from arith.config import ExperimentConfig
 from arith.tracking.schema import ACCURACY_COLUMN, COL_DIGITS_COLUMN
-from experiments.claim import Claim, Experiment
+from experiments.cells import beyond_training, digit_range, measured, within_training
+from experiments.claim import Claim, DigitMap, Experiment
 from experiments.grid import Grid
 from experiments.recipes import ADD_SCRATCHPAD_24K
 from experiments.setups import ADD_LENGTH_SETUP
-from experiments.verdicts import (
-    NO_EXTRAPOLATION,
-    Outcome,
-    Side,
-    beyond_training,
-    compared,
-    competence,
-    difference,
-    digit_range,
-    measured,
-    untestable,
-    within_training,
-)
+from experiments.verdicts import NO_EXTRAPOLATION, Outcome, Side, compared, competence, difference, untestable
 
 
 def _add_length_table(cfg: ExperimentConfig) -> tuple[str, ...]:
-    # the table holds the pretrained models; its recursive scratchpad reverses the addends (the appendix's
-    # definition: "In addition, we reverse the order of the digits in the two addends"; tab:fail's example)
+    # the table holds the pretrained models; its recursive scratchpad reverses the addends (appendix B)
     recursive = cfg.data.format == "recursive_scratchpad"
     in_table = cfg.model.init == "pretrained" and cfg.data.reverse_addends == recursive
     return ("tb:acc_dataformat",) if in_table else ()
 
 
-def scratchpad_extrapolation_order(frame: pd.DataFrame, digit_map: dict[int, int] | None = None) -> Outcome:
+def scratchpad_extrapolation_order(frame: pd.DataFrame, digit_map: DigitMap = None) -> Outcome:
     cells = measured(frame)
     if not (cells["model.init"] == "pretrained").any():
         return untestable(
@@ -100,7 +88,6 @@ ADD_LENGTH = Experiment(
             "fine-tuned GPT-2, beyond the training length: basic does not extrapolate; random space a "
             "little; recursive scratchpad (reversed addends) most",
             "tb:acc_dataformat",
-            "the digit counts trained on",
             scratchpad_extrapolation_order,
             id="scratchpad_extrapolates",
         ),

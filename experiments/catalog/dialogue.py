@@ -10,24 +10,11 @@ import pandas as pd
 
 from arith.config import ExperimentConfig
 from arith.tracking.schema import CONTEXT_COLUMN
-from experiments.claim import Claim, Experiment
+from experiments.cells import digit_range, largest_digits, measured, smaller_digits
+from experiments.claim import Check, Claim, DigitMap, Experiment
 from experiments.grid import Grid
 from experiments.setups import PAPER_POSITIONS
-from experiments.verdicts import (
-    Contrast,
-    Outcome,
-    Side,
-    compared,
-    competence,
-    difference,
-    digit_range,
-    largest_digits,
-    measured,
-    smaller_digits,
-    untestable,
-)
-
-DigitMap = dict[int, int] | None
+from experiments.verdicts import Contrast, Outcome, Side, compared, competence, difference, untestable
 
 NL_IN_RANGE = "the smaller half of the dialogue-context sums (2-3 digits in the paper), every cell"
 
@@ -61,24 +48,19 @@ def _mix_name(mix: str) -> str:
     return "dia" if mix == "none" else f"dia+{mix}"
 
 
-def _nl_pair(frame: pd.DataFrame, digit_map: DigitMap, position: str, better: str, worse: str) -> Outcome:
-    sides, why, on, cells = _nl_sides(frame, [(position, better), (position, worse)], digit_map)
-    if why:
-        return untestable(why, [on] if on else [])
-    a, b = (
-        Side.of(_mix_name(better), sides[(position, better)]),
-        Side.of(_mix_name(worse), sides[(position, worse)]),
-    )
-    label = f"position={position}, dialogue context, {digit_range(largest_digits(cells))}-digit sums"
-    return compared([difference(a, b, label)], notes=[on])
+def random_space_beats(worse: str) -> Check:
+    """With learned positions, dia+random_space against dialogue with `worse` mixed in (largest sums)."""
+    position, better = "learned", "random_space"
 
+    def check(frame: pd.DataFrame, digit_map: DigitMap = None) -> Outcome:
+        sides, why, on, cells = _nl_sides(frame, [(position, better), (position, worse)], digit_map)
+        if why:
+            return untestable(why, [on] if on else [])
+        a, b = (Side.of(_mix_name(mix), sides[(position, mix)]) for mix in (better, worse))
+        label = f"position={position}, dialogue context, {digit_range(largest_digits(cells))}-digit sums"
+        return compared([difference(a, b, label)], notes=[on])
 
-def random_space_beats_dialogue_alone(frame: pd.DataFrame, digit_map: DigitMap = None) -> Outcome:
-    return _nl_pair(frame, digit_map, "learned", "random_space", "none")
-
-
-def random_space_beats_basic_with_learned(frame: pd.DataFrame, digit_map: DigitMap = None) -> Outcome:
-    return _nl_pair(frame, digit_map, "learned", "random_space", "basic")
+    return check
 
 
 def positions_close_the_gap(frame: pd.DataFrame, digit_map: DigitMap = None) -> Outcome:
@@ -136,22 +118,19 @@ NL_MIX = Experiment(
             "with learned positions, dialogue + random-space data beats dialogue alone on the largest sums "
             "(dialogue context)",
             "tb:acc_nldia_a",
-            NL_IN_RANGE,
-            random_space_beats_dialogue_alone,
+            random_space_beats("none"),
             id="random_space_beats_dialogue",
         ),
         Claim(
             "with learned positions, dia+random_space beats dia+basic on the largest sums (dialogue context)",
             "tb:acc_nldia_a",
-            NL_IN_RANGE,
-            random_space_beats_basic_with_learned,
+            random_space_beats("basic"),
             id="random_space_beats_basic",
         ),
         Claim(
             "no position embedding and random embedding close that gap (dia+random_space minus dia+basic is "
             "smaller than with learned)",
             "tb:acc_nldia_a",
-            NL_IN_RANGE,
             positions_close_the_gap,
             id="positions_close_the_gap",
         ),

@@ -1,21 +1,8 @@
 """Beyond the paper: length generalisation across position schemes, each as its own paper defines it.
 
-A model is trained on sums of 1..5-digit operands and tested on every operand length from 1 to 21
-(3x the training length and on to the longest length position coupling's authors' own code was run
-at here, on the same budget), 100 problems a length, plus sums of a 21-digit operand and a shorter one
-(the `mixed` cell). Every scheme trains the same model at the same budget; what a scheme's paper
-defines goes with it as one bundle (docs/position_schemes.md):
-
-- `abacus` (McLeish et al. 2024): every number written least significant digit first (`lsd_first`), a
-  digit's index within its number (so its significance) looked up in a table of its own, from a random
-  offset while training;
-- `coupling` (Cho et al. 2024): operands zero-padded to the longer one, the sum reversed at one digit
-  more (`line_padding_reverse`); digits of equal significance share a position id, from a random start
-  while training;
-- `randomized` (Ruoss et al. 2023): sorted random ids from the whole table (128), wider than the longest
-  test line (67 tokens);
-- `learned`, `none` and `random_embed` (the paper's three) on Abacus's format, which leaves them the
-  easiest carry order (least significant digit first).
+A model is trained on sums of 1..5-digit operands and tested on every operand length from 1 to 21, plus
+sums of a 21-digit operand and a shorter one (the `mixed` cell). Every scheme trains the same model at the
+same budget, with the data format its paper defines (`SCHEMES`; why: docs/position_schemes.md).
 
 No digit map (the scale must not compress the lengths a claim reads) and no paper table: the competence
 gate reads every equal-length cell of the training range, on every seed.
@@ -23,37 +10,17 @@ gate reads every equal-length cell of the training range, on every seed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 
 import pandas as pd
 
-from arith.tracking.schema import (
-    COL_DIGITS_COLUMN,
-    CONTEXT_COLUMN,
-    HELD_ACCURACY,
-    SEED_COLUMN,
-)
+from arith.tracking.schema import COL_DIGITS_COLUMN, CONTEXT_COLUMN, HELD_ACCURACY, SEED_COLUMN
 from arith.training.metrics import length_reach
-from experiments.claim import Claim, Experiment
+from experiments.cells import beyond_training, digit_range, measured, within_training
+from experiments.claim import Check, Claim, DigitMap, Experiment
 from experiments.grid import Grid, Variant
 from experiments.recipes import Recipe
-from experiments.verdicts import (
-    Outcome,
-    Side,
-    compared,
-    competence,
-    difference,
-    digit_range,
-    measured,
-    untestable,
-)
-from experiments.verdicts import (
-    beyond_training as _beyond_training,
-)
-from experiments.verdicts import (
-    within_training as _within_training,
-)
+from experiments.verdicts import Outcome, Side, compared, competence, difference, untestable
 
 #: operand lengths trained on (1..TRAINED) and tested (1..TESTED: 3x and on to 21)
 TRAINED, TESTED = 5, 21
@@ -114,11 +81,11 @@ def equal_lengths(cells: pd.DataFrame) -> pd.DataFrame:
 
 
 def trained_lengths(cells: pd.DataFrame) -> pd.DataFrame:
-    return _within_training(equal_lengths(cells))
+    return within_training(equal_lengths(cells))
 
 
 def longer_lengths(cells: pd.DataFrame) -> pd.DataFrame:
-    return _beyond_training(equal_lengths(cells))
+    return beyond_training(equal_lengths(cells))
 
 
 def first_longer(cells: pd.DataFrame) -> pd.DataFrame:
@@ -156,18 +123,14 @@ def reach_note(cells: pd.DataFrame, scheme: str) -> str:
 GATE_LABEL = f"every equal-length cell of the training range (1-{TRAINED} digits), every seed"
 
 
-def _gate(sides: dict[str, pd.DataFrame]) -> tuple[str, str]:
-    return competence(sides, None, trained_lengths, GATE_LABEL)
-
-
 # --- the claims, stated before any run --------------------------------------------------------------------
 
 
-def beats_learned(scheme: str) -> Callable[[pd.DataFrame, dict[int, int] | None], Outcome]:
+def beats_learned(scheme: str) -> Check:
     """`scheme` beyond the training length against learned positions: each seed's mean over every
     equal-length cell longer than trained, paired by seed (the same problems)."""
 
-    def check(frame: pd.DataFrame, digit_map: dict[int, int] | None = None) -> Outcome:
+    def check(frame: pd.DataFrame, digit_map: DigitMap = None) -> Outcome:
         cells = measured(frame)
         mine, learned = of_scheme(cells, scheme), of_scheme(cells, "learned")
         if mine.empty or learned.empty or longer_lengths(cells).empty:
@@ -177,7 +140,7 @@ def beats_learned(scheme: str) -> Callable[[pd.DataFrame, dict[int, int] | None]
             same_format = f"learned on {', '.join(sorted(set(learned['data.format'])))}"
         else:  # where learned ran on the scheme's own lines (length_gen_papers), it is compared there
             learned, same_format = same, "learned on the same lines"
-        why, on = _gate({scheme: mine, "learned": learned})
+        why, on = competence({scheme: mine, "learned": learned}, None, trained_lengths, GATE_LABEL)
         if why:
             return untestable(why, [on, same_format])
         where = f"{digit_range(longer_lengths(mine))}-digit sums (beyond training)"
@@ -188,15 +151,15 @@ def beats_learned(scheme: str) -> Callable[[pd.DataFrame, dict[int, int] | None]
     return check
 
 
-def holds_beyond(scheme: str) -> Callable[[pd.DataFrame, dict[int, int] | None], Outcome]:
+def holds_beyond(scheme: str) -> Check:
     """`scheme` holds HELD_ACCURACY one digit past its training length: each seed's accuracy there against
     the threshold (a one-sample test), with the longest length every seed holds as the reading."""
 
-    def check(frame: pd.DataFrame, digit_map: dict[int, int] | None = None) -> Outcome:
+    def check(frame: pd.DataFrame, digit_map: DigitMap = None) -> Outcome:
         mine = of_scheme(measured(frame), scheme)
         if mine.empty or first_longer(mine).empty:
             return untestable(f"needs {scheme} trials with cells one digit beyond the training length")
-        why, on = _gate({scheme: mine})
+        why, on = competence({scheme: mine}, None, trained_lengths, GATE_LABEL)
         if why:
             return untestable(why, [on])
         contrasts, notes = [], [on]
@@ -249,7 +212,6 @@ LENGTH_GEN = Experiment(
             "Abacus embeddings add longer numbers than trained on, where learned positions do not "
             "(McLeish et al. 2024)",
             "no table: beyond the paper (McLeish et al. 2024: 20-digit training, ~99% at 100 digits)",
-            GATE_LABEL,
             beats_learned("abacus"),
             id="abacus_beats_learned",
         ),
@@ -257,7 +219,6 @@ LENGTH_GEN = Experiment(
             "position coupling adds longer numbers than trained on, where learned positions do not "
             "(Cho et al. 2024)",
             "no table: beyond the paper (Cho et al. 2024: 1-30-digit training, 200 digits)",
-            GATE_LABEL,
             beats_learned("coupling"),
             id="coupling_beats_learned",
         ),
@@ -265,7 +226,6 @@ LENGTH_GEN = Experiment(
             "without a position embedding a model adds longer numbers than with learned positions (the "
             "paper's reversal finding, fig:testacc_rev, on addition)",
             "no table: the paper shows it on reversal (fig:testacc_rev), not on addition",
-            GATE_LABEL,
             beats_learned("none"),
             id="none_beats_learned",
         ),
@@ -274,7 +234,6 @@ LENGTH_GEN = Experiment(
                 f"{scheme} holds {HELD_ACCURACY:g} on sums one digit longer than trained on (and the "
                 "longest length it holds on every seed)",
                 "no table: beyond the paper",
-                GATE_LABEL,
                 holds_beyond(scheme),
                 id=f"{scheme}_holds_one_longer",
             )
@@ -287,13 +246,12 @@ LENGTH_GEN = Experiment(
 #: al.'s offsets up to 100), coupling on 1-30 and tested to 200 (a start up to 200, so that a 31-digit
 #: training sum reaches the ids of the longest test), each beside learned positions on the same lines, at
 #: the `gpu` scale's model and budget. The same claims judge it.
-PAPERS_TESTS = {"abacus": [5, 10, 20, 30, 40, 60, 80, 100], "coupling": [10, 20, 30, 50, 100, 150, 200]}
 _ABACUS_PAPER = Variant(
     "abacus_20_to_100",
     {
         "data.format": "lsd_first",
         "data.max_digits": 20,
-        "data.test_digits": PAPERS_TESTS["abacus"],
+        "data.test_digits": [5, 10, 20, 30, 40, 60, 80, 100],
         "model.n_positions": 512,
         "model.abacus_max_offset": 100,
     },
@@ -303,7 +261,7 @@ _COUPLING_PAPER = Variant(
     {
         "data.format": "line_padding_reverse",
         "data.max_digits": 30,
-        "data.test_digits": PAPERS_TESTS["coupling"],
+        "data.test_digits": [10, 20, 30, 50, 100, 150, 200],
         "model.n_positions": 1024,
         "model.coupling_max_offset": 200,
     },

@@ -1,9 +1,7 @@
 """Multiplication (section 2 and appendix A): the data format, fewer n x 1 lines, simple cases mixed in.
 
-Three experiments of the paper (the lab's budget variants and recipe searches of them are `lab.catalog`'s).
 Each claim compares models only after every seed of each learned the cells the paper's own model of that
-point learned (`competence`), else the small products (`MUL_IN_RANGE`); it compares the cells the paper's
-table contrasts where it has one.
+point learned, else the small products (`MUL_IN_RANGE`), on the cells the paper's table contrasts.
 """
 
 from __future__ import annotations
@@ -13,23 +11,11 @@ from collections.abc import Callable
 import pandas as pd
 
 from arith.config import ExperimentConfig
-from experiments.claim import Claim, Experiment
+from experiments.cells import large_products, measured, small_products
+from experiments.claim import Claim, DigitMap, Experiment
 from experiments.grid import Grid
 from experiments.setups import MUL_SETUP
-from experiments.verdicts import (
-    Outcome,
-    Side,
-    compared,
-    compared_cells,
-    competence,
-    difference,
-    large_products,
-    measured,
-    small_products,
-    untestable,
-)
-
-DigitMap = dict[int, int] | None
+from experiments.verdicts import Outcome, Side, compared, compared_cells, competence, difference, untestable
 
 MUL_IN_RANGE = (
     "no paper table for this point: the cells whose factors have at most max_digits digits together"
@@ -49,10 +35,8 @@ def _per_max_digits(
     compare_note: str,
     gate_order: tuple[str, str] | None = None,
 ) -> Outcome:
-    """A claim made per setting (max_digits), `better` vs `worse` values of `key`: judged on the settings
-    whose models both learned (the small products, `MUL_IN_RANGE`, where the paper has no table), on the
-    cells `compared_cells` picks (`compare` where the paper has no table); the others are listed. Not
-    testable when none is left."""
+    """A claim made per max_digits, `better` vs `worse` values of `key`, on the settings whose models both
+    learned (the others are listed), on the cells `compared_cells` picks; not testable when none is left."""
     order = gate_order or (better, worse)
     contrasts, skipped, gates = [], [], []
     for max_digits, by_n in cells.groupby("data.max_digits"):
@@ -72,9 +56,6 @@ def _per_max_digits(
         needs = f"needs {order[0]} and {order[1]} trials with the same max_digits"
         return untestable("; ".join(skipped) or needs, gates)
     return compared(contrasts, notes=[*skipped, *gates])
-
-
-# --- mul_format: padding and a reversed product against the basic format -------------------------------
 
 
 def _mul_format_table(cfg: ExperimentConfig) -> tuple[str, ...]:
@@ -115,15 +96,11 @@ MUL_FORMAT = Experiment(
         Claim(
             "padding + reversed product beats basic on the cells the paper's tables contrast (mean accuracy)",
             "tb:basic-5 vs tb:padding-5",
-            MUL_IN_RANGE,
             padding_reverse_beats_basic,
             id="padding_reverse_beats_basic",
         ),
     ),
 )
-
-
-# --- mul_one_digit_weight: fewer n x 1 multiplications in the training data ----------------------------
 
 
 def _one_digit_weight_table(cfg: ExperimentConfig) -> tuple[str, ...]:
@@ -166,15 +143,11 @@ MUL_ONE_DIGIT_WEIGHT = Experiment(
         Claim(
             "a lower 1-digit weight hurts: the lowest weight's mean accuracy is below the highest weight's",
             "tb:padding_10_ratio",
-            MUL_IN_RANGE + " (a weight whose model did not learn is left out; the lowest left is compared)",
             lower_one_digit_weight_hurts,
             id="lower_one_digit_weight_hurts",
         ),
     ),
 )
-
-
-# --- mul_simple_case: n x 1 lines or first-step lines every third sample --------------------------------
 
 
 def _simple_case_table(cfg: ExperimentConfig) -> tuple[str, ...]:
@@ -202,7 +175,6 @@ MUL_SIMPLE_CASE = Experiment(
         Claim(
             "first-step % augmentation helps more than n x 1 augmentation (mean accuracy, same max_digits)",
             "tb:onedigit_5-6a-d",
-            MUL_IN_RANGE,
             first_step_beats_n_times_1,
             id="first_step_beats_n_times_1",
         ),

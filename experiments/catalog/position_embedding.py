@@ -1,10 +1,6 @@
 """Position embeddings (section 3.2): digit reversal and scratchpad addition with a learned embedding, none,
-or random tags; the paper shows them as figures, no tables.
-
-A figure's models are read off the figure as learning their training range, so each claim gates every
-compared model on every cell of it (`FIGURE_GATE`). At the `cpu_recipe` scale both train at the recipe a
-pre-search on seeds from 100 up chose: reversal's (`REVERSE_RECIPE`) and scratchpad addition's
-(`ADD_SCRATCHPAD_24K`); the lab's variants (`lab.catalog.position_embedding`) hold the pre-searches.
+or random tags. The paper shows them as figures, whose models are read as learning their training range:
+each claim gates every compared model on every cell of it (`FIGURE_GATE`).
 """
 
 from __future__ import annotations
@@ -13,24 +9,12 @@ import pandas as pd
 
 from arith.config import ExperimentConfig
 from arith.tracking.schema import CONTEXT_COLUMN, PAPER_TABLE_TAG
-from experiments.claim import Claim, Experiment
+from experiments.cells import beyond_training, digit_range, measured, within_training
+from experiments.claim import Claim, DigitMap, Experiment
 from experiments.grid import Grid
 from experiments.recipes import ADD_SCRATCHPAD_24K, REVERSE_RECIPE
 from experiments.setups import ADD_LENGTH_SETUP, PAPER_POSITIONS, RANDEMBED_TRAINING, REVERSE_SETUP
-from experiments.verdicts import (
-    Outcome,
-    Side,
-    beyond_training,
-    compared,
-    competence,
-    difference,
-    digit_range,
-    measured,
-    untestable,
-    within_training,
-)
-
-DigitMap = dict[int, int] | None
+from experiments.verdicts import Outcome, Side, compared, competence, difference, untestable
 
 FIGURE_GATE = (
     "regular data of the digit counts trained on, every cell (the paper shows a figure, no table: its "
@@ -49,9 +33,6 @@ def _by_position(cells: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 def _regular_in_range(cells: pd.DataFrame) -> pd.DataFrame:
     return within_training(cells[cells[CONTEXT_COLUMN] == "regular"])
-
-
-# --- reverse_posembed: digit reversal -----------------------------------------------------------------
 
 
 def _reverse_table(cfg: ExperimentConfig) -> tuple[str, ...]:
@@ -111,12 +92,7 @@ REVERSE_POSEMBED = Experiment(
         axes={"model.position": PAPER_POSITIONS, "model.init": ["pretrained", "random"]},
         # fig:randembed: the random-init models retrained for 25 epochs at 1e-5
         also=(
-            {
-                "model.position": ["none", "random_embed"],
-                "model.init": ["random"],
-                "train.epochs": [25],
-                "train.lr": [1e-5],
-            },
+            {"model.position": ["none", "random_embed"], **{k: [v] for k, v in RANDEMBED_TRAINING.items()}},
         ),
         paper_tables=("fig:testacc_rev", "fig:randembed"),
         table_of=_reverse_table,
@@ -126,7 +102,6 @@ REVERSE_POSEMBED = Experiment(
             "on reversal, no position embedding generalises further than learned (regular data, beyond "
             "training)",
             "fig:testacc_rev",
-            "regular data of the digit counts trained on",
             no_position_generalises_further,
             id="none_generalises_further",
         ),
@@ -134,15 +109,12 @@ REVERSE_POSEMBED = Experiment(
             "random embedding fixes repetitive data for models trained from scratch (random_embed beats "
             "none)",
             "fig:randembed",
-            "regular data of the digit counts trained on",
             random_embed_fixes_repetitive,
             id="random_embed_fixes_repetitive",
         ),
     ),
     recipes=(REVERSE_RECIPE,),
 )
-
-# --- add_posembed: scratchpad addition from scratch -------------------------------------------------------
 
 
 def random_embed_extrapolates_addition(frame: pd.DataFrame, digit_map: DigitMap = None) -> Outcome:
@@ -180,7 +152,6 @@ ADD_POSEMBED = Experiment(
         Claim(
             "random embedding extrapolates addition further than learned or no position embedding",
             "fig:acc_add_rand",
-            "the digit counts trained on (random_embed and learned; the paper's none fails there)",
             random_embed_extrapolates_addition,
             id="random_embed_extrapolates_addition",
         ),

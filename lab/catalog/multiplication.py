@@ -7,8 +7,8 @@ from __future__ import annotations
 import dataclasses
 
 from experiments.catalog.multiplication import MUL_FORMAT, MUL_SIMPLE_CASE
+from experiments.cells import small_products
 from experiments.grid import Variant
-from experiments.verdicts import small_products
 from lab.recipes import MUL_SIMPLE_CASE_40K, MUL_SIMPLE_CASE_B512
 from lab.search.declared import Asha, Search
 

@@ -22,10 +22,11 @@ _REVERSE_RECIPE = REVERSE_POSEMBED.variant(
     only={"model.init": ["random"]},
     scale="cpu_recipe",
 )
-REVERSE_POSEMBED_RECIPE = _REVERSE_RECIPE.with_grid(
-    dataclasses.replace(
+REVERSE_POSEMBED_RECIPE = dataclasses.replace(
+    _REVERSE_RECIPE,
+    grid=dataclasses.replace(
         _REVERSE_RECIPE.grid, axes={**_REVERSE_RECIPE.grid.axes, "model.position": ["learned", "none"]}
-    )
+    ),
 )
 
 #: fig:randembed's replication: only its two compared points (none and random_embed, random init, at the
@@ -41,7 +42,8 @@ _REPLICATION = REVERSE_POSEMBED.variant(
     scale="cpu_recipe",
 )
 REVERSE_POSEMBED_REPLICATION = dataclasses.replace(
-    _REPLICATION.with_grid(dataclasses.replace(_REPLICATION.grid, also=())),
+    _REPLICATION,
+    grid=dataclasses.replace(_REPLICATION.grid, also=()),
     claims=tuple(c for c in REVERSE_POSEMBED.claims if c.source == "fig:randembed"),
 )
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from lab.paper_trial import paper_trial
 from lab.plan import ROOT, restore_archives, store_uri
 from lab.results.page import write_results
-from sweeps.grids import paper_trial
 
 
 def main(argv: list[str] | None = None) -> int:

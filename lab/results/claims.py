@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from analysis.by_claim import seed_span
-from analysis.findings import Finding
+from analysis.findings import Finding, seed_span
 from experiments.claim import Claim
 from lab.gpu_section import BatchResult, judged_findings
 from lab.plan import TAG_MACHINE

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import yaml
 
-from analysis.findings import awaiting_plan
 from analysis.load import read_sweep
 from analysis.report import Analysis, analyse, render
 from arith.tracking.archive import archived_id
 from arith.tracking.store import client as store_client
+from lab.analysis_claims import awaiting_plan
 from lab.choice import part_choice
 from lab.plan import (
     ARCHIVES,

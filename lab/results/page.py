@@ -9,15 +9,16 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from analysis.by_claim import claims_table, judged_line, judged_where
 from analysis.by_digits import accuracy_by_digits_figure
 from analysis.cell_text import clip_reason
-from analysis.curves import learning_curves_figure, save
-from analysis.findings import Finding, one_family
-from analysis.report import FINISHED
+from analysis.curves import learning_curves_figure
+from analysis.findings import Finding
+from analysis.sweep import FINISHED
 from arith.tracking.schema import SEED_COLUMN
 from arith.tracking.store import client as store_client
 from experiments.registry import claims_for
+from lab.analysis_claims import claims_table, judged_line, judged_where, one_family
+from lab.analysis_output import save
 from lab.budget import budget_figure, budget_table, steps_needed
 from lab.contents import headings, with_contents
 from lab.gpu_plan import load_gpu_plan

@@ -7,8 +7,8 @@ from collections.abc import Callable, Mapping, Sequence
 import pandas as pd
 
 from analysis.cell_text import command_notes
-from analysis.tables import markdown_table as markdown
 from arith.tracking.schema import POINT_COLUMN, SEED_COLUMN
+from lab.analysis_output import markdown_table as markdown
 from lab.reach import (
     GpuBatch,
     GpuRate,

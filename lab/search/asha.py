@@ -50,8 +50,6 @@ class SearchAsha(FIFOScheduler):
         self._stop_at = stop_at
         self._asha = dict(asha)
         self._metric = asha["metric"]
-        #: the most CPU seconds (the clock ASHA reads) a trial may run
-        self.clock_budget_s = float(asha["max_t"])
         self._groups: dict[str, ASHAScheduler] = {}
         self._group_of: dict[str, str] = {}
         #: trials stopped because they reached `stop_at`

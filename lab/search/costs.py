@@ -27,7 +27,6 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from analysis.curves import save
 from analysis.load import AnalysisError, find_parent, require_store
 from arith.config import ExperimentConfig
 from arith.data.datasets import train_size
@@ -41,15 +40,15 @@ from arith.tracking.schema import (
     SEED_TAG,
     SESSIONS_TAG,
 )
-from arith.training.epochs import steps_after
 from arith.training.metrics import MIN_UNSEEN
-from arith.training.sessions import machine_at
-from arith.training.sessions import read as read_sessions
-from experiments.registry import EXPERIMENTS, SEARCHES
+from experiments.registry import EXPERIMENTS
 from experiments.verdicts import LEARNED, TOLERANCE
+from lab.analysis_output import save
 from lab.search.declared import CORE_MINUTES, MACHINES_TAG, RUNG, STOPPED_TAG, Search
 from lab.search.figure import search_figure
 from lab.search.view import share_search_view
+from lab.searches import SEARCHES
+from lab.training_records import machine_at, read_sessions, steps_after
 
 #: the folder of the parent run's artifacts a search logs at its end (its tables and figure)
 ARTIFACT_DIR = "search"

@@ -11,10 +11,10 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.curves import save
 from arith.tracking import store
 from arith.tracking.archive import archived_id
-from experiments.registry import EXPERIMENTS, SEARCHES, claims_for
+from experiments.registry import EXPERIMENTS, claims_for
+from lab.analysis_output import save
 from lab.choice import search_part_choice
 from lab.plan import Planned
 from lab.search.costs import (
@@ -27,6 +27,7 @@ from lab.search.costs import (
     recipe_costs,
 )
 from lab.search.declared import MACHINES_TAG, Search
+from lab.searches import SEARCHES
 
 #: a search's plan parts (docs/results/plan.yaml), each with its sweep in the store (None: not run)
 PlanParts = Mapping[str, Sequence[tuple[Planned, Any]]]

@@ -49,7 +49,6 @@ from arith.validation import validate
 from experiments.cells import CELL_KEYS
 from experiments.grid import Grid
 from experiments.recipes import Recipe
-from experiments.registry import SEARCHES
 from experiments.verdicts import LEARNED, TOLERANCE, gated_cells
 from lab.search.asha import ASHA_STATE_FILE, SearchAsha
 from lab.search.costs import cost_report
@@ -62,8 +61,10 @@ from lab.search.declared import (
     Search,
     check_presearch_seeds,
 )
-from sweeps.extension import Configs
+from lab.searches import SEARCHES
+from lab.sweep_progress import BudgetProgress
 from sweeps.grids import get_grid
+from sweeps.options import Configs
 from sweeps.scales import Scale, get_scale
 from sweeps.storage import digit_map
 from sweeps.trainable import trial_key
@@ -257,6 +258,11 @@ class SearchRun:
             client.set_tag(parent_run_id, MACHINES_TAG, "; ".join([*machines, here]))
         ends = EndStoppedRuns(configs, tracking_uri, parent_run_id, self.budget_s, self.search.stop_at_gate)
         return self.scheduler(sweep_uri), [ends]
+
+    def progress(self, steps: Mapping[str, int], key_of: Any, **line: Any) -> BudgetProgress:
+        """The search's progress line (`sweeps.tuner.fit`): ASHA's metric, and each trial's time left bounded
+        by its CPU-time budget."""
+        return BudgetProgress(steps, key_of, self.budget_s, self.search.metric, **line)
 
     @property
     def budget_s(self) -> float:

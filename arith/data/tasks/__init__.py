@@ -1,59 +1,21 @@
-"""The tasks: one object per task holds everything the rest of the code asks about it.
-
-A `Task` (`arith.data.tasks.base`) knows its formats, how one line of each is rendered (`line`,
-`example`), its training and test sets under the paper's protocol, its default test digits and sizes,
-what exact match compares (`answer_key`), what makes two lines the same problem (`problem_id`), which
-settings it accepts (`check`), and which way each number of a line is written (`digit_order`, what
-position coupling needs). Config validation, the data layer, the model and the evaluator read `TASKS`;
-adding a task is its class (a module of this package) plus one entry in `TASKS` (docs/DESIGN.md, "Add
-a task").
-
-The line functions themselves stay in `arith.data.formats` and the samplers in `arith.data.sampling` /
-`arith.data.dialogue`; a task class wires its own together. This module is the registry: `TASKS` and
-the functions that take a task's name (`render_line`, `answer_key`, `problem_id`, `test_digits`) and the
-checks that compare tasks, so that neither formats, samplers nor the task classes import it. Every rule
-that depends on the task is a method of its class: the rest of the project asks the task rather than
-comparing its name.
-"""
+"""The task registry `TASKS` (one `Task` object per task) and the functions that take a task's name
+(`render_line`, `answer_key`, `problem_id`, ...). Every rule that depends on the task is a method of its
+class, so the rest of the project asks the task rather than comparing names; adding a task is its class
+plus one entry in `TASKS` (docs/DESIGN.md, "Add a task")."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from arith.config import AUGMENTS, MIX_FORMATS, ConfigError, DataConfig, choice
 from arith.data.examples import Example
 from arith.data.tasks.add import Add
 from arith.data.tasks.add_scratchpad import AddScratchpad
-from arith.data.tasks.base import LSD, MSD, Task, settings_fields
+from arith.data.tasks.base import LSD, Task
 from arith.data.tasks.dialogue import Dialogue
 from arith.data.tasks.mul import Mul
 from arith.data.tasks.reverse import Reverse
-
-__all__ = [
-    "LSD",
-    "MSD",
-    "TASKS",
-    "TASK_FORMATS",
-    "Add",
-    "AddScratchpad",
-    "Dialogue",
-    "Mul",
-    "Reverse",
-    "Task",
-    "answer_key",
-    "check_data_config",
-    "check_format",
-    "get_task",
-    "problem_id",
-    "problem_ids",
-    "render_example",
-    "render_line",
-    "render_parts",
-    "test_digits",
-]
 
 #: every task by its `data.task` name; adding one is its class plus one entry here
 TASKS: dict[str, Task] = {task.name: task for task in (Mul(), AddScratchpad(), Reverse(), Add(), Dialogue())}
@@ -61,26 +23,27 @@ TASKS: dict[str, Task] = {task.name: task for task in (Mul(), AddScratchpad(), R
 
 def get_task(name: str) -> Task:
     """The registered task called `name`; an unknown name fails listing the valid ones."""
-    if name not in TASKS:
-        raise ConfigError(f"data.task={name!r} is not valid; choose one of: {', '.join(TASKS)}")
+    choice("data.task", name, TASKS)
     return TASKS[name]
 
 
 def check_data_config(d: DataConfig) -> None:
-    """Raise ConfigError for a data config that cannot be generated: the task's own checks and the
-    general ones. The data part of `arith.validation.validate`, here so the data layer needs no model."""
+    """Raise ConfigError for a data config that cannot be generated (the data part of `validate`, here so
+    that the data layer needs no model)."""
     task = get_task(d.task)
     choice("data.format", d.format, task.formats)
     choice("data.augment", d.augment, AUGMENTS)
     choice("data.mix_format", d.mix_format, MIX_FORMATS)
-    _check_exclusive(task, d)
+    for name in task.EXCLUSIVE:  # another task's setting, away from its default
+        value = getattr(d, name)
+        if value != getattr(DataConfig(), name) and not task.reads(name):
+            readers = " or ".join(repr(t.name) for t in TASKS.values() if t.reads(name))
+            raise ConfigError(f"data.{name}={value!r} applies to task {readers} only (task is {task.name!r})")
     task.check(d)
     if d.reverse_addends and d.format != "recursive_scratchpad":
         raise ConfigError("data.reverse_addends applies to add_scratchpad format 'recursive_scratchpad'")
     if d.min_digits < 1 or d.max_digits < d.min_digits:
-        raise ConfigError(
-            f"digit range must satisfy 1 <= min_digits <= max_digits (got {d.min_digits}..{d.max_digits})"
-        )
+        raise ConfigError(f"digits need 1 <= min_digits <= max_digits (got {d.min_digits}..{d.max_digits})")
     if d.one_digit_weight < 0:
         raise ConfigError(f"data.one_digit_weight must be >= 0 (got {d.one_digit_weight})")
     if not 0 <= d.random_space_prob < 1:
@@ -94,61 +57,21 @@ def check_data_config(d: DataConfig) -> None:
         raise ConfigError(f"data.dialogue_file {d.dialogue_file!r} does not exist")
 
 
-def _check_exclusive(task: Task, d: DataConfig) -> None:
-    """A field of `Task.EXCLUSIVE` set away from its default by a task whose Settings lack it is refused,
-    naming the tasks that read it: a question about every task, so the registry asks it."""
-    for name in task.EXCLUSIVE:
-        value = getattr(d, name)
-        if value != _DEFAULTS[name] and name not in settings_fields(task.Settings):
-            readers = [t.name for t in TASKS.values() if name in settings_fields(t.Settings)]
-            raise ConfigError(
-                f"data.{name}={value!r} applies to task {' or '.join(map(repr, readers))} only "
-                f"(task is {task.name!r})"
-            )
-
-
 #: task -> its formats (the data CLI's and the docs' table)
 TASK_FORMATS: dict[str, tuple[str, ...]] = {task.name: task.formats for task in TASKS.values()}
-
-_DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(DataConfig)}
 
 
 def test_digits(cfg: DataConfig) -> list[int]:
     """cfg.test_digits, else the task's default range (`Task.default_test_digits`)."""
-    if cfg.test_digits:
-        return list(cfg.test_digits)
-    return get_task(cfg.task).default_test_digits(cfg)
+    return get_task(cfg.task).test_digits(cfg)
 
 
 test_digits.__test__ = False  # type: ignore[attr-defined]  # not a pytest test when imported into one
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Lines by task name: rendering, exact match and problem identity ask the task
-# ---------------------------------------------------------------------------------------------------------
-
-
-def check_format(task: str, fmt: str) -> Task:
-    """The registered task (arith.data.tasks) called `task`, failing with the valid choices for an unknown
-    task or format."""
-    spec = _named(task)
-    names = spec.formats
-    if fmt not in names:
-        raise ConfigError(f"unknown format {fmt!r} for task {task!r}; choose one of: {', '.join(names)}")
-    return spec
-
-
-def _named(task: str) -> Task:
-    if task not in TASKS:
-        raise ConfigError(f"unknown task {task!r}; choose one of: {', '.join(TASKS)}")
-    return TASKS[task]
-
-
 def render_parts(task: str, fmt: str, a: int, b: int | None = None, **options) -> tuple[str, str, str]:
-    """(prompt, answer, key) of one line. Options per task (`Task.options`): mul `max_digits`,
-    `first_step`; add_scratchpad `reverse_addends`, `rng`, `random_space_prob`, `spaces`; reverse
-    `digits`; add `max_digits`, `rng`, `spaces`."""
-    spec = _named(task)
+    """(prompt, answer, key) of one line; `options` are the task's (`Task.options`: mul `max_digits`...)."""
+    spec = get_task(task)
     spec.check_line(fmt, a, b, options)
     return spec.line(fmt, a, b, **options)
 
@@ -160,21 +83,16 @@ def render_line(task: str, fmt: str, a: int, b: int | None = None, **options) ->
     return prompt + answer
 
 
-def render_example(
-    task: str, fmt: str, a: int, b: int | None = None, *, kind: str = "main", cell=None, **options
-) -> Example:
-    """One `Example` (prompt, answer and exact-match key) of `task`/`fmt` (`Task.checked_example`)."""
-    return _named(task).checked_example(fmt, a, b, kind=kind, cell=cell, **options)
+def render_example(task: str, fmt: str, a: int, b: int | None = None, **options) -> Example:
+    """One `Example` of `task`/`fmt`; `options` as `Task.example` takes them (kind, cell...)."""
+    return get_task(task).example(fmt, a, b, **options)
 
 
 def answer_key(task: str, fmt: str, completion: str) -> str | None:
-    """The part of a completion that exact match compares with `Example.key`, or None if there is none
-    (`Task.answer_key`). Direct formats: the answer's digits (spaces dropped; leading zeros kept, as
-    padded and reversed formats need). Scratchpads: the final sum after the last comma (after ``=`` in
-    the recursive format). Dialogues: the last number in the teacher's reply. The completion is read up
-    to the first newline (leading ones skipped for dialogues) or end-of-text token.
-    """
-    return check_format(task, fmt).answer_key(fmt, completion)
+    """The part of a completion that exact match compares with `Example.key`, or None (`Task.answer_key`)."""
+    spec = get_task(task)
+    choice("data.format", fmt, spec.formats)
+    return spec.answer_key(fmt, completion)
 
 
 def lsd_first(task: str, fmt: str) -> bool:
@@ -202,13 +120,8 @@ def answer_number(task: str, fmt: str, text: str) -> int | None:
 
 
 def problem_id(example: Example) -> tuple:
-    """What makes two examples the same problem, whatever the format or random spaces (`Task.problem_id`).
-
-    ``("*", a, b)`` for multiplication (``("%", a, b)`` for first-step lines), ``("+", a, b)`` for every
-    addition task and dialogue, ``("reverse", digits)`` for reversal (the digits as written, leading zeros
-    included), ``("text", prompt)`` for a user's dialogue without two numbers. The evaluator's
-    `seen_in_train` is ``problem_id(test_example) in {problem_id(e) for e in train}``.
-    """
+    """What makes two examples the same problem, whatever the format or random spaces (`Task.problem_id`):
+    ``("*", a, b)``, ``("+", a, b)`` for every addition and dialogue, ``("reverse", digits)``, ..."""
     return get_task(example.task).problem_id(example)
 
 

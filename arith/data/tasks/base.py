@@ -1,21 +1,15 @@
 """The `Task` interface: everything the rest of the code asks about a task, with the defaults most tasks
-share (two operands, an answer that is the digits of a number, exact match on them).
-
-A task class wires its own line functions (`arith.data.formats`) and samplers (`arith.data.sampling`,
-`arith.data.dialogue`) together; it never looks a task up by name, so the task modules need no registry
-and the registry (`arith.data.tasks`) imports them, not the other way round.
-"""
+share (two operands, an answer that is the digits of a number, exact match on them). A task never looks
+another up by name, so the registry (`arith.data.tasks`) imports the task modules, not the reverse."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from arith.config import ConfigError, DataConfig, NoSettings
+from arith.config import ConfigError, DataConfig, choice
 from arith.data import formats
 from arith.data.examples import Example
-from arith.data.formats import _check_operand
 
 #: the order a number's digits are written in: most or least significant first
 MSD, LSD = "msd", "lsd"
@@ -31,25 +25,22 @@ class Task:
     operands = 2
     #: keyword options `line` accepts (`render_line(..., max_digits=5)`)
     options: frozenset[str] = frozenset()
-    #: formats whose numbers are written as `arith.data.formats.DIRECT_FORMATS` says (padded operands,
-    #: reversed answer): what the padding check and position coupling read
+    #: formats written as `arith.data.formats.DIRECT_FORMATS` says (the padding check and coupling read it)
     direct: frozenset[str] = frozenset()
     #: the paper's sizes and training digit ranges (the data CLI's and `generate`'s defaults)
     paper_defaults: ClassVar[Mapping[str, Any]] = {}
-    #: the first element of a problem_id: tasks that pose the same question share it (every addition
-    #: task and the dialogues: "+"), so `seen_in_train` finds a sum whatever its format
+    #: a problem_id's first element, shared by tasks posing the same question (a sum whatever its format)
     question = "+"
-    #: the `data.*` config fields only this task reads, with their defaults (an arith.config class)
-    Settings: ClassVar[type] = NoSettings
-    #: Settings fields that a task not reading them must leave at their default (the others are harmless)
+    #: the `data.*` config fields only this task reads
+    settings: ClassVar[frozenset[str]] = frozenset()
+    #: settings that a task not reading them must leave at their default (the others are harmless)
     EXCLUSIVE: ClassVar[tuple[str, ...]] = ("augment", "mix_format")
-    #: what the answer is of the two operands, for the carry chains of digit errors: "sum", "product", or
-    #: "" (no carries: the answer is not an arithmetic result of the operands)
+    #: the answer as a result of the operands, for digit errors' carry chains: "sum", "product" or ""
     carries: ClassVar[str] = "sum"
     #: the operator a typed problem is written with (`python -m arith.ask RUN "12+34"`); "" = none
     operator: ClassVar[str] = ""
-    #: the report's table layout for its cells: "grid" (digits of a x digits of b), "contexts" (one panel
-    #: per test context, read at the paper's epochs) or "length" (accuracy by digit count)
+    #: the report's layout of its cells: "grid" (digits of a x of b), "contexts" (a panel per test
+    #: context) or "length" (accuracy by digit count)
     layout: ClassVar[str] = "length"
     #: the task's name in experiments/paper_tables.csv (None: the paper has no table of it)
     paper_name: ClassVar[str | None] = None
@@ -58,40 +49,28 @@ class Task:
     #: the paper's tables of this task differ by the training digits (multiplication: 5 vs 10)
     paper_by_max_digits: ClassVar[bool] = False
 
-    # --- lines -------------------------------------------------------------------------------------------
-
     def line(self, fmt: str, a: int, b: int | None, **options) -> tuple[str, str, str]:
         """(prompt, answer, key) of one line in `fmt`."""
         raise NotImplementedError
 
     def example(
-        self, fmt: str, a: int, b: int | None, *, kind: str = "main", cell=None, **options
+        self, fmt: str, a: int, b: int | None = None, *, kind: str = "main", cell=None, **options
     ) -> Example:
-        prompt, answer, key = self.line(fmt, a, b, **options)
-        return Example(self.name, fmt, a, b, prompt, answer, key, kind, cell)
+        """One line of `fmt` as an `Example`, once `check_line` has passed it (`render_example`)."""
+        self.check_line(fmt, a, b, options)
+        a, b = int(a), None if b is None else int(b)
+        return Example(self.name, fmt, a, b, *self.line(fmt, a, b, **options), kind, cell)
 
     def check_line(self, fmt: str, a: int, b: int | None, options: Mapping[str, Any]) -> None:
         """Raise ConfigError for a format, an option or an operand this task cannot render."""
-        if fmt not in self.formats:
-            raise ConfigError(
-                f"unknown format {fmt!r} for task {self.name!r}; choose one of: {', '.join(self.formats)}"
-            )
+        choice("data.format", fmt, self.formats)
         unknown = set(options) - self.options
         if unknown:
             valid = ", ".join(sorted(self.options)) or "none"
             raise ConfigError(f"unknown option(s) {sorted(unknown)} for task {self.name!r}; valid: {valid}")
-        _check_operand(a, "a")
-        if self.operands == 2:
-            _check_operand(b, "b")
-
-    def checked_example(
-        self, fmt: str, a: int, b: int | None = None, *, kind: str = "main", cell=None, **options
-    ) -> Example:
-        """`example` after `check_line`: what `arith.data.tasks.render_example` gives for this task."""
-        self.check_line(fmt, a, b, options)
-        return self.example(fmt, int(a), None if b is None else int(b), kind=kind, cell=cell, **options)
-
-    # --- data sets ---------------------------------------------------------------------------------------
+        for name, n in zip("ab", (a, b)[: self.operands], strict=False):
+            if n is None or n < 0:
+                raise ConfigError(f"{name} must be a non-negative integer (got {n!r})")
 
     def train_set(self, cfg: DataConfig) -> list[Example]:
         raise NotImplementedError
@@ -112,20 +91,16 @@ class Task:
         return list(range(cfg.min_digits, cfg.max_digits + 1))
 
     def test_digits(self, cfg: DataConfig) -> list[int]:
-        """cfg.test_digits, else this task's default range (`arith.data.tasks.test_digits` for a config
-        of this task, without looking the task up)."""
-        if cfg.test_digits:
-            return list(cfg.test_digits)
-        return self.default_test_digits(cfg)
+        """cfg.test_digits, else this task's default range."""
+        return list(cfg.test_digits) if cfg.test_digits else self.default_test_digits(cfg)
 
     def reads(self, name: str) -> bool:
-        """Whether the `data.<name>` field is one of this task's own Settings (a scale shrinks a dialogue
-        count only for the task that reads it)."""
-        return name in settings_fields(self.Settings)
+        """Whether the `data.<name>` field is one of this task's own settings."""
+        return name in self.settings
 
     def reply_tokens(self, tokenizer, example: Example, answer_tokens: int) -> int:
-        """The longest reply (in tokens) the data can give to `example` whose reference answer has
-        `answer_tokens`: direct formats and plain scratchpads write one reply per problem."""
+        """The longest reply (in tokens) the data can give to `example`, whose reference answer has
+        `answer_tokens` (direct formats write one reply per problem)."""
         return answer_tokens
 
     def typed_example(self, cfg: DataConfig, a: int, b: int) -> Example:
@@ -136,11 +111,9 @@ class Task:
         """The paper's name for this data (paper_tables.csv's format column)."""
         return fmt
 
-    # --- checks ------------------------------------------------------------------------------------------
-
     def check(self, cfg: DataConfig) -> None:
-        """Raise ConfigError for a setting this task cannot produce. The registry has already refused a
-        setting of another task's Settings (`arith.data.tasks.check_data_config`: it knows every task)."""
+        """Raise ConfigError for a setting this task cannot produce (another task's settings are the
+        registry's to refuse: it knows every task)."""
 
     def check_data(self, cfg: DataConfig) -> None:
         """Checks that need the test digits (the data layer's `validate_data`)."""
@@ -150,8 +123,6 @@ class Task:
                 f"format {cfg.format!r} pads operands to max_digits={cfg.max_digits}; "
                 f"test digits {self.test_digits(cfg)} must not exceed it"
             )
-
-    # --- reading answers ---------------------------------------------------------------------------------
 
     def answer_key(self, fmt: str, completion: str) -> str | None:
         """What exact match compares with `Example.key`: the answer's digits, spaces dropped (leading
@@ -164,15 +135,10 @@ class Task:
             return ("text", " ".join(example.prompt.split()))
         return (self.question, example.a, example.b)
 
-    # --- structure ---------------------------------------------------------------------------------------
-
     def digit_order(self, fmt: str) -> tuple[str, ...]:
-        """For each number of a line (operands, then the answer): MSD or LSD first. Position coupling
-        reads it. Defined for the direct formats with a reversed answer (operands MSD first, answer
-        LSD first, or LSD first too where the format reverses them); any other format raises
-        ConfigError: scratchpads, reversal and dialogues have no operand-answer digit alignment, and an
-        answer written most significant digit first has digits whose significance is unknown until it
-        ends, which decoding cannot wait for."""
+        """For each number of a line (operands, then the answer): MSD or LSD first, as position coupling
+        reads it. Only direct formats with a reversed answer have one: an answer written MSD first has
+        digits whose significance is unknown until it ends, which decoding cannot wait for."""
         reversed_formats = [
             f for f in self.formats if f in self.direct and formats.DIRECT_FORMATS[f].reversed_answer
         ]
@@ -189,8 +155,3 @@ class Task:
             )
         operand = LSD if formats.DIRECT_FORMATS[fmt].reversed_operands else MSD
         return (operand, operand, LSD)
-
-
-def settings_fields(settings: type) -> set[str]:
-    """The `data.*` field names of a Settings class."""
-    return {f.name for f in dataclasses.fields(settings)}

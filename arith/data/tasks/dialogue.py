@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from arith.config import ConfigError, DialogueSettings
+from arith.config import ConfigError
 from arith.data import formats
-from arith.data.dialogue import dialogue_test, dialogue_train, longest_teacher_reply
+from arith.data.dialogue import dialogue_test, dialogue_train, load_dialogues, longest_teacher_reply
 from arith.data.tasks.base import Task
 
 
 class Dialogue(Task):
-    """Student-teacher dialogues about sums (section 4, nl_mix), optionally mixed with plain additions."""
-
     name = "dialogue"
     formats = ("basic",)
-    paper_defaults: ClassVar[Mapping[str, Any]] = {}
-    Settings = DialogueSettings
+    settings = frozenset({"mix_format", "mix_samples", "dialogue_easy", "dialogue_hard", "dialogue_file"})
     layout = "contexts"
     paper_name = "nl_mix"
     paper_reads_epochs = True
@@ -43,10 +39,9 @@ class Dialogue(Task):
         return dialogue_test(cfg, self.test_digits(cfg))
 
     def train_size(self, cfg):
+        dialogues = cfg.dialogue_easy + cfg.dialogue_hard
         if cfg.dialogue_file:
-            dialogues = len(self.train_set(dataclasses.replace(cfg, mix_format="none")))
-        else:
-            dialogues = cfg.dialogue_easy + cfg.dialogue_hard
+            dialogues = len(load_dialogues(cfg.dialogue_file))
         return dialogues + (cfg.mix_samples if cfg.mix_format != "none" else 0)
 
     def sized(self, count):
@@ -60,9 +55,7 @@ class Dialogue(Task):
         super().check_data(cfg)
         counts = (cfg.dialogue_easy, cfg.dialogue_hard)
         if not cfg.dialogue_file and (min(counts) < 0 or sum(counts) < 1):
-            raise ConfigError(
-                "data.dialogue_easy and data.dialogue_hard must be >= 0 with at least one dialogue"
-            )
+            raise ConfigError("data.dialogue_easy and dialogue_hard must be >= 0, one dialogue at least")
         if cfg.mix_format != "none" and cfg.mix_samples < 1:
             raise ConfigError(f"data.mix_samples must be >= 1 with mix_format={cfg.mix_format!r}")
 

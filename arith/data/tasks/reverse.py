@@ -10,8 +10,6 @@ from arith.data.tasks.base import Task
 
 
 class Reverse(Task):
-    """Digit reversal (section 3.2): ``1 2 3 # 3 2 1``; one operand, no b."""
-
     name = "reverse"
     operands = 1
     carries = ""

@@ -1,4 +1,5 @@
-"""The paper's claims, each once: which carry a verdict, where, and on what.
+"""The results page's reading of the analysis's findings: the paper's claims one at a time, one Holm family
+for a whole page, and no verdict on a planned sweep while any of its parts waits.
 
 The findings table has a row per grid that tests a claim (a claim's recipes, variants and replications are
 grids of their own, a gpu batch another), so one claim may read *not testable* in three rows and *held* in
@@ -9,9 +10,12 @@ findings one claim at a time (a claim is its text; its paper label rides in brac
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
 
-from analysis.findings import Finding
+from analysis.findings import NOT_TESTABLE, Finding, untestable, verdict_numbers
 from experiments.claim import Claim
+from experiments.decide import decide_family
 
 
 def judged_line(findings: Sequence[Finding], claims: Sequence[str]) -> str:
@@ -44,25 +48,6 @@ def judged_where(findings: Sequence[tuple[str, Finding]]) -> dict[str, list[str]
     return out
 
 
-def seed_span(seeds: Sequence[int]) -> str:
-    """Seeds as runs of consecutive ones: (0, 1, 2, 3, 4) -> "0-4", (0, 2, 3) -> "0, 2-3"."""
-    runs: list[list[int]] = []
-    for seed in sorted(seeds):
-        if runs and seed == runs[-1][-1] + 1:
-            runs[-1].append(seed)
-        else:
-            runs.append([seed])
-    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else f"{r[0]}" for r in runs)
-
-
-def verdict_numbers(finding: Finding) -> str:
-    """A judged finding's weakest contrast in short: "+0.150 [+0.066, +0.234], seeds 20-29 (10, paired)"."""
-    interval = finding.weakest_interval
-    test = "paired" if interval.paired else "Welch"
-    seeds = f"seeds {seed_span(interval.seeds)} ({len(interval.seeds)}, {test})"
-    return f"{interval.effect:+.3f} {interval.ci}, {seeds}"
-
-
 def claims_table(findings: Sequence[tuple[str, Finding]], claims: Sequence[Claim]) -> str:
     """One row per claim of the paper (`claims`, in the report's order; a claim met only in `findings`
     after them): its verdicts and where each was reached, from (where, finding) pairs, or, where none
@@ -89,3 +74,41 @@ def claims_table(findings: Sequence[tuple[str, Finding]], claims: Sequence[Claim
             verdict, where = "not yet run", ""
         lines.append(f"| {text} | {source} | {verdict} | {where} |")
     return "\n".join(lines) + "\n"
+
+
+def one_family(holders: Sequence[Any]) -> None:
+    """Holm's correction over the findings of several reports read as one page (each holder has a
+    `findings` list: a grid's analysis, a banked GPU batch): each gets its own findings back, rejudged."""
+    every = [f for h in holders for f in h.findings]
+    verdicts = decide_family([f.outcome for f in every])
+    every = [
+        Finding(f.grid, f.claim, status, evidence, f.outcome, p)
+        for f, (status, evidence, p) in zip(every, verdicts, strict=True)
+    ]
+    for holder in holders:
+        holder.findings, every = every[: len(holder.findings)], every[len(holder.findings) :]
+
+
+def awaiting_plan(
+    findings: list[Finding], waiting: int, parts: int, see: str = "Core-minutes, below"
+) -> list[Finding]:
+    """A planned sweep's findings while `waiting` of its `parts` have not run: none of them judged yet.
+
+    The plan fixed the sweep's seeds before any of it ran, so a verdict on the parts run so far would be an
+    interim look that the plan did not declare (and one whose sides hold enough seeds would read as if the
+    sweep were done). A claim the parts so far would judge becomes not testable, what they read kept as no
+    verdict, its outcome untestable so that Holm's correction (`one_family`) leaves it out of the page's
+    family; a claim already not testable keeps its own reason, the parts waiting said after it. `see`:
+    where the reader finds the parts (the page's section, or the plan's file)."""
+    waits = f"the plan's sweep of it is not complete: {waiting} of {parts} parts not yet run ({see})"
+    out = []
+    for f in findings:
+        if not f.judged:
+            outcome = replace(f.outcome, notes=(*f.outcome.notes, waits))  # kept when Holm rejudges it
+            out.append(replace(f, evidence=f"{f.evidence}; {waits}", outcome=outcome))
+            continue
+        why = f"{waits}; its seeds were fixed before it ran, and it is judged once all of them have"
+        read = "; ".join(c.describe() for c in f.outcome.contrasts)
+        notes = [f"the parts run so far read, for reference, not a verdict: {read}"]
+        out.append(Finding(f.grid, f.claim, NOT_TESTABLE, "; ".join([why, *notes]), untestable(why, notes)))
+    return out
