@@ -245,9 +245,11 @@ def points_named(only: tuple[str, ...]) -> list[str]:
 
 def repo_relative(command: str) -> str:
     """A command with this machine's folders dropped from its store paths (sqlite:////x/y/runs/cpu/... ->
-    sqlite:///runs/cpu/...), so that RESULTS.md reads the same on every clone."""
+    sqlite:///runs/cpu/...), so that RESULTS.md reads the same on every clone; a store outside any runs/
+    folder names one machine only, so its flag goes (the sweep's identity is the rest of the line)."""
     command = re.sub(r"sqlite:////\S*?/(runs/\S+)", r"sqlite:///\1", command)
-    return re.sub(r"(--storage-path )/\S*?/(runs/\S+)", r"\1\2", command)
+    command = re.sub(r"(--storage-path )/\S*?/(runs/\S+)", r"\1\2", command)
+    return re.sub(r" --(?:tracking-uri|storage-path)[ =](?:sqlite:///)?/\S*", "", command)
 
 
 def reproduced(client, grid: str) -> list:

@@ -13,6 +13,7 @@ import pytest
 from analysis import cell_text
 from analysis.ui_view import VIEW_TAG
 from lab import analysis_claims as by_claim
+from lab.plan import repo_relative
 from lab.results import page as results
 
 
@@ -249,3 +250,17 @@ def test_a_long_command_quoted_in_the_not_testable_table_is_cited_by_a_note_writ
     assert [r["n"] for r in cited] == [3, 4]
     assert notes == f"\nCommands the table cites:\n\n[1] `{command.strip()}`\n"
     assert cell_text.command_notes([{"cost": "`sweeps.cost`"}]) == ([{"cost": "`sweeps.cost`"}], "")
+
+
+def test_a_pages_commands_name_no_machines_folders() -> None:
+    """A store under a runs/ folder reads relative to the repository; one elsewhere names one machine, and
+    its flag is left out."""
+    ran_here = "python -m lab.sweep --grid g --tracking-uri sqlite:////x/y/runs/cpu/mlflow.db --seeds 5"
+    assert (
+        repo_relative(ran_here)
+        == "python -m lab.sweep --grid g --tracking-uri sqlite:///runs/cpu/mlflow.db --seeds 5"
+    )
+    elsewhere = (
+        "python -m lab.sweep --grid g --tracking-uri sqlite:////w/s/mlflow.db --storage-path /w/s/r --seeds 5"
+    )
+    assert repo_relative(elsewhere) == "python -m lab.sweep --grid g --seeds 5"
